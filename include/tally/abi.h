@@ -1,0 +1,85 @@
+/* tally/abi.h - the contract between the tally GCC plugin and the runtime.
+ *
+ * The plugin emits, in every instrumented translation unit, one
+ * `struct tally_module` and an array of `struct tally_fn` (as GCC trees whose
+ * layout must match these structs exactly), plus a constructor that calls
+ * __tally_register(&module).  Instrumented code either updates the
+ * counters itself (hooks=inline) or calls __tally_enter/__tally_exit with the
+ * module and a small function index (hooks=call).
+ *
+ * Changing a layout here means bumping TALLY_ABI_VERSION and the matching
+ * code in plugin/descriptor.cc; the runtime refuses modules of another
+ * version with a message instead of misreading them.  */
+#ifndef TALLY_ABI_H
+#define TALLY_ABI_H
+
+#include <stdint.h>
+
+#define TALLY_ABI_VERSION 1u
+#define TALLY_MODULE_MAGIC 0x4d594c54u /* "TLYM" little-endian */
+
+/* Indexes into struct tally_fn.counters.  */
+enum tally_counter
+{
+  TALLY_C_ENTRIES = 0, /* times the function was entered */
+  TALLY_C_EXITS = 1,   /* times it left through a return statement */
+  TALLY_C_CORE = 2     /* counters every function has */
+};
+
+/* struct tally_fn.flags */
+#define TALLY_FN_CLONE 0x1u /* a GCC clone or split part of `origin` */
+
+/* struct tally_module.flags */
+#define TALLY_MOD_HOOKS_INLINE 0x1u /* counters updated by inline code */
+#define TALLY_MOD_HOOKS_CALL 0x2u   /* counters updated by runtime calls */
+#define TALLY_MOD_AT_EARLY 0x4u     /* instrumented before IPA inlining */
+#define TALLY_MOD_AT_LATE 0x8u      /* instrumented after IPA (default) */
+#define TALLY_MOD_UPDATE_ATOMIC 0x10u /* counters use relaxed atomic adds */
+
+/* One instrumented function body.  Emitted read-only by the plugin.  */
+struct tally_fn
+{
+  const char *name;   /* printable source name: "main", "ns::f(int)" */
+  const char *symbol; /* assembler name of this body: "f.constprop.0" */
+  const char *origin; /* assembler name of the source function: "f" */
+  const char *file;   /* source file the function is written in */
+  uint64_t *counters; /* ncounters values, TALLY_C_* first */
+  uint32_t line;      /* line of the function's opening */
+  uint32_t flags;     /* TALLY_FN_* */
+  uint32_t ncounters; /* at least TALLY_C_CORE */
+  uint32_t reserved;
+};
+
+/* One instrumented translation unit.  The runtime links registered modules
+   through `next`, so the plugin emits it writable.  */
+struct tally_module
+{
+  uint32_t magic;          /* TALLY_MODULE_MAGIC */
+  uint32_t abi_version;    /* TALLY_ABI_VERSION the plugin was built with */
+  uint64_t checksum;       /* hash of this compilation's instrumentation */
+  const char *source;      /* main input file as given to the compiler */
+  const char *directory;   /* working directory of the compiler */
+  const struct tally_fn *fns; /* nfns function records */
+  uint32_t nfns;
+  uint32_t flags;          /* TALLY_MOD_* */
+  struct tally_module *next; /* runtime-owned: registration list */
+  uint64_t rt_state;       /* runtime-owned: registration state */
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Called from the constructor the plugin emits into every module.  */
+void __tally_register (struct tally_module *m);
+/* Called from the destructor the plugin emits (dlclose, process end).  */
+void __tally_unregister (struct tally_module *m);
+/* hooks=call: function entry and normal exit.  */
+void __tally_enter (struct tally_module *m, uint32_t fn);
+void __tally_exit (struct tally_module *m, uint32_t fn);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TALLY_ABI_H */

@@ -1,0 +1,26 @@
+/* tally/tally.h - public API of the tally runtime (link with -ltally-rt).
+ *
+ * Programs do not need this header to be profiled: `-fplugin=tally` and the
+ * runtime library are enough.  It is for programs that want to control when
+ * data is written.  */
+#ifndef TALLY_TALLY_H
+#define TALLY_TALLY_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Write the data file now (path from TALLY_OUTPUT, default tally.%p.data),
+   replacing an earlier dump of this process.  Returns 0, or -1 with errno
+   set (EBUSY if another thread is dumping at this moment).
+   Async-signal-safe.  */
+int tally_dump (void);
+
+/* Set every counter of every registered module to zero.  */
+void tally_reset (void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TALLY_TALLY_H */

@@ -1,0 +1,63 @@
+/* plugin/compat.h - every GCC header the plugin uses, and every
+ * GCC-version difference, in one place (the kernel's gcc-common.h idea).
+ *
+ * GCC 12 is the primary target; GCC 11 is supported.  Anything that differs
+ * between versions gets a TALLY_* wrapper here, so the pass files contain no
+ * version #if at all.  */
+#ifndef TALLY_COMPAT_H
+#define TALLY_COMPAT_H
+
+#include "gcc-plugin.h"
+#include "plugin-version.h"
+
+#if GCCPLUGIN_VERSION < 11000 || GCCPLUGIN_VERSION >= 14000
+#error "tally supports GCC 11 to 13 plugin headers (GCC 12 is primary)"
+#endif
+
+#include "config.h"
+#include "system.h"
+#include "coretypes.h"
+#include "backend.h"
+#include "tree.h"
+#include "gimple.h"
+#include "tree-pass.h"
+#include "context.h"
+#include "ssa.h"
+#include "cgraph.h"
+#include "gimple-iterator.h"
+#include "gimple-ssa.h"
+#include "tree-cfg.h"
+#include "tree-iterator.h"
+#include "memmodel.h"
+#include "gimplify.h"
+#include "intl.h"
+#include "tree-into-ssa.h"
+#include "stringpool.h"
+#include "stor-layout.h"
+#include "varasm.h"
+#include "attribs.h"
+#include "diagnostic-core.h"
+#include "langhooks.h"
+#include "toplev.h"
+#include "flags.h"
+#include "options.h"
+#include "builtins.h"
+#include "ggc.h"
+#include "gtype-desc.h"
+
+/* The version the headers describe.  plugin-version.h defines it as a static
+   in every file that includes it; this keeps it from being "unused".  */
+static inline struct plugin_gcc_version *
+tally_gcc_headers_version (void)
+{
+  return &gcc_version;
+}
+
+/* Version string of the headers this plugin was built against.  */
+#define TALLY_GCC_BUILT_FOR                                                   \
+  TALLY_STR (GCCPLUGIN_VERSION_MAJOR) "." TALLY_STR (GCCPLUGIN_VERSION_MINOR) \
+      "." TALLY_STR (GCCPLUGIN_VERSION_PATCHLEVEL)
+#define TALLY_STR(x) TALLY_STR2 (x)
+#define TALLY_STR2(x) #x
+
+#endif /* TALLY_COMPAT_H */

@@ -1,0 +1,375 @@
+/* plugin/descriptor.cc - the module descriptor of one translation unit.
+ *
+ * Every instrumented function gets a static counter array when the pass
+ * first sees it (tally_add_function).  At the end of the translation unit
+ * (PLUGIN_FINISH_UNIT, after every function has been compiled) this file
+ * emits the function table, the module record and a constructor/destructor
+ * pair, so the object file carries everything the runtime and the report
+ * need; no notes file to lose.  The layout must match include/tally/abi.h.
+ *
+ * Before:                          After (roughly, as C):
+ *   int f (int x) { ... }            static uint64_t __tally.c.0[2];
+ *                                    int f (int x) { __tally.c.0[0]++; ... }
+ *                                    static const struct tally_fn __tally.fns[1]
+ *                                      = { { "f", "f", "f", "x.c", __tally.c.0,
+ *                                            1, 0, 2, 0 } };
+ *                                    static struct tally_module __tally.module
+ *                                      = { MAGIC, ABI, checksum, "x.c", cwd,
+ *                                          __tally.fns, 1, flags };
+ *                                    ctor () { __tally_register (&__tally.module); }
+ *                                    dtor () { __tally_unregister (&__tally.module); }
+ */
+#include "tally-plugin.h"
+
+#include "tally/abi.h"
+
+/* What the table needs of one instrumented function; strings are xstrdup'd
+   because the trees they come from may be freed before the unit ends.  */
+struct fn_record
+{
+  char *name, *symbol, *origin, *file;
+  unsigned line, flags;
+};
+
+/* Records in function-id order.  */
+static vec<fn_record> records;
+
+/* Counter arrays in function-id order (GC-rooted below).  */
+static GTY (()) vec<tree, va_gc> *counter_decls;
+
+/* The module record variable; its address is what hooks=call passes.  */
+static GTY (()) tree module_decl;
+
+/* The runtime's registration functions, built on first use.  */
+static GTY (()) tree register_decl;
+static GTY (()) tree unregister_decl;
+
+/* struct tally_fn as a GCC type, built on first use.  */
+static GTY (()) tree fn_type_node;
+
+static const struct ggc_root_tab tally_descriptor_roots[]
+    = { { &counter_decls, 1, sizeof (counter_decls), &gt_ggc_mx_vec_tree_va_gc_,
+          &gt_pch_nx_vec_tree_va_gc_ },
+        { &module_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &register_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &unregister_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &fn_type_node, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        LAST_GGC_ROOT_TAB };
+
+const struct ggc_root_tab *
+tally_descriptor_gc_roots (void)
+{
+  return tally_descriptor_roots;
+}
+
+/* A file-scope static variable that survives every IPA clean-up: the
+   descriptor refers to it only at the end of the unit.  */
+static tree
+make_static_var (const char *name, tree type)
+{
+  tree decl = build_decl (BUILTINS_LOCATION, VAR_DECL, get_identifier (name),
+                          type);
+  TREE_STATIC (decl) = 1;
+  TREE_PUBLIC (decl) = 0;
+  DECL_EXTERNAL (decl) = 0;
+  DECL_ARTIFICIAL (decl) = 1;
+  DECL_IGNORED_P (decl) = 1;
+  DECL_PRESERVE_P (decl) = 1;
+  TREE_USED (decl) = 1;
+  DECL_CONTEXT (decl) = NULL_TREE;
+  return decl;
+}
+
+static tree
+pointer_to (tree type)
+{
+  return build_pointer_type (type);
+}
+
+static tree
+const_char_ptr (void)
+{
+  return build_pointer_type (build_qualified_type (char_type_node,
+                                                   TYPE_QUAL_CONST));
+}
+
+/* Add a FIELD_DECL to the chain being built in *FIELDS (in reverse).  */
+static void
+add_field (tree *fields, const char *name, tree type)
+{
+  tree f = build_decl (BUILTINS_LOCATION, FIELD_DECL, get_identifier (name),
+                       type);
+  DECL_CHAIN (f) = *fields;
+  *fields = f;
+}
+
+static tree
+finish_struct (const char *name, tree fields, unsigned expected_size)
+{
+  tree type = make_node (RECORD_TYPE);
+  finish_builtin_struct (type, name, fields, NULL_TREE); /* takes FIELDS reversed */
+  if (!tree_fits_uhwi_p (TYPE_SIZE_UNIT (type))
+      || tree_to_uhwi (TYPE_SIZE_UNIT (type)) != expected_size)
+    fatal_error (UNKNOWN_LOCATION,
+                 "tally: %qs has an unexpected size on this target; "
+                 "plugin and include/tally/abi.h disagree", name);
+  return type;
+}
+
+/* struct tally_fn (include/tally/abi.h).  */
+static tree
+fn_type (void)
+{
+  if (fn_type_node)
+    return fn_type_node;
+  tree fields = NULL_TREE;
+  add_field (&fields, "name", const_char_ptr ());
+  add_field (&fields, "symbol", const_char_ptr ());
+  add_field (&fields, "origin", const_char_ptr ());
+  add_field (&fields, "file", const_char_ptr ());
+  add_field (&fields, "counters", pointer_to (uint64_type_node));
+  add_field (&fields, "line", uint32_type_node);
+  add_field (&fields, "flags", uint32_type_node);
+  add_field (&fields, "ncounters", uint32_type_node);
+  add_field (&fields, "reserved", uint32_type_node);
+  fn_type_node = finish_struct ("tally_fn", fields, sizeof (struct tally_fn));
+  return fn_type_node;
+}
+
+/* struct tally_module (include/tally/abi.h).  */
+static tree
+module_type (void)
+{
+  tree fields = NULL_TREE;
+  add_field (&fields, "magic", uint32_type_node);
+  add_field (&fields, "abi_version", uint32_type_node);
+  add_field (&fields, "checksum", uint64_type_node);
+  add_field (&fields, "source", const_char_ptr ());
+  add_field (&fields, "directory", const_char_ptr ());
+  add_field (&fields, "fns", pointer_to (fn_type ()));
+  add_field (&fields, "nfns", uint32_type_node);
+  add_field (&fields, "flags", uint32_type_node);
+  add_field (&fields, "next", ptr_type_node);
+  add_field (&fields, "rt_state", uint64_type_node);
+  return finish_struct ("tally_module", fields, sizeof (struct tally_module));
+}
+
+tree
+tally_module_address (void)
+{
+  if (!module_decl)
+    module_decl = make_static_var ("__tally.module", module_type ());
+  return build_fold_addr_expr (module_decl);
+}
+
+/* The source function a body came from: IPA clones and split parts point
+   at it through DECL_ABSTRACT_ORIGIN.  */
+static tree
+origin_of (tree fndecl)
+{
+  tree origin = DECL_ORIGIN (fndecl);
+  return origin && TREE_CODE (origin) == FUNCTION_DECL ? origin : fndecl;
+}
+
+tally_fn_info
+tally_add_function (tree fndecl)
+{
+  tally_fn_info info;
+  info.id = records.length ();
+
+  char name[32];
+  snprintf (name, sizeof name, "__tally.c.%u", info.id);
+  tree type = build_array_type_nelts (uint64_type_node, TALLY_C_CORE);
+  info.counters = make_static_var (name, type);
+  varpool_node::finalize_decl (info.counters);
+  vec_safe_push (counter_decls, info.counters);
+
+  tree origin = origin_of (fndecl);
+  expanded_location loc = expand_location (DECL_SOURCE_LOCATION (origin));
+  const char *symbol = IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl));
+  const char *origin_symbol = IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (origin));
+  fn_record r;
+  r.name = xstrdup (lang_hooks.decl_printable_name (origin, 2));
+  r.symbol = xstrdup (symbol);
+  r.origin = xstrdup (origin_symbol);
+  r.file = xstrdup (loc.file ? loc.file : "");
+  r.line = loc.line;
+  r.flags = (origin != fndecl || strcmp (symbol, origin_symbol) != 0)
+                ? TALLY_FN_CLONE : 0;
+  records.safe_push (r);
+  return info;
+}
+
+/* FNV-1a, 64 bit: identifies this compilation's instrumentation layout, so
+   reports can tell two builds of a module apart.  Deterministic: the same
+   source and options give the same checksum.  */
+static uint64_t
+hash_bytes (uint64_t h, const void *p, size_t n)
+{
+  const unsigned char *s = (const unsigned char *) p;
+  while (n--)
+    h = (h ^ *s++) * 0x100000001b3ull;
+  return h;
+}
+
+static uint64_t
+hash_str (uint64_t h, const char *s)
+{
+  return hash_bytes (h, s, strlen (s) + 1);
+}
+
+static tree
+string_ptr (const char *s)
+{
+  return fold_convert (const_char_ptr (), build_string_literal (strlen (s) + 1, s));
+}
+
+/* Helper for building a CONSTRUCTOR field by field.  */
+struct ctor_builder
+{
+  vec<constructor_elt, va_gc> *elts;
+  tree field;
+};
+
+static void
+ctor_begin (ctor_builder *b, tree type)
+{
+  b->elts = NULL;
+  b->field = TYPE_FIELDS (type);
+}
+
+static void
+ctor_add (ctor_builder *b, tree value)
+{
+  CONSTRUCTOR_APPEND_ELT (b->elts, b->field,
+                          fold_convert (TREE_TYPE (b->field), value));
+  b->field = DECL_CHAIN (b->field);
+}
+
+static tree
+u32 (unsigned v)
+{
+  return build_int_cstu (uint32_type_node, v);
+}
+
+static unsigned
+module_flags (void)
+{
+  unsigned flags = 0;
+  flags |= tally_opts.hooks == TALLY_HOOKS_CALL ? TALLY_MOD_HOOKS_CALL
+                                                : TALLY_MOD_HOOKS_INLINE;
+  flags |= tally_opts.at == TALLY_AT_EARLY ? TALLY_MOD_AT_EARLY : TALLY_MOD_AT_LATE;
+  if (tally_opts.update == TALLY_UPDATE_ATOMIC)
+    flags |= TALLY_MOD_UPDATE_ATOMIC;
+  return flags;
+}
+
+static tree
+runtime_fn (const char *name)
+{
+  tree type = build_function_type_list (void_type_node, ptr_type_node,
+                                        NULL_TREE);
+  tree decl = build_fn_decl (name, type);
+  TREE_NOTHROW (decl) = 1;
+  DECL_ARTIFICIAL (decl) = 1;
+  return decl;
+}
+
+/* 1. Emit the function table, 2. the module record, 3. the constructor and
+   destructor that hand the module to the runtime.  */
+void
+tally_emit_module (void *, void *)
+{
+  if (records.is_empty () || seen_error ())
+    return;
+  tally_emitting = true;
+
+  /* 1. The function table.  */
+  unsigned n = records.length ();
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = hash_str (h, main_input_filename ? main_input_filename : "");
+  unsigned mflags = module_flags ();
+  h = hash_bytes (h, &mflags, sizeof mflags);
+  vec<constructor_elt, va_gc> *table = NULL;
+  for (unsigned i = 0; i < n; i++)
+    {
+      const fn_record &r = records[i];
+      ctor_builder b;
+      ctor_begin (&b, fn_type ());
+      ctor_add (&b, string_ptr (r.name));
+      ctor_add (&b, string_ptr (r.symbol));
+      ctor_add (&b, string_ptr (r.origin));
+      ctor_add (&b, string_ptr (r.file));
+      ctor_add (&b, build_fold_addr_expr ((*counter_decls)[i]));
+      ctor_add (&b, u32 (r.line));
+      ctor_add (&b, u32 (r.flags));
+      ctor_add (&b, u32 (TALLY_C_CORE));
+      ctor_add (&b, u32 (0));
+      CONSTRUCTOR_APPEND_ELT (table, build_int_cst (sizetype, i),
+                              build_constructor (fn_type (), b.elts));
+      h = hash_str (h, r.symbol);
+      h = hash_str (h, r.file);
+      h = hash_bytes (h, &r.line, sizeof r.line);
+    }
+  tree table_type = build_array_type_nelts (fn_type (), n);
+  tree table_decl = make_static_var ("__tally.fns", table_type);
+  TREE_READONLY (table_decl) = 1;
+  DECL_INITIAL (table_decl) = build_constructor (table_type, table);
+  TREE_CONSTANT (DECL_INITIAL (table_decl)) = 1;
+  TREE_STATIC (DECL_INITIAL (table_decl)) = 1;
+  varpool_node::finalize_decl (table_decl);
+
+  /* 2. The module record (created earlier if hooks=call referred to it).  */
+  tally_module_address ();
+  tree mtype = TREE_TYPE (module_decl);
+  ctor_builder b;
+  ctor_begin (&b, mtype);
+  ctor_add (&b, u32 (TALLY_MODULE_MAGIC));
+  ctor_add (&b, u32 (TALLY_ABI_VERSION));
+  ctor_add (&b, build_int_cstu (uint64_type_node, h));
+  ctor_add (&b, string_ptr (main_input_filename ? main_input_filename : ""));
+  ctor_add (&b, string_ptr (getpwd ()));
+  ctor_add (&b, build_fold_addr_expr (table_decl));
+  ctor_add (&b, u32 (n));
+  ctor_add (&b, u32 (mflags));
+  ctor_add (&b, null_pointer_node);
+  ctor_add (&b, build_int_cstu (uint64_type_node, 0));
+  DECL_INITIAL (module_decl) = build_constructor (mtype, b.elts);
+  TREE_STATIC (DECL_INITIAL (module_decl)) = 1;
+  varpool_node::finalize_decl (module_decl);
+
+  /* Counter arrays whose varpool entry was not written out yet (for
+     instance under -fno-toplevel-reorder) are written now.  */
+  for (unsigned i = 0; i < n; i++)
+    if (!TREE_ASM_WRITTEN ((*counter_decls)[i]))
+      if (varpool_node *node = varpool_node::get ((*counter_decls)[i]))
+        node->assemble_decl ();
+
+  /* 3. Constructor and destructor.  */
+  if (!register_decl)
+    {
+      register_decl = runtime_fn ("__tally_register");
+      unregister_decl = runtime_fn ("__tally_unregister");
+    }
+  /* Each cdtor is compiled at once, and the collector may run while it is,
+     so nothing built for the first one is reused for the second.  */
+  tree body = NULL_TREE;
+  append_to_statement_list (build_call_expr (register_decl, 1,
+                                             build_fold_addr_expr (module_decl)),
+                            &body);
+  cgraph_build_static_cdtor ('I', body, DEFAULT_INIT_PRIORITY);
+  body = NULL_TREE;
+  append_to_statement_list (build_call_expr (unregister_decl, 1,
+                                             build_fold_addr_expr (module_decl)),
+                            &body);
+  cgraph_build_static_cdtor ('D', body, DEFAULT_INIT_PRIORITY);
+
+  if (dump_file)
+    fprintf (dump_file, "tally: module with %u functions, checksum %016llx\n",
+             n, (unsigned long long) h);
+  tally_emitting = false;
+}

@@ -1,0 +1,255 @@
+/* plugin/hooks.cc - the entry/exit instrumentation pass.
+ *
+ * Options: hooks=inline|call, at=early|late, update=single|atomic.
+ *
+ * Every function with a body gets an entry hook on the edge out of the entry
+ * block and an exit hook before each return statement:
+ *
+ *   int f (int x)                    int f (int x)
+ *   {                                {
+ *     if (x) return g (x);             __tally.c.7[0]++;          (inline)
+ *     return 0;                        if (x) { t = g (x); __tally.c.7[1]++;
+ *   }                                           return t; }
+ *                                      __tally.c.7[1]++;
+ *                                      return 0;
+ *                                    }
+ *
+ * With hooks=call the increments become __tally_enter (&__tally.module, 7)
+ * and __tally_exit (&__tally.module, 7); with update=atomic the inline
+ * increment is a relaxed __atomic_fetch_add.
+ *
+ * at=late runs after "optimized", the last GIMPLE pass, so exactly the
+ * function bodies that reach the object file are counted (IPA clones
+ * included, fully inlined functions not).  at=early runs right after the CFG
+ * is built, before any inlining, so an inlined call still counts as a call
+ * of its source function (the semantics of -finstrument-functions).
+ */
+#include "tally-plugin.h"
+
+#include "tally/abi.h"
+
+/* __tally_enter and __tally_exit, built on first use.  */
+static GTY (()) tree enter_decl;
+static GTY (()) tree exit_decl;
+
+static const struct ggc_root_tab tally_hooks_roots[]
+    = { { &enter_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &exit_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        LAST_GGC_ROOT_TAB };
+
+const struct ggc_root_tab *
+tally_hooks_gc_roots (void)
+{
+  return tally_hooks_roots;
+}
+
+/* void NAME (void *module, unsigned fn): external, nothrow and leaf (the
+   runtime never calls back into this unit), so GCC keeps its assumptions
+   about the caller's memory around the call.  */
+static tree
+build_hook_decl (const char *name)
+{
+  tree type = build_function_type_list (void_type_node, ptr_type_node,
+                                        uint32_type_node, NULL_TREE);
+  tree decl = build_fn_decl (name, type);
+  TREE_NOTHROW (decl) = 1;
+  DECL_ARTIFICIAL (decl) = 1;
+  DECL_ATTRIBUTES (decl)
+      = tree_cons (get_identifier ("leaf"), NULL_TREE,
+                   tree_cons (get_identifier ("nothrow"), NULL_TREE, NULL_TREE));
+  return decl;
+}
+
+static tree
+make_temp (function *fun, tree type)
+{
+  if (gimple_in_ssa_p (fun))
+    return make_ssa_name (type);
+  return create_tmp_reg (type, "tally");
+}
+
+/* Append to *SEQ the update of counter K of FN.  */
+static void
+build_hook (function *fun, const tally_fn_info &fn, unsigned k,
+            location_t loc, gimple_seq *seq)
+{
+  gimple *g;
+  if (tally_opts.hooks == TALLY_HOOKS_CALL)
+    {
+      if (!enter_decl)
+        {
+          enter_decl = build_hook_decl ("__tally_enter");
+          exit_decl = build_hook_decl ("__tally_exit");
+        }
+      tree callee = k == TALLY_C_ENTRIES ? enter_decl : exit_decl;
+      g = gimple_build_call (callee, 2, tally_module_address (),
+                             build_int_cstu (uint32_type_node, fn.id));
+      gimple_set_location (g, loc);
+      gimple_seq_add_stmt (seq, g);
+      return;
+    }
+
+  tree ref = build4 (ARRAY_REF, uint64_type_node, fn.counters,
+                     build_int_cst (integer_type_node, k), NULL_TREE, NULL_TREE);
+  if (tally_opts.update == TALLY_UPDATE_ATOMIC)
+    {
+      tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_FETCH_ADD_8);
+      TREE_ADDRESSABLE (fn.counters) = 1;
+      g = gimple_build_call (f, 3, build_fold_addr_expr (ref),
+                             build_int_cst (uint64_type_node, 1),
+                             build_int_cst (integer_type_node, MEMMODEL_RELAXED));
+      gimple_set_location (g, loc);
+      gimple_seq_add_stmt (seq, g);
+      return;
+    }
+  tree old_val = make_temp (fun, uint64_type_node);
+  tree new_val = make_temp (fun, uint64_type_node);
+  g = gimple_build_assign (old_val, ref);
+  gimple_set_location (g, loc);
+  gimple_seq_add_stmt (seq, g);
+  g = gimple_build_assign (new_val, PLUS_EXPR, old_val,
+                           build_int_cst (uint64_type_node, 1));
+  gimple_set_location (g, loc);
+  gimple_seq_add_stmt (seq, g);
+  g = gimple_build_assign (unshare_expr (ref), new_val);
+  gimple_set_location (g, loc);
+  gimple_seq_add_stmt (seq, g);
+}
+
+/* Give every call in SEQ a call-graph edge.  Before the "cgraph" pass of
+   the lowering stage the edges are built from the body; after it, a call
+   without an edge is a broken call graph.  */
+static void
+add_call_edges (function *fun, gimple_seq seq, basic_block bb)
+{
+  if (!gimple_in_ssa_p (fun))
+    return;
+  cgraph_node *caller = cgraph_node::get (fun->decl);
+  for (gimple_stmt_iterator i = gsi_start (seq); !gsi_end_p (i); gsi_next (&i))
+    if (gcall *call = dyn_cast<gcall *> (gsi_stmt (i)))
+      if (tree callee = gimple_call_fndecl (call))
+        caller->create_edge (cgraph_node::get_create (callee), call, bb->count);
+}
+
+static bool
+is_ifunc_resolver (tree fndecl)
+{
+  cgraph_node *node = cgraph_node::get (fndecl);
+  ipa_ref *ref;
+  for (unsigned i = 0; node && node->iterate_direct_aliases (i, ref); i++)
+    if (ref->referring->ifunc_resolver)
+      return true;
+  return false;
+}
+
+/* Why FNDECL is left alone, or NULL if it is instrumented.  */
+static const char *
+skip_reason (tree fndecl)
+{
+  if (tally_emitting)
+    return "tally's own constructor";
+  if (lookup_attribute ("no_instrument_function", DECL_ATTRIBUTES (fndecl)))
+    return "no_instrument_function";
+  if (lookup_attribute ("naked", DECL_ATTRIBUTES (fndecl)))
+    return "naked function";
+  if (is_ifunc_resolver (fndecl))
+    return "ifunc resolver (runs before relocation)";
+  return NULL;
+}
+
+static unsigned int
+instrument_function (function *fun)
+{
+  tree fndecl = fun->decl;
+  const char *why = skip_reason (fndecl);
+  if (why)
+    {
+      if (dump_file)
+        fprintf (dump_file, "tally: %s not instrumented: %s\n",
+                 IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)), why);
+      return 0;
+    }
+  tally_fn_info fn = tally_add_function (fndecl);
+
+  /* 1. Collect the returns first: inserting on the entry edge may split
+     blocks.  */
+  auto_vec<gimple *> returns;
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    {
+      gimple_stmt_iterator gsi = gsi_last_bb (bb);
+      if (!gsi_end_p (gsi) && gimple_code (gsi_stmt (gsi)) == GIMPLE_RETURN)
+        returns.safe_push (gsi_stmt (gsi));
+    }
+
+  /* 2. Tail calls would jump past the exit hook, which now follows them.  */
+  FOR_EACH_BB_FN (bb, fun)
+    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
+         gsi_next (&gsi))
+      if (gcall *call = dyn_cast<gcall *> (gsi_stmt (gsi)))
+        if (gimple_call_tail_p (call))
+          gimple_call_set_tail (call, false);
+
+  /* 3. Exit hooks, before each return.  */
+  for (gimple *ret : returns)
+    {
+      gimple_seq seq = NULL;
+      build_hook (fun, fn, TALLY_C_EXITS, gimple_location (ret), &seq);
+      add_call_edges (fun, seq, gimple_bb (ret));
+      gimple_stmt_iterator gsi = gsi_for_stmt (ret);
+      gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
+    }
+
+  /* 4. The entry hook, on the edge out of the entry block.  */
+  gimple_seq seq = NULL;
+  build_hook (fun, fn, TALLY_C_ENTRIES, DECL_SOURCE_LOCATION (fndecl), &seq);
+  edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
+  add_call_edges (fun, seq, e->dest);
+  gsi_insert_seq_on_edge_immediate (e, seq);
+
+  if (dump_file)
+    fprintf (dump_file, "tally: %s instrumented as function %u, %u exits\n",
+             IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)), fn.id,
+             returns.length ());
+
+  if (gimple_in_ssa_p (fun))
+    {
+      mark_virtual_operands_for_renaming (fun);
+      return TODO_update_ssa_only_virtuals;
+    }
+  return 0;
+}
+
+namespace {
+
+const pass_data tally_hooks_pass_data = {
+  GIMPLE_PASS,
+  "tally",         /* name; -fdump-tree-tally shows the decisions */
+  OPTGROUP_NONE,
+  TV_NONE,
+  PROP_cfg,        /* properties_required */
+  0, 0, 0, 0
+};
+
+class tally_hooks_pass : public gimple_opt_pass
+{
+public:
+  tally_hooks_pass (gcc::context *ctx)
+      : gimple_opt_pass (tally_hooks_pass_data, ctx)
+  {
+  }
+  unsigned int execute (function *fun) final override
+  {
+    return instrument_function (fun);
+  }
+};
+
+} // namespace
+
+opt_pass *
+tally_make_hooks_pass (gcc::context *ctx)
+{
+  return new tally_hooks_pass (ctx);
+}

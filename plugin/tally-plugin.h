@@ -1,0 +1,39 @@
+/* plugin/tally-plugin.h - what the plugin's files share.  */
+#ifndef TALLY_PLUGIN_H
+#define TALLY_PLUGIN_H
+
+#include "compat.h"
+
+enum tally_hooks_mode { TALLY_HOOKS_INLINE, TALLY_HOOKS_CALL };
+enum tally_at { TALLY_AT_LATE, TALLY_AT_EARLY };
+enum tally_update { TALLY_UPDATE_SINGLE, TALLY_UPDATE_ATOMIC };
+
+/* The options of this compilation, parsed once in plugin_init.  */
+struct tally_options
+{
+  enum tally_hooks_mode hooks;
+  enum tally_at at;
+  enum tally_update update;
+};
+extern struct tally_options tally_opts;
+
+/* True while the plugin emits its own descriptor and constructor; the
+   instrumentation pass leaves functions created then alone.  */
+extern bool tally_emitting;
+
+/* descriptor.cc: the module's function table.  */
+struct tally_fn_info
+{
+  unsigned id;   /* index in the module's function table */
+  tree counters; /* the function's counter array (a static variable) */
+};
+tally_fn_info tally_add_function (tree fndecl);
+tree tally_module_address (void);
+void tally_emit_module (void *gcc_data, void *user_data);
+const struct ggc_root_tab *tally_descriptor_gc_roots (void);
+
+/* hooks.cc: the entry/exit instrumentation pass.  */
+opt_pass *tally_make_hooks_pass (gcc::context *ctx);
+const struct ggc_root_tab *tally_hooks_gc_roots (void);
+
+#endif /* TALLY_PLUGIN_H */

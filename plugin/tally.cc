@@ -1,0 +1,164 @@
+/* plugin/tally.cc - plugin_init and option parsing, nothing else.
+ *
+ * Options (-fplugin-arg-tally-KEY[=VALUE]):
+ *   hooks=inline|call    how entry/exit counting is emitted (default inline)
+ *   at=late|early        after IPA inlining (default) or before it
+ *   update=single|atomic plain or relaxed-atomic counter updates
+ *   help                 print this list
+ * The passes live in hooks.cc, the module descriptor in descriptor.cc.  */
+#include "tally-plugin.h"
+
+#ifndef TALLY_VERSION
+#define TALLY_VERSION "unknown"
+#endif
+
+int plugin_is_GPL_compatible;
+
+struct tally_options tally_opts = { TALLY_HOOKS_INLINE, TALLY_AT_LATE,
+                                    TALLY_UPDATE_SINGLE };
+bool tally_emitting;
+
+static const char help_text[]
+    = "tally " TALLY_VERSION ": count function entries and exits.\n"
+      "  -fplugin-arg-tally-hooks=inline|call   emit counter updates inline "
+      "(default) or as calls into the runtime\n"
+      "  -fplugin-arg-tally-at=late|early       instrument after IPA inlining "
+      "(default) or before it\n"
+      "  -fplugin-arg-tally-update=single|atomic plain (default) or "
+      "relaxed-atomic counter updates\n"
+      "  -fplugin-arg-tally-help                print this help\n"
+      "Link the program with -ltally-rt; it writes tally.<pid>.data at exit.";
+
+static struct plugin_info tally_info = { TALLY_VERSION, help_text };
+
+/* One option with a fixed set of values.  */
+struct choice
+{
+  const char *value;
+  int code;
+};
+
+static bool
+parse_choice (const char *plugin, const struct plugin_argument *arg,
+              const struct choice *choices, const char *accepted, int *out)
+{
+  if (arg->value)
+    for (const struct choice *c = choices; c->value; c++)
+      if (strcmp (arg->value, c->value) == 0)
+        {
+          *out = c->code;
+          return true;
+        }
+  if (arg->value)
+    error ("invalid value %qs for %<-fplugin-arg-%s-%s%>; accepted values: %s",
+           arg->value, plugin, arg->key, accepted);
+  else
+    error ("%<-fplugin-arg-%s-%s%> needs a value; accepted values: %s",
+           plugin, arg->key, accepted);
+  return false;
+}
+
+static const struct choice hooks_choices[]
+    = { { "inline", TALLY_HOOKS_INLINE }, { "call", TALLY_HOOKS_CALL }, { NULL, 0 } };
+static const struct choice at_choices[]
+    = { { "late", TALLY_AT_LATE }, { "early", TALLY_AT_EARLY }, { NULL, 0 } };
+static const struct choice update_choices[]
+    = { { "single", TALLY_UPDATE_SINGLE }, { "atomic", TALLY_UPDATE_ATOMIC }, { NULL, 0 } };
+
+/* Parse every argument; report each bad one.  Returns false on any error.  */
+static bool
+parse_options (const struct plugin_name_args *info)
+{
+  bool ok = true;
+  for (int i = 0; i < info->argc; i++)
+    {
+      const struct plugin_argument *arg = &info->argv[i];
+      int v;
+      if (strcmp (arg->key, "hooks") == 0)
+        {
+          if ((ok &= parse_choice (info->base_name, arg, hooks_choices,
+                                   "inline, call", &v)))
+            tally_opts.hooks = (enum tally_hooks_mode) v;
+        }
+      else if (strcmp (arg->key, "at") == 0)
+        {
+          if ((ok &= parse_choice (info->base_name, arg, at_choices,
+                                   "late, early", &v)))
+            tally_opts.at = (enum tally_at) v;
+        }
+      else if (strcmp (arg->key, "update") == 0)
+        {
+          if ((ok &= parse_choice (info->base_name, arg, update_choices,
+                                   "single, atomic", &v)))
+            tally_opts.update = (enum tally_update) v;
+        }
+      else if (strcmp (arg->key, "help") == 0)
+        {
+          if (arg->value)
+            {
+              error ("%<-fplugin-arg-%s-help%> takes no value",
+                     info->base_name);
+              ok = false;
+            }
+          else
+            fprintf (stderr, "%s\n", help_text);
+        }
+      else
+        {
+          error ("unknown option %<-fplugin-arg-%s-%s%>; accepted "
+                 "options: hooks, at, update, help",
+                 info->base_name, arg->key);
+          ok = false;
+        }
+    }
+  return ok;
+}
+
+/* LTO streams GIMPLE and compiles it in another process; the descriptor this
+   plugin emits at the end of the unit would not follow it.  */
+static void
+check_unit (void *, void *)
+{
+  if (flag_lto || in_lto_p)
+    error ("%<-fplugin=tally%> does not support %<-flto%> yet; build the "
+           "instrumented program without %<-flto%>");
+}
+
+int
+plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
+{
+  /* 1. Version check: GCC's internal ABI changes between releases.  */
+  if (!plugin_default_version_check (version, tally_gcc_headers_version ()))
+    {
+      error ("%<-fplugin=tally%>: this plugin was built for GCC %s but is "
+             "loaded into GCC %s; rebuild tally with the plugin headers of "
+             "this compiler (gcc-%s-plugin-dev)",
+             TALLY_GCC_BUILT_FOR, version->basever, version->basever);
+      return 1;
+    }
+
+  /* 2. Options.  */
+  if (!parse_options (info))
+    return 1;
+  register_callback (info->base_name, PLUGIN_INFO, NULL, &tally_info);
+
+  /* 3. The pass.  "optimized" is the last GIMPLE pass at every -O level:
+     after it, the set of function bodies is the one in the object file.
+     "cfg" is the first pass with a CFG, before any inlining.  */
+  struct register_pass_info pass;
+  pass.pass = tally_make_hooks_pass (g);
+  pass.reference_pass_name = tally_opts.at == TALLY_AT_LATE ? "optimized" : "cfg";
+  pass.ref_pass_instance_number = 1;
+  pass.pos_op = PASS_POS_INSERT_AFTER;
+  register_callback (info->base_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &pass);
+
+  /* 4. Module descriptor at the end of the unit, GC roots, LTO check.  */
+  register_callback (info->base_name, PLUGIN_START_UNIT, check_unit, NULL);
+  register_callback (info->base_name, PLUGIN_FINISH_UNIT, tally_emit_module,
+                     NULL);
+  register_callback (info->base_name, PLUGIN_REGISTER_GGC_ROOTS, NULL,
+                     (void *) tally_descriptor_gc_roots ());
+  register_callback (info->base_name, PLUGIN_REGISTER_GGC_ROOTS, NULL,
+                     (void *) tally_hooks_gc_roots ());
+  return 0;
+}

@@ -1,0 +1,26 @@
+/* Hooks for -fplugin-arg-tally-hooks=call.  The plugin passes the module and
+   the function's index in it (LOPI's "inlined function identifier"), so the
+   hook is an array index, never a lookup.  No locks, no libc, errno is left
+   alone.  */
+#include "rt.h"
+
+static inline void
+bump (struct tally_module *m, uint64_t *c)
+{
+  if (m->flags & TALLY_MOD_UPDATE_ATOMIC)
+    __atomic_fetch_add (c, 1, __ATOMIC_RELAXED);
+  else
+    ++*c;
+}
+
+void
+__tally_enter (struct tally_module *m, uint32_t fn)
+{
+  bump (m, &m->fns[fn].counters[TALLY_C_ENTRIES]);
+}
+
+void
+__tally_exit (struct tally_module *m, uint32_t fn)
+{
+  bump (m, &m->fns[fn].counters[TALLY_C_EXITS]);
+}

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Checks other than counting: plugin diagnostics, bad data files, the
+runtime API, TALLY_OUTPUT, and the runtime under ASan/UBSan.
+
+Usage: run-checks.py CHECK --plugin P --runtime RT --runtime-asan RTA
+                     --tally T --tally-asan TA --include DIR --srcdir DIR
+Exit status: 0 pass, 1 fail, 77 skip.
+"""
+import argparse
+import os
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+
+class Failure(Exception):
+    pass
+
+
+def run(cmd, env=None, check=True):
+    full = dict(os.environ)
+    full.update(env or {})
+    p = subprocess.run(cmd, env=full, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    if check and p.returncode != 0:
+        raise Failure("command failed (%d): %s\n%s%s"
+                      % (p.returncode, " ".join(cmd), p.stdout, p.stderr))
+    return p
+
+
+def expect(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def build_abc(a, work, runtime=None, extra=()):
+    exe = os.path.join(work, "abc")
+    run(["gcc", "-O2", "-fplugin=" + a.plugin, os.path.join(a.srcdir, "progs", "s-abc.c"),
+         "-o", exe, *extra, runtime or a.runtime])
+    return exe
+
+
+def check_plugin_errors(a, work):
+    src = os.path.join(a.srcdir, "progs", "s-abc.c")
+    cases = [
+        (["-fplugin-arg-tally-colour=red"],
+         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, at, update, help"),
+        (["-fplugin-arg-tally-hooks=fast"],
+         r"invalid value 'fast' for '-fplugin-arg-tally-hooks'; accepted values: inline, call"),
+        (["-fplugin-arg-tally-at"],
+         r"'-fplugin-arg-tally-at' needs a value; accepted values: late, early"),
+        (["-fplugin-arg-tally-update=relaxed"],
+         r"invalid value 'relaxed' for '-fplugin-arg-tally-update'; accepted values: single, atomic"),
+        (["-fplugin-arg-tally-help=yes"], r"'-fplugin-arg-tally-help' takes no value"),
+        (["-flto"], r"does not support '-flto'"),
+    ]
+    for flags, pattern in cases:
+        p = run(["gcc", "-c", "-fplugin=" + a.plugin, *flags, src, "-o",
+                 os.path.join(work, "x.o")], env={"LC_ALL": "C"}, check=False)
+        expect(p.returncode != 0, "%s: compile succeeded" % flags)
+        text = p.stderr.replace("\u2018", "'").replace("\u2019", "'")
+        expect(re.search(pattern, text), "%s: expected /%s/ in:\n%s" % (flags, pattern, text))
+        expect("internal compiler error" not in text, "%s: ICE:\n%s" % (flags, text))
+    p = run(["gcc", "-c", "-fplugin=" + a.plugin, "-fplugin-arg-tally-help", src,
+             "-o", os.path.join(work, "x.o")])
+    for opt in ("hooks=inline|call", "at=late|early", "update=single|atomic", "help"):
+        expect(opt in p.stderr, "help text lacks %s:\n%s" % (opt, p.stderr))
+
+
+def valid_file(a, work):
+    exe = build_abc(a, work)
+    data = os.path.join(work, "good.data")
+    run([exe], env={"TALLY_OUTPUT": data})
+    return open(data, "rb").read()
+
+
+def refix(d):
+    """Recompute the CRC so only the deliberate damage is seen."""
+    body = d[:-16]
+    return body + d[-16:-12] + struct.pack("<I", zlib.crc32(body)) + d[-8:]
+
+
+def check_bad_files(a, work):
+    good = valid_file(a, work)
+    version = bytearray(good)
+    version[8:12] = struct.pack("<I", 99)
+    endian = bytearray(good)
+    endian[12:16] = struct.pack(">I", 0x01020304)
+    huge = bytearray(good)
+    huge[40:44] = struct.pack("<I", 0xFFFFFFF0)  # module count
+    cases = {
+        "empty": (b"", r"empty|zero|too short"),
+        "truncated": (good[: len(good) // 2], r"truncat|size"),
+        "flipped": (good[:60] + bytes([good[60] ^ 0x40]) + good[61:], r"checksum|corrupt"),
+        "magic": (b"NOTTALLY" + good[8:], r"not a tally data file"),
+        "version": (refix(bytes(version)), r"version 99"),
+        "endian": (refix(bytes(endian)), r"byte order|endian"),
+        "trailing": (good + b"junk", r"size|trailing"),
+        "huge-count": (refix(bytes(huge)), r"module|corrupt|count"),
+    }
+    for tool in (a.tally, a.tally_asan):
+        for name, (content, pattern) in cases.items():
+            path = os.path.join(work, name + ".data")
+            with open(path, "wb") as f:
+                f.write(content)
+            p = run([tool, "report", path], check=False)
+            expect(p.returncode == 1, "%s on %s: exit %d (want 1)\n%s"
+                   % (os.path.basename(tool), name, p.returncode, p.stderr))
+            expect(path in p.stderr and re.search(pattern, p.stderr, re.I),
+                   "%s: message should name the file and match /%s/:\n%s"
+                   % (name, pattern, p.stderr))
+            expect(p.stdout == "", "%s: partial report printed" % name)
+        p = run([tool, "report", os.path.join(work, "missing.data")], check=False)
+        expect(p.returncode == 1 and "missing.data" in p.stderr,
+               "missing file: %d %s" % (p.returncode, p.stderr))
+    # A good file beside a bad one: still an error, no partial report.
+    p = run([a.tally, "report", os.path.join(work, "truncated.data")], check=False)
+    expect(p.returncode == 1, "bad file accepted")
+
+
+def report_calls(a, path):
+    out = run([a.tally, "report", "--csv", path]).stdout.splitlines()
+    calls = {}
+    for line in out[1:]:
+        f = line.split(",")
+        calls[f[2]] = (int(f[0]), int(f[1]))
+    return calls
+
+
+def check_api(a, work):
+    exe = os.path.join(work, "api")
+    run(["gcc", "-O2", "-fplugin=" + a.plugin, "-I", a.include,
+         os.path.join(a.srcdir, "api", "dump-reset.c"), "-o", exe, a.runtime])
+    mid, final = os.path.join(work, "mid.data"), os.path.join(work, "final.data")
+    p = run([exe, mid], env={"TALLY_OUTPUT": final})
+    expect(p.stdout.strip() == "10", "program output %r" % p.stdout)
+    m, f = report_calls(a, mid), report_calls(a, final)
+    expect(m.get("step") == (7, 7), "mid-run dump: step %s, want (7, 7)" % (m.get("step"),))
+    expect(m.get("main") == (1, 0), "mid-run dump: main %s, want (1, 0)" % (m.get("main"),))
+    expect(f.get("step") == (3, 3), "after reset: step %s, want (3, 3)" % (f.get("step"),))
+    expect(f.get("main") == (0, 1), "after reset: main %s, want (0, 1)" % (f.get("main"),))
+
+
+def check_output_path(a, work):
+    exe = build_abc(a, work)
+    p = run([exe], env={"TALLY_OUTPUT": os.path.join(work, "run-%p-%h-%%.data")})
+    files = [f for f in os.listdir(work) if f.startswith("run-")]
+    host = socket.gethostname()
+    expect(len(files) == 1 and re.fullmatch(r"run-\d+-%s-%%\.data" % re.escape(host), files[0]),
+           "pattern expansion gave %s" % files)
+    # Default name in the working directory.
+    sub = os.path.join(work, "cwd")
+    os.mkdir(sub)
+    subprocess.run([exe], cwd=sub, stdout=subprocess.DEVNULL, check=True,
+                   env={k: v for k, v in os.environ.items() if k != "TALLY_OUTPUT"})
+    names = os.listdir(sub)
+    expect(len(names) == 1 and re.fullmatch(r"tally\.\d+\.data", names[0]),
+           "default output name: %s" % names)
+    # An unknown pattern is kept and reported.
+    p = run([exe], env={"TALLY_OUTPUT": os.path.join(work, "x-%q.data")})
+    expect("unknown pattern '%q'" in p.stderr, "no warning for %%q: %r" % p.stderr)
+    expect(os.path.exists(os.path.join(work, "x-%q.data")), "x-%q.data not written")
+    # An unwritable place: a clear message, the program's exit status kept.
+    p = run([exe], env={"TALLY_OUTPUT": os.path.join(work, "no", "such", "dir.data")},
+            check=False)
+    expect(p.returncode == 0, "exit status changed to %d" % p.returncode)
+    expect("cannot create" in p.stderr and "no such file or directory" in p.stderr,
+           "message: %r" % p.stderr)
+    expect(p.stdout.strip() == "100", "output %r" % p.stdout)
+
+
+def check_asan_runtime(a, work):
+    san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+    for prog, flags in (("s-abc.c", []), ("threads.c", ["-pthread", "-fplugin-arg-tally-update=atomic"])):
+        for hooks in ("inline", "call"):
+            exe = os.path.join(work, prog + hooks)
+            run(["gcc", "-O1", "-g", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
+                 os.path.join(a.srcdir, "progs", prog), "-o", exe, *flags, *san, a.runtime_asan])
+            data = exe + ".data"
+            p = run([exe], env={"TALLY_OUTPUT": data, "ASAN_OPTIONS": "detect_leaks=1"})
+            expect("runtime error" not in p.stderr and "ERROR" not in p.stderr,
+                   "sanitizer report:\n%s" % p.stderr)
+            run([a.tally_asan, "report", data])
+
+
+CHECKS = {
+    "plugin-errors": check_plugin_errors,
+    "bad-files": check_bad_files,
+    "api": check_api,
+    "output-path": check_output_path,
+    "asan-runtime": check_asan_runtime,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("check", choices=sorted(CHECKS))
+    for opt in ("plugin", "runtime", "runtime-asan", "tally", "tally-asan", "include", "srcdir"):
+        ap.add_argument("--" + opt, required=True)
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="tally-check-")
+    try:
+        CHECKS[a.check](a, work)
+        print("ok:", a.check)
+        return 0
+    except Failure as e:
+        print("FAIL: %s\n%s" % (a.check, e))
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

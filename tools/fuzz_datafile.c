@@ -1,0 +1,99 @@
+/* libFuzzer target for the data file reader (tools/datafile.c).
+ *
+ * Built as `fuzz-datafile` with -Dfuzz=true and clang; the seed corpus
+ * is tools/fuzz-corpus/.  Run, from the build directory:
+ *
+ *   ./tools/fuzz-datafile -max_len=4096 corpus-dir ../tools/fuzz-corpus
+ *
+ * tally-fuzz-replay (fuzz_replay.c) runs the same function over files given
+ * on its command line, so a corpus or a crash input can be replayed with any
+ * compiler, e.g. under gcc's -fsanitize=address.  */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datafile.h"
+#include "tally/abi.h"
+#include "tally/format.h"
+
+int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+
+static void
+put_u32 (unsigned char *p, uint32_t v)
+{
+  for (int i = 0; i < 4; i++)
+    p[i] = (unsigned char) (v >> (8 * i));
+}
+
+static void
+put_u64 (unsigned char *p, uint64_t v)
+{
+  put_u32 (p, (uint32_t) v);
+  put_u32 (p + 4, (uint32_t) (v >> 32));
+}
+
+/* Parse BUF and check what the reader promises: on success every string
+   and counter is readable (the sanitizers see any bad pointer) and the
+   counts are sane; on failure there is a message.  */
+static void
+parse_once (const unsigned char *buf, size_t len)
+{
+  struct tally_data d;
+  char err[256];
+  if (tally_parse_buffer (buf, len, &d, err, sizeof err) != 0)
+    {
+      if (!memchr (err, 0, sizeof err) || !err[0])
+        abort ();
+      return;
+    }
+  size_t total = strlen (d.program);
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < d.nmodules; i++)
+    {
+      const struct tally_data_module *m = &d.modules[i];
+      total += strlen (m->source) + strlen (m->directory);
+      for (uint32_t j = 0; j < m->nfns; j++)
+        {
+          const struct tally_data_fn *f = &m->fns[j];
+          total += strlen (f->name) + strlen (f->symbol) + strlen (f->origin)
+                   + strlen (f->file);
+          if (f->ncounters < TALLY_C_CORE)
+            abort ();
+          for (uint32_t k = 0; k < f->ncounters; k++)
+            sum += f->counters[k];
+        }
+    }
+  /* Every string byte came from the input.  */
+  if (total > len)
+    abort ();
+  (void) sum;
+  tally_data_free (&d);
+}
+
+int
+LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+  parse_once (data, size);
+
+  /* Random bytes almost never carry the right magic, sizes and CRC, so
+     also parse a copy with the envelope repaired: that way the mutations
+     reach the module and function records.  */
+  if (size >= TALLY_HEADER_FIXED + 4 + TALLY_TRAILER_SIZE)
+    {
+      unsigned char *copy = malloc (size);
+      if (!copy)
+        return 0;
+      memcpy (copy, data, size);
+      size_t tpos = size - TALLY_TRAILER_SIZE;
+      memcpy (copy, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
+      put_u32 (copy + 8, TALLY_FILE_VERSION);
+      put_u32 (copy + 12, TALLY_BYTE_ORDER_MARK);
+      put_u64 (copy + 16, size);
+      put_u32 (copy + tpos, TALLY_TAG_END);
+      put_u32 (copy + tpos + 4, tally_crc32 (0, copy, tpos));
+      put_u64 (copy + tpos + 8, size);
+      parse_once (copy, size);
+      free (copy);
+    }
+  return 0;
+}

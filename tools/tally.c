@@ -1,0 +1,1079 @@
+/* tally - read the data files that programs built with -fplugin=tally write.
+ *
+ *   tally report [OPTION]... FILE...   merged calls per function
+ *   tally dump FILE...                 every record as stored
+ *
+ * doc/cli.md describes the command line and the output.  Exit status: 0 on
+ * success, 1 if a data file cannot be used or output fails, 2 for a usage
+ * error.  */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "datafile.h"
+#include "tally/abi.h"
+#include "tally/format.h"
+
+#ifndef TALLY_VERSION
+#error "TALLY_VERSION must be defined (meson passes -DTALLY_VERSION=\"...\")"
+#endif
+
+#define EXIT_BAD_DATA 1
+#define EXIT_USAGE 2
+
+/* Text shown by --help; keep it in step with doc/cli.md.  */
+static const char usage_text[] =
+  "usage: tally COMMAND [OPTION]... FILE...\n"
+  "\n"
+  "Read the data files written by programs built with -fplugin=tally.\n"
+  "\n"
+  "Commands:\n"
+  "  report [OPTION]... FILE...  merge the files and print calls per "
+  "function\n"
+  "  dump FILE...                print every record of the files as stored\n"
+  "  help                        print this help\n"
+  "\n"
+  "Report options:\n"
+  "  --sort=KEY    order rows by KEY: calls (default, most first),\n"
+  "                exits (most first) or name\n"
+  "  --top=N       print only the first N rows\n"
+  "  --clones      one row per compiled body (\"f.constprop.0\") instead of\n"
+  "                folding clones into their source function\n"
+  "  --json        print one JSON object instead of a table\n"
+  "  --csv         print CSV (calls,exits,function,symbol,origin,file,line)\n"
+  "  --            end of options\n"
+  "\n"
+  "Options:\n"
+  "  -h, --help    print this help and exit\n"
+  "  --version     print the version and exit\n"
+  "\n"
+  "Exit status: 0 success, 1 a data file is missing, unreadable or invalid,\n"
+  "2 usage error.\n";
+
+/* The one error reporter: "tally: MESSAGE" on stderr.  */
+static void
+error_msg (const char *fmt, ...)
+{
+  va_list ap;
+  fflush (stdout);
+  fputs ("tally: ", stderr);
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fputc ('\n', stderr);
+}
+
+static void *
+xmalloc (size_t n)
+{
+  void *p = malloc (n ? n : 1);
+  if (!p)
+    {
+      error_msg ("out of memory");
+      exit (EXIT_BAD_DATA);
+    }
+  return p;
+}
+
+/* Return P, an array of *CAP elements of SIZE bytes, grown to hold at
+   least NEED elements.  */
+static void *
+xgrow (void *p, size_t *cap, size_t need, size_t size)
+{
+  if (need <= *cap)
+    return p;
+  size_t ncap = *cap ? *cap : 16;
+  while (ncap < need)
+    {
+      if (ncap > SIZE_MAX / 2 / size)
+        {
+          error_msg ("out of memory");
+          exit (EXIT_BAD_DATA);
+        }
+      ncap *= 2;
+    }
+  p = realloc (p, ncap * size);
+  if (!p)
+    {
+      error_msg ("out of memory");
+      exit (EXIT_BAD_DATA);
+    }
+  *cap = ncap;
+  return p;
+}
+
+static char *
+xstrdup (const char *s)
+{
+  size_t n = strlen (s) + 1;
+  return memcpy (xmalloc (n), s, n);
+}
+
+static int
+compare_strings (const void *a, const void *b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+static uint64_t
+add_sat (uint64_t a, uint64_t b)
+{
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* Byte length of the valid UTF-8 sequence at S, or 0 if S does not start
+   one (overlong forms, surrogates and values past U+10FFFF are invalid).
+   S is NUL-terminated, and NUL is never a continuation byte, so this never
+   looks past the end.  */
+static size_t
+utf8_len (const unsigned char *s)
+{
+  unsigned c = s[0];
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xc2 && c <= 0xdf)
+    return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+  if (c >= 0xe0 && c <= 0xef)
+    {
+      unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+      return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
+    }
+  if (c >= 0xf0 && c <= 0xf4)
+    {
+      unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+      return (s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80
+              && (s[3] & 0xc0) == 0x80) ? 4 : 0;
+    }
+  return 0;
+}
+
+/* Write S with control characters and invalid UTF-8 as \xNN, so that a
+   hostile file cannot send escape sequences to the terminal.  Returns the
+   number of columns written, taking a character as one column (wide
+   characters are rare in function and file names).  */
+static size_t
+put_text (const char *str)
+{
+  const unsigned char *s = (const unsigned char *) str;
+  size_t cols = 0;
+  while (*s)
+    {
+      size_t n = utf8_len (s);
+      if (n == 0 || *s < 0x20 || *s == 0x7f)
+        {
+          printf ("\\x%02x", *s);
+          cols += 4;
+          s++;
+        }
+      else
+        {
+          fwrite (s, 1, n, stdout);
+          cols++;
+          s += n;
+        }
+    }
+  return cols;
+}
+
+/* Columns put_text would take for S.  */
+static size_t
+text_width (const char *str)
+{
+  const unsigned char *s = (const unsigned char *) str;
+  size_t cols = 0;
+  while (*s)
+    {
+      size_t n = utf8_len (s);
+      if (n == 0 || *s < 0x20 || *s == 0x7f)
+        cols += 4, s++;
+      else
+        cols++, s += n;
+    }
+  return cols;
+}
+
+/* Write S as a JSON string, quotes included.  */
+static void
+put_json (const char *str)
+{
+  const unsigned char *s = (const unsigned char *) str;
+  putchar ('"');
+  while (*s)
+    {
+      size_t n = utf8_len (s);
+      if (*s == '"' || *s == '\\')
+        printf ("\\%c", *s);
+      else if (*s == '\n')
+        fputs ("\\n", stdout);
+      else if (*s == '\t')
+        fputs ("\\t", stdout);
+      else if (*s == '\r')
+        fputs ("\\r", stdout);
+      else if (n == 0 || *s < 0x20 || *s == 0x7f)
+        printf ("\\u%04x", *s);
+      else
+        {
+          fwrite (s, 1, n, stdout);
+          s += n;
+          continue;
+        }
+      s++;
+    }
+  putchar ('"');
+}
+
+/* Write S as a CSV field (RFC 4180): quoted, with quotes doubled, when it
+   holds a comma, a quote or a line break.  */
+static void
+put_csv (const char *s)
+{
+  if (!strpbrk (s, ",\"\r\n"))
+    {
+      fputs (s, stdout);
+      return;
+    }
+  putchar ('"');
+  for (; *s; s++)
+    {
+      if (*s == '"')
+        putchar ('"');
+      putchar (*s);
+    }
+  putchar ('"');
+}
+
+/* Write S as a C string literal, for dump.  */
+static void
+put_quoted (const char *str)
+{
+  const unsigned char *s = (const unsigned char *) str;
+  putchar ('"');
+  while (*s)
+    {
+      size_t n = utf8_len (s);
+      if (*s == '"' || *s == '\\')
+        printf ("\\%c", *s);
+      else if (*s == '\n')
+        fputs ("\\n", stdout);
+      else if (*s == '\t')
+        fputs ("\\t", stdout);
+      else if (n == 0 || *s < 0x20 || *s == 0x7f)
+        printf ("\\x%02x", *s);
+      else
+        {
+          fwrite (s, 1, n, stdout);
+          s += n;
+          continue;
+        }
+      s++;
+    }
+  putchar ('"');
+}
+
+/* Hash table from a key of up to three strings to a number, with open
+   addressing; the key strings belong to the caller and must outlive the
+   table.  */
+struct slot
+{
+  uint64_t hash;
+  const char *key[3];
+  size_t value;
+  int used;
+};
+
+struct table
+{
+  struct slot *slots;
+  size_t size; /* a power of two */
+  size_t count;
+};
+
+static uint64_t
+hash_key (const char *const key[3])
+{
+  uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
+  for (int i = 0; i < 3; i++)
+    {
+      /* Include the terminator, so ("ab", "c") and ("a", "bc") differ.  */
+      const unsigned char *s = (const unsigned char *) (key[i] ? key[i] : "");
+      do
+        h = (h ^ *s) * 0x100000001b3u;
+      while (*s++);
+    }
+  return h;
+}
+
+static int
+key_eq (const char *const a[3], const char *const b[3])
+{
+  for (int i = 0; i < 3; i++)
+    if (strcmp (a[i] ? a[i] : "", b[i] ? b[i] : "") != 0)
+      return 0;
+  return 1;
+}
+
+/* The slot holding KEY, or the empty slot where it would go.  */
+static struct slot *
+table_probe (const struct table *t, const char *const key[3], uint64_t h)
+{
+  size_t i = (size_t) h & (t->size - 1);
+  while (t->slots[i].used
+         && !(t->slots[i].hash == h && key_eq (t->slots[i].key, key)))
+    i = (i + 1) & (t->size - 1);
+  return &t->slots[i];
+}
+
+/* Find KEY.  On a miss the result is the empty slot where KEY belongs; the
+   caller fills it in with table_fill, as the table has room for it.  */
+static struct slot *
+table_find (struct table *t, const char *const key[3], uint64_t *hash)
+{
+  /* Keep the load under a half, so probe sequences stay short.  */
+  if (t->count + 1 > t->size / 2)
+    {
+      struct table nt;
+      nt.size = t->size ? t->size * 2 : 64;
+      if (nt.size > SIZE_MAX / sizeof *nt.slots)
+        {
+          error_msg ("out of memory");
+          exit (EXIT_BAD_DATA);
+        }
+      nt.count = t->count;
+      nt.slots = xmalloc (nt.size * sizeof *nt.slots);
+      memset (nt.slots, 0, nt.size * sizeof *nt.slots);
+      for (size_t i = 0; i < t->size; i++)
+        if (t->slots[i].used)
+          *table_probe (&nt, t->slots[i].key, t->slots[i].hash)
+            = t->slots[i];
+      free (t->slots);
+      *t = nt;
+    }
+  *hash = hash_key (key);
+  return table_probe (t, key, *hash);
+}
+
+/* Store KEY, whose strings must outlive the table, in the empty slot S that
+   table_find returned.  */
+static void
+table_fill (struct table *t, struct slot *s, uint64_t hash,
+            const char *const key[3], size_t value)
+{
+  s->used = 1;
+  s->hash = hash;
+  memcpy (s->key, key, sizeof s->key);
+  s->value = value;
+  t->count++;
+}
+
+/* One row of the report: a source function (origin, file), or with
+   --clones one compiled body (symbol, file).  */
+struct row
+{
+  char *name;
+  char *symbol; /* the origin when clones are folded */
+  char *origin;
+  char *file;
+  uint32_t line;
+  int has_origin_body; /* name and line come from the origin's own body */
+  int clone_body;      /* with --clones: a clone, shown with its symbol */
+  uint64_t calls;
+  uint64_t exits;
+  char **clones; /* clone symbols folded into this row */
+  size_t nclones, clones_cap;
+};
+
+/* What was read from one data file, kept for the JSON output.  */
+struct file_info
+{
+  const char *path;
+  char *program;
+  uint64_t pid;
+  uint64_t time;
+  uint32_t nmodules;
+};
+
+enum sort_key { SORT_CALLS, SORT_EXITS, SORT_NAME };
+enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_CSV };
+
+/* Options of `tally report`.  */
+struct report_opts
+{
+  enum sort_key sort;
+  enum format format;
+  size_t top; /* 0: all rows */
+  int clones; /* one row per body */
+};
+
+/* The merged data of every file given to `tally report`.  */
+struct merge
+{
+  struct row *rows;
+  size_t nrows, rows_cap;
+  struct table by_key;    /* (origin or symbol, file) -> row index */
+  struct table clone_set; /* (symbol, origin, file) of clones listed */
+  struct file_info *files;
+  size_t nfiles, files_cap;
+  uint64_t nmodules;
+  uint64_t calls;
+  uint64_t exits;
+};
+
+/* A function body's symbol differs from its origin exactly when it is a
+   clone or split part; the plugin also sets TALLY_FN_CLONE on those, but
+   the names are what the folding relies on.  */
+static int
+is_clone (const struct tally_data_fn *f)
+{
+  return strcmp (f->symbol, f->origin) != 0;
+}
+
+static void
+merge_fn (struct merge *m, const struct tally_data_fn *f, int by_body)
+{
+  const char *key[3] = { by_body ? f->symbol : f->origin, f->file, NULL };
+  int clone = is_clone (f);
+  uint64_t h;
+  struct slot *s = table_find (&m->by_key, key, &h);
+  struct row *r;
+  if (s->used)
+    r = &m->rows[s->value];
+  else
+    {
+      m->rows = xgrow (m->rows, &m->rows_cap, m->nrows + 1, sizeof *m->rows);
+      r = &m->rows[m->nrows];
+      memset (r, 0, sizeof *r);
+      r->name = xstrdup (f->name);
+      r->symbol = xstrdup (key[0]);
+      r->origin = xstrdup (f->origin);
+      r->file = xstrdup (f->file);
+      r->line = f->line;
+      r->has_origin_body = !clone;
+      r->clone_body = by_body && clone;
+      /* Key the table by the row's copies: the file data is freed after
+         merging.  */
+      const char *own[3] = { r->symbol, r->file, NULL };
+      table_fill (&m->by_key, s, h, own, m->nrows++);
+    }
+  if (!clone && !r->has_origin_body)
+    {
+      /* A clone was seen first; the origin's own body names the row
+         better.  */
+      free (r->name);
+      r->name = xstrdup (f->name);
+      r->line = f->line;
+      r->has_origin_body = 1;
+    }
+  uint64_t calls = f->counters[TALLY_C_ENTRIES];
+  uint64_t exits = f->counters[TALLY_C_EXITS];
+  r->calls = add_sat (r->calls, calls);
+  r->exits = add_sat (r->exits, exits);
+  m->calls = add_sat (m->calls, calls);
+  m->exits = add_sat (m->exits, exits);
+
+  if (clone && !by_body)
+    {
+      const char *ckey[3] = { f->symbol, r->origin, r->file };
+      s = table_find (&m->clone_set, ckey, &h);
+      if (!s->used)
+        {
+          r->clones = xgrow (r->clones, &r->clones_cap, r->nclones + 1,
+                             sizeof *r->clones);
+          char *sym = xstrdup (f->symbol);
+          r->clones[r->nclones++] = sym;
+          const char *own[3] = { sym, r->origin, r->file };
+          table_fill (&m->clone_set, s, h, own, 0);
+        }
+    }
+}
+
+static void
+merge_file (struct merge *m, const char *path, const struct tally_data *d,
+            int by_body)
+{
+  m->files = xgrow (m->files, &m->files_cap, m->nfiles + 1,
+                    sizeof *m->files);
+  struct file_info *fi = &m->files[m->nfiles++];
+  fi->path = path;
+  fi->program = xstrdup (d->program);
+  fi->pid = d->pid;
+  fi->time = d->time;
+  fi->nmodules = d->nmodules;
+  m->nmodules += d->nmodules;
+  for (uint32_t i = 0; i < d->nmodules; i++)
+    for (uint32_t j = 0; j < d->modules[i].nfns; j++)
+      merge_fn (m, &d->modules[i].fns[j], by_body);
+}
+
+static void
+merge_free (struct merge *m)
+{
+  for (size_t i = 0; i < m->nrows; i++)
+    {
+      struct row *r = &m->rows[i];
+      free (r->name);
+      free (r->symbol);
+      free (r->origin);
+      free (r->file);
+      for (size_t k = 0; k < r->nclones; k++)
+        free (r->clones[k]);
+      free (r->clones);
+    }
+  free (m->rows);
+  free (m->by_key.slots);
+  free (m->clone_set.slots);
+  for (size_t i = 0; i < m->nfiles; i++)
+    free (m->files[i].program);
+  free (m->files);
+}
+
+/* Sort order for compare_rows: qsort takes no context argument.  */
+static enum sort_key sort_key;
+
+static int
+compare_u64_desc (uint64_t a, uint64_t b)
+{
+  return a > b ? -1 : a < b;
+}
+
+static int
+compare_rows (const void *pa, const void *pb)
+{
+  const struct row *a = *(const struct row *const *) pa;
+  const struct row *b = *(const struct row *const *) pb;
+  int c = 0;
+  if (sort_key == SORT_CALLS)
+    c = compare_u64_desc (a->calls, b->calls);
+  else if (sort_key == SORT_EXITS)
+    c = compare_u64_desc (a->exits, b->exits);
+  /* Then by name, file and line, and by symbol so that the order is total
+     and the output the same on every run.  */
+  if (!c)
+    c = strcmp (a->name, b->name);
+  if (!c)
+    c = strcmp (a->file, b->file);
+  if (!c)
+    c = (a->line > b->line) - (a->line < b->line);
+  if (!c)
+    c = strcmp (a->symbol, b->symbol);
+  return c;
+}
+
+static int
+count_digits (uint64_t v)
+{
+  int n = 1;
+  while (v >= 10)
+    v /= 10, n++;
+  return n;
+}
+
+static const char *
+plural (uint64_t n, const char *one, const char *many)
+{
+  return n == 1 ? one : many;
+}
+
+static void
+print_text (const struct merge *m, struct row **rows, size_t n)
+{
+  printf ("%zu %s, %" PRIu64 " %s, %zu %s, %" PRIu64 " %s\n", m->nfiles,
+          plural (m->nfiles, "file", "files"), m->nmodules,
+          plural (m->nmodules, "module", "modules"), m->nrows,
+          plural (m->nrows, "function", "functions"), m->calls,
+          plural (m->calls, "call", "calls"));
+
+  int wcalls = 5, wexits = 5;
+  size_t wname = strlen ("function");
+  for (size_t i = 0; i < n; i++)
+    {
+      if (count_digits (rows[i]->calls) > wcalls)
+        wcalls = count_digits (rows[i]->calls);
+      if (count_digits (rows[i]->exits) > wexits)
+        wexits = count_digits (rows[i]->exits);
+      size_t w = text_width (rows[i]->name);
+      if (rows[i]->clone_body)
+        w += 3 + text_width (rows[i]->symbol);
+      if (w > wname)
+        wname = w;
+    }
+  /* Past this, long C++ names only push their own location right.  */
+  if (wname > 40)
+    wname = 40;
+
+  printf ("%*s %7s %*s  %-*s  %s\n", wcalls, "calls", "%", wexits, "exits",
+          (int) wname, "function", "location");
+  for (size_t i = 0; i < n; i++)
+    {
+      const struct row *r = rows[i];
+      double pct = m->calls ? 100.0 * (double) r->calls / (double) m->calls
+                            : 0.0;
+      printf ("%*" PRIu64 " %6.2f%% %*" PRIu64 "  ", wcalls, r->calls, pct,
+              wexits, r->exits);
+      size_t w = put_text (r->name);
+      if (r->clone_body)
+        {
+          fputs (" [", stdout);
+          w += 3 + put_text (r->symbol);
+          putchar (']');
+        }
+      printf ("%*s  ", (int) (w < wname ? wname - w : 0), "");
+      put_text (r->file);
+      if (r->line)
+        printf (":%lu", (unsigned long) r->line);
+      if (r->nclones)
+        {
+          fputs ("  (clones: ", stdout);
+          for (size_t k = 0; k < r->nclones; k++)
+            {
+              if (k)
+                fputs (", ", stdout);
+              put_text (r->clones[k]);
+            }
+          putchar (')');
+        }
+      putchar ('\n');
+    }
+}
+
+static void
+print_json (const struct merge *m, struct row **rows, size_t n)
+{
+  fputs ("{\n  \"files\": [", stdout);
+  for (size_t i = 0; i < m->nfiles; i++)
+    {
+      const struct file_info *f = &m->files[i];
+      fputs (i ? ",\n    {\"path\": " : "\n    {\"path\": ", stdout);
+      put_json (f->path);
+      fputs (", \"program\": ", stdout);
+      put_json (f->program);
+      printf (", \"pid\": %" PRIu64 ", \"time\": %" PRIu64
+              ", \"modules\": %lu}", f->pid, f->time,
+              (unsigned long) f->nmodules);
+    }
+  printf ("\n  ],\n  \"totals\": {\"files\": %zu, \"modules\": %" PRIu64
+          ", \"functions\": %zu, \"calls\": %" PRIu64 ", \"exits\": %"
+          PRIu64 "},\n  \"functions\": [", m->nfiles, m->nmodules, m->nrows,
+          m->calls, m->exits);
+  for (size_t i = 0; i < n; i++)
+    {
+      const struct row *r = rows[i];
+      fputs (i ? ",\n    {\"name\": " : "\n    {\"name\": ", stdout);
+      put_json (r->name);
+      fputs (", \"symbol\": ", stdout);
+      put_json (r->symbol);
+      fputs (", \"origin\": ", stdout);
+      put_json (r->origin);
+      fputs (", \"file\": ", stdout);
+      put_json (r->file);
+      printf (", \"line\": %lu, \"calls\": %" PRIu64 ", \"exits\": %" PRIu64
+              ", \"clones\": [", (unsigned long) r->line, r->calls, r->exits);
+      for (size_t k = 0; k < r->nclones; k++)
+        {
+          if (k)
+            fputs (", ", stdout);
+          put_json (r->clones[k]);
+        }
+      fputs ("]}", stdout);
+    }
+  fputs (n ? "\n  ]\n}\n" : "]\n}\n", stdout);
+}
+
+static void
+print_csv (struct row **rows, size_t n)
+{
+  fputs ("calls,exits,function,symbol,origin,file,line\n", stdout);
+  for (size_t i = 0; i < n; i++)
+    {
+      const struct row *r = rows[i];
+      printf ("%" PRIu64 ",%" PRIu64 ",", r->calls, r->exits);
+      put_csv (r->name);
+      putchar (',');
+      put_csv (r->symbol);
+      putchar (',');
+      put_csv (r->origin);
+      putchar (',');
+      put_csv (r->file);
+      printf (",%lu\n", (unsigned long) r->line);
+    }
+}
+
+/* Parse the argument of --top.  */
+static int
+parse_count (const char *s, size_t *out)
+{
+  size_t v = 0;
+  if (!*s)
+    return -1;
+  for (; *s; s++)
+    {
+      if (*s < '0' || *s > '9')
+        return -1;
+      unsigned d = (unsigned) (*s - '0');
+      /* Saturate: a huge --top simply means every row.  */
+      v = v > (SIZE_MAX - d) / 10 ? SIZE_MAX : v * 10 + d;
+    }
+  if (v == 0)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+/* If ARGV[*I] is the option NAME taking a value, as "NAME=V" or "NAME V",
+   set *VALUE and return 1.  Returns -1 if the value is missing, 0 if it is
+   another option.  */
+static int
+option_value (int argc, char **argv, int *i, const char *name,
+              const char **value)
+{
+  size_t n = strlen (name);
+  if (strncmp (argv[*i], name, n) != 0)
+    return 0;
+  if (argv[*i][n] == '=')
+    {
+      *value = argv[*i] + n + 1;
+      return 1;
+    }
+  if (argv[*i][n])
+    return 0;
+  if (*i + 1 >= argc)
+    {
+      error_msg ("report: option '%s' needs a value; try 'tally --help'", name);
+      return -1;
+    }
+  *value = argv[++*i];
+  return 1;
+}
+
+static int
+cmd_report (int argc, char **argv)
+{
+  struct report_opts opts = { SORT_CALLS, FORMAT_TEXT, 0, 0 };
+  const char **paths = xmalloc ((size_t) argc * sizeof *paths);
+  size_t npaths = 0;
+  int json = 0, csv = 0, only_files = 0;
+  for (int i = 1; i < argc; i++)
+    {
+      const char *a = argv[i], *v;
+      int r;
+      if (only_files || a[0] != '-' || !a[1])
+        paths[npaths++] = a;
+      else if (strcmp (a, "--") == 0)
+        only_files = 1;
+      else if (strcmp (a, "--help") == 0 || strcmp (a, "-h") == 0)
+        {
+          fputs (usage_text, stdout);
+          free (paths);
+          return 0;
+        }
+      else if (strcmp (a, "--json") == 0)
+        json = 1;
+      else if (strcmp (a, "--csv") == 0)
+        csv = 1;
+      else if (strcmp (a, "--clones") == 0)
+        opts.clones = 1;
+      else if ((r = option_value (argc, argv, &i, "--sort", &v)) != 0)
+        {
+          if (r < 0)
+            goto usage;
+          if (strcmp (v, "calls") == 0)
+            opts.sort = SORT_CALLS;
+          else if (strcmp (v, "exits") == 0)
+            opts.sort = SORT_EXITS;
+          else if (strcmp (v, "name") == 0)
+            opts.sort = SORT_NAME;
+          else
+            {
+              error_msg ("report: unknown sort key '%s' (use calls, exits or "
+                     "name); try 'tally --help'", v);
+              goto usage;
+            }
+        }
+      else if ((r = option_value (argc, argv, &i, "--top", &v)) != 0)
+        {
+          if (r < 0)
+            goto usage;
+          if (parse_count (v, &opts.top) != 0)
+            {
+              error_msg ("report: --top needs a positive whole number, not '%s'; "
+                     "try 'tally --help'", v);
+              goto usage;
+            }
+        }
+      else
+        {
+          error_msg ("report: unknown option '%s'; try 'tally --help'", a);
+          goto usage;
+        }
+    }
+  if (json && csv)
+    {
+      error_msg ("report: --json and --csv cannot be used together; try 'tally "
+             "--help'");
+      goto usage;
+    }
+  opts.format = json ? FORMAT_JSON : csv ? FORMAT_CSV : FORMAT_TEXT;
+  if (npaths == 0)
+    {
+      error_msg ("report: no data files given; try 'tally --help'");
+      goto usage;
+    }
+
+  /* Read every file before printing anything: a report missing one of
+     them would look complete.  Each file is merged and dropped at once, so
+     memory follows the number of distinct functions, not of files.  */
+  struct merge m;
+  memset (&m, 0, sizeof m);
+  int bad = 0;
+  for (size_t i = 0; i < npaths; i++)
+    {
+      struct tally_data d;
+      char err[256];
+      if (tally_read_file (paths[i], &d, err, sizeof err) != 0)
+        {
+          error_msg ("%s: %s", paths[i], err);
+          bad = 1;
+          continue;
+        }
+      if (!bad)
+        merge_file (&m, paths[i], &d, opts.clones);
+      tally_data_free (&d);
+    }
+  if (bad)
+    {
+      merge_free (&m);
+      free (paths);
+      return EXIT_BAD_DATA;
+    }
+
+  struct row **order = xmalloc (m.nrows * sizeof *order);
+  for (size_t i = 0; i < m.nrows; i++)
+    order[i] = &m.rows[i];
+  sort_key = opts.sort;
+  qsort (order, m.nrows, sizeof *order, compare_rows);
+  for (size_t i = 0; i < m.nrows; i++)
+    if (order[i]->nclones > 1)
+      qsort (order[i]->clones, order[i]->nclones, sizeof (char *),
+             compare_strings);
+  size_t shown = opts.top && opts.top < m.nrows ? opts.top : m.nrows;
+  if (opts.format == FORMAT_JSON)
+    print_json (&m, order, shown);
+  else if (opts.format == FORMAT_CSV)
+    print_csv (order, shown);
+  else
+    print_text (&m, order, shown);
+  free (order);
+  merge_free (&m);
+  free (paths);
+  return 0;
+
+usage:
+  free (paths);
+  return EXIT_USAGE;
+}
+
+/* The name dump gives one flag bit.  */
+struct flag_name
+{
+  uint32_t bit;
+  const char *name;
+};
+
+/* Write FLAGS in hex, then the names of its bits listed in NAMES and any
+   unknown bits, e.g. "0x0000000a (hooks-call,at-late)".  */
+static void
+put_flags (uint32_t flags, const struct flag_name *names, size_t n)
+{
+  printf ("0x%08lx", (unsigned long) flags);
+  if (!flags)
+    return;
+  const char *sep = " (";
+  for (size_t i = 0; i < n; i++)
+    if (flags & names[i].bit)
+      {
+        printf ("%s%s", sep, names[i].name);
+        sep = ",";
+        flags &= ~names[i].bit;
+      }
+  if (flags)
+    printf ("%s0x%lx", sep, (unsigned long) flags);
+  putchar (')');
+}
+
+/* Names of the header flags, for dump.  */
+static const struct flag_name file_flags[] = {
+  { TALLY_FILE_AT_EXIT, "at-exit" },
+};
+
+/* Names of the module flags, for dump.  */
+static const struct flag_name module_flags[] = {
+  { TALLY_MOD_HOOKS_INLINE, "hooks-inline" },
+  { TALLY_MOD_HOOKS_CALL, "hooks-call" },
+  { TALLY_MOD_AT_EARLY, "at-early" },
+  { TALLY_MOD_AT_LATE, "at-late" },
+  { TALLY_MOD_UPDATE_ATOMIC, "update-atomic" },
+};
+
+/* Names of the function flags, for dump.  */
+static const struct flag_name fn_flags[] = {
+  { TALLY_FN_CLONE, "clone" },
+};
+
+#define COUNT(a) (sizeof (a) / sizeof (a)[0])
+
+static void
+dump_data (const char *path, const struct tally_data *d)
+{
+  fputs ("file ", stdout);
+  put_quoted (path);
+  printf ("\nheader magic=%s version=%lu byte_order=0x%08lx size=%" PRIu64
+          " pid=%" PRIu64 " time=%" PRIu64, TALLY_FILE_MAGIC,
+          (unsigned long) d->version, (unsigned long) d->byte_order,
+          d->file_size, d->pid, d->time);
+  /* Up to the year 9999; anything later is not a real time stamp.  */
+  if (d->time <= UINT64_C (253402300799))
+    {
+      time_t t = (time_t) d->time;
+      struct tm *tm = gmtime (&t);
+      char buf[32];
+      if (tm && strftime (buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", tm))
+        printf (" (%s)", buf);
+    }
+  printf (" modules=%lu flags=", (unsigned long) d->nmodules);
+  put_flags (d->flags, file_flags, COUNT (file_flags));
+  fputs ("\nprogram ", stdout);
+  put_quoted (d->program);
+  putchar ('\n');
+  for (uint32_t i = 0; i < d->nmodules; i++)
+    {
+      const struct tally_data_module *mod = &d->modules[i];
+      printf ("module %lu abi=%lu checksum=0x%016" PRIx64 " flags=",
+              (unsigned long) i, (unsigned long) mod->abi_version,
+              mod->checksum);
+      put_flags (mod->flags, module_flags, COUNT (module_flags));
+      printf (" functions=%lu source=", (unsigned long) mod->nfns);
+      put_quoted (mod->source);
+      fputs (" directory=", stdout);
+      put_quoted (mod->directory);
+      putchar ('\n');
+      for (uint32_t j = 0; j < mod->nfns; j++)
+        {
+          const struct tally_data_fn *f = &mod->fns[j];
+          printf ("  fn %lu name=", (unsigned long) j);
+          put_quoted (f->name);
+          fputs (" symbol=", stdout);
+          put_quoted (f->symbol);
+          fputs (" origin=", stdout);
+          put_quoted (f->origin);
+          fputs (" file=", stdout);
+          put_quoted (f->file);
+          printf (" line=%lu flags=", (unsigned long) f->line);
+          put_flags (f->flags, fn_flags, COUNT (fn_flags));
+          printf (" reserved=%lu counters=%lu:", (unsigned long) f->reserved,
+                  (unsigned long) f->ncounters);
+          for (uint32_t k = 0; k < f->ncounters; k++)
+            printf (" %" PRIu64, f->counters[k]);
+          putchar ('\n');
+        }
+    }
+  printf ("trailer tag=0x%08lx crc=0x%08lx size=%" PRIu64 "\n",
+          (unsigned long) TALLY_TAG_END, (unsigned long) d->crc,
+          d->file_size);
+}
+
+static int
+cmd_dump (int argc, char **argv)
+{
+  int npaths = 0, only_files = 0, status = 0;
+  for (int i = 1; i < argc; i++)
+    {
+      const char *a = argv[i];
+      if (only_files || a[0] != '-' || !a[1])
+        npaths++;
+      else if (strcmp (a, "--") == 0)
+        only_files = 1;
+      else if (strcmp (a, "--help") == 0 || strcmp (a, "-h") == 0)
+        {
+          fputs (usage_text, stdout);
+          return 0;
+        }
+      else
+        {
+          error_msg ("dump: unknown option '%s'; try 'tally --help'", a);
+          return EXIT_USAGE;
+        }
+    }
+  if (npaths == 0)
+    {
+      error_msg ("dump: no data file given; try 'tally --help'");
+      return EXIT_USAGE;
+    }
+  only_files = 0;
+  for (int i = 1; i < argc; i++)
+    {
+      const char *a = argv[i];
+      if (!only_files && strcmp (a, "--") == 0)
+        {
+          only_files = 1;
+          continue;
+        }
+      struct tally_data d;
+      char err[256];
+      if (tally_read_file (a, &d, err, sizeof err) != 0)
+        {
+          error_msg ("%s: %s", a, err);
+          status = EXIT_BAD_DATA;
+          continue;
+        }
+      dump_data (a, &d);
+      tally_data_free (&d);
+    }
+  return status;
+}
+
+int
+main (int argc, char **argv)
+{
+  int status;
+  if (argc < 2)
+    {
+      error_msg ("no command given (commands: report, dump, help); try 'tally "
+             "--help'");
+      return EXIT_USAGE;
+    }
+  const char *cmd = argv[1];
+  if (strcmp (cmd, "--help") == 0 || strcmp (cmd, "-h") == 0
+      || strcmp (cmd, "help") == 0)
+    {
+      fputs (usage_text, stdout);
+      status = 0;
+    }
+  else if (strcmp (cmd, "--version") == 0)
+    {
+      printf ("tally %s\n", TALLY_VERSION);
+      status = 0;
+    }
+  else if (strcmp (cmd, "report") == 0)
+    status = cmd_report (argc - 1, argv + 1);
+  else if (strcmp (cmd, "dump") == 0)
+    status = cmd_dump (argc - 1, argv + 1);
+  else
+    {
+      if (cmd[0] == '-')
+        error_msg ("unknown option '%s'; try 'tally --help'", cmd);
+      else
+        error_msg ("unknown command '%s'; try 'tally --help'", cmd);
+      return EXIT_USAGE;
+    }
+  /* Output that did not reach its destination is a failure, not a
+     success with a short report.  */
+  if (fflush (stdout) != 0 || ferror (stdout))
+    {
+      error_msg ("write error: %s", strerror (errno));
+      return EXIT_BAD_DATA;
+    }
+  return status;
+}
