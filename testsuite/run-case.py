@@ -116,12 +116,14 @@ def main():
     ap.add_argument("--runtime", required=True)
     ap.add_argument("--tally", required=True)
     ap.add_argument("--oracle", required=True)
+    ap.add_argument("--cc", default="gcc")
+    ap.add_argument("--cxx", default="g++")
     args = ap.parse_args()
 
     prog = os.path.abspath(args.prog)
     base = os.path.splitext(prog)[0]
     cxx = prog.endswith(".cc")
-    compiler = os.environ.get("CXX" if cxx else "CC", "g++" if cxx else "gcc")
+    compiler = args.cxx if cxx else args.cc
     extra, plugin_extra = [], []
     if os.path.exists(base + ".flags"):
         for flag in open(base + ".flags").read().split():
@@ -181,7 +183,7 @@ def main():
             # Oracle: GCC's -finstrument-functions with a counting runtime.
             exe = os.path.join(work, "cyg")
             oracle_obj = os.path.join(work, "cyg-count.o")
-            run(["gcc", "-O2", "-c", args.oracle, "-o", oracle_obj])
+            run([args.cc, "-O2", "-c", args.oracle, "-o", oracle_obj])
             run([compiler, opt, "-finstrument-functions", prog, oracle_obj,
                  "-o", exe] + extra)
             counts_file = os.path.join(work, "cyg.txt")

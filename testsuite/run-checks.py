@@ -40,7 +40,7 @@ def expect(cond, msg):
 
 def build_abc(a, work, runtime=None, extra=()):
     exe = os.path.join(work, "abc")
-    run(["gcc", "-O2", "-fplugin=" + a.plugin, os.path.join(a.srcdir, "progs", "s-abc.c"),
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, os.path.join(a.srcdir, "progs", "s-abc.c"),
          "-o", exe, *extra, runtime or a.runtime])
     return exe
 
@@ -60,13 +60,13 @@ def check_plugin_errors(a, work):
         (["-flto"], r"does not support '-flto'"),
     ]
     for flags, pattern in cases:
-        p = run(["gcc", "-c", "-fplugin=" + a.plugin, *flags, src, "-o",
+        p = run([a.cc, "-c", "-fplugin=" + a.plugin, *flags, src, "-o",
                  os.path.join(work, "x.o")], env={"LC_ALL": "C"}, check=False)
         expect(p.returncode != 0, "%s: compile succeeded" % flags)
         text = p.stderr.replace("\u2018", "'").replace("\u2019", "'")
         expect(re.search(pattern, text), "%s: expected /%s/ in:\n%s" % (flags, pattern, text))
         expect("internal compiler error" not in text, "%s: ICE:\n%s" % (flags, text))
-    p = run(["gcc", "-c", "-fplugin=" + a.plugin, "-fplugin-arg-tally-help", src,
+    p = run([a.cc, "-c", "-fplugin=" + a.plugin, "-fplugin-arg-tally-help", src,
              "-o", os.path.join(work, "x.o")])
     for opt in ("hooks=inline|call", "at=late|early", "update=single|atomic", "help"):
         expect(opt in p.stderr, "help text lacks %s:\n%s" % (opt, p.stderr))
@@ -134,7 +134,7 @@ def report_calls(a, path):
 
 def check_api(a, work):
     exe = os.path.join(work, "api")
-    run(["gcc", "-O2", "-fplugin=" + a.plugin, "-I", a.include,
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-I", a.include,
          os.path.join(a.srcdir, "api", "dump-reset.c"), "-o", exe, a.runtime])
     mid, final = os.path.join(work, "mid.data"), os.path.join(work, "final.data")
     p = run([exe, mid], env={"TALLY_OUTPUT": final})
@@ -179,7 +179,7 @@ def check_asan_runtime(a, work):
     for prog, flags in (("s-abc.c", []), ("threads.c", ["-pthread", "-fplugin-arg-tally-update=atomic"])):
         for hooks in ("inline", "call"):
             exe = os.path.join(work, prog + hooks)
-            run(["gcc", "-O1", "-g", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
+            run([a.cc, "-O1", "-g", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
                  os.path.join(a.srcdir, "progs", prog), "-o", exe, *flags, *san, a.runtime_asan])
             data = exe + ".data"
             p = run([exe], env={"TALLY_OUTPUT": data, "ASAN_OPTIONS": "detect_leaks=1"})
@@ -202,6 +202,7 @@ def main():
     ap.add_argument("check", choices=sorted(CHECKS))
     for opt in ("plugin", "runtime", "runtime-asan", "tally", "tally-asan", "include", "srcdir"):
         ap.add_argument("--" + opt, required=True)
+    ap.add_argument("--cc", default="gcc")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="tally-check-")
     try:

@@ -1,9 +1,7 @@
 /* libFuzzer target for the data file reader (tools/datafile.c).
  *
- * Built as `fuzz-datafile` with -Dfuzz=true and clang; the seed corpus
- * is tools/fuzz-corpus/.  Run, from the build directory:
- *
- *   ./tools/fuzz-datafile -max_len=4096 corpus-dir ../tools/fuzz-corpus
+ * Built and run by `./dev fuzz [SECONDS]` with clang; the seed corpus is
+ * tools/fuzz-corpus/.
  *
  * tally-fuzz-replay (fuzz_replay.c) runs the same function over files given
  * on its command line, so a corpus or a crash input can be replayed with any

@@ -604,14 +604,14 @@ print_text (const struct merge *m, struct row **rows, size_t n)
   if (wname > 40)
     wname = 40;
 
-  printf ("%*s %7s %*s  %-*s  %s\n", wcalls, "calls", "%", wexits, "exits",
+  printf ("%*s %8s %*s  %-*s  %s\n", wcalls, "calls", "%", wexits, "exits",
           (int) wname, "function", "location");
   for (size_t i = 0; i < n; i++)
     {
       const struct row *r = rows[i];
       double pct = m->calls ? 100.0 * (double) r->calls / (double) m->calls
                             : 0.0;
-      printf ("%*" PRIu64 " %6.2f%% %*" PRIu64 "  ", wcalls, r->calls, pct,
+      printf ("%*" PRIu64 " %7.2f%% %*" PRIu64 "  ", wcalls, r->calls, pct,
               wexits, r->exits);
       size_t w = put_text (r->name);
       if (r->clone_body)

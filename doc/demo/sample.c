@@ -28,10 +28,12 @@ swap (uint32_t *a, uint32_t *b)
   *b = t;
 }
 
+/* Hoare partition around the lower middle element: returns j < n - 1 with
+   v[0..j] <= pivot <= v[j+1..n-1], so both halves shrink.  */
 static size_t
 partition (uint32_t *v, size_t n)
 {
-  uint32_t pivot = v[n / 2];
+  uint32_t pivot = v[(n - 1) / 2];
   size_t i = 0, j = n - 1;
   for (;;)
     {
@@ -41,7 +43,9 @@ partition (uint32_t *v, size_t n)
         j--;
       if (i >= j)
         return j;
-      swap (&v[i++], &v[j--]);
+      swap (&v[i], &v[j]);
+      i++;
+      j--;
     }
 }
 
