@@ -188,7 +188,36 @@ def check_asan_runtime(a, work):
             run([a.tally_asan, "report", data])
 
 
+def check_install(a, work):
+    """meson install puts tally.so where -fplugin=tally finds it (GCC's
+    plugin directory, here under DESTDIR, given with -iplugindir) and
+    tally.pc gives the runtime."""
+    dest = os.path.join(work, "dest")
+    run([a.meson, "install", "-C", a.build_dir, "--destdir", dest,
+         "--no-rebuild", "--quiet"])
+    plugin_dir = run([a.cc, "-print-file-name=plugin"]).stdout.strip()
+    expect(os.path.exists(dest + plugin_dir + "/tally.so"),
+           "tally.so not installed in %s" % plugin_dir)
+    pcs = [os.path.join(d, f) for d, _, fs in os.walk(dest) for f in fs if f == "tally.pc"]
+    expect(len(pcs) == 1, "tally.pc installed %d times" % len(pcs))
+    env = {"PKG_CONFIG_SYSROOT_DIR": dest, "PKG_CONFIG_PATH": os.path.dirname(pcs[0])}
+    libs = run(["pkg-config", "--libs", "tally"], env=env).stdout.split()
+    cflags = run(["pkg-config", "--cflags", "tally"], env=env).stdout.split()
+    libdir = [f[2:] for f in libs if f.startswith("-L")][0]
+    exe = os.path.join(work, "abc")
+    run([a.cc, "-O0", "-iplugindir=" + dest + plugin_dir, "-fplugin=tally",
+         os.path.join(a.srcdir, "api", "dump-reset.c"), "-o", exe,
+         *cflags, *libs, "-Wl,-rpath," + libdir])
+    data, mid = os.path.join(work, "i.data"), os.path.join(work, "m.data")
+    run([exe, mid], env={"TALLY_OUTPUT": data})
+    tool = [os.path.join(d, f) for d, _, fs in os.walk(dest) for f in fs if f == "tally"]
+    expect(len(tool) == 1, "tally command installed %d times" % len(tool))
+    out = run([tool[0], "report", "--csv", data]).stdout
+    expect(re.search(r"^3,3,step,", out, re.M), "installed build report:\n%s" % out)
+
+
 CHECKS = {
+    "install": check_install,
     "plugin-errors": check_plugin_errors,
     "bad-files": check_bad_files,
     "api": check_api,
@@ -203,6 +232,8 @@ def main():
     for opt in ("plugin", "runtime", "runtime-asan", "tally", "tally-asan", "include", "srcdir"):
         ap.add_argument("--" + opt, required=True)
     ap.add_argument("--cc", default="gcc")
+    ap.add_argument("--meson", default="meson")
+    ap.add_argument("--build-dir", default=".")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="tally-check-")
     try:
