@@ -196,9 +196,12 @@ text_width (const char *str)
   return cols;
 }
 
-/* Write S as a JSON string, quotes included.  */
+/* Write S in double quotes with quotes, backslashes, control characters and
+   invalid UTF-8 escaped: as a JSON string (\u00XX escapes) when JSON is
+   set, else as a C string literal (\xXX), for dump.  Valid UTF-8 passes
+   through.  */
 static void
-put_json (const char *str)
+put_escaped (const char *str, int json)
 {
   const unsigned char *s = (const unsigned char *) str;
   putchar ('"');
@@ -214,7 +217,7 @@ put_json (const char *str)
       else if (*s == '\r')
         fputs ("\\r", stdout);
       else if (n == 0 || *s < 0x20 || *s == 0x7f)
-        printf ("\\u%04x", *s);
+        printf (json ? "\\u%04x" : "\\x%02x", *s);
       else
         {
           fwrite (s, 1, n, stdout);
@@ -224,6 +227,13 @@ put_json (const char *str)
       s++;
     }
   putchar ('"');
+}
+
+/* Write S as a JSON string, quotes included.  */
+static void
+put_json (const char *str)
+{
+  put_escaped (str, 1);
 }
 
 /* Write S as a CSV field (RFC 4180): quoted, with quotes doubled, when it
@@ -250,28 +260,7 @@ put_csv (const char *s)
 static void
 put_quoted (const char *str)
 {
-  const unsigned char *s = (const unsigned char *) str;
-  putchar ('"');
-  while (*s)
-    {
-      size_t n = utf8_len (s);
-      if (*s == '"' || *s == '\\')
-        printf ("\\%c", *s);
-      else if (*s == '\n')
-        fputs ("\\n", stdout);
-      else if (*s == '\t')
-        fputs ("\\t", stdout);
-      else if (n == 0 || *s < 0x20 || *s == 0x7f)
-        printf ("\\x%02x", *s);
-      else
-        {
-          fwrite (s, 1, n, stdout);
-          s += n;
-          continue;
-        }
-      s++;
-    }
-  putchar ('"');
+  put_escaped (str, 0);
 }
 
 /* Hash table from a key of up to three strings to a number, with open
