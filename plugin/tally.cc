@@ -132,8 +132,9 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
     {
       error ("%<-fplugin=tally%>: this plugin was built for GCC %s but is "
              "loaded into GCC %s; rebuild tally with the plugin headers of "
-             "this compiler (gcc-%s-plugin-dev)",
-             TALLY_GCC_BUILT_FOR, version->basever, version->basever);
+             "this compiler (gcc-%.*s-plugin-dev)",
+             TALLY_GCC_BUILT_FOR, version->basever,
+             (int) strcspn (version->basever, "."), version->basever);
       return 1;
     }
 
