@@ -22,6 +22,10 @@ class Failure(Exception):
     pass
 
 
+class Skip(Exception):
+    pass
+
+
 def run(cmd, env=None, check=True):
     full = dict(os.environ)
     full.update(env or {})
@@ -70,6 +74,31 @@ def check_plugin_errors(a, work):
              "-o", os.path.join(work, "x.o")])
     for opt in ("hooks=inline|call", "at=late|early", "update=single|atomic", "help"):
         expect(opt in p.stderr, "help text lacks %s:\n%s" % (opt, p.stderr))
+
+
+def check_version_mismatch(a, work):
+    """The plugin loaded into another GCC says so plainly (the loader runs
+    no GCC code before the check).  Needs a second GCC: gcc-11 on bookworm,
+    which ./dev test installs."""
+    other = None
+    for cand in ("gcc-11", "gcc-13", "gcc-12"):
+        path = shutil.which(cand)
+        if path and run([path, "-dumpfullversion"]).stdout.strip() != \
+                run([a.cc, "-dumpfullversion"]).stdout.strip():
+            other = path
+            break
+    if not other:
+        print("no second GCC version installed: skipped")
+        raise Skip()
+    src = os.path.join(a.srcdir, "progs", "s-abc.c")
+    p = run([other, "-c", "-fplugin=" + a.plugin, src, "-o", os.path.join(work, "x.o")],
+            check=False)
+    expect(p.returncode != 0, "the plugin loaded into %s" % other)
+    want = run([other, "-dumpfullversion"]).stdout.strip()
+    expect(re.search(r"tally: error: -fplugin=tally was built for GCC [0-9.]+ .* but is "
+                     r"loaded into GCC %s" % re.escape(want), p.stderr),
+           "unclear version-mismatch message:\n%s" % p.stderr)
+    expect("undefined symbol" not in p.stderr, "dynamic linker error:\n%s" % p.stderr)
 
 
 def valid_file(a, work):
@@ -217,6 +246,7 @@ def check_install(a, work):
 
 
 CHECKS = {
+    "version-mismatch": check_version_mismatch,
     "install": check_install,
     "plugin-errors": check_plugin_errors,
     "bad-files": check_bad_files,
@@ -243,6 +273,8 @@ def main():
     except Failure as e:
         print("FAIL: %s\n%s" % (a.check, e))
         return 1
+    except Skip:
+        return 77
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
