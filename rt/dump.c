@@ -5,12 +5,19 @@
  * buffer into "<path>.tmp.<pid>", CRC-ing as it goes, then renames the file
  * into place, so a reader never sees a half-written file.  One dump runs at
  * a time: a concurrent tally_dump() gets EBUSY, the exit dump waits for the
- * running one to finish.  */
+ * running one to finish.
+ *
+ * A module that unregisters before the final dump (its library is
+ * dlclose'd, or the process is exiting and ELF destructors run before the
+ * runtime's exit handler) is serialised, exactly as in the file, into a
+ * retained area that every later dump writes after the live modules, so its
+ * counts are never lost.  The area is mmap'ed memory, grown with mremap.  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,11 +33,18 @@ extern char **environ;
 /* Output staging buffer; only the holder of `dumping` touches it.  */
 static unsigned char outbuf[1 << 16];
 
-/* 1 while a dump is in progress.  */
+/* 1 while a dump or a retain is in progress.  */
 static int dumping;
+
+/* Module records of unregistered modules, in file format (see above);
+   guarded by `dumping`.  */
+static unsigned char *retained;
+static size_t retained_len, retained_cap;
+static uint32_t retained_count;
 
 struct writer
 {
+  unsigned char *mem; /* if set, write here instead of to fd */
   int fd;
   size_t used;    /* bytes in outbuf */
   uint64_t total; /* bytes handed to the writer so far */
@@ -60,9 +74,11 @@ static void
 put (struct writer *w, const void *p, size_t n)
 {
   const unsigned char *s = (const unsigned char *) p;
+  if (w->mem)
+    memcpy (w->mem + w->total, s, n);
   w->total += n;
-  if (w->fd < 0)
-    return; /* sizing pass */
+  if (w->mem || w->fd < 0)
+    return; /* to memory, or a sizing pass */
   while (n)
     {
       size_t room = sizeof outbuf - w->used;
@@ -107,12 +123,40 @@ module_live (struct tally_module *m)
   return __atomic_load_n (&m->rt_state, __ATOMIC_ACQUIRE) == TALLY_STATE_REGISTERED;
 }
 
-/* Emit header, modules and nothing else; the caller adds the trailer.
-   HEAD is the list head loaded once, so both passes see the same modules
-   (registration only pushes in front of it).  */
+/* Emit the record of module M.  */
+static void
+put_module (struct writer *w, const struct tally_module *m)
+{
+  put_u32 (w, TALLY_TAG_MODULE);
+  put_u32 (w, m->abi_version);
+  put_u64 (w, m->checksum);
+  put_u32 (w, m->flags);
+  put_u32 (w, m->nfns);
+  put_str (w, m->source);
+  put_str (w, m->directory);
+  for (uint32_t i = 0; i < m->nfns; i++)
+    {
+      const struct tally_fn *f = &m->fns[i];
+      put_str (w, f->name);
+      put_str (w, f->symbol);
+      put_str (w, f->origin);
+      put_str (w, f->file);
+      put_u32 (w, f->line);
+      put_u32 (w, f->flags);
+      put_u32 (w, f->ncounters);
+      put_u32 (w, 0);
+      for (uint32_t k = 0; k < f->ncounters; k++)
+        put_u64 (w, __atomic_load_n (&f->counters[k], __ATOMIC_RELAXED));
+    }
+}
+
+/* Emit header, live modules and retained modules; the caller adds the
+   trailer.  HEAD is the list head loaded once, so both passes see the same
+   modules (registration only pushes in front of it).  NLIVE is the number of
+   live modules counted in the first pass.  */
 static void
 put_body (struct writer *w, struct tally_module *head, uint64_t file_size,
-          uint32_t nmodules, uint32_t flags, const char *program)
+          uint32_t nlive, uint32_t flags, const char *program)
 {
   put (w, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
   put_u32 (w, TALLY_FILE_VERSION);
@@ -120,37 +164,17 @@ put_body (struct writer *w, struct tally_module *head, uint64_t file_size,
   put_u64 (w, file_size);
   put_u64 (w, (uint64_t) getpid ());
   put_u64 (w, (uint64_t) time (NULL));
-  put_u32 (w, nmodules);
+  put_u32 (w, nlive + retained_count);
   put_u32 (w, flags);
   put_str (w, program);
   uint32_t written = 0;
-  for (struct tally_module *m = head; m && written < nmodules; m = m->next)
-    {
-      if (!module_live (m))
-        continue;
-      written++;
-      put_u32 (w, TALLY_TAG_MODULE);
-      put_u32 (w, m->abi_version);
-      put_u64 (w, m->checksum);
-      put_u32 (w, m->flags);
-      put_u32 (w, m->nfns);
-      put_str (w, m->source);
-      put_str (w, m->directory);
-      for (uint32_t i = 0; i < m->nfns; i++)
-        {
-          const struct tally_fn *f = &m->fns[i];
-          put_str (w, f->name);
-          put_str (w, f->symbol);
-          put_str (w, f->origin);
-          put_str (w, f->file);
-          put_u32 (w, f->line);
-          put_u32 (w, f->flags);
-          put_u32 (w, f->ncounters);
-          put_u32 (w, 0);
-          for (uint32_t k = 0; k < f->ncounters; k++)
-            put_u64 (w, __atomic_load_n (&f->counters[k], __ATOMIC_RELAXED));
-        }
-    }
+  for (struct tally_module *m = head; m && written < nlive; m = m->next)
+    if (module_live (m))
+      {
+        written++;
+        put_module (w, m);
+      }
+  put (w, retained, retained_len);
 }
 
 static const char *
@@ -262,7 +286,7 @@ dump_locked (int at_exit)
     nmodules += module_live (m);
   uint32_t flags = at_exit ? TALLY_FILE_AT_EXIT : 0;
 
-  struct writer w = { -1, 0, 0, 0, 0 };
+  struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_body (&w, head, 0, nmodules, flags, program);
   uint64_t file_size = w.total + TALLY_TRAILER_SIZE;
 
@@ -273,7 +297,7 @@ dump_locked (int at_exit)
   n = append (tmp, n, sizeof tmp, digits);
   tmp[n] = 0;
 
-  w = (struct writer){ -1, 0, 0, 0, 0 };
+  w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
   do
     w.fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   while (w.fd < 0 && errno == EINTR);
@@ -312,38 +336,130 @@ dump_locked (int at_exit)
   return 0;
 }
 
-int
-tally_rt_dump (int at_exit)
+/* Take the dump lock.  WAIT: spin until it is free (exit dump, retain);
+   otherwise fail with EBUSY at once (tally_dump, maybe in a signal
+   handler that interrupted a dump).  */
+static int
+lock_dump (int wait)
 {
-  int saved = errno;
   int expected = 0;
   unsigned spins = 0;
   while (!__atomic_compare_exchange_n (&dumping, &expected, 1, 0,
                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
     {
       expected = 0;
-      if (!at_exit)
+      if (!wait || ++spins > 2000000u)
         {
-          errno = EBUSY;
-          return -1;
-        }
-      if (++spins > 2000000u)
-        {
-          tally_rt_error ("another dump never finished; exit dump skipped");
+          if (wait)
+            tally_rt_error ("another dump never finished; giving up");
           errno = EBUSY;
           return -1;
         }
       sched_yield ();
     }
+  return 0;
+}
+
+static void
+unlock_dump (void)
+{
+  __atomic_store_n (&dumping, 0, __ATOMIC_RELEASE);
+}
+
+int
+tally_rt_dump (int at_exit)
+{
+  int saved = errno;
+  if (lock_dump (at_exit) != 0)
+    return -1;
   int rc = dump_locked (at_exit);
   int e = errno;
-  __atomic_store_n (&dumping, 0, __ATOMIC_RELEASE);
+  unlock_dump ();
   errno = rc == 0 ? saved : e;
   return rc;
+}
+
+/* Append the record of M to the retained area.  Returns 0, or -1 if no
+   memory could be had.  Called with the dump lock held.  */
+static int
+retain_locked (struct tally_module *m)
+{
+  struct writer w = { NULL, -1, 0, 0, 0, 0 };
+  put_module (&w, m);
+  size_t need = retained_len + (size_t) w.total;
+  if (need > retained_cap)
+    {
+      size_t cap = retained_cap ? retained_cap : (size_t) 1 << 20;
+      while (cap < need)
+        cap *= 2;
+      void *p = retained
+                    ? mremap (retained, retained_cap, cap, MREMAP_MAYMOVE)
+                    : mmap (NULL, cap, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED)
+        return -1;
+      retained = (unsigned char *) p;
+      retained_cap = cap;
+    }
+  w = (struct writer){ retained + retained_len, -1, 0, 0, 0, 0 };
+  put_module (&w, m);
+  retained_len += (size_t) w.total;
+  retained_count++;
+  return 0;
+}
+
+/* Take M out of the module list.  Called with the dump lock held, so no
+   dump walks the list meanwhile; registrations only ever replace the head,
+   so only unlinking the head needs a compare-and-swap.  */
+static void
+unlink_locked (struct tally_module *m)
+{
+  struct tally_module *head = m;
+  if (__atomic_compare_exchange_n (&tally_modules, &head, m->next, 0,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return;
+  for (struct tally_module *p = head; p; p = p->next)
+    if (p->next == m)
+      {
+        p->next = m->next;
+        return;
+      }
+}
+
+void
+tally_rt_module_gone (struct tally_module *m, int keep)
+{
+  int saved = errno;
+  if (lock_dump (1) != 0)
+    return;
+  if (keep && retain_locked (m) != 0)
+    {
+      dump_locked (0);
+      tally_rt_error ("%s: no memory to keep the counts of this unloaded "
+                      "module; they are in the data file written now, not "
+                      "in the one written at exit", m->source);
+    }
+  __atomic_store_n (&m->rt_state, TALLY_STATE_GONE, __ATOMIC_RELEASE);
+  unlink_locked (m);
+  unlock_dump ();
+  errno = saved;
+}
+
+void
+tally_rt_reset_local (void)
+{
+  if (lock_dump (1) != 0)
+    return;
+  for (struct tally_module *m = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
+       m; m = m->next)
+    for (uint32_t i = 0; i < m->nfns; i++)
+      for (uint32_t k = 0; k < m->fns[i].ncounters; k++)
+        __atomic_store_n (&m->fns[i].counters[k], 0, __ATOMIC_RELAXED);
+  unlock_dump ();
 }
 
 int
 tally_dump (void)
 {
-  return tally_rt_dump (0);
+  return tally_rt_primary ()->dump (0);
 }

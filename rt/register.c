@@ -1,12 +1,14 @@
 /* Module registration and the dump at process exit.
  *
  * Every instrumented translation unit has a constructor (emitted by the
- * plugin) that calls __tally_register with its descriptor.  The first
- * registration installs an atexit handler: glibc runs atexit handlers
- * registered after start-up before any ELF destructor, so the final dump sees
- * every module still mapped.  The runtime's own destructor dumps too, for the
- * case where exit handlers do not run (a shared runtime unloaded early); the
- * tally_exit_dumped flag makes the pair idempotent.  */
+ * plugin) that calls __tally_register with its descriptor, and a destructor
+ * that calls __tally_unregister.  The final dump happens at the first of:
+ * the atexit handler installed by the first registration, and the runtime's
+ * own ELF destructor; the tally_exit_dumped flag makes the pair idempotent.
+ * Which comes first depends on who registered when (an atexit handler
+ * installed from a shared library's constructor runs after the ELF
+ * destructors), so a module that unregisters before the final dump is kept
+ * by tally_rt_retain and still written.  */
 #include <stdlib.h>
 
 #include "rt.h"
@@ -15,7 +17,7 @@
 struct tally_module *tally_modules;
 int tally_exit_dumped;
 
-/* Set by the first registration, once atexit has been called.  */
+/* Set by the first registration in this copy, which also calls atexit.  */
 static int atexit_installed;
 
 void
@@ -30,6 +32,12 @@ __tally_register (struct tally_module *m)
                       m->abi_version, TALLY_ABI_VERSION);
       return;
     }
+  tally_rt_primary ()->register_module (m);
+}
+
+void
+tally_rt_register_local (struct tally_module *m)
+{
   uint64_t expected = 0;
   if (!__atomic_compare_exchange_n (&m->rt_state, &expected,
                                     TALLY_STATE_REGISTERED, 0,
@@ -51,24 +59,27 @@ __tally_register (struct tally_module *m)
 void
 __tally_unregister (struct tally_module *m)
 {
+  tally_rt_primary ()->unregister_module (m);
+}
+
+void
+tally_rt_unregister_local (struct tally_module *m)
+{
   if (__atomic_load_n (&m->rt_state, __ATOMIC_ACQUIRE) != TALLY_STATE_REGISTERED)
     return;
-  if (!__atomic_load_n (&tally_exit_dumped, __ATOMIC_ACQUIRE))
-    {
-      /* The module is being unloaded (dlclose) while the process lives on.
-         Write everything now so its counts reach the disk before its memory
-         goes away; the final dump at exit no longer includes it.  */
-      tally_rt_dump (0);
-      tally_rt_error ("%s: module unloaded before exit; its counts are in the "
-                      "data file written now, not in the one written at exit",
-                      m->source);
-    }
-  __atomic_store_n (&m->rt_state, TALLY_STATE_GONE, __ATOMIC_RELEASE);
+  /* Before the final dump (dlclose, or ELF destructors that run before the
+     exit handler) the module's record is kept for the dumps to come; after
+     it, its counts are already on disk.  Either way the module leaves the
+     list, since its memory may be unmapped next.  */
+  tally_rt_module_gone (m, !__atomic_load_n (&tally_exit_dumped, __ATOMIC_ACQUIRE));
 }
 
 void
 tally_rt_exit_dump (void)
 {
+  /* A copy that forwarded everything to a primary has nothing to write.  */
+  if (!__atomic_load_n (&atexit_installed, __ATOMIC_ACQUIRE))
+    return;
   if (__atomic_exchange_n (&tally_exit_dumped, 1, __ATOMIC_ACQ_REL))
     return;
   tally_rt_dump (1);
@@ -83,13 +94,6 @@ tally_rt_destructor (void)
 void
 tally_reset (void)
 {
-  for (struct tally_module *m = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
-       m; m = m->next)
-    {
-      if (__atomic_load_n (&m->rt_state, __ATOMIC_ACQUIRE) != TALLY_STATE_REGISTERED)
-        continue;
-      for (uint32_t i = 0; i < m->nfns; i++)
-        for (uint32_t k = 0; k < m->fns[i].ncounters; k++)
-          __atomic_store_n (&m->fns[i].counters[k], 0, __ATOMIC_RELAXED);
-    }
+  tally_rt_primary ()->reset ();
 }
+

@@ -13,9 +13,10 @@
 #define TALLY_STATE_REGISTERED 1u
 #define TALLY_STATE_GONE 2u
 
-/* Head of the list of registered modules, newest first.  Modules are only
-   ever pushed (lock-free) and marked gone, never unlinked, so a reader that
-   loaded the head can walk the list while others register.  */
+/* Head of the list of registered modules, newest first.  Registration
+   pushes lock-free; unlinking (tally_rt_module_gone) and walking (dumps,
+   reset) happen under the dump lock, so a walker that loaded the head can go
+   on while others register.  */
 extern struct tally_module *tally_modules TALLY_HIDDEN;
 
 /* Set once the final dump at process exit has run.  */
@@ -33,7 +34,40 @@ size_t tally_rt_utoa (char buf[24], unsigned long v) TALLY_HIDDEN;
    with errno set.  */
 int tally_rt_dump (int at_exit) TALLY_HIDDEN;
 
+/* Module M is going away: mark it gone and take it out of the list, after
+   keeping its record for every later dump if KEEP.  */
+void tally_rt_module_gone (struct tally_module *m, int keep) TALLY_HIDDEN;
+
 /* Called at process exit (atexit and destructor); dumps once.  */
 void tally_rt_exit_dump (void) TALLY_HIDDEN;
+
+/* What this copy of the runtime does itself, as opposed to the public
+   entry points, which go to the primary copy (instance.c).  */
+void tally_rt_register_local (struct tally_module *m) TALLY_HIDDEN;
+void tally_rt_unregister_local (struct tally_module *m) TALLY_HIDDEN;
+void tally_rt_reset_local (void) TALLY_HIDDEN;
+void tally_rt_pin_local (void) TALLY_HIDDEN;
+
+/* The entry points of one copy of the runtime.  A layout change bumps
+   TALLY_RT_INSTANCE_VERSION.  */
+#define TALLY_RT_INSTANCE_MAGIC 0x49524c54u /* "TLRI" */
+#define TALLY_RT_INSTANCE_VERSION 1u
+struct tally_rt_instance
+{
+  uint32_t magic;
+  uint32_t version;
+  void (*register_module) (struct tally_module *m);
+  void (*unregister_module) (struct tally_module *m);
+  int (*dump) (int at_exit);
+  void (*reset) (void);
+  void (*pin) (void);
+};
+
+/* This copy's entry points.  */
+extern const struct tally_rt_instance tally_rt_self TALLY_HIDDEN;
+
+/* The copy that keeps the process's modules and writes its data file: the
+   first one loaded.  */
+const struct tally_rt_instance *tally_rt_primary (void) TALLY_HIDDEN;
 
 #endif /* TALLY_RT_H */

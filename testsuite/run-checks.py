@@ -245,7 +245,39 @@ def check_install(a, work):
     expect(re.search(r"^3,3,step,", out, re.M), "installed build report:\n%s" % out)
 
 
+def check_multi_runtime(a, work):
+    """An executable, a linked shared library and a dlopen'ed/dlclose'd one,
+    each with its own copy of the static runtime, or all sharing the shared
+    runtime: one data file with every module's counts."""
+    d = os.path.join(a.srcdir, "multi")
+    rt_dir = os.path.dirname(os.path.abspath(a.runtime))
+    shared = ["-L" + rt_dir, "-ltally-rt", "-Wl,-rpath," + rt_dir]
+    for name, rt in (("static", [os.path.abspath(a.runtime)]), ("shared", shared)):
+        sub = os.path.join(work, name)
+        os.mkdir(sub)
+        plug = ["-fplugin=" + a.plugin]
+        run([a.cc, "-O2", "-fPIC", "-shared", *plug, os.path.join(d, "lib.c"),
+             "-o", os.path.join(sub, "liblib.so"), *rt])
+        run([a.cc, "-O2", "-fPIC", "-shared", *plug, "-fplugin-arg-tally-hooks=call",
+             os.path.join(d, "plugin.c"), "-o", os.path.join(sub, "plugin.so"), *rt])
+        # The runtime before the library, so the executable has its own copy.
+        run([a.cc, "-O2", *plug, os.path.join(d, "main.c"), "-o", os.path.join(sub, "main"),
+             *rt, "-L" + sub, "-llib", "-Wl,-rpath," + sub, "-ldl"])
+        p = subprocess.run([os.path.join(sub, "main"), os.path.join(sub, "plugin.so")],
+                           cwd=sub, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        expect(p.returncode == 0 and p.stdout.strip() == "11",
+               "%s: exit %d, output %r, %r" % (name, p.returncode, p.stdout, p.stderr))
+        expect(p.stderr == "", "%s: runtime messages: %r" % (name, p.stderr))
+        files = [f for f in os.listdir(sub) if f.endswith(".data")]
+        expect(len(files) == 1, "%s: %d data files: %s" % (name, len(files), files))
+        calls = report_calls(a, os.path.join(sub, files[0]))
+        for fn, want in (("main", (1, 1)), ("lib_fn", (3, 3)), ("plugin_fn", (2, 2))):
+            expect(calls.get(fn) == want, "%s: %s counted %s, want %s\n%s"
+                   % (name, fn, calls.get(fn), want, calls))
+
+
 CHECKS = {
+    "multi-runtime": check_multi_runtime,
     "version-mismatch": check_version_mismatch,
     "install": check_install,
     "plugin-errors": check_plugin_errors,

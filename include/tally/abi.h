@@ -66,17 +66,22 @@ struct tally_module
   uint64_t rt_state;       /* runtime-owned: registration state */
 };
 
+#ifndef TALLY_PUBLIC
+/* Exported from the runtime even when it is built with hidden visibility.  */
+#define TALLY_PUBLIC __attribute__ ((visibility ("default")))
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* Called from the constructor the plugin emits into every module.  */
-void __tally_register (struct tally_module *m);
+TALLY_PUBLIC void __tally_register (struct tally_module *m);
 /* Called from the destructor the plugin emits (dlclose, process end).  */
-void __tally_unregister (struct tally_module *m);
+TALLY_PUBLIC void __tally_unregister (struct tally_module *m);
 /* hooks=call: function entry and normal exit.  */
-void __tally_enter (struct tally_module *m, uint32_t fn);
-void __tally_exit (struct tally_module *m, uint32_t fn);
+TALLY_PUBLIC void __tally_enter (struct tally_module *m, uint32_t fn);
+TALLY_PUBLIC void __tally_exit (struct tally_module *m, uint32_t fn);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,11 @@
 #ifndef TALLY_TALLY_H
 #define TALLY_TALLY_H
 
+#ifndef TALLY_PUBLIC
+/* Exported from the runtime even when it is built with hidden visibility.  */
+#define TALLY_PUBLIC __attribute__ ((visibility ("default")))
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -14,10 +19,10 @@ extern "C" {
    replacing an earlier dump of this process.  Returns 0, or -1 with errno
    set (EBUSY if another thread is dumping at this moment).
    Async-signal-safe.  */
-int tally_dump (void);
+TALLY_PUBLIC int tally_dump (void);
 
 /* Set every counter of every registered module to zero.  */
-void tally_reset (void);
+TALLY_PUBLIC void tally_reset (void);
 
 #ifdef __cplusplus
 }
