@@ -31,6 +31,7 @@
 #include "memmodel.h"
 #include "gimplify.h"
 #include "intl.h"
+#include "target.h"
 #include "tree-into-ssa.h"
 #include "stringpool.h"
 #include "stor-layout.h"

@@ -175,6 +175,14 @@ origin_of (tree fndecl)
   return origin && TREE_CODE (origin) == FUNCTION_DECL ? origin : fndecl;
 }
 
+/* The name the symbol table will show: an asm label ("int f () __asm__
+   ("g")") is stored as "*g", the '*' meaning "no user-label prefix".  */
+static const char *
+symbol_name (tree decl)
+{
+  return targetm.strip_name_encoding (IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (decl)));
+}
+
 tally_fn_info
 tally_add_function (tree fndecl)
 {
@@ -190,8 +198,8 @@ tally_add_function (tree fndecl)
 
   tree origin = origin_of (fndecl);
   expanded_location loc = expand_location (DECL_SOURCE_LOCATION (origin));
-  const char *symbol = IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl));
-  const char *origin_symbol = IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (origin));
+  const char *symbol = symbol_name (fndecl);
+  const char *origin_symbol = symbol_name (origin);
   fn_record r;
   r.name = xstrdup (lang_hooks.decl_printable_name (origin, 2));
   r.symbol = xstrdup (symbol);
