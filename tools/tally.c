@@ -151,12 +151,12 @@ utf8_len (const unsigned char *s)
   return 0;
 }
 
-/* Write S with control characters and invalid UTF-8 as \xNN, so that a
-   hostile file cannot send escape sequences to the terminal.  Returns the
-   number of columns written, taking a character as one column (wide
-   characters are rare in function and file names).  */
+/* Write S (if PRINT) with control characters and invalid UTF-8 as \xNN,
+   so that a hostile file cannot send escape sequences to the terminal.
+   Returns the number of columns it takes, counting a character as one
+   column (wide characters are rare in function and file names).  */
 static size_t
-put_text (const char *str)
+text_out (const char *str, int print)
 {
   const unsigned char *s = (const unsigned char *) str;
   size_t cols = 0;
@@ -165,13 +165,15 @@ put_text (const char *str)
       size_t n = utf8_len (s);
       if (n == 0 || *s < 0x20 || *s == 0x7f)
         {
-          printf ("\\x%02x", *s);
+          if (print)
+            printf ("\\x%02x", *s);
           cols += 4;
           s++;
         }
       else
         {
-          fwrite (s, 1, n, stdout);
+          if (print)
+            fwrite (s, 1, n, stdout);
           cols++;
           s += n;
         }
@@ -179,21 +181,17 @@ put_text (const char *str)
   return cols;
 }
 
+static size_t
+put_text (const char *str)
+{
+  return text_out (str, 1);
+}
+
 /* Columns put_text would take for S.  */
 static size_t
 text_width (const char *str)
 {
-  const unsigned char *s = (const unsigned char *) str;
-  size_t cols = 0;
-  while (*s)
-    {
-      size_t n = utf8_len (s);
-      if (n == 0 || *s < 0x20 || *s == 0x7f)
-        cols += 4, s++;
-      else
-        cols++, s += n;
-    }
-  return cols;
+  return text_out (str, 0);
 }
 
 /* Write S in double quotes with quotes, backslashes, control characters and
