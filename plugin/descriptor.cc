@@ -10,12 +10,18 @@
  * Before:                          After (roughly, as C):
  *   int f (int x) { ... }            static uint64_t __tally.c.0[2];
  *                                    int f (int x) { __tally.c.0[0]++; ... }
- *                                    static const struct tally_fn __tally.fns[1]
- *                                      = { { "f", "f", "f", "x.c", __tally.c.0,
- *                                            1, 0, 2, 0 } };
+ *                                    static struct tally_fn __tally.d.0
+ *                                      = { "f", "f", "f", "x.c", __tally.c.0,
+ *                                          1, 0, 2, 0 };
+ *                                    static struct tally_fn *const __tally.fns[1]
+ *                                      = { &__tally.d.0 };
  *                                    static struct tally_module __tally.module
  *                                      = { MAGIC, ABI, checksum, "x.c", cwd,
  *                                          __tally.fns, 1, flags };
+ *
+ * Like __tally.module, each __tally.d.N is created when the function is
+ * instrumented (hooks=call and hooks=user code refers to it) but only given
+ * its contents, and handed to the varpool, at the end of the unit.
  *                                    ctor () { __tally_register (&__tally.module); }
  *                                    dtor () { __tally_unregister (&__tally.module); }
  */
@@ -34,8 +40,9 @@ struct fn_record
 /* Records in function-id order.  */
 static vec<fn_record> records;
 
-/* Counter arrays in function-id order (GC-rooted below).  */
+/* Counter arrays and descriptors in function-id order (GC-rooted below).  */
 static GTY (()) vec<tree, va_gc> *counter_decls;
+static GTY (()) vec<tree, va_gc> *desc_decls;
 
 /* The module record variable; its address is what hooks=call passes.  */
 static GTY (()) tree module_decl;
@@ -49,6 +56,8 @@ static GTY (()) tree fn_type_node;
 
 static const struct ggc_root_tab tally_descriptor_roots[]
     = { { &counter_decls, 1, sizeof (counter_decls), &gt_ggc_mx_vec_tree_va_gc_,
+          &gt_pch_nx_vec_tree_va_gc_ },
+        { &desc_decls, 1, sizeof (desc_decls), &gt_ggc_mx_vec_tree_va_gc_,
           &gt_pch_nx_vec_tree_va_gc_ },
         { &module_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
@@ -135,7 +144,7 @@ fn_type (void)
   add_field (&fields, "line", uint32_type_node);
   add_field (&fields, "flags", uint32_type_node);
   add_field (&fields, "ncounters", uint32_type_node);
-  add_field (&fields, "reserved", uint32_type_node);
+  add_field (&fields, "id", uint32_type_node);
   fn_type_node = finish_struct ("tally_fn", fields, sizeof (struct tally_fn));
   return fn_type_node;
 }
@@ -150,7 +159,7 @@ module_type (void)
   add_field (&fields, "checksum", uint64_type_node);
   add_field (&fields, "source", const_char_ptr ());
   add_field (&fields, "directory", const_char_ptr ());
-  add_field (&fields, "fns", pointer_to (fn_type ()));
+  add_field (&fields, "fns", pointer_to (pointer_to (fn_type ())));
   add_field (&fields, "nfns", uint32_type_node);
   add_field (&fields, "flags", uint32_type_node);
   add_field (&fields, "next", ptr_type_node);
@@ -195,6 +204,9 @@ tally_add_function (tree fndecl)
   info.counters = make_static_var (name, type);
   varpool_node::finalize_decl (info.counters);
   vec_safe_push (counter_decls, info.counters);
+  snprintf (name, sizeof name, "__tally.d.%u", info.id);
+  info.desc = make_static_var (name, fn_type ());
+  vec_safe_push (desc_decls, info.desc);
 
   tree origin = origin_of (fndecl);
   expanded_location loc = expand_location (DECL_SOURCE_LOCATION (origin));
@@ -287,7 +299,7 @@ runtime_fn (const char *name)
   return decl;
 }
 
-/* 1. Emit the function table, 2. the module record, 3. the constructor and
+/* 1. Emit the function descriptors and table, 2. the module record, 3. the constructor and
    destructor that hand the module to the runtime.  */
 void
 tally_emit_module (void *, void *)
@@ -296,16 +308,18 @@ tally_emit_module (void *, void *)
     return;
   tally_emitting = true;
 
-  /* 1. The function table.  */
+  /* 1. The function descriptors and the table of pointers to them.  */
   unsigned n = records.length ();
   uint64_t h = 0xcbf29ce484222325ull;
   h = hash_str (h, main_input_filename ? main_input_filename : "");
   unsigned mflags = module_flags ();
   h = hash_bytes (h, &mflags, sizeof mflags);
+  tree desc_ptr = pointer_to (fn_type ());
   vec<constructor_elt, va_gc> *table = NULL;
   for (unsigned i = 0; i < n; i++)
     {
       const fn_record &r = records[i];
+      tree desc = (*desc_decls)[i];
       ctor_builder b;
       ctor_begin (&b, fn_type ());
       ctor_add (&b, string_ptr (r.name));
@@ -317,13 +331,16 @@ tally_emit_module (void *, void *)
       ctor_add (&b, u32 (r.flags));
       ctor_add (&b, u32 (TALLY_C_CORE));
       ctor_add (&b, u32 (0));
+      DECL_INITIAL (desc) = build_constructor (fn_type (), b.elts);
+      TREE_STATIC (DECL_INITIAL (desc)) = 1;
+      varpool_node::finalize_decl (desc);
       CONSTRUCTOR_APPEND_ELT (table, build_int_cst (sizetype, i),
-                              build_constructor (fn_type (), b.elts));
+                              fold_convert (desc_ptr, build_fold_addr_expr (desc)));
       h = hash_str (h, r.symbol);
       h = hash_str (h, r.file);
       h = hash_bytes (h, &r.line, sizeof r.line);
     }
-  tree table_type = build_array_type_nelts (fn_type (), n);
+  tree table_type = build_array_type_nelts (desc_ptr, n);
   tree table_decl = make_static_var ("__tally.fns", table_type);
   TREE_READONLY (table_decl) = 1;
   DECL_INITIAL (table_decl) = build_constructor (table_type, table);

@@ -26,6 +26,7 @@ struct tally_fn_info
 {
   unsigned id;   /* index in the module's function table */
   tree counters; /* the function's counter array (a static variable) */
+  tree desc;     /* its struct tally_fn (a static variable) */
 };
 tally_fn_info tally_add_function (tree fndecl);
 tree tally_module_address (void);

@@ -136,7 +136,7 @@ put_module (struct writer *w, const struct tally_module *m)
   put_str (w, m->directory);
   for (uint32_t i = 0; i < m->nfns; i++)
     {
-      const struct tally_fn *f = &m->fns[i];
+      const struct tally_fn *f = m->fns[i];
       put_str (w, f->name);
       put_str (w, f->symbol);
       put_str (w, f->origin);
@@ -453,8 +453,8 @@ tally_rt_reset_local (void)
   for (struct tally_module *m = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
        m; m = m->next)
     for (uint32_t i = 0; i < m->nfns; i++)
-      for (uint32_t k = 0; k < m->fns[i].ncounters; k++)
-        __atomic_store_n (&m->fns[i].counters[k], 0, __ATOMIC_RELAXED);
+      for (uint32_t k = 0; k < m->fns[i]->ncounters; k++)
+        __atomic_store_n (&m->fns[i]->counters[k], 0, __ATOMIC_RELAXED);
   unlock_dump ();
 }
 

@@ -16,11 +16,11 @@ bump (struct tally_module *m, uint64_t *c)
 void
 __tally_enter (struct tally_module *m, uint32_t fn)
 {
-  bump (m, &m->fns[fn].counters[TALLY_C_ENTRIES]);
+  bump (m, &m->fns[fn]->counters[TALLY_C_ENTRIES]);
 }
 
 void
 __tally_exit (struct tally_module *m, uint32_t fn)
 {
-  bump (m, &m->fns[fn].counters[TALLY_C_EXITS]);
+  bump (m, &m->fns[fn]->counters[TALLY_C_EXITS]);
 }

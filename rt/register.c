@@ -17,6 +17,9 @@
 struct tally_module *tally_modules;
 int tally_exit_dumped;
 
+/* The id the next registered function gets (struct tally_fn.id).  */
+static uint32_t next_id;
+
 /* Set by the first registration in this copy, which also calls atexit.  */
 static int atexit_installed;
 
@@ -43,6 +46,10 @@ tally_rt_register_local (struct tally_module *m)
                                     TALLY_STATE_REGISTERED, 0,
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     return; /* already registered */
+
+  uint32_t base = __atomic_fetch_add (&next_id, m->nfns, __ATOMIC_RELAXED);
+  for (uint32_t i = 0; i < m->nfns; i++)
+    m->fns[i]->id = base + i;
 
   struct tally_module *head = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
   do

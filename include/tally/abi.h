@@ -36,7 +36,8 @@ enum tally_counter
 #define TALLY_MOD_AT_LATE 0x8u      /* instrumented after IPA (default) */
 #define TALLY_MOD_UPDATE_ATOMIC 0x10u /* counters use relaxed atomic adds */
 
-/* One instrumented function body.  Emitted read-only by the plugin.  */
+/* One instrumented function body.  Emitted writable by the plugin (the
+   runtime fills in `id`); hooks=user hooks receive a pointer to it.  */
 struct tally_fn
 {
   const char *name;   /* printable source name: "main", "ns::f(int)" */
@@ -47,7 +48,8 @@ struct tally_fn
   uint32_t line;      /* line of the function's opening */
   uint32_t flags;     /* TALLY_FN_* */
   uint32_t ncounters; /* at least TALLY_C_CORE */
-  uint32_t reserved;
+  uint32_t id;        /* process-wide number, set at registration: unique
+                         over all registered functions, dense from 0 */
 };
 
 /* One instrumented translation unit.  The runtime links registered modules
@@ -59,7 +61,7 @@ struct tally_module
   uint64_t checksum;       /* hash of this compilation's instrumentation */
   const char *source;      /* main input file as given to the compiler */
   const char *directory;   /* working directory of the compiler */
-  const struct tally_fn *fns; /* nfns function records */
+  struct tally_fn *const *fns; /* nfns function records */
   uint32_t nfns;
   uint32_t flags;          /* TALLY_MOD_* */
   struct tally_module *next; /* runtime-owned: registration list */
