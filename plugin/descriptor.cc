@@ -280,8 +280,9 @@ static unsigned
 module_flags (void)
 {
   unsigned flags = 0;
-  flags |= tally_opts.hooks == TALLY_HOOKS_CALL ? TALLY_MOD_HOOKS_CALL
-                                                : TALLY_MOD_HOOKS_INLINE;
+  flags |= tally_opts.hooks == TALLY_HOOKS_CALL   ? TALLY_MOD_HOOKS_CALL
+           : tally_opts.hooks == TALLY_HOOKS_USER ? TALLY_MOD_HOOKS_USER
+                                                  : TALLY_MOD_HOOKS_INLINE;
   flags |= tally_opts.at == TALLY_AT_EARLY ? TALLY_MOD_AT_EARLY : TALLY_MOD_AT_LATE;
   if (tally_opts.update == TALLY_UPDATE_ATOMIC)
     flags |= TALLY_MOD_UPDATE_ATOMIC;
@@ -298,6 +299,11 @@ runtime_fn (const char *name)
   DECL_ARTIFICIAL (decl) = 1;
   return decl;
 }
+
+/* Registration runs before the program's default-priority constructors, so
+   function ids are set before most code runs; unregistration runs after
+   its default-priority destructors, so their counts are kept.  */
+#define TALLY_CDTOR_PRIORITY 101
 
 /* 1. Emit the function descriptors and table, 2. the module record, 3. the constructor and
    destructor that hand the module to the runtime.  */
@@ -386,12 +392,12 @@ tally_emit_module (void *, void *)
   append_to_statement_list (build_call_expr (register_decl, 1,
                                              build_fold_addr_expr (module_decl)),
                             &body);
-  cgraph_build_static_cdtor ('I', body, DEFAULT_INIT_PRIORITY);
+  cgraph_build_static_cdtor ('I', body, TALLY_CDTOR_PRIORITY);
   body = NULL_TREE;
   append_to_statement_list (build_call_expr (unregister_decl, 1,
                                              build_fold_addr_expr (module_decl)),
                             &body);
-  cgraph_build_static_cdtor ('D', body, DEFAULT_INIT_PRIORITY);
+  cgraph_build_static_cdtor ('D', body, TALLY_CDTOR_PRIORITY);
 
   if (dump_file)
     fprintf (dump_file, "tally: module with %u functions, checksum %016llx\n",

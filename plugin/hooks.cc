@@ -16,7 +16,10 @@
  *
  * With hooks=call the increments become __tally_enter (&__tally.module, 7)
  * and __tally_exit (&__tally.module, 7); with update=atomic the inline
- * increment is a relaxed __atomic_fetch_add.
+ * increment is a relaxed __atomic_fetch_add.  With hooks=user:PREFIX and
+ * at=late they are PREFIX_enter (&__tally.d.7, &frame) and PREFIX_exit
+ * (&__tally.d.7, &frame); with at=early user-hooks.cc inserts those before
+ * gimplification, and this pass only warns about hooks left out of line.
  *
  * at=late runs after "optimized", the last GIMPLE pass, so exactly the
  * function bodies that reach the object file are counted (IPA clones
@@ -70,12 +73,31 @@ make_temp (function *fun, tree type)
   return create_tmp_reg (type, "tally");
 }
 
+/* The user's hooks and this activation's frame (hooks=user, at=late).  */
+struct user_call
+{
+  tree enter, exit, frame;
+};
+
 /* Append to *SEQ the update of counter K of FN.  */
 static void
 build_hook (function *fun, const tally_fn_info &fn, unsigned k,
-            location_t loc, gimple_seq *seq)
+            const user_call *user, location_t loc, gimple_seq *seq)
 {
   gimple *g;
+  if (user)
+    {
+      tree hook = k == TALLY_C_ENTRIES ? user->enter : user->exit;
+      tree args = TYPE_ARG_TYPES (TREE_TYPE (hook));
+      g = gimple_build_call (hook, 2,
+                             fold_convert (TREE_VALUE (args),
+                                           build_fold_addr_expr (fn.desc)),
+                             fold_convert (TREE_VALUE (TREE_CHAIN (args)),
+                                           build_fold_addr_expr (user->frame)));
+      gimple_set_location (g, loc);
+      gimple_seq_add_stmt (seq, g);
+      return;
+    }
   if (tally_opts.hooks == TALLY_HOOKS_CALL)
     {
       if (!enter_decl)
@@ -156,6 +178,8 @@ skip_reason (tree fndecl)
     return "naked function";
   if (is_ifunc_resolver (fndecl))
     return "ifunc resolver (runs before relocation)";
+  if (tally_user_reserved (fndecl))
+    return "a user hook, or named like one";
   return NULL;
 }
 
@@ -163,6 +187,14 @@ static unsigned int
 instrument_function (function *fun)
 {
   tree fndecl = fun->decl;
+  if (tally_opts.hooks == TALLY_HOOKS_USER && tally_opts.at == TALLY_AT_EARLY)
+    {
+      /* Instrumented before gimplification (user-hooks.cc); now, after
+         inlining, say where a hook still costs a call.  */
+      if (!tally_user_reserved (fndecl))
+        tally_user_check_inlined (fun);
+      return 0;
+    }
   const char *why = skip_reason (fndecl);
   if (why)
     {
@@ -170,6 +202,17 @@ instrument_function (function *fun)
         fprintf (dump_file, "tally: %s not instrumented: %s\n",
                  IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)), why);
       return 0;
+    }
+  user_call user_storage, *user = NULL;
+  if (tally_opts.hooks == TALLY_HOOKS_USER)
+    {
+      if (!tally_user_hooks (fndecl, &user_storage.enter, &user_storage.exit))
+        return 0;
+      tree frame_ptr = TREE_VALUE (TREE_CHAIN (TYPE_ARG_TYPES (
+          TREE_TYPE (user_storage.enter))));
+      user_storage.frame = create_tmp_var (TREE_TYPE (frame_ptr), "tally_frame");
+      TREE_ADDRESSABLE (user_storage.frame) = 1;
+      user = &user_storage;
     }
   tally_fn_info fn = tally_add_function (fndecl);
 
@@ -196,7 +239,7 @@ instrument_function (function *fun)
   for (gimple *ret : returns)
     {
       gimple_seq seq = NULL;
-      build_hook (fun, fn, TALLY_C_EXITS, gimple_location (ret), &seq);
+      build_hook (fun, fn, TALLY_C_EXITS, user, gimple_location (ret), &seq);
       add_call_edges (fun, seq, gimple_bb (ret));
       gimple_stmt_iterator gsi = gsi_for_stmt (ret);
       gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
@@ -204,7 +247,8 @@ instrument_function (function *fun)
 
   /* 4. The entry hook, on the edge out of the entry block.  */
   gimple_seq seq = NULL;
-  build_hook (fun, fn, TALLY_C_ENTRIES, DECL_SOURCE_LOCATION (fndecl), &seq);
+  build_hook (fun, fn, TALLY_C_ENTRIES, user, DECL_SOURCE_LOCATION (fndecl),
+              &seq);
   edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
   add_call_edges (fun, seq, e->dest);
   gsi_insert_seq_on_edge_immediate (e, seq);

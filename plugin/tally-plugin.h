@@ -4,7 +4,7 @@
 
 #include "compat.h"
 
-enum tally_hooks_mode { TALLY_HOOKS_INLINE, TALLY_HOOKS_CALL };
+enum tally_hooks_mode { TALLY_HOOKS_INLINE, TALLY_HOOKS_CALL, TALLY_HOOKS_USER };
 enum tally_at { TALLY_AT_LATE, TALLY_AT_EARLY };
 enum tally_update { TALLY_UPDATE_SINGLE, TALLY_UPDATE_ATOMIC };
 
@@ -14,6 +14,7 @@ struct tally_options
   enum tally_hooks_mode hooks;
   enum tally_at at;
   enum tally_update update;
+  const char *user_prefix; /* hooks=user:PREFIX */
 };
 extern struct tally_options tally_opts;
 
@@ -32,6 +33,12 @@ tally_fn_info tally_add_function (tree fndecl);
 tree tally_module_address (void);
 void tally_emit_module (void *gcc_data, void *user_data);
 const struct ggc_root_tab *tally_descriptor_gc_roots (void);
+
+/* user-hooks.cc: hooks=user:PREFIX.  */
+void tally_user_register (const char *plugin_name);
+bool tally_user_hooks (tree fndecl, tree *enter, tree *exit);
+bool tally_user_reserved (tree fndecl);
+void tally_user_check_inlined (function *fun);
 
 /* hooks.cc: the entry/exit instrumentation pass.  */
 opt_pass *tally_make_hooks_pass (gcc::context *ctx);

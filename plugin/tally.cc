@@ -1,7 +1,9 @@
 /* plugin/tally.cc - plugin_init and option parsing, nothing else.
  *
  * Options (-fplugin-arg-tally-KEY[=VALUE]):
- *   hooks=inline|call    how entry/exit counting is emitted (default inline)
+ *   hooks=inline|call|user:PREFIX
+ *                        how entry/exit counting is emitted (default inline),
+ *                        or calls to the user's PREFIX_enter/PREFIX_exit
  *   at=late|early        after IPA inlining (default) or before it
  *   update=single|atomic plain or relaxed-atomic counter updates
  *   help                 print this list
@@ -15,13 +17,14 @@
 int plugin_is_GPL_compatible;
 
 struct tally_options tally_opts = { TALLY_HOOKS_INLINE, TALLY_AT_LATE,
-                                    TALLY_UPDATE_SINGLE };
+                                    TALLY_UPDATE_SINGLE, NULL };
 bool tally_emitting;
 
 static const char help_text[]
     = "tally " TALLY_VERSION ": count function entries and exits.\n"
-      "  -fplugin-arg-tally-hooks=inline|call   emit counter updates inline "
-      "(default) or as calls into the runtime\n"
+      "  -fplugin-arg-tally-hooks=inline|call|user:PREFIX  emit counter "
+      "updates inline (default), as calls into the runtime, or as calls to "
+      "your own PREFIX_enter/PREFIX_exit (tally/hooks.h)\n"
       "  -fplugin-arg-tally-at=late|early       instrument after IPA inlining "
       "(default) or before it\n"
       "  -fplugin-arg-tally-update=single|atomic plain (default) or "
@@ -74,10 +77,30 @@ parse_options (const struct plugin_name_args *info)
     {
       const struct plugin_argument *arg = &info->argv[i];
       int v;
-      if (strcmp (arg->key, "hooks") == 0)
+      if (strcmp (arg->key, "hooks") == 0 && arg->value
+          && strncmp (arg->value, "user:", 5) == 0)
+        {
+          const char *prefix = arg->value + 5;
+          bool ident = ISIDST (*prefix);
+          for (const char *c = prefix; *c && ident; c++)
+            ident = ISIDNUM (*c);
+          if (ident)
+            {
+              tally_opts.hooks = TALLY_HOOKS_USER;
+              tally_opts.user_prefix = prefix;
+            }
+          else
+            {
+              error ("invalid value %qs for %<-fplugin-arg-%s-hooks%>: the "
+                     "prefix after %<user:%> must be a C identifier",
+                     arg->value, info->base_name);
+              ok = false;
+            }
+        }
+      else if (strcmp (arg->key, "hooks") == 0)
         {
           if ((ok &= parse_choice (info->base_name, arg, hooks_choices,
-                                   "inline, call", &v)))
+                                   "inline, call, user:PREFIX", &v)))
             tally_opts.hooks = (enum tally_hooks_mode) v;
         }
       else if (strcmp (arg->key, "at") == 0)
@@ -145,13 +168,19 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
 
   /* 3. The pass.  "optimized" is the last GIMPLE pass at every -O level:
      after it, the set of function bodies is the one in the object file.
-     "cfg" is the first pass with a CFG, before any inlining.  */
+     "cfg" is the first pass with a CFG, before any inlining.  User hooks
+     with at=early go in before gimplification (user-hooks.cc); the pass
+     then sits after "optimized" to report hooks GCC did not inline.  */
   struct register_pass_info pass;
   pass.pass = tally_make_hooks_pass (g);
-  pass.reference_pass_name = tally_opts.at == TALLY_AT_LATE ? "optimized" : "cfg";
+  bool late_slot = tally_opts.at == TALLY_AT_LATE
+                   || tally_opts.hooks == TALLY_HOOKS_USER; /* inlining check */
+  pass.reference_pass_name = late_slot ? "optimized" : "cfg";
   pass.ref_pass_instance_number = 1;
   pass.pos_op = PASS_POS_INSERT_AFTER;
   register_callback (info->base_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &pass);
+  if (tally_opts.hooks == TALLY_HOOKS_USER)
+    tally_user_register (info->base_name);
 
   /* 4. Module descriptor at the end of the unit, GC roots, LTO check.  */
   register_callback (info->base_name, PLUGIN_START_UNIT, check_unit, NULL);

@@ -35,6 +35,8 @@ enum tally_counter
 #define TALLY_MOD_AT_EARLY 0x4u     /* instrumented before IPA inlining */
 #define TALLY_MOD_AT_LATE 0x8u      /* instrumented after IPA (default) */
 #define TALLY_MOD_UPDATE_ATOMIC 0x10u /* counters use relaxed atomic adds */
+#define TALLY_MOD_HOOKS_USER 0x20u  /* user hooks (hooks=user:PREFIX); the
+                                       counters are not updated */
 
 /* One instrumented function body.  Emitted writable by the plugin (the
    runtime fills in `id`); hooks=user hooks receive a pointer to it.  */
