@@ -405,6 +405,7 @@ struct merge
   struct file_info *files;
   size_t nfiles, files_cap;
   uint64_t nmodules;
+  uint64_t user_modules; /* built with hooks=user: tally counted nothing */
   uint64_t calls;
   uint64_t exits;
 };
@@ -491,8 +492,11 @@ merge_file (struct merge *m, const char *path, const struct tally_data *d,
   fi->nmodules = d->nmodules;
   m->nmodules += d->nmodules;
   for (uint32_t i = 0; i < d->nmodules; i++)
-    for (uint32_t j = 0; j < d->modules[i].nfns; j++)
-      merge_fn (m, &d->modules[i].fns[j], by_body);
+    {
+      m->user_modules += (d->modules[i].flags & TALLY_MOD_HOOKS_USER) != 0;
+      for (uint32_t j = 0; j < d->modules[i].nfns; j++)
+        merge_fn (m, &d->modules[i].fns[j], by_body);
+    }
 }
 
 static void
@@ -852,6 +856,12 @@ cmd_report (int argc, char **argv)
     print_csv (order, shown);
   else
     print_text (&m, order, shown);
+  if (m.user_modules)
+    fprintf (stderr,
+             "tally: note: %" PRIu64 " %s built with hooks=user: the user's "
+             "hooks measured those functions, tally counted nothing there "
+             "(their rows show 0)\n",
+             m.user_modules, plural (m.user_modules, "module was", "modules were"));
   free (order);
   merge_free (&m);
   free (paths);
@@ -902,6 +912,7 @@ static const struct flag_name module_flags[] = {
   { TALLY_MOD_AT_EARLY, "at-early" },
   { TALLY_MOD_AT_LATE, "at-late" },
   { TALLY_MOD_UPDATE_ATOMIC, "update-atomic" },
+  { TALLY_MOD_HOOKS_USER, "hooks-user" },
 };
 
 /* Names of the function flags, for dump.  */
