@@ -9,11 +9,14 @@
  *
  * Changing a layout here means bumping TALLY_ABI_VERSION and the matching
  * code in plugin/descriptor.cc; the runtime refuses modules of another
- * version with a message instead of misreading them.  */
+ * version with a message instead of misreading them.
+ *
+ * This header and tally/hooks.h include no system header (they use GCC's
+ * __UINT64_TYPE__ and __UINT32_TYPE__), so that giving them with -include
+ * does not fix the feature-test macros (_GNU_SOURCE, ...) before the
+ * program's own #defines.  */
 #ifndef TALLY_ABI_H
 #define TALLY_ABI_H
-
-#include <stdint.h>
 
 #define TALLY_ABI_VERSION 1u
 #define TALLY_MODULE_MAGIC 0x4d594c54u /* "TLYM" little-endian */
@@ -46,11 +49,11 @@ struct tally_fn
   const char *symbol; /* assembler name of this body: "f.constprop.0" */
   const char *origin; /* assembler name of the source function: "f" */
   const char *file;   /* source file the function is written in */
-  uint64_t *counters; /* ncounters values, TALLY_C_* first */
-  uint32_t line;      /* line of the function's opening */
-  uint32_t flags;     /* TALLY_FN_* */
-  uint32_t ncounters; /* at least TALLY_C_CORE */
-  uint32_t id;        /* process-wide number, set at registration: unique
+  __UINT64_TYPE__ *counters; /* ncounters values, TALLY_C_* first */
+  __UINT32_TYPE__ line;      /* line of the function's opening */
+  __UINT32_TYPE__ flags;     /* TALLY_FN_* */
+  __UINT32_TYPE__ ncounters; /* at least TALLY_C_CORE */
+  __UINT32_TYPE__ id;        /* process-wide number, set at registration: unique
                          over all registered functions, dense from 0 */
 };
 
@@ -58,16 +61,16 @@ struct tally_fn
    through `next`, so the plugin emits it writable.  */
 struct tally_module
 {
-  uint32_t magic;          /* TALLY_MODULE_MAGIC */
-  uint32_t abi_version;    /* TALLY_ABI_VERSION the plugin was built with */
-  uint64_t checksum;       /* hash of this compilation's instrumentation */
+  __UINT32_TYPE__ magic;          /* TALLY_MODULE_MAGIC */
+  __UINT32_TYPE__ abi_version;    /* TALLY_ABI_VERSION the plugin was built with */
+  __UINT64_TYPE__ checksum;       /* hash of this compilation's instrumentation */
   const char *source;      /* main input file as given to the compiler */
   const char *directory;   /* working directory of the compiler */
   struct tally_fn *const *fns; /* nfns function records */
-  uint32_t nfns;
-  uint32_t flags;          /* TALLY_MOD_* */
+  __UINT32_TYPE__ nfns;
+  __UINT32_TYPE__ flags;          /* TALLY_MOD_* */
   struct tally_module *next; /* runtime-owned: registration list */
-  uint64_t rt_state;       /* runtime-owned: registration state */
+  __UINT64_TYPE__ rt_state;       /* runtime-owned: registration state */
 };
 
 #ifndef TALLY_PUBLIC
@@ -84,8 +87,8 @@ TALLY_PUBLIC void __tally_register (struct tally_module *m);
 /* Called from the destructor the plugin emits (dlclose, process end).  */
 TALLY_PUBLIC void __tally_unregister (struct tally_module *m);
 /* hooks=call: function entry and normal exit.  */
-TALLY_PUBLIC void __tally_enter (struct tally_module *m, uint32_t fn);
-TALLY_PUBLIC void __tally_exit (struct tally_module *m, uint32_t fn);
+TALLY_PUBLIC void __tally_enter (struct tally_module *m, __UINT32_TYPE__ fn);
+TALLY_PUBLIC void __tally_exit (struct tally_module *m, __UINT32_TYPE__ fn);
 
 #ifdef __cplusplus
 }

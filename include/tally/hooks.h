@@ -36,15 +36,13 @@
 #ifndef TALLY_HOOKS_H
 #define TALLY_HOOKS_H
 
-#include <stdint.h>
-
 #include "tally/abi.h"
 
 /* Per-activation storage for the hooks.  */
 struct tally_frame
 {
-  uint64_t start;   /* for instance a counter value read at entry */
-  uint64_t data[3]; /* anything else the hooks want to carry to exit */
+  __UINT64_TYPE__ start;   /* for instance a counter value read at entry */
+  __UINT64_TYPE__ data[3]; /* anything else the hooks want to carry to exit */
 };
 
 /* For helpers called from hooks: never instrumented, always inlined.  */
@@ -52,12 +50,12 @@ struct tally_frame
   static inline __attribute__ ((always_inline, no_instrument_function))
 
 /* The time-stamp counter (x86-64), for cycle-measuring hooks.  */
-TALLY_HOOK_HELPER uint64_t
+TALLY_HOOK_HELPER __UINT64_TYPE__
 tally_rdtsc (void)
 {
-  uint32_t lo, hi;
+  __UINT32_TYPE__ lo, hi;
   __asm__ __volatile__ ("rdtsc" : "=a"(lo), "=d"(hi));
-  return ((uint64_t) hi << 32) | lo;
+  return ((__UINT64_TYPE__) hi << 32) | lo;
 }
 
 #endif /* TALLY_HOOKS_H */
