@@ -32,6 +32,7 @@
 #include "gimplify.h"
 #include "intl.h"
 #include "target.h"
+#include "tree-nested.h"
 #include "tree-into-ssa.h"
 #include "stringpool.h"
 #include "stor-layout.h"

@@ -123,13 +123,32 @@ tally_user_reserved (tree fndecl)
   return strncmp (name, tally_opts.user_prefix, n) == 0 && name[n] == '_';
 }
 
+static void wrap_body (void *gcc_data, void *);
+
+/* GNU C nested functions: the C front end genericizes them together with
+   their parent, without PLUGIN_PRE_GENERICIZE of their own.  */
+static void
+wrap_nested (tree fndecl)
+{
+  cgraph_node *node = cgraph_node::get (fndecl);
+  for (cgraph_node *n = node ? first_nested_function (node) : NULL; n;
+       n = next_nested_function (n))
+    wrap_body (n->decl, NULL);
+}
+
 /* at=early: wrap the body of FNDECL before it is gimplified.  */
 static void
 wrap_body (void *gcc_data, void *)
 {
   tree fndecl = (tree) gcc_data;
   tree enter, exit;
+  if (fndecl && TREE_CODE (fndecl) == FUNCTION_DECL)
+    wrap_nested (fndecl);
+  /* C++ constructor and destructor variants (C1, C2, D0...) are copies of
+     an abstract body that was wrapped already: wrapping them again would
+     run the hooks twice.  */
   if (!fndecl || TREE_CODE (fndecl) != FUNCTION_DECL || !DECL_SAVED_TREE (fndecl)
+      || DECL_ABSTRACT_ORIGIN (fndecl)
       || tally_user_reserved (fndecl)
       || lookup_attribute ("no_instrument_function", DECL_ATTRIBUTES (fndecl))
       || lookup_attribute ("naked", DECL_ATTRIBUTES (fndecl)))
