@@ -35,10 +35,32 @@
 static GTY (()) tree enter_decl;
 static GTY (()) tree exit_decl;
 
+/* The exec functions whose calls are redirected to the runtime's
+   __tally_NAME, which writes the data file before the image is replaced
+   (like gcov's __gcov_execve).  SHAPE is the libc signature: 'v' (const
+   char *, char *const[]), 'e' (const char *, char *const[], char *const[]),
+   'f' (int, char *const[], char *const[]), 'l' (const char *, const char *,
+   ...).  */
+struct exec_fn
+{
+  const char *name;
+  char shape;
+};
+static const struct exec_fn exec_fns[]
+    = { { "execve", 'e' }, { "execv", 'v' },   { "execvp", 'v' },
+        { "execvpe", 'e' }, { "execl", 'l' },  { "execlp", 'l' },
+        { "execle", 'l' },  { "fexecve", 'f' } };
+#define N_EXEC_FNS (sizeof exec_fns / sizeof exec_fns[0])
+
+/* __tally_NAME for each of exec_fns, built on first use.  */
+static GTY (()) tree exec_decls[N_EXEC_FNS];
+
 static const struct ggc_root_tab tally_hooks_roots[]
     = { { &enter_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
         { &exit_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &exec_decls[0], N_EXEC_FNS, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
         LAST_GGC_ROOT_TAB };
 
@@ -172,6 +194,9 @@ skip_reason (tree fndecl)
 {
   if (tally_emitting)
     return "tally's own constructor";
+  if (symtab->state == FINISHED)
+    return "made after the unit was compiled (a sanitizer or profiler "
+           "constructor)";
   if (lookup_attribute ("no_instrument_function", DECL_ATTRIBUTES (fndecl)))
     return "no_instrument_function";
   if (lookup_attribute ("naked", DECL_ATTRIBUTES (fndecl)))
@@ -183,10 +208,95 @@ skip_reason (tree fndecl)
   return NULL;
 }
 
+/* Whether the type of FNDECL is the libc signature SHAPE (see exec_fns):
+   int result, pointer arguments (an int first for 'f'), variadic for 'l'.
+   A program's own function of the same name with another type is left
+   alone.  */
+static bool
+exec_signature_p (tree fndecl, char shape)
+{
+  tree type = TREE_TYPE (fndecl);
+  tree ret = TREE_TYPE (type);
+  if (TREE_CODE (ret) != INTEGER_TYPE || TYPE_UNSIGNED (ret)
+      || TYPE_PRECISION (ret) != TYPE_PRECISION (integer_type_node)
+      || !prototype_p (type))
+    return false;
+  unsigned want = shape == 'v' || shape == 'l' ? 2 : 3, n = 0;
+  for (tree a = TYPE_ARG_TYPES (type); a && TREE_VALUE (a) != void_type_node;
+       a = TREE_CHAIN (a), n++)
+    {
+      tree t = TREE_VALUE (a);
+      bool ok = n == 0 && shape == 'f' ? TREE_CODE (t) == INTEGER_TYPE
+                                       : POINTER_TYPE_P (t);
+      if (!ok)
+        return false;
+    }
+  return n == want && (stdarg_p (type) == (shape == 'l'));
+}
+
+/* Redirect every direct call in FUN to one of exec_fns, declared but not
+   defined in this unit and with C linkage and the libc signature, to
+   __tally_NAME (same type).  The runtime's wrapper writes the data file and
+   then calls the real function, so the counts of the image an exec
+   replaces are not lost.  Done in every function with a body, instrumented
+   or not: the counts at stake are the whole process's.  Calls through a
+   pointer are not seen.  */
+static unsigned int
+redirect_exec_calls (function *fun)
+{
+  unsigned changed = 0;
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
+         gsi_next (&gsi))
+      {
+        gcall *call = dyn_cast<gcall *> (gsi_stmt (gsi));
+        tree callee = call ? gimple_call_fndecl (call) : NULL_TREE;
+        /* GCC knows execl, execle, execlp, execv, execve and execvp as
+           built-ins (for gcov's own redirection), so built-ins are not
+           excluded; the checks below still require the libc function.  */
+        if (!callee || !DECL_NAME (callee) || !TREE_PUBLIC (callee)
+            || !DECL_EXTERNAL (callee))
+          continue;
+        const char *name = IDENTIFIER_POINTER (DECL_NAME (callee));
+        unsigned i = 0;
+        while (i < N_EXEC_FNS && strcmp (name, exec_fns[i].name) != 0)
+          i++;
+        /* The assembler name is the plain name only with C linkage and no
+           asm label.  */
+        if (i == N_EXEC_FNS
+            || strcmp (IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (callee)), name)
+                   != 0
+            || !exec_signature_p (callee, exec_fns[i].shape))
+          continue;
+        if (!exec_decls[i])
+          {
+            char wrapper[32];
+            snprintf (wrapper, sizeof wrapper, "__tally_%s", name);
+            tree decl = build_fn_decl (wrapper, TREE_TYPE (callee));
+            TREE_NOTHROW (decl) = TREE_NOTHROW (callee);
+            DECL_ARTIFICIAL (decl) = 1;
+            exec_decls[i] = decl;
+          }
+        gimple_call_set_fndecl (call, exec_decls[i]);
+        update_stmt_if_modified (call);
+        if (gimple_in_ssa_p (fun))
+          if (cgraph_edge *e = cgraph_node::get (fun->decl)->get_edge (call))
+            e->redirect_callee (cgraph_node::get_create (exec_decls[i]));
+        changed++;
+        if (dump_file)
+          fprintf (dump_file, "tally: call to %s redirected to __tally_%s\n",
+                   name, name);
+      }
+  return changed;
+}
+
 static unsigned int
 instrument_function (function *fun)
 {
   tree fndecl = fun->decl;
+  if (!tally_emitting)
+    redirect_exec_calls (fun);
   if (tally_opts.hooks == TALLY_HOOKS_USER && tally_opts.at == TALLY_AT_EARLY)
     {
       /* Instrumented before gimplification (user-hooks.cc); now, after

@@ -11,13 +11,19 @@
  * dlclose'd, or the process is exiting and ELF destructors run before the
  * runtime's exit handler) is serialised, exactly as in the file, into a
  * retained area that every later dump writes after the live modules, so its
- * counts are never lost.  The area is mmap'ed memory, grown with mremap.  */
+ * counts are never lost.  The area is mmap'ed memory, grown with mremap.
+ *
+ * Also here: the rewrite for counts made after the exit dump, the fork
+ * child's reset, and merge-on-write (a TALLY_OUTPUT with %m), whose only
+ * additions to the async-signal-safe path are mmap, munmap and an fcntl
+ * lock (the merge may wait for another process's write).  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,14 +39,32 @@ extern char **environ;
 /* Output staging buffer; only the holder of `dumping` touches it.  */
 static unsigned char outbuf[1 << 16];
 
-/* 1 while a dump or a retain is in progress.  */
-static int dumping;
+/* The thread id of the thread holding the dump lock (a dump, a retain, a
+   reset), 0 when free.  Keeping the holder's id rather than 1 lets a
+   signal handler see that it interrupted its own thread's dump, which it
+   must not wait for (see lock_dump).  */
+static pid_t dumping;
 
 /* Module records of unregistered modules, in file format (see above);
    guarded by `dumping`.  */
 static unsigned char *retained;
 static size_t retained_len, retained_cap;
 static uint32_t retained_count;
+
+/* Each live module's counter sum at the last at-exit dump, in list order
+   (see "Counts made after the exit dump" below); guarded by `dumping`.  */
+struct exit_sum
+{
+  struct tally_module *m;
+  uint64_t sum;
+};
+static struct exit_sum *exit_sums; /* guarded by `dumping` */
+static size_t exit_sums_len, exit_sums_cap, exit_sums_cursor;
+static int exit_written; /* the last at-exit dump succeeded */
+
+/* Defined further down, used by merge-on-write.  */
+static void zero_retained (void);
+static unsigned char *skip_str (unsigned char *p);
 
 struct writer
 {
@@ -74,7 +98,7 @@ static void
 put (struct writer *w, const void *p, size_t n)
 {
   const unsigned char *s = (const unsigned char *) p;
-  if (w->mem)
+  if (w->mem && n) /* memcpy from NULL is undefined even for 0 bytes */
     memcpy (w->mem + w->total, s, n);
   w->total += n;
   if (w->mem || w->fd < 0)
@@ -150,13 +174,9 @@ put_module (struct writer *w, const struct tally_module *m)
     }
 }
 
-/* Emit header, live modules and retained modules; the caller adds the
-   trailer.  HEAD is the list head loaded once, so both passes see the same
-   modules (registration only pushes in front of it).  NLIVE is the number of
-   live modules counted in the first pass.  */
 static void
-put_body (struct writer *w, struct tally_module *head, uint64_t file_size,
-          uint32_t nlive, uint32_t flags, const char *program)
+put_header (struct writer *w, uint64_t file_size, uint32_t nmodules,
+            uint32_t flags, const char *program)
 {
   put (w, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
   put_u32 (w, TALLY_FILE_VERSION);
@@ -164,9 +184,18 @@ put_body (struct writer *w, struct tally_module *head, uint64_t file_size,
   put_u64 (w, file_size);
   put_u64 (w, (uint64_t) getpid ());
   put_u64 (w, (uint64_t) time (NULL));
-  put_u32 (w, nlive + retained_count);
+  put_u32 (w, nmodules);
   put_u32 (w, flags);
   put_str (w, program);
+}
+
+/* Emit the live modules and the retained ones.  HEAD is the list head
+   loaded once, so every pass sees the same modules (registration only
+   pushes in front of it).  NLIVE is the number of live modules counted in
+   the first pass.  */
+static void
+put_records (struct writer *w, struct tally_module *head, uint32_t nlive)
+{
   uint32_t written = 0;
   for (struct tally_module *m = head; m && written < nlive; m = m->next)
     if (module_live (m))
@@ -177,8 +206,10 @@ put_body (struct writer *w, struct tally_module *head, uint64_t file_size,
   put (w, retained, retained_len);
 }
 
-static const char *
-env (const char *name)
+/* getenv without locks or allocation (getenv itself is not
+   async-signal-safe in every libc).  */
+const char *
+tally_rt_env (const char *name)
 {
   size_t n = strlen (name);
   for (char **e = environ; e && *e; e++)
@@ -197,8 +228,39 @@ append (char *dst, size_t pos, size_t cap, const char *s)
 
 /* Expand the TALLY_OUTPUT pattern into PATH.  Returns 0, or -1 if the result
    does not fit.  An unknown %-sequence is kept literally and reported.  */
+/* The %m token: the executable's base name (bytes other than [A-Za-z0-9._-]
+   as '_', at most 64) and 8 hex digits of a hash of its full path, so all
+   processes of one program, and only those, share the file.  */
+static size_t
+append_program_token (char *dst, size_t pos, size_t cap, const char *program)
+{
+  const char *base = program;
+  for (const char *p = program; *p; p++)
+    if (*p == '/')
+      base = p + 1;
+  if (!*base)
+    base = "unknown";
+  for (size_t i = 0; base[i] && i < 64 && pos + 1 < cap; i++)
+    {
+      char c = base[i];
+      int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+               || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+      dst[pos++] = ok ? c : '_';
+    }
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (const char *p = program; *p; p++)
+    h = (h ^ (unsigned char) *p) * 16777619u;
+  char hex[10];
+  hex[0] = '-';
+  for (int i = 0; i < 8; i++)
+    hex[1 + i] = "0123456789abcdef"[(h >> (28 - 4 * i)) & 0xf];
+  hex[9] = 0;
+  return append (dst, pos, cap, hex);
+}
+
 static int
-expand_path (char *path, size_t cap, const char *pattern)
+expand_path (char *path, size_t cap, const char *pattern, const char *program,
+             int *merge)
 {
   size_t pos = 0;
   for (const char *p = pattern; *p; p++)
@@ -227,14 +289,20 @@ expand_path (char *path, size_t cap, const char *pattern)
             p++;
             break;
           }
+        case 'm':
+          pos = append_program_token (path, pos, cap, program);
+          *merge = 1;
+          p++;
+          break;
         case '%':
           pos = append (path, pos, cap, "%");
           p++;
           break;
         default:
           tally_rt_error ("TALLY_OUTPUT=%s: unknown pattern '%%%s' kept as "
-                          "written (accepted: %%p pid, %%h host, %%%% a "
-                          "percent sign)", pattern, p[1] ? (char[2]){ p[1], 0 } : "");
+                          "written (accepted: %%p pid, %%h host, %%m program "
+                          "(and merge into the file), %%%% a percent sign)",
+                          pattern, p[1] ? (char[2]){ p[1], 0 } : "");
           pos = append (path, pos, cap, "%");
           break;
         }
@@ -263,94 +331,500 @@ errno_text (int e)
     }
 }
 
+/* Create PATH.tmp.PID for writing; its name goes to TMP.  Returns the
+   descriptor, or -1 (reported, errno set).  */
+static int
+open_tmp (const char *path, char *tmp, size_t cap)
+{
+  char digits[24];
+  tally_rt_utoa (digits, (unsigned long) getpid ());
+  size_t n = append (tmp, 0, cap, path);
+  n = append (tmp, n, cap, ".tmp.");
+  n = append (tmp, n, cap, digits);
+  tmp[n] = 0;
+  int fd;
+  do
+    fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0)
+    {
+      int e = errno;
+      tally_rt_error ("cannot create %s: %s (errno %d); no data written",
+                      tmp, errno_text (e), e);
+      errno = e;
+    }
+  return fd;
+}
+
+/* Add the trailer, close W's file and rename TMP over PATH.  Returns 0, or
+   -1 (reported, errno set, TMP removed).  */
+static int
+finish_file (struct writer *w, uint64_t file_size, const char *tmp,
+             const char *path)
+{
+  /* The CRC covers everything before the trailer: fold in what is still
+     buffered, then write the trailer outside the checksum.  */
+  uint32_t crc = tally_crc32 (w->crc, outbuf, w->used);
+  put_u32 (w, TALLY_TAG_END);
+  put_u32 (w, crc);
+  put_u64 (w, file_size);
+  flush (w);
+  if (close (w->fd) != 0 && !w->failed && errno != EINTR)
+    w->failed = errno;
+  if (!w->failed && w->total != file_size)
+    w->failed = EIO; /* cannot happen unless a module changed under us */
+  if (!w->failed && rename (tmp, path) != 0)
+    w->failed = errno;
+  if (w->failed)
+    {
+      tally_rt_error ("cannot write %s: %s (errno %d); no data written",
+                      path, errno_text (w->failed), w->failed);
+      unlink (tmp);
+      errno = w->failed;
+      return -1;
+    }
+  return 0;
+}
+
+/* Merge-on-write (a TALLY_OUTPUT with %m): several processes, one file.
+ *
+ * 1. This process's records (live and retained) are serialised into
+ *    scratch memory (mmap), reading each counter once.
+ * 2. An fcntl write lock on PATH.lock serialises the writers (processes;
+ *    the dump lock already serialises this process's threads).
+ * 3. The existing PATH, if any, is mmap'ed privately and checked whole
+ *    (size, trailer, CRC, every record's bounds).  A damaged one is moved
+ *    to PATH.bad and reported, never merged and never silently lost.
+ * 4. Each of our records takes the first unclaimed existing record of the
+ *    same build (tally_rt_rec_match: same checksum, source and function
+ *    symbols) and the two are summed; a record of another build of the
+ *    same source stays a record of its own.  Unclaimed existing records
+ *    are copied as they are.  The partner's offset is kept in our record's
+ *    tag, and a claimed record's tag is cleared in the private mapping, so
+ *    the sizing and the writing walk need no other memory.
+ * 5. The new file goes to PATH.tmp.PID and is renamed over PATH; then the
+ *    lock is released.
+ * 6. The values read in step 1 become this process's baseline, and the
+ *    retained records are zeroed, so that a later dump of this process
+ *    (tally_dump, a signal, exec, exit, late counts) adds only what came
+ *    after: our records are written as (now - baseline) + existing.  */
+
+#define TAG_CLAIMED 0u
+
+/* Emit record R, its counters less those of B (R's baseline) if B is set,
+   plus those of O (a matching record: the same functions and counter
+   counts) if O is set.  */
+static void
+put_merged (struct writer *w, const unsigned char *r, const unsigned char *b,
+            const unsigned char *o)
+{
+  put_u32 (w, TALLY_TAG_MODULE);
+  put (w, r + 4, 20);
+  uint32_t nfns = tally_rt_get_u32 (r + 20);
+  const unsigned char *p = r + 24, *q = o ? o + 24 : NULL;
+  for (int s = 0; s < 2; s++)
+    {
+      put (w, p, 4 + tally_rt_get_u32 (p));
+      p += 4 + tally_rt_get_u32 (p);
+      if (q)
+        q += 4 + tally_rt_get_u32 (q);
+    }
+  for (uint32_t i = 0; i < nfns; i++)
+    {
+      for (int s = 0; s < 4; s++)
+        {
+          put (w, p, 4 + tally_rt_get_u32 (p));
+          p += 4 + tally_rt_get_u32 (p);
+          if (q)
+            q += 4 + tally_rt_get_u32 (q);
+        }
+      uint32_t nc = tally_rt_get_u32 (p + 8);
+      put (w, p, 16);
+      p += 16;
+      if (q)
+        q += 16;
+      for (uint32_t k = 0; k < nc; k++, p += 8)
+        {
+          uint64_t v = tally_rt_get_u64 (p);
+          if (b)
+            v -= tally_rt_get_u64 (b + (p - r));
+          if (q)
+            {
+              uint64_t x = tally_rt_get_u64 (q);
+              v = v + x < v ? UINT64_MAX : v + x; /* saturate */
+              q += 8;
+            }
+          put_u64 (w, v);
+        }
+    }
+}
+
+/* Step 6: the baseline.  The records serialised for the last successful
+   merged write (absolute counter values, as read then) are kept, with the
+   module each live record belongs to, so that the next merged write adds
+   only the difference.  The counters themselves are never written: a
+   subtraction could be undone by an increment racing with it (another
+   thread, or the very code a signal interrupted, holding the old value in
+   a register) and counts would be written twice.  */
+struct base_entry
+{
+  struct tally_module *m; /* NULL once the module is retained */
+  size_t off;             /* of its record in base_recs */
+};
+static unsigned char *base_recs; /* guarded by `dumping` */
+static size_t base_len;
+static struct base_entry *base_entries;
+static size_t base_n, base_cursor;
+
+static void
+drop_baseline (void)
+{
+  if (base_recs)
+    munmap (base_recs, base_len);
+  if (base_entries)
+    munmap (base_entries, base_n * sizeof *base_entries);
+  base_recs = NULL;
+  base_entries = NULL;
+  base_len = base_n = base_cursor = 0;
+}
+
+/* M's record at the last merged write, or NULL.  Looked up in list order,
+   the order of the entries, so the cursor makes it O(1) per module.  */
+static const unsigned char *
+baseline_of (const struct tally_module *m)
+{
+  for (size_t k = 0; k < base_n; k++)
+    {
+      size_t i = (base_cursor + k) % base_n;
+      if (base_entries[i].m == m)
+        {
+          base_cursor = i + 1;
+          return base_recs + base_entries[i].off;
+        }
+    }
+  return NULL;
+}
+
+/* Subtract the counters of record B from those of record R (same layout:
+   B is R's module at an earlier time), in place.  */
+static void
+sub_record (unsigned char *r, const unsigned char *b)
+{
+  uint32_t nfns = tally_rt_get_u32 (r + 20);
+  size_t off = (size_t) (skip_str (skip_str (r + 24)) - r);
+  for (uint32_t i = 0; i < nfns; i++)
+    {
+      for (int s = 0; s < 4; s++)
+        off = (size_t) (skip_str (r + off) - r);
+      uint32_t nc = tally_rt_get_u32 (r + off + 8);
+      off += 16;
+      for (uint32_t k = 0; k < nc; k++, off += 8)
+        {
+          uint64_t v = tally_rt_get_u64 (r + off) - tally_rt_get_u64 (b + off);
+          for (int x = 0; x < 8; x++)
+            r[off + x] = (unsigned char) (v >> (8 * x));
+        }
+    }
+}
+
+static int
+merge_dump_locked (int at_exit, const char *path, const char *program,
+                   struct tally_module *head, uint32_t nlive)
+{
+  int rc = -1, e = 0, lfd = -1;
+  unsigned char *ours = NULL, *old = NULL;
+  struct base_entry *entries = NULL;
+  size_t ours_len = 0, old_len = 0, old_rec = 0;
+  uint32_t old_n = 0;
+  char tmp[4096 + 32];
+
+  /* 1. Our records.  */
+  struct writer w = { NULL, -1, 0, 0, 0, 0 };
+  put_records (&w, head, nlive);
+  ours_len = (size_t) w.total;
+  uint32_t ours_n = nlive + retained_count;
+  if (ours_len)
+    {
+      void *m = mmap (NULL, ours_len, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED)
+        {
+          e = errno;
+          tally_rt_error ("%s: no memory to merge (errno %d); no data "
+                          "written", path, e);
+          goto out;
+        }
+      ours = (unsigned char *) m;
+      w = (struct writer){ ours, -1, 0, 0, 0, 0 };
+      put_records (&w, head, nlive);
+    }
+  /* Which module each live record is: the next baseline's index.  */
+  if (nlive)
+    {
+      void *m = mmap (NULL, nlive * sizeof *entries, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED)
+        {
+          e = errno;
+          tally_rt_error ("%s: no memory to merge (errno %d); no data "
+                          "written", path, e);
+          goto out;
+        }
+      entries = (struct base_entry *) m;
+      size_t off = 0;
+      uint32_t i = 0;
+      for (struct tally_module *mod = head; mod && i < nlive; mod = mod->next)
+        if (module_live (mod))
+          {
+            entries[i++] = (struct base_entry){ mod, off };
+            off += tally_rt_rec_size (ours + off, ours_len - off);
+          }
+    }
+
+  /* 2. The lock.  */
+  size_t n = append (tmp, 0, sizeof tmp, path);
+  n = append (tmp, n, sizeof tmp, ".lock");
+  tmp[n] = 0;
+  do
+    lfd = open (tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  while (lfd < 0 && errno == EINTR);
+  struct flock lk;
+  memset (&lk, 0, sizeof lk);
+  lk.l_type = F_WRLCK;
+  lk.l_whence = SEEK_SET;
+  int locked = lfd >= 0;
+  while (locked && fcntl (lfd, F_SETLKW, &lk) != 0)
+    locked = errno == EINTR;
+  if (!locked)
+    {
+      e = errno;
+      tally_rt_error ("cannot lock %s: %s (errno %d); no data written", tmp,
+                      errno_text (e), e);
+      goto out;
+    }
+
+  /* 3. The existing file.  */
+  int ofd;
+  do
+    ofd = open (path, O_RDONLY | O_CLOEXEC);
+  while (ofd < 0 && errno == EINTR);
+  if (ofd < 0 && errno != ENOENT)
+    {
+      e = errno;
+      tally_rt_error ("cannot read %s to merge into it: %s (errno %d); no "
+                      "data written", path, errno_text (e), e);
+      goto out;
+    }
+  if (ofd >= 0)
+    {
+      struct stat st;
+      const char *why = NULL;
+      if (fstat (ofd, &st) != 0 || !S_ISREG (st.st_mode))
+        why = "not a regular file";
+      else if ((uint64_t) st.st_size > UINT32_MAX)
+        why = "over 4 GiB";
+      else if (st.st_size > 0)
+        {
+          void *m = mmap (NULL, (size_t) st.st_size, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE, ofd, 0);
+          if (m == MAP_FAILED)
+            {
+              e = errno;
+              close (ofd);
+              tally_rt_error ("cannot map %s to merge into it: %s (errno "
+                              "%d); no data written", path, errno_text (e), e);
+              goto out;
+            }
+          old = (unsigned char *) m;
+          old_len = (size_t) st.st_size;
+          why = tally_rt_check_file (old, old_len, &old_rec, &old_n);
+        }
+      else
+        why = "empty";
+      close (ofd);
+      if (why)
+        {
+          n = append (tmp, 0, sizeof tmp, path);
+          n = append (tmp, n, sizeof tmp, ".bad");
+          tmp[n] = 0;
+          if (rename (path, tmp) == 0)
+            tally_rt_error ("%s: %s; not merged, moved aside to %s", path,
+                            why, tmp);
+          else
+            tally_rt_error ("%s: %s; not merged, and could not be moved "
+                            "aside: replaced", path, why);
+          if (old)
+            munmap (old, old_len);
+          old = NULL;
+          old_len = old_n = 0;
+        }
+    }
+
+  /* 4. Pair our records with the existing ones.  */
+  uint32_t extra_n = 0;
+  size_t extra_len = 0;
+  const size_t old_end = old_len ? old_len - TALLY_TRAILER_SIZE : 0;
+  for (size_t p = 0; p < ours_len;)
+    {
+      size_t size = tally_rt_rec_size (ours + p, ours_len - p);
+      uint32_t partner = 0;
+      size_t q = old_rec;
+      for (uint32_t i = 0; i < old_n && !partner; i++)
+        {
+          size_t osize = tally_rt_rec_size (old + q, old_end - q);
+          if (tally_rt_get_u32 (old + q) == TALLY_TAG_MODULE
+              && tally_rt_rec_match (ours + p, old + q))
+            {
+              memset (old + q, 0, 4); /* TAG_CLAIMED */
+              partner = (uint32_t) q;
+            }
+          q += osize;
+        }
+      memcpy (ours + p, &partner, 4); /* read back in host order below */
+      p += size;
+    }
+  for (size_t q = old_rec, i = 0; i < old_n; i++)
+    {
+      size_t osize = tally_rt_rec_size (old + q, old_end - q);
+      if (tally_rt_get_u32 (old + q) == TALLY_TAG_MODULE)
+        {
+          extra_n++;
+          extra_len += osize;
+        }
+      q += osize;
+    }
+
+  /* 5. Write.  */
+  uint32_t flags = at_exit ? TALLY_FILE_AT_EXIT : 0;
+  uint32_t nmodules = ours_n + extra_n;
+  w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
+  put_header (&w, 0, nmodules, flags, program);
+  uint64_t file_size = w.total + ours_len + extra_len + TALLY_TRAILER_SIZE;
+  w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
+  w.fd = open_tmp (path, tmp, sizeof tmp);
+  if (w.fd < 0)
+    {
+      e = errno;
+      goto out;
+    }
+  put_header (&w, file_size, nmodules, flags, program);
+  for (size_t p = 0, i = 0; p < ours_len; i++)
+    {
+      size_t size = tally_rt_rec_size (ours + p, ours_len - p);
+      uint32_t partner;
+      memcpy (&partner, ours + p, 4);
+      /* Retained records (after the live ones) were made relative to the
+         baseline when they were retained.  */
+      put_merged (&w, ours + p, i < nlive ? baseline_of (entries[i].m) : NULL,
+                  partner ? old + partner : NULL);
+      p += size;
+    }
+  for (size_t q = old_rec, i = 0; i < old_n; i++)
+    {
+      size_t osize = tally_rt_rec_size (old + q, old_end - q);
+      if (tally_rt_get_u32 (old + q) == TALLY_TAG_MODULE)
+        put (&w, old + q, osize);
+      q += osize;
+    }
+  if (finish_file (&w, file_size, tmp, path) != 0)
+    {
+      e = errno;
+      goto out;
+    }
+  rc = 0;
+
+  /* 6. Written: what was read is the new baseline, and the retained
+     records are in the file.  */
+  drop_baseline ();
+  base_recs = ours;
+  base_len = ours_len;
+  base_entries = entries;
+  base_n = nlive;
+  ours = NULL;
+  entries = NULL;
+  zero_retained ();
+  if (tally_rt_env ("TALLY_VERBOSE"))
+    tally_rt_error ("wrote %s (%u modules, %u merged from the existing file)",
+                    path, nmodules, old_n - extra_n);
+
+out:
+  if (lfd >= 0)
+    close (lfd); /* releases the lock, after the rename */
+  if (old)
+    munmap (old, old_len);
+  if (ours)
+    munmap (ours, ours_len);
+  if (entries)
+    munmap (entries, nlive * sizeof *entries);
+  errno = e;
+  return rc;
+}
+
 static int
 dump_locked (int at_exit)
 {
   char path[4096], tmp[4096 + 32], program[4096];
-  const char *pattern = env ("TALLY_OUTPUT");
+  const char *pattern = tally_rt_env ("TALLY_OUTPUT");
   if (!pattern || !*pattern)
     pattern = DEFAULT_OUTPUT;
-  if (expand_path (path, sizeof path, pattern) != 0)
+  ssize_t plen = readlink ("/proc/self/exe", program, sizeof program - 1);
+  program[plen > 0 ? plen : 0] = 0;
+  int merge = 0;
+  if (expand_path (path, sizeof path, pattern, program, &merge) != 0)
     {
       tally_rt_error ("TALLY_OUTPUT=%s: expanded path is too long; no data "
                       "written", pattern);
       errno = ENAMETOOLONG;
       return -1;
     }
-  ssize_t plen = readlink ("/proc/self/exe", program, sizeof program - 1);
-  program[plen > 0 ? plen : 0] = 0;
 
   struct tally_module *head = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
-  uint32_t nmodules = 0;
+  uint32_t nlive = 0;
   for (struct tally_module *m = head; m; m = m->next)
-    nmodules += module_live (m);
-  uint32_t flags = at_exit ? TALLY_FILE_AT_EXIT : 0;
+    nlive += module_live (m);
+  if (merge)
+    return merge_dump_locked (at_exit, path, program, head, nlive);
 
+  uint32_t flags = at_exit ? TALLY_FILE_AT_EXIT : 0;
+  uint32_t nmodules = nlive + retained_count;
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
-  put_body (&w, head, 0, nmodules, flags, program);
+  put_header (&w, 0, nmodules, flags, program);
+  put_records (&w, head, nlive);
   uint64_t file_size = w.total + TALLY_TRAILER_SIZE;
 
-  char digits[24];
-  tally_rt_utoa (digits, (unsigned long) getpid ());
-  size_t n = append (tmp, 0, sizeof tmp, path);
-  n = append (tmp, n, sizeof tmp, ".tmp.");
-  n = append (tmp, n, sizeof tmp, digits);
-  tmp[n] = 0;
-
   w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
-  do
-    w.fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  while (w.fd < 0 && errno == EINTR);
+  w.fd = open_tmp (path, tmp, sizeof tmp);
   if (w.fd < 0)
-    {
-      int e = errno;
-      tally_rt_error ("cannot create %s: %s (errno %d); no data written",
-                      tmp, errno_text (e), e);
-      errno = e;
-      return -1;
-    }
-  put_body (&w, head, file_size, nmodules, flags, program);
-  /* The CRC covers everything before the trailer: fold in what is still
-     buffered, then write the trailer outside the checksum.  */
-  uint32_t crc = tally_crc32 (w.crc, outbuf, w.used);
-  put_u32 (&w, TALLY_TAG_END);
-  put_u32 (&w, crc);
-  put_u64 (&w, file_size);
-  flush (&w);
-  if (close (w.fd) != 0 && !w.failed && errno != EINTR)
-    w.failed = errno;
-  if (!w.failed && w.total != file_size)
-    w.failed = EIO; /* cannot happen unless a module changed under us */
-  if (!w.failed && rename (tmp, path) != 0)
-    w.failed = errno;
-  if (w.failed)
-    {
-      tally_rt_error ("cannot write %s: %s (errno %d); no data written",
-                      path, errno_text (w.failed), w.failed);
-      unlink (tmp);
-      errno = w.failed;
-      return -1;
-    }
-  if (env ("TALLY_VERBOSE"))
+    return -1;
+  put_header (&w, file_size, nmodules, flags, program);
+  put_records (&w, head, nlive);
+  if (finish_file (&w, file_size, tmp, path) != 0)
+    return -1;
+  if (tally_rt_env ("TALLY_VERBOSE"))
     tally_rt_error ("wrote %s (%u modules)", path, nmodules);
   return 0;
 }
 
 /* Take the dump lock.  WAIT: spin until it is free (exit dump, retain);
    otherwise fail with EBUSY at once (tally_dump, maybe in a signal
-   handler that interrupted a dump).  */
+   handler that interrupted a dump).  Even when told to wait, fail at once
+   if this very thread holds the lock: then we are a signal handler (or an
+   exit handler reached from one) running on top of that dump, and waiting
+   would never end.  */
 static int
 lock_dump (int wait)
 {
-  int expected = 0;
+  pid_t self = gettid ();
+  pid_t expected = 0;
   unsigned spins = 0;
-  while (!__atomic_compare_exchange_n (&dumping, &expected, 1, 0,
+  while (!__atomic_compare_exchange_n (&dumping, &expected, self, 0,
                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
     {
+      int mine = expected == self;
       expected = 0;
-      if (!wait || ++spins > 2000000u)
+      if (!wait || mine || ++spins > 2000000u)
         {
-          if (wait)
+          if (wait && !mine)
             tally_rt_error ("another dump never finished; giving up");
           errno = EBUSY;
           return -1;
@@ -366,16 +840,129 @@ unlock_dump (void)
   __atomic_store_n (&dumping, 0, __ATOMIC_RELEASE);
 }
 
+/* Counts made after the exit dump (by instrumented code in atexit
+ * handlers registered before the runtime's, C++ destructors of objects
+ * built before the first registration, ELF destructors) must not vanish.
+ * The exit dump notes the sum of every live module's counters in an
+ * mmap'ed table; at the last moments the runtime gets (its own destructor,
+ * and each module unregistering after the exit dump, which is the last
+ * point its counters can be read) the sums are compared again, and if one
+ * moved the file is written again (atomically replaced) with everything.
+ * Sums only grow, except across tally_reset, which is just as much a
+ * change.  The sums are taken before the dump reads the counters, so a
+ * count racing with the dump is caught by the next check, never missed.
+ * Modules unregister in list order, so a rolling cursor finds each one in
+ * O(1) and the whole exit costs O(counters) once.  */
+
+static uint64_t
+module_sum (const struct tally_module *m)
+{
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < m->nfns; i++)
+    for (uint32_t k = 0; k < m->fns[i]->ncounters; k++)
+      sum += __atomic_load_n (&m->fns[i]->counters[k], __ATOMIC_RELAXED);
+  return sum;
+}
+
+/* Note the sum of every live module.  On no memory, late counts go
+   undetected (as before this feature), said once.  */
+static void
+note_exit_sums_locked (void)
+{
+  size_t n = 0;
+  struct tally_module *head = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
+  for (struct tally_module *m = head; m; m = m->next)
+    n += module_live (m);
+  size_t need = n * sizeof *exit_sums;
+  if (need > exit_sums_cap)
+    {
+      if (exit_sums)
+        munmap (exit_sums, exit_sums_cap);
+      void *p = mmap (NULL, need, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      exit_sums = p == MAP_FAILED ? NULL : (struct exit_sum *) p;
+      exit_sums_cap = exit_sums ? need : 0;
+      if (!exit_sums)
+        tally_rt_error ("no memory to watch for counts made after the exit "
+                        "dump; such counts will not be written");
+    }
+  exit_sums_len = 0;
+  exit_sums_cursor = 0;
+  for (struct tally_module *m = head; m && exit_sums && exit_sums_len < n;
+       m = m->next)
+    if (module_live (m))
+      exit_sums[exit_sums_len++] = (struct exit_sum){ m, module_sum (m) };
+}
+
+/* Whether the counters of M moved since the exit dump.  */
+static int
+moved_locked (struct tally_module *m)
+{
+  if (!exit_sums)
+    return 0;
+  uint64_t sum = module_sum (m);
+  for (size_t k = 0; k < exit_sums_len; k++)
+    {
+      size_t i = (exit_sums_cursor + k) % exit_sums_len;
+      if (exit_sums[i].m == m)
+        {
+          exit_sums_cursor = i + 1;
+          return sum != exit_sums[i].sum;
+        }
+    }
+  return sum != 0; /* registered after the exit dump */
+}
+
+/* The at-exit dump, and its repetitions for late counts.  */
+static int
+exit_dump_locked (void)
+{
+  note_exit_sums_locked ();
+  int rc = dump_locked (1);
+  exit_written = rc == 0;
+  return rc;
+}
+
 int
 tally_rt_dump (int at_exit)
 {
   int saved = errno;
   if (lock_dump (at_exit) != 0)
     return -1;
-  int rc = dump_locked (at_exit);
+  int rc = at_exit ? exit_dump_locked () : dump_locked (0);
   int e = errno;
   unlock_dump ();
   errno = rc == 0 ? saved : e;
+  return rc;
+}
+
+void
+tally_rt_late_check (void)
+{
+  int saved = errno;
+  if (lock_dump (1) != 0)
+    return;
+  if (exit_written)
+    for (struct tally_module *m = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
+         m; m = m->next)
+      if (module_live (m) && moved_locked (m))
+        {
+          exit_dump_locked ();
+          break;
+        }
+  unlock_dump ();
+  errno = saved;
+}
+
+int
+tally_rt_dump_fatal (void)
+{
+  int saved = errno;
+  if (lock_dump (1) != 0)
+    return -1;
+  int rc = dump_locked (0);
+  unlock_dump ();
+  errno = saved;
   return rc;
 }
 
@@ -403,6 +990,18 @@ retain_locked (struct tally_module *m)
     }
   w = (struct writer){ retained + retained_len, -1, 0, 0, 0, 0 };
   put_module (&w, m);
+  /* What a merged write already took is not kept: the record holds only
+     what the next merged write must add.  (A non-merging dump after this
+     would write less than the module's total; mixing both modes in one
+     process is not supported.)  */
+  const unsigned char *b = baseline_of (m);
+  if (b)
+    {
+      sub_record (retained + retained_len, b);
+      for (size_t i = 0; i < base_n; i++)
+        if (base_entries[i].m == m)
+          base_entries[i].m = NULL;
+    }
   retained_len += (size_t) w.total;
   retained_count++;
   return 0;
@@ -432,6 +1031,10 @@ tally_rt_module_gone (struct tally_module *m, int keep)
   int saved = errno;
   if (lock_dump (1) != 0)
     return;
+  /* After the exit dump this is the last moment M's counters can be read:
+     write the file again if they moved since (M is still in the list).  */
+  if (!keep && exit_written && moved_locked (m))
+    exit_dump_locked ();
   if (keep && retain_locked (m) != 0)
     {
       dump_locked (0);
@@ -445,17 +1048,74 @@ tally_rt_module_gone (struct tally_module *m, int keep)
   errno = saved;
 }
 
-void
-tally_rt_reset_local (void)
+/* Zero every counter of every live module.  */
+static void
+zero_live (void)
 {
-  if (lock_dump (1) != 0)
-    return;
   for (struct tally_module *m = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
        m; m = m->next)
     for (uint32_t i = 0; i < m->nfns; i++)
       for (uint32_t k = 0; k < m->fns[i]->ncounters; k++)
         __atomic_store_n (&m->fns[i]->counters[k], 0, __ATOMIC_RELAXED);
+}
+
+void
+tally_rt_reset_local (void)
+{
+  if (lock_dump (1) != 0)
+    return;
+  zero_live ();
+  /* The counts merged so far stay in the file; from zero, everything is
+     new.  */
+  drop_baseline ();
   unlock_dump ();
+}
+
+/* Skip one str field at P (a u32 length and the bytes).  */
+static unsigned char *
+skip_str (unsigned char *p)
+{
+  return p + 4 + tally_rt_get_u32 (p);
+}
+
+/* Zero the counters inside the retained records.  The area holds only
+   records put_module wrote, so it is walked without bounds checks beyond
+   its length.  */
+static void
+zero_retained (void)
+{
+  const unsigned char *end = retained + retained_len;
+  unsigned char *p = retained;
+  while (p && p < end)
+    {
+      uint32_t nfns = tally_rt_get_u32 (p + 20);
+      p = skip_str (skip_str (p + 24)); /* source, directory */
+      for (uint32_t i = 0; i < nfns; i++)
+        {
+          for (int s = 0; s < 4; s++) /* name, symbol, origin, file */
+            p = skip_str (p);
+          uint32_t ncounters = tally_rt_get_u32 (p + 8);
+          p += 16;
+          memset (p, 0, (size_t) ncounters * 8);
+          p += (size_t) ncounters * 8;
+        }
+    }
+}
+
+/* pthread_atfork child handler (registered by the first registration).
+   gcov's semantics: the child starts from zero, so that the parent's file
+   and the child's file add up to what ran, with nothing counted twice.
+   Only the forking thread exists in the child, so a dump lock that another
+   thread of the parent held at the fork would never be released: it is
+   taken over.  The retained records of modules unloaded before the fork
+   stay listed, with zero counts.  */
+void
+tally_rt_fork_child (void)
+{
+  __atomic_store_n (&dumping, 0, __ATOMIC_RELAXED);
+  zero_live ();
+  zero_retained ();
+  drop_baseline ();
 }
 
 int

@@ -9,6 +9,7 @@
  * installed from a shared library's constructor runs after the ELF
  * destructors), so a module that unregisters before the final dump is kept
  * by tally_rt_retain and still written.  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "rt.h"
@@ -35,6 +36,7 @@ __tally_register (struct tally_module *m)
                       m->abi_version, TALLY_ABI_VERSION);
       return;
     }
+  tally_rt_exec_init ();
   tally_rt_primary ()->register_module (m);
 }
 
@@ -58,9 +60,20 @@ tally_rt_register_local (struct tally_module *m)
                                        __ATOMIC_RELEASE, __ATOMIC_ACQUIRE));
 
   if (!__atomic_exchange_n (&atexit_installed, 1, __ATOMIC_ACQ_REL))
-    if (atexit (tally_rt_exit_dump) != 0)
-      tally_rt_error ("atexit failed; data will be written by the runtime's "
-                      "destructor only");
+    {
+      if (atexit (tally_rt_exit_dump) != 0)
+        tally_rt_error ("atexit failed; data will be written by the "
+                        "runtime's destructor only");
+      /* A forked child must not write the parent's counts a second time
+         under its own pid.  Only the copy that keeps the modules (this
+         one) registers it; vfork and posix_spawn run no atfork handler,
+         but their child shares our memory and only execs or _exits.  */
+      if (pthread_atfork (NULL, NULL, tally_rt_fork_child) != 0)
+        tally_rt_error ("pthread_atfork failed; a forked child's data file "
+                        "will also hold the parent's counts from before "
+                        "the fork");
+      tally_rt_signals_init ();
+    }
 }
 
 void
@@ -87,8 +100,13 @@ tally_rt_exit_dump (void)
   /* A copy that forwarded everything to a primary has nothing to write.  */
   if (!__atomic_load_n (&atexit_installed, __ATOMIC_ACQUIRE))
     return;
+  /* The second of the pair (atexit handler, destructor) comes later:
+     code that ran in between may have counted.  */
   if (__atomic_exchange_n (&tally_exit_dumped, 1, __ATOMIC_ACQ_REL))
-    return;
+    {
+      tally_rt_late_check ();
+      return;
+    }
   tally_rt_dump (1);
 }
 
@@ -96,6 +114,7 @@ __attribute__ ((destructor)) static void
 tally_rt_destructor (void)
 {
   tally_rt_exit_dump ();
+  tally_rt_signals_fini ();
 }
 
 void

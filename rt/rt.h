@@ -27,6 +27,20 @@ extern int tally_exit_dumped TALLY_HIDDEN;
 void tally_rt_error (const char *fmt, ...) TALLY_HIDDEN
     __attribute__ ((format (printf, 1, 2)));
 
+/* The value of environment variable NAME, or NULL; async-signal-safe.  */
+const char *tally_rt_env (const char *name) TALLY_HIDDEN;
+
+/* Install the handlers TALLY_DUMP_ON asks for (signal.c); called once, by
+   the first registration in the copy that keeps the modules.  Undone by
+   tally_rt_signals_fini, from the runtime's destructor, so that no handler
+   points into a copy that dlclose unmaps.  */
+void tally_rt_signals_init (void) TALLY_HIDDEN;
+void tally_rt_signals_fini (void) TALLY_HIDDEN;
+
+/* A dump from a handler of a fatal signal: like tally_rt_dump (0), but
+   waits for a dump running in another thread.  */
+int tally_rt_dump_fatal (void) TALLY_HIDDEN;
+
 /* Decimal digits of V into BUF, NUL-terminated; returns their count.  */
 size_t tally_rt_utoa (char buf[24], unsigned long v) TALLY_HIDDEN;
 
@@ -34,12 +48,41 @@ size_t tally_rt_utoa (char buf[24], unsigned long v) TALLY_HIDDEN;
    with errno set.  */
 int tally_rt_dump (int at_exit) TALLY_HIDDEN;
 
+/* After the exit dump: write the file again if any live module's
+   counters moved since (dump.c explains).  */
+void tally_rt_late_check (void) TALLY_HIDDEN;
+
 /* Module M is going away: mark it gone and take it out of the list, after
    keeping its record for every later dump if KEEP.  */
 void tally_rt_module_gone (struct tally_module *m, int keep) TALLY_HIDDEN;
 
 /* Called at process exit (atexit and destructor); dumps once.  */
 void tally_rt_exit_dump (void) TALLY_HIDDEN;
+
+/* Called by every registration; the first one in this copy notes the
+   owning process for the exec wrappers (exec.c).  */
+void tally_rt_exec_init (void) TALLY_HIDDEN;
+
+/* pthread_atfork child handler: the child starts counting from zero.  */
+void tally_rt_fork_child (void) TALLY_HIDDEN;
+
+/* merge.c: module records in file format, for merge-on-write.  */
+uint32_t tally_rt_get_u32 (const unsigned char *p) TALLY_HIDDEN;
+uint64_t tally_rt_get_u64 (const unsigned char *p) TALLY_HIDDEN;
+/* Size of the module record at P, whose bytes there are AVAIL at most; 0
+   if it is malformed or does not fit.  The tag is not checked.  */
+size_t tally_rt_rec_size (const unsigned char *p, size_t avail) TALLY_HIDDEN;
+/* Whether records A and B (both checked by tally_rt_rec_size) are the same
+   build of the same unit: same ABI, checksum, flags, source, and the same
+   function symbols and counter counts in the same order.  */
+int tally_rt_rec_match (const unsigned char *a, const unsigned char *b)
+    TALLY_HIDDEN;
+/* Check the whole data file BUF (LEN bytes): NULL if valid, with the
+   offset of its first module record in *RECORDS and their number in
+   *NMODULES; else why not.  */
+const char *tally_rt_check_file (const unsigned char *buf, size_t len,
+                                 size_t *records, uint32_t *nmodules)
+    TALLY_HIDDEN;
 
 /* What this copy of the runtime does itself, as opposed to the public
    entry points, which go to the primary copy (instance.c).  */

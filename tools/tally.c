@@ -2,6 +2,7 @@
  *
  *   tally report [OPTION]... FILE...   merged calls per function
  *   tally dump FILE...                 every record as stored
+ *   tally merge [--force] -o OUT FILE...  sum files into one data file
  *
  * doc/cli.md describes the command line and the output.  Exit status: 0 on
  * success, 1 if a data file cannot be used or output fails, 2 for a usage
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "datafile.h"
 #include "tally/abi.h"
@@ -35,6 +37,8 @@ static const char usage_text[] =
   "  report [OPTION]... FILE...  merge the files and print calls per "
   "function\n"
   "  dump FILE...                print every record of the files as stored\n"
+  "  merge [--force] -o OUT FILE...\n"
+  "                              sum the files into one data file OUT\n"
   "  help                        print this help\n"
   "\n"
   "Report options:\n"
@@ -46,6 +50,12 @@ static const char usage_text[] =
   "  --json        print one JSON object instead of a table\n"
   "  --csv         print CSV (calls,exits,function,symbol,origin,file,line)\n"
   "  --            end of options\n"
+  "\n"
+  "Merge options:\n"
+  "  -o OUT, --output=OUT  the file to write (replaced atomically; may be\n"
+  "                one of the inputs)\n"
+  "  --force       also merge other builds of the same source (functions\n"
+  "                pair by symbol); by default they stay separate modules\n"
   "\n"
   "Options:\n"
   "  -h, --help    print this help and exit\n"
@@ -1032,13 +1042,414 @@ cmd_dump (int argc, char **argv)
   return status;
 }
 
+/* tally merge: sum data files into one.
+ *
+ * The inputs are read one at a time and folded into an accumulator of
+ * distinct module records, so memory is bounded by the output (the
+ * distinct modules) plus the largest input, whatever the number of files.
+ * Records pair as in the runtime's merge-on-write: a module sums with an
+ * accumulated record of the same build (same ABI, compile checksum, flags,
+ * source, and the same function symbols and counter counts in the same
+ * order), each accumulated record taking at most one module per input
+ * file; another build of the same source stays a record of its own.  With
+ * --force, modules with the same source are merged whatever their
+ * checksum (and within one input file too): functions pair by symbol and
+ * a function only one build has is added.  The output is written to OUT.tmp.PID and renamed over OUT, so it
+ * may be one of the inputs.  */
+
+struct acc_fn
+{
+  char *name, *symbol, *origin, *file;
+  uint32_t line, flags, ncounters;
+  uint64_t *counters;
+};
+
+struct acc_module
+{
+  uint32_t abi_version, flags;
+  uint64_t checksum;
+  char *source, *directory;
+  struct acc_fn *fns;
+  size_t nfns, cap;
+  size_t last_file; /* 1 + index of the input that last paired with it */
+  int forced;       /* --force merged another build into it */
+};
+
+struct accumulator
+{
+  struct acc_module *mods;
+  size_t n, cap;
+};
+
+static void
+acc_fn_copy (struct acc_fn *to, const struct tally_data_fn *f)
+{
+  to->name = xstrdup (f->name);
+  to->symbol = xstrdup (f->symbol);
+  to->origin = xstrdup (f->origin);
+  to->file = xstrdup (f->file);
+  to->line = f->line;
+  to->flags = f->flags;
+  to->ncounters = f->ncounters;
+  to->counters = xmalloc (f->ncounters * sizeof *to->counters);
+  memcpy (to->counters, f->counters, f->ncounters * sizeof *to->counters);
+}
+
+/* Add the counters of F to T; a counter only one of them has is kept.  */
+static void
+acc_fn_add (struct acc_fn *t, const struct tally_data_fn *f)
+{
+  if (f->ncounters > t->ncounters)
+    {
+      t->counters = realloc (t->counters, f->ncounters * sizeof *t->counters);
+      if (!t->counters)
+        {
+          error_msg ("out of memory");
+          exit (EXIT_BAD_DATA);
+        }
+      memset (t->counters + t->ncounters, 0,
+              (f->ncounters - t->ncounters) * sizeof *t->counters);
+      t->ncounters = f->ncounters;
+    }
+  for (uint32_t k = 0; k < f->ncounters; k++)
+    t->counters[k] = add_sat (t->counters[k], f->counters[k]);
+}
+
+/* Whether M is the same build as A (see above).  */
+static int
+same_build (const struct acc_module *a, const struct tally_data_module *m)
+{
+  if (a->abi_version != m->abi_version || a->checksum != m->checksum
+      || a->flags != m->flags || a->nfns != m->nfns
+      || strcmp (a->source, m->source) != 0)
+    return 0;
+  for (uint32_t i = 0; i < m->nfns; i++)
+    if (strcmp (a->fns[i].symbol, m->fns[i].symbol) != 0
+        || a->fns[i].ncounters != m->fns[i].ncounters)
+      return 0;
+  return 1;
+}
+
+static void
+acc_add_module (struct accumulator *acc, const struct tally_data_module *m,
+                size_t file, int force)
+{
+  struct acc_module *a = NULL;
+  for (size_t i = 0; i < acc->n && !a; i++)
+    if (acc->mods[i].last_file != file + 1 && same_build (&acc->mods[i], m))
+      a = &acc->mods[i];
+  if (a)
+    {
+      for (uint32_t i = 0; i < m->nfns; i++)
+        acc_fn_add (&a->fns[i], &m->fns[i]);
+      a->last_file = file + 1;
+      return;
+    }
+  /* --force asks for one record per source, so records of one input file
+     merge too.  */
+  if (force)
+    for (size_t i = 0; i < acc->n && !a; i++)
+      if (acc->mods[i].abi_version == m->abi_version
+          && strcmp (acc->mods[i].source, m->source) == 0)
+        a = &acc->mods[i];
+  if (a)
+    {
+      /* Functions pair by symbol; a quadratic search, but only over the
+         functions of one unit.  */
+      for (uint32_t i = 0; i < m->nfns; i++)
+        {
+          size_t j = 0;
+          while (j < a->nfns && strcmp (a->fns[j].symbol, m->fns[i].symbol) != 0)
+            j++;
+          if (j < a->nfns)
+            acc_fn_add (&a->fns[j], &m->fns[i]);
+          else
+            {
+              a->fns = xgrow (a->fns, &a->cap, a->nfns + 1, sizeof *a->fns);
+              acc_fn_copy (&a->fns[a->nfns++], &m->fns[i]);
+            }
+        }
+      a->last_file = file + 1;
+      a->forced = 1;
+      return;
+    }
+  acc->mods = xgrow (acc->mods, &acc->cap, acc->n + 1, sizeof *acc->mods);
+  a = &acc->mods[acc->n++];
+  memset (a, 0, sizeof *a);
+  a->abi_version = m->abi_version;
+  a->flags = m->flags;
+  a->checksum = m->checksum;
+  a->source = xstrdup (m->source);
+  a->directory = xstrdup (m->directory);
+  a->fns = xgrow (NULL, &a->cap, m->nfns ? m->nfns : 1, sizeof *a->fns);
+  for (uint32_t i = 0; i < m->nfns; i++)
+    acc_fn_copy (&a->fns[a->nfns++], &m->fns[i]);
+  a->last_file = file + 1;
+}
+
+/* A stream writer that keeps the CRC and the byte count.  */
+struct out_writer
+{
+  FILE *f;
+  uint32_t crc;
+  uint64_t total;
+};
+
+static void
+out_bytes (struct out_writer *w, const void *p, size_t n)
+{
+  w->crc = tally_crc32 (w->crc, p, n);
+  w->total += n;
+  fwrite (p, 1, n, w->f);
+}
+
+static void
+out_u32 (struct out_writer *w, uint32_t v)
+{
+  unsigned char b[4] = { (unsigned char) v, (unsigned char) (v >> 8),
+                         (unsigned char) (v >> 16), (unsigned char) (v >> 24) };
+  out_bytes (w, b, 4);
+}
+
+static void
+out_u64 (struct out_writer *w, uint64_t v)
+{
+  out_u32 (w, (uint32_t) v);
+  out_u32 (w, (uint32_t) (v >> 32));
+}
+
+static void
+out_str (struct out_writer *w, const char *s)
+{
+  size_t n = strlen (s);
+  out_u32 (w, (uint32_t) n);
+  out_bytes (w, s, n);
+}
+
+static uint64_t
+str_bytes (const char *s)
+{
+  return 4 + strlen (s);
+}
+
+/* Write ACC to PATH (through PATH.tmp.PID).  Returns 0 or EXIT_BAD_DATA. */
+static int
+write_merged (const char *path, const struct accumulator *acc,
+              const char *program, uint32_t flags)
+{
+  uint64_t size = TALLY_HEADER_FIXED + str_bytes (program) + TALLY_TRAILER_SIZE;
+  for (size_t i = 0; i < acc->n; i++)
+    {
+      const struct acc_module *a = &acc->mods[i];
+      size += 24 + str_bytes (a->source) + str_bytes (a->directory);
+      for (size_t j = 0; j < a->nfns; j++)
+        size += str_bytes (a->fns[j].name) + str_bytes (a->fns[j].symbol)
+                + str_bytes (a->fns[j].origin) + str_bytes (a->fns[j].file)
+                + 16 + 8 * (uint64_t) a->fns[j].ncounters;
+    }
+  if (acc->n > UINT32_MAX)
+    {
+      error_msg ("merge: too many modules for one file");
+      return EXIT_BAD_DATA;
+    }
+  size_t n = strlen (path) + 32;
+  char *tmp = xmalloc (n);
+  snprintf (tmp, n, "%s.tmp.%ld", path, (long) getpid ());
+  struct out_writer w = { fopen (tmp, "wb"), 0, 0 };
+  if (!w.f)
+    {
+      error_msg ("merge: cannot create %s: %s", tmp, strerror (errno));
+      free (tmp);
+      return EXIT_BAD_DATA;
+    }
+  out_bytes (&w, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
+  out_u32 (&w, TALLY_FILE_VERSION);
+  out_u32 (&w, TALLY_BYTE_ORDER_MARK);
+  out_u64 (&w, size);
+  out_u64 (&w, 0); /* pid: no single process wrote it */
+  out_u64 (&w, (uint64_t) time (NULL));
+  out_u32 (&w, (uint32_t) acc->n);
+  out_u32 (&w, flags);
+  out_str (&w, program);
+  for (size_t i = 0; i < acc->n; i++)
+    {
+      const struct acc_module *a = &acc->mods[i];
+      out_u32 (&w, TALLY_TAG_MODULE);
+      out_u32 (&w, a->abi_version);
+      out_u64 (&w, a->checksum);
+      out_u32 (&w, a->flags);
+      out_u32 (&w, (uint32_t) a->nfns);
+      out_str (&w, a->source);
+      out_str (&w, a->directory);
+      for (size_t j = 0; j < a->nfns; j++)
+        {
+          const struct acc_fn *f = &a->fns[j];
+          out_str (&w, f->name);
+          out_str (&w, f->symbol);
+          out_str (&w, f->origin);
+          out_str (&w, f->file);
+          out_u32 (&w, f->line);
+          out_u32 (&w, f->flags);
+          out_u32 (&w, f->ncounters);
+          out_u32 (&w, 0);
+          for (uint32_t k = 0; k < f->ncounters; k++)
+            out_u64 (&w, f->counters[k]);
+        }
+    }
+  uint32_t crc = w.crc;
+  out_u32 (&w, TALLY_TAG_END);
+  out_u32 (&w, crc);
+  out_u64 (&w, size);
+  int bad = ferror (w.f);
+  if (fclose (w.f) != 0 || bad || w.total != size)
+    {
+      error_msg ("merge: cannot write %s: %s", tmp,
+                 w.total != size ? "size mismatch (internal error)"
+                                 : strerror (errno));
+      remove (tmp);
+      free (tmp);
+      return EXIT_BAD_DATA;
+    }
+  if (rename (tmp, path) != 0)
+    {
+      error_msg ("merge: cannot rename %s to %s: %s", tmp, path,
+                 strerror (errno));
+      remove (tmp);
+      free (tmp);
+      return EXIT_BAD_DATA;
+    }
+  free (tmp);
+  return 0;
+}
+
+static int
+cmd_merge (int argc, char **argv)
+{
+  const char *out = NULL;
+  int force = 0, only_files = 0, npaths = 0;
+  for (int i = 1; i < argc; i++)
+    {
+      const char *a = argv[i];
+      if (only_files || a[0] != '-' || !a[1])
+        npaths++;
+      else if (strcmp (a, "--") == 0)
+        only_files = 1;
+      else if (strcmp (a, "--help") == 0 || strcmp (a, "-h") == 0)
+        {
+          fputs (usage_text, stdout);
+          return 0;
+        }
+      else if (strcmp (a, "--force") == 0)
+        force = 1;
+      else if (strcmp (a, "-o") == 0 || strncmp (a, "--output", 8) == 0)
+        {
+          const char *v = NULL;
+          if (strcmp (a, "-o") == 0 || strcmp (a, "--output") == 0)
+            {
+              if (i + 1 >= argc)
+                {
+                  error_msg ("merge: option '%s' needs a value; try 'tally "
+                             "--help'", a);
+                  return EXIT_USAGE;
+                }
+              v = argv[++i];
+            }
+          else if (a[8] == '=')
+            v = a + 9;
+          else
+            {
+              error_msg ("merge: unknown option '%s'; try 'tally --help'", a);
+              return EXIT_USAGE;
+            }
+          out = v;
+        }
+      else
+        {
+          error_msg ("merge: unknown option '%s'; try 'tally --help'", a);
+          return EXIT_USAGE;
+        }
+    }
+  if (!out || !*out)
+    {
+      error_msg ("merge: no output file given (-o OUT); try 'tally --help'");
+      return EXIT_USAGE;
+    }
+  if (npaths == 0)
+    {
+      error_msg ("merge: no data file given; try 'tally --help'");
+      return EXIT_USAGE;
+    }
+
+  struct accumulator acc = { NULL, 0, 0 };
+  char *program = NULL;
+  uint32_t flags = TALLY_FILE_AT_EXIT;
+  size_t file = 0;
+  int status = 0;
+  only_files = 0;
+  for (int i = 1; i < argc && !status; i++)
+    {
+      const char *a = argv[i];
+      if (!only_files && a[0] == '-' && a[1])
+        {
+          if (strcmp (a, "--") == 0)
+            only_files = 1;
+          else if (strcmp (a, "-o") == 0 || strcmp (a, "--output") == 0)
+            i++;
+          continue;
+        }
+      struct tally_data d;
+      char err[256];
+      if (tally_read_file (a, &d, err, sizeof err) != 0)
+        {
+          error_msg ("%s: %s", a, err);
+          status = EXIT_BAD_DATA;
+          break;
+        }
+      if (!program)
+        program = xstrdup (d.program);
+      else if (strcmp (program, d.program) != 0)
+        program[0] = 0; /* several programs: name none */
+      flags &= d.flags;
+      for (uint32_t m = 0; m < d.nmodules; m++)
+        acc_add_module (&acc, &d.modules[m], file, force);
+      tally_data_free (&d);
+      file++;
+    }
+  size_t forced = 0;
+  for (size_t i = 0; i < acc.n; i++)
+    forced += acc.mods[i].forced;
+  if (!status)
+    status = write_merged (out, &acc, program ? program : "", flags);
+  if (!status && forced)
+    fprintf (stderr, "tally: note: --force merged other builds into %zu "
+             "module%s\n", forced, forced == 1 ? "" : "s");
+  for (size_t i = 0; i < acc.n; i++)
+    {
+      struct acc_module *a = &acc.mods[i];
+      for (size_t j = 0; j < a->nfns; j++)
+        {
+          free (a->fns[j].name);
+          free (a->fns[j].symbol);
+          free (a->fns[j].origin);
+          free (a->fns[j].file);
+          free (a->fns[j].counters);
+        }
+      free (a->fns);
+      free (a->source);
+      free (a->directory);
+    }
+  free (acc.mods);
+  free (program);
+  return status;
+}
+
 int
 main (int argc, char **argv)
 {
   int status;
   if (argc < 2)
     {
-      error_msg ("no command given (commands: report, dump, help); try 'tally "
+      error_msg ("no command given (commands: report, dump, merge, help); try 'tally "
              "--help'");
       return EXIT_USAGE;
     }
@@ -1058,6 +1469,8 @@ main (int argc, char **argv)
     status = cmd_report (argc - 1, argv + 1);
   else if (strcmp (cmd, "dump") == 0)
     status = cmd_dump (argc - 1, argv + 1);
+  else if (strcmp (cmd, "merge") == 0)
+    status = cmd_merge (argc - 1, argv + 1);
   else
     {
       if (cmd[0] == '-')

@@ -89,6 +89,16 @@ TALLY_PUBLIC void __tally_unregister (struct tally_module *m);
 /* hooks=call: function entry and normal exit.  */
 TALLY_PUBLIC void __tally_enter (struct tally_module *m, __UINT32_TYPE__ fn);
 TALLY_PUBLIC void __tally_exit (struct tally_module *m, __UINT32_TYPE__ fn);
+/* The plugin redirects direct calls to the exec functions to these: they
+   write the data file, then call the real function (rt/exec.c).  */
+TALLY_PUBLIC int __tally_execve (const char *, char *const[], char *const[]);
+TALLY_PUBLIC int __tally_execv (const char *, char *const[]);
+TALLY_PUBLIC int __tally_execvp (const char *, char *const[]);
+TALLY_PUBLIC int __tally_execvpe (const char *, char *const[], char *const[]);
+TALLY_PUBLIC int __tally_fexecve (int, char *const[], char *const[]);
+TALLY_PUBLIC int __tally_execl (const char *, const char *, ...);
+TALLY_PUBLIC int __tally_execlp (const char *, const char *, ...);
+TALLY_PUBLIC int __tally_execle (const char *, const char *, ...);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,463 @@
+#!/usr/bin/env python3
+"""The "nothing lost" checks: counts survive fork, exec, signals, code that
+runs after the exit dump, and many processes writing one merged file.
+
+Usage: run-lossless.py CHECK --plugin P --runtime RT --tally T --cc CC
+                       --srcdir DIR [--cxx CXX] [--include DIR]
+                       [--runtime-asan RTA]
+Exit status: 0 pass, 1 fail, 77 skip.
+"""
+import argparse
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+
+class Failure(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+def run(cmd, env=None, check=True, **kw):
+    full = dict(os.environ)
+    full.pop("TALLY_OUTPUT", None)
+    full.pop("TALLY_DUMP_ON", None)
+    full.update(env or {})
+    p = subprocess.run(cmd, env=full, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, **kw)
+    if check and p.returncode != 0:
+        raise Failure("command failed (%d): %s\n%s%s"
+                      % (p.returncode, " ".join(cmd), p.stdout, p.stderr))
+    return p
+
+
+def expect(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def build(a, work, src, hooks="inline", extra=(), cxx=False, name=None):
+    exe = os.path.join(work, name or "%s-%s" % (os.path.splitext(src)[0], hooks))
+    cc = a.cxx if cxx else a.cc
+    run([cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
+         "-I", a.include, os.path.join(a.srcdir, "lossless", src), "-o", exe,
+         *extra, a.runtime])
+    return exe
+
+
+def calls(a, path):
+    """{function: (entries, exits)} of one data file, clones folded."""
+    out = run([a.tally, "report", "--csv", path]).stdout.splitlines()
+    res = {}
+    for line in out[1:]:
+        f = line.split(",")
+        res[f[2]] = (int(f[0]), int(f[1]))
+    return res
+
+
+def want(a, path, fn, entries, exits=None, what=""):
+    got = calls(a, path).get(fn)
+    exits = entries if exits is None else exits
+    expect(got == (entries, exits), "%s%s: %s counted %s, want %s"
+           % (what and what + ": ", os.path.basename(path), fn, got, (entries, exits)))
+
+
+def check_fork(a, work):
+    for hooks in ("inline", "call"):
+        exe = build(a, work, "fork.c", hooks)
+        out = os.path.join(work, "fork-%s.%%p.data" % hooks)
+        p = run([exe], env={"TALLY_OUTPUT": out})
+        child, result = p.stdout.split()
+        expect(result == "7", "program output %r" % p.stdout)
+        expect(p.stderr == "", "runtime messages: %r" % p.stderr)
+        files = sorted(f for f in os.listdir(work) if f.startswith("fork-%s." % hooks))
+        expect(len(files) == 2, "%s: want 2 files, got %s" % (hooks, files))
+        child_file = os.path.join(work, "fork-%s.%s.data" % (hooks, child))
+        expect(os.path.exists(child_file), "%s: no child file %s" % (hooks, child_file))
+        parent_file = [os.path.join(work, f) for f in files
+                       if f != os.path.basename(child_file)][0]
+        want(a, parent_file, "f", 7, what=hooks + " parent")
+        want(a, parent_file, "main", 1, what=hooks + " parent")
+        want(a, child_file, "f", 2, what=hooks + " child")
+        # The child returned from a main the parent entered.
+        want(a, child_file, "main", 0, 1, what=hooks + " child")
+
+
+def check_exec(a, work):
+    """Every exec function writes the counts before the image goes; a failed
+    exec keeps counting; a vfork child's exec writes nothing; an
+    instrumented image exec'ing itself finds the earlier file in place."""
+    for hooks, at in (("inline", "late"), ("call", "early")):
+        exe = build(a, work, "exec.c", hooks, ["-D_GNU_SOURCE", "-fplugin-arg-tally-at=" + at],
+                    name="exec-" + at)
+        tag = "%s/%s" % (hooks, at)
+        for mode, output in (("execve", "a execve"), ("execv", "a execv"),
+                             ("execvp", "a execvp"), ("execvpe", "X=execvpe"),
+                             ("execl", "a execl"), ("execlp", "a execlp"),
+                             ("execle", "X=execle"), ("fexecve", "a fexecve")):
+            data = os.path.join(work, "%s-%s.data" % (at, mode))
+            p = run([exe, mode], env={"TALLY_OUTPUT": data})
+            expect(p.stdout.strip() == output, "%s %s: output %r, want %r"
+                   % (tag, mode, p.stdout, output))
+            expect(p.stderr == "", "%s %s: messages %r" % (tag, mode, p.stderr))
+            want(a, data, "f", 5, what="%s %s" % (tag, mode))
+            want(a, data, "main", 1, 0, what="%s %s" % (tag, mode))
+        data = os.path.join(work, at + "-fail.data")
+        p = run([exe, "fail"], env={"TALLY_OUTPUT": data})
+        expect(p.stdout.strip() == "7", "%s fail: output %r" % (tag, p.stdout))
+        want(a, data, "f", 7, what=tag + " failed exec")
+        sub = os.path.join(work, at + "-vfork")
+        os.mkdir(sub)
+        p = run([exe, "vfork"], env={"TALLY_OUTPUT": os.path.join(sub, "%p.data")})
+        files = os.listdir(sub)
+        child = p.stdout.strip() + ".data"
+        expect(len(files) == 1 and files[0] != child, "%s vfork: files %s, want only "
+               "the parent's (child %s)" % (tag, files, child))
+        want(a, os.path.join(sub, files[0]), "f", 5, what=tag + " vfork parent")
+        out, mid = os.path.join(work, at + "-self.data"), os.path.join(work, at + "-mid.data")
+        run([exe, "self", out, mid], env={"TALLY_OUTPUT": out})
+        want(a, mid, "f", 5, what=tag + " before exec of itself")
+        want(a, out, "f", 1, what=tag + " the new image")
+    # Redirection is for the libc functions only: a program's own execv, or
+    # one with another signature, is called as written.
+    sub = os.path.join(work, "own")
+    os.mkdir(sub)
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-c", "-fdump-tree-all",
+         "-Wno-builtin-declaration-mismatch", "-o", os.path.join(sub, "own.o"),
+         os.path.join(a.srcdir, "lossless", "exec-own.c")], cwd=sub)
+    dumps = "".join(open(os.path.join(sub, f)).read() for f in os.listdir(sub)
+                    if f.endswith("tally"))
+    expect("use instrumented" in dumps and "redirected" not in dumps,
+           "own exec functions redirected (or no dump):\n" + dumps)
+
+
+def no_core():
+    import resource
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def wait_for(path, seconds=20):
+    end = time.time() + seconds
+    while not os.path.exists(path):
+        if time.time() > end:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def check_signals(a, work):
+    """TALLY_DUMP_ON: SIGUSR1 writes the counts so far and the program goes
+    on (its blocked read resumes); fatal signals write the file and the
+    process still dies by the same signal; a bad name gets one message."""
+    for hooks in ("inline", "call"):
+        exe = build(a, work, "signal.c", hooks)
+        # SIGUSR1 while the program waits in read().
+        data = os.path.join(work, "usr1-%s.data" % hooks)
+        env = dict(os.environ, TALLY_OUTPUT=data, TALLY_DUMP_ON="SIGUSR1")
+        p = subprocess.Popen([exe, "wait"], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            expect(p.stdout.readline().strip() == "ready", "%s: no ready line" % hooks)
+            time.sleep(0.2)  # let it block in read()
+            p.send_signal(signal.SIGUSR1)
+            expect(wait_for(data), "%s: no file after SIGUSR1" % hooks)
+            mid = data + ".mid"
+            os.rename(data, mid)
+            out, err = p.communicate("x", timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        expect(p.returncode == 0 and out.strip() == "7",
+               "%s: after SIGUSR1 the program ended with %d, output %r, %r"
+               % (hooks, p.returncode, out, err))
+        expect(err == "", "%s: messages %r" % (hooks, err))
+        want(a, mid, "f", 5, what=hooks + " SIGUSR1 mid-run")
+        want(a, mid, "main", 1, 0, what=hooks + " SIGUSR1 mid-run")
+        want(a, data, "f", 7, what=hooks + " exit after SIGUSR1")
+        # Fatal signals: a file, and the same death.
+        for mode, sig, n in (("raise", signal.SIGTERM, 3), ("abort", signal.SIGABRT, 2),
+                             ("segv", signal.SIGSEGV, 4)):
+            data = os.path.join(work, "%s-%s.data" % (mode, hooks))
+            p = run([exe, mode], env={"TALLY_OUTPUT": data,
+                                      "TALLY_DUMP_ON": "SIGUSR1,SIGTERM,SIGABRT,SIGSEGV"},
+                    check=False, preexec_fn=no_core)
+            expect(p.returncode == -sig, "%s %s: exit %d, want death by signal %d\n%s"
+                   % (hooks, mode, p.returncode, sig, p.stderr))
+            want(a, data, "f", n, what="%s %s" % (hooks, mode))
+            # Without TALLY_DUMP_ON the same death writes nothing.
+            p = run([exe, mode], env={"TALLY_OUTPUT": data + ".no"}, check=False,
+                    preexec_fn=no_core)
+            expect(p.returncode == -sig and not os.path.exists(data + ".no"),
+                   "%s %s without TALLY_DUMP_ON: exit %d, file %s"
+                   % (hooks, mode, p.returncode, os.path.exists(data + ".no")))
+        # An externally sent SIGTERM while the program waits.
+        data = os.path.join(work, "term-%s.data" % hooks)
+        env = dict(os.environ, TALLY_OUTPUT=data, TALLY_DUMP_ON="TERM")
+        p = subprocess.Popen([exe, "wait"], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        expect(p.stdout.readline().strip() == "ready", "%s: no ready line" % hooks)
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=60)
+        expect(p.returncode == -signal.SIGTERM, "%s: SIGTERM: exit %d" % (hooks, p.returncode))
+        want(a, data, "f", 5, what=hooks + " external SIGTERM")
+    p = run([exe, "raise"], env={"TALLY_OUTPUT": os.path.join(work, "bad.data"),
+                                 "TALLY_DUMP_ON": "SIGUSR1,SIGFOO,SIGTERM"}, check=False)
+    lines = p.stderr.splitlines()
+    expect(len(lines) == 1 and lines[0].startswith(
+        "tally: TALLY_DUMP_ON=SIGUSR1,SIGFOO,SIGTERM: unknown signal 'SIGFOO' (accepted: SIGUSR1,"),
+        "bad TALLY_DUMP_ON: %r" % p.stderr)
+    expect(p.returncode == -signal.SIGTERM and os.path.exists(os.path.join(work, "bad.data")),
+           "the valid names of a bad TALLY_DUMP_ON were not installed")
+
+
+def check_late(a, work):
+    """Instrumented code that runs after the exit dump (atexit handlers and
+    static objects from before the first registration, ELF destructors)
+    still gets into the file, with the static and the shared runtime."""
+    d = os.path.join(a.srcdir, "lossless")
+    early = os.path.join(work, "late-early.o")
+    run([a.cxx, "-O2", "-c", os.path.join(d, "late-early.cc"), "-o", early])
+    rt_dir = os.path.dirname(a.runtime)
+    for rt_name, rt in (("static", [a.runtime]),
+                        ("shared", ["-L" + rt_dir, "-ltally-rt", "-Wl,-rpath," + rt_dir])):
+        for hooks in ("inline", "call"):
+            tag = "%s runtime, hooks=%s" % (rt_name, hooks)
+            exe = os.path.join(work, "late-%s-%s" % (rt_name, hooks))
+            # late-early.o first: its initialisation must run first.
+            run([a.cxx, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
+                 early, os.path.join(d, "late.cc"), "-o", exe, *rt])
+            data = exe + ".data"
+            p = run([exe], env={"TALLY_OUTPUT": data})
+            expect(p.stdout == "ok\n" and p.stderr == "", "%s: %r %r" % (tag, p.stdout, p.stderr))
+            got = calls(a, data)
+            for fn in ("late_main_atexit", "late_static_dtor", "late_early_atexit",
+                       "late_early_dtor", "late_elf_dtor"):
+                expect(got.get("void %s()" % fn) == (1, 1),
+                       "%s: %s counted %s, want (1, 1)" % (tag, fn, got.get("void %s()" % fn)))
+
+
+def module_count(path):
+    with open(path, "rb") as f:
+        return struct.unpack("<I", f.read(44)[40:44])[0]
+
+
+def check_merge(a, work):
+    """TALLY_OUTPUT with %m: 64 processes started at once merge into one
+    file whose counts are exact sums, repeated dumps of one process are not
+    counted twice, another build of the module stays a record of its own,
+    and a damaged file is moved aside, not merged."""
+    k = 100
+    for hooks in ("inline", "call"):
+        sub = os.path.join(work, hooks)
+        os.mkdir(sub)
+        exe = os.path.join(sub, "many")
+        run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
+             "-I", a.include, os.path.join(a.srcdir, "lossless", "many.c"), "-o", exe,
+             a.runtime])
+        env = dict(os.environ, TALLY_OUTPUT=os.path.join(sub, "all.%m.data"))
+        env.pop("TALLY_DUMP_ON", None)
+        procs = [subprocess.Popen([exe, str(k)] + (["dump"] if i % 2 else []), env=env,
+                                  stderr=subprocess.PIPE, text=True) for i in range(64)]
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            expect(p.returncode == 0 and err == "", "%s: a process failed: %d %r"
+                   % (hooks, p.returncode, err))
+        files = sorted(os.listdir(sub))
+        datas = [f for f in files if f.endswith(".data")]
+        expect(len(datas) == 1 and datas[0].startswith("all.many-")
+               and files == sorted(["many", datas[0], datas[0] + ".lock"]),
+               "%s: files %s" % (hooks, files))
+        data = os.path.join(sub, datas[0])
+        want(a, data, "f", 64 * k, what=hooks + " 64 processes")
+        want(a, data, "main", 64, what=hooks + " 64 processes")
+        expect(module_count(data) == 1, "%s: %d module records, want 1"
+               % (hooks, module_count(data)))
+        # Another build at the same path: same %m file, its own record.
+        run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
+             "-DSECOND_BUILD", "-I", a.include,
+             os.path.join(a.srcdir, "lossless", "many.c"), "-o", exe, a.runtime])
+        run([exe, "3"], env={"TALLY_OUTPUT": os.path.join(sub, "all.%m.data")})
+        expect(module_count(data) == 2, "%s: %d module records after a rebuild, want 2"
+               % (hooks, module_count(data)))
+        want(a, data, "f", 64 * k + 3, what=hooks + " after a rebuild")
+        want(a, data, "g", 1, what=hooks + " after a rebuild")
+        run([exe, "3"], env={"TALLY_OUTPUT": os.path.join(sub, "all.%m.data")})
+        expect(module_count(data) == 2, "%s: %d module records after a second run, want 2"
+               % (hooks, module_count(data)))
+        want(a, data, "f", 64 * k + 6, what=hooks + " after a second run")
+        # A damaged file is moved aside and reported.
+        with open(data, "r+b") as f:
+            f.seek(60)
+            b = f.read(1)
+            f.seek(60)
+            f.write(bytes([b[0] ^ 1]))
+        p = run([exe, "2"], env={"TALLY_OUTPUT": os.path.join(sub, "all.%m.data")})
+        expect("checksum mismatch; not merged, moved aside" in p.stderr,
+               "%s: damaged file: %r" % (hooks, p.stderr))
+        expect(os.path.exists(data + ".bad"), "%s: no .bad file" % hooks)
+        want(a, data, "f", 2, what=hooks + " after a damaged file")
+    # The merge path under ASan/UBSan: concurrent writers, repeated dumps,
+    # another build, a damaged file.
+    if a.runtime_asan:
+        san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+        sub = os.path.join(work, "asan")
+        os.mkdir(sub)
+        exe = os.path.join(sub, "many")
+        src = os.path.join(a.srcdir, "lossless", "many.c")
+        run([a.cc, "-O1", "-g", "-fplugin=" + a.plugin, "-I", a.include, src, "-o", exe,
+             *san, a.runtime_asan])
+        env = dict(os.environ, TALLY_OUTPUT=os.path.join(sub, "%m.data"))
+        procs = [subprocess.Popen([exe, "10", "dump"], env=env, stderr=subprocess.PIPE,
+                                  text=True) for _ in range(8)]
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            expect(p.returncode == 0 and err == "", "asan: %d %r" % (p.returncode, err))
+        run([a.cc, "-O1", "-g", "-fplugin=" + a.plugin, "-I", a.include, "-DSECOND_BUILD",
+             src, "-o", exe, *san, a.runtime_asan])
+        p = run([exe, "3", "dump"], env={"TALLY_OUTPUT": os.path.join(sub, "%m.data")})
+        expect(p.stderr == "", "asan: %r" % p.stderr)
+        data = [os.path.join(sub, f) for f in os.listdir(sub) if f.endswith(".data")]
+        expect(len(data) == 1, "asan: files %s" % os.listdir(sub))
+        want(a, data[0], "f", 83, what="asan")
+        with open(data[0], "r+b") as f:
+            f.truncate(100)
+        p = run([exe, "3"], env={"TALLY_OUTPUT": os.path.join(sub, "%m.data")})
+        expect("not merged, moved aside" in p.stderr and "runtime error" not in p.stderr
+               and "ERROR" not in p.stderr, "asan, damaged file: %r" % p.stderr)
+    # fork: the parent's and the child's counts add up in one file.
+    exe = build(a, work, "fork.c")
+    run([exe], env={"TALLY_OUTPUT": os.path.join(work, "fork.%m.data")})
+    datas = [f for f in os.listdir(work) if f.startswith("fork.") and f.endswith(".data")]
+    expect(len(datas) == 1, "fork with %%m: files %s" % datas)
+    want(a, os.path.join(work, datas[0]), "f", 9, what="fork with %m")
+    want(a, os.path.join(work, datas[0]), "main", 1, 2, what="fork with %m")
+    # Repeated merged dumps around a dlclose count nothing twice.
+    d = os.path.join(a.srcdir, "lossless")
+    rt_dir = os.path.dirname(a.runtime)
+    shared = ["-L" + rt_dir, "-ltally-rt", "-Wl,-rpath," + rt_dir]
+    lib = os.path.join(work, "libdl.so")
+    run([a.cc, "-O2", "-fPIC", "-shared", "-fplugin=" + a.plugin, os.path.join(d, "dl-lib.c"),
+         "-o", lib, *shared])
+    exe = os.path.join(work, "dl-main")
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-I", a.include, os.path.join(d, "dl-main.c"),
+         "-o", exe, *shared, "-ldl"])
+    sub = os.path.join(work, "dl")
+    os.mkdir(sub)
+    run([exe, lib], env={"TALLY_OUTPUT": os.path.join(sub, "%m.data")})
+    datas = [f for f in os.listdir(sub) if f.endswith(".data")]
+    expect(len(datas) == 1, "dlclose with %%m: files %s" % datas)
+    want(a, os.path.join(sub, datas[0]), "lib_f", 5, what="dumps around dlclose with %m")
+    want(a, os.path.join(sub, datas[0]), "main", 1, what="dumps around dlclose with %m")
+
+
+def check_merge_tool(a, work):
+    """tally merge: 1000 files of two builds sum exactly, the builds stay
+    separate modules unless --force, the output is a valid data file (the
+    runtime merges into it), and bad input writes nothing."""
+    src = os.path.join(a.srcdir, "lossless", "many.c")
+    one, two = os.path.join(work, "one"), os.path.join(work, "two")
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-I", a.include, src, "-o", one, a.runtime])
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-I", a.include, "-DSECOND_BUILD", src,
+         "-o", two, a.runtime])
+    run([one, "3"], env={"TALLY_OUTPUT": os.path.join(work, "one.data")})
+    run([two, "5"], env={"TALLY_OUTPUT": os.path.join(work, "two.data")})
+    files = os.path.join(work, "files")
+    os.mkdir(files)
+    paths = []
+    for i in range(1000):
+        path = os.path.join(files, "%04d.data" % i)
+        shutil.copyfile(os.path.join(work, "two.data" if i % 4 == 0 else "one.data"), path)
+        paths.append(path)
+    out = os.path.join(work, "merged.data")
+    p = run([a.tally, "merge", "-o", out] + paths)
+    expect(p.stderr == "" and p.stdout == "", "merge printed %r %r" % (p.stdout, p.stderr))
+    expect(module_count(out) == 2, "%d module records, want 2" % module_count(out))
+    want(a, out, "f", 750 * 3 + 250 * 5, what="merge of 1000 files")
+    want(a, out, "g", 250, what="merge of 1000 files")
+    want(a, out, "main", 1000, what="merge of 1000 files")
+    # The same counts as report over the 1000 files.
+    expect(run([a.tally, "report", "--csv", out]).stdout
+           == run([a.tally, "report", "--csv"] + paths).stdout,
+           "merged file reports differently from its inputs")
+    # --force: one module, functions paired by symbol.
+    forced = os.path.join(work, "forced.data")
+    p = run([a.tally, "merge", "--force", "-o", forced, out])
+    expect(module_count(forced) == 1 and "--force merged other builds into 1 module" in p.stderr,
+           "--force: %d modules, %r" % (module_count(forced), p.stderr))
+    want(a, forced, "f", 750 * 3 + 250 * 5, what="--force")
+    want(a, forced, "g", 250, what="--force")
+    # The output may be an input; the runtime merges into a merged file.
+    run([a.tally, "merge", "-o", out, out, os.path.join(work, "one.data")])
+    want(a, out, "f", 750 * 3 + 250 * 5 + 3, what="output as input")
+    # %m names the file after the program: find the name, put the merged
+    # file there, and let the program merge into it.
+    run([one, "2"], env={"TALLY_OUTPUT": os.path.join(work, "m.%m.data")})
+    tok = [f for f in os.listdir(work) if f.startswith("m.one-") and f.endswith(".data")]
+    expect(len(tok) == 1, "no %%m file: %s" % os.listdir(work))
+    shutil.copyfile(out, os.path.join(work, tok[0]))
+    run([one, "2"], env={"TALLY_OUTPUT": os.path.join(work, "m.%m.data")})
+    want(a, os.path.join(work, tok[0]), "f", 750 * 3 + 250 * 5 + 3 + 2,
+         what="runtime merge into a tally merge output")
+    # A bad input: exit 1, naming it, and no output written.
+    bad = os.path.join(work, "bad.data")
+    with open(bad, "wb") as f:
+        f.write(b"TALLYDAT" + b"\0" * 40)
+    out2 = os.path.join(work, "never.data")
+    p = run([a.tally, "merge", "-o", out2, paths[0], bad], check=False)
+    expect(p.returncode == 1 and bad in p.stderr and not os.path.exists(out2),
+           "bad input: exit %d, %r, output written: %s"
+           % (p.returncode, p.stderr, os.path.exists(out2)))
+    p = run([a.tally, "merge", paths[0]], check=False)
+    expect(p.returncode == 2 and "no output file" in p.stderr, "no -o: %r" % p.stderr)
+
+
+CHECKS = {
+    "fork": check_fork,
+    "exec": check_exec,
+    "signals": check_signals,
+    "late": check_late,
+    "merge": check_merge,
+    "merge-tool": check_merge_tool,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("check", choices=sorted(CHECKS))
+    for opt in ("plugin", "runtime", "tally", "srcdir"):
+        ap.add_argument("--" + opt, required=True)
+    ap.add_argument("--cc", default="gcc")
+    ap.add_argument("--cxx", default="g++")
+    ap.add_argument("--include", default=None)
+    ap.add_argument("--runtime-asan", default=None)
+    a = ap.parse_args()
+    a.srcdir = os.path.abspath(a.srcdir)
+    if a.include is None:
+        a.include = os.path.join(os.path.dirname(a.srcdir), "include")
+    for attr in ("plugin", "runtime", "tally", "runtime_asan"):
+        if getattr(a, attr):
+            setattr(a, attr, os.path.abspath(getattr(a, attr)))
+    work = tempfile.mkdtemp(prefix="tally-lossless-")
+    try:
+        CHECKS[a.check](a, work)
+        print("ok:", a.check)
+        return 0
+    except Failure as e:
+        print("FAIL: %s\n%s" % (a.check, e))
+        return 1
+    except Skip:
+        return 77
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
