@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """The "nothing lost" checks: counts survive fork, exec, signals, code that
-runs after the exit dump, and many processes writing one merged file.
+runs after the exit dump, and many processes writing one merged file; no
+count is lost or doubled under threads (joined, pthread_exit, detached,
+outliving main), dlopen of one library twice or as two copies, signal
+handlers, and constructors and destructors around registration and the
+exit dump.
 
 Usage: run-lossless.py CHECK --plugin P --runtime RT --tally T --cc CC
                        --srcdir DIR [--cxx CXX] [--include DIR]
@@ -8,7 +12,9 @@ Usage: run-lossless.py CHECK --plugin P --runtime RT --tally T --cc CC
 Exit status: 0 pass, 1 fail, 77 skip.
 """
 import argparse
+import json
 import os
+import platform
 import shutil
 import signal
 import struct
@@ -68,6 +74,25 @@ def want(a, path, fn, entries, exits=None, what=""):
     exits = entries if exits is None else exits
     expect(got == (entries, exits), "%s%s: %s counted %s, want %s"
            % (what and what + ": ", os.path.basename(path), fn, got, (entries, exits)))
+
+
+def want_all(a, path, expected, what=""):
+    """The functions of PATH with any count are exactly EXPECTED
+    ({function: (entries, exits)}), and the report's totals are their sums:
+    nothing lost, nothing doubled, nothing else counted."""
+    got = {fn: c for fn, c in calls(a, path).items() if c != (0, 0)}
+    expect(got == expected, "%s%s: counted %s, want %s"
+           % (what and what + ": ", os.path.basename(path), sorted(got.items()),
+              sorted(expected.items())))
+    t = json.loads(run([a.tally, "report", "--json", path]).stdout)["totals"]
+    want_t = (sum(e for e, _ in expected.values()), sum(x for _, x in expected.values()))
+    expect((t["calls"], t["exits"]) == want_t, "%s%s: report totals %s, want %s"
+           % (what and what + ": ", os.path.basename(path), (t["calls"], t["exits"]), want_t))
+
+
+def shared_runtime(a):
+    rt_dir = os.path.dirname(a.runtime)
+    return ["-L" + rt_dir, "-ltally-rt", "-Wl,-rpath," + rt_dir]
 
 
 def check_fork(a, work):
@@ -419,6 +444,187 @@ def check_merge_tool(a, work):
     expect(p.returncode == 2 and "no output file" in p.stderr, "no -o: %r" % p.stderr)
 
 
+def check_threads(a, work):
+    """update=atomic under threads: 16 joined threads give the exact total;
+    frames left by pthread_exit count their entry and no exit; detached
+    threads blocked (or still counting) when main returns, and a thread
+    that outlives a main ended by pthread_exit, are all in the file.  Each
+    of hooks inline and call, at late and early, static and shared runtime
+    (four builds covering every pair)."""
+    n = 200000
+    for hooks, at, rt_name in (("inline", "late", "static"), ("call", "late", "shared"),
+                               ("inline", "early", "shared"), ("call", "early", "static")):
+        tag = "hooks=%s at=%s %s runtime" % (hooks, at, rt_name)
+        exe = os.path.join(work, "threads-%s-%s-%s" % (hooks, at, rt_name))
+        run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
+             "-fplugin-arg-tally-at=" + at, "-fplugin-arg-tally-update=atomic",
+             os.path.join(a.srcdir, "lossless", "threads.c"), "-o", exe, "-pthread",
+             *([a.runtime] if rt_name == "static" else shared_runtime(a))])
+
+        def go(mode, *args):
+            data = "%s-%s.data" % (exe, mode)
+            p = run([exe, mode, *map(str, args)], env={"TALLY_OUTPUT": data})
+            expect(p.stderr == "", "%s %s: messages %r" % (tag, mode, p.stderr))
+            return data, p.stdout
+
+        data, _ = go("join", n)
+        want_all(a, data, {"f": (16 * n, 16 * n), "join_worker": (16, 16), "main": (1, 1)},
+                 what=tag + " 16 joined threads")
+        # Threads 0, 3, .. 15 leave b, a and exit_worker by pthread_exit;
+        # 1, 4, .. 13 leave exit_worker by it; 2, 5, .. 14 return.
+        data, _ = go("exit")
+        want_all(a, data, {"exit_worker": (16, 5), "a": (16, 10), "b": (16, 10),
+                           "f": (16, 16), "main": (1, 1)},
+                 what=tag + " pthread_exit in instrumented frames")
+        data, _ = go("detached", 1000)
+        want_all(a, data, {"f": (8000, 8000), "detached_worker": (8, 0), "main": (1, 1)},
+                 what=tag + " detached threads blocked when main returns")
+        data, out = go("spin", 100000)
+        made = int(out)
+        got = calls(a, data)
+        expect(made >= 100000 and got["f"][0] >= made and got["f"][1] >= made
+               and got["spinner"] == (1, 0) and got["main"] == (1, 1),
+               "%s: a detached thread still counting when main returns: made %d "
+               "calls of f before, file says %s (spinner %s, main %s)"
+               % (tag, made, got["f"], got["spinner"], got["main"]))
+        data, out = go("outlive", 1000)
+        expect(out.strip() == "1000", "%s: outlive printed %r" % (tag, out))
+        want_all(a, data, {"f": (1000, 1000), "g": (1000, 1000), "outliver": (1, 1),
+                           "main": (1, 0)},
+                 what=tag + " a thread outliving main (pthread_exit)")
+
+
+def check_dlopen(a, work):
+    """One instrumented library opened twice (one handle, then reloaded
+    after its last dlclose), and two copies of it under two paths: every
+    load's counts are written once, the report sums the records of one
+    build to exactly the calls made, and a dump in between has exactly the
+    counts so far.  Shared runtime, and static copies in the program and
+    each library (plus an uninstrumented program whose libraries carry the
+    only runtime copies), hooks inline and call."""
+    d = os.path.join(a.srcdir, "lossless")
+    lib_rows = lambda k: {"lib_f": (k, k), "lib_g": (2 * k, 2 * k)}
+    for rt_name in ("shared", "static", "host"):
+        for hooks in ("inline", "call"):
+            tag = "%s, hooks=%s" % (rt_name, hooks)
+            sub = os.path.join(work, "%s-%s" % (rt_name, hooks))
+            os.mkdir(sub)
+            rt = shared_runtime(a) if rt_name == "shared" else [a.runtime]
+            plugin = ["-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks]
+            lib, lib2 = os.path.join(sub, "libtwice.so"), os.path.join(sub, "libtwice2.so")
+            run([a.cc, "-O2", "-fPIC", "-shared", *plugin,
+                 os.path.join(d, "dl-twice-lib.c"), "-o", lib, *rt])
+            shutil.copyfile(lib, lib2)
+            exe = os.path.join(sub, "dl-twice")
+            main_src = os.path.join(d, "dl-twice.c")
+            if rt_name == "host":
+                run([a.cc, "-O2", main_src, "-o", exe, "-ldl"])
+            else:
+                run([a.cc, "-O2", *plugin, main_src, "-o", exe, *rt, "-ldl"])
+            # (mode, libraries, lib_f calls at the dump in between and at
+            # exit, lib_f per module record at exit, the program's own
+            # functions at the dump and at exit).
+            modes = [("copies", [lib, lib2], 8, 10, [3, 7],
+                      {"main": (1, 0), "open_lib": (2, 2), "calls": (2, 2), "dump_to": (1, 0)},
+                      {"main": (1, 1), "open_lib": (2, 2), "calls": (3, 3), "dump_to": (1, 1)})]
+            if rt_name != "host":
+                # With the runtime only in the library, its last dlclose
+                # unloads the runtime too, and the reload's exit dump
+                # replaces the file: not tested here.
+                modes.insert(0, ("same", [lib], 12, 18, [12, 6],
+                                 {"main": (1, 0), "open_lib": (2, 2), "calls": (3, 3),
+                                  "loaded": (1, 1), "dump_to": (1, 0)},
+                                 {"main": (1, 1), "open_lib": (3, 3), "calls": (4, 4),
+                                  "loaded": (2, 2), "dump_to": (1, 1)}))
+            for mode, libs, k_mid, k, records, own_mid, own in modes:
+                if rt_name == "host":
+                    own_mid, own = {}, {}
+                data, mid = os.path.join(sub, mode + ".data"), os.path.join(sub, mode + "-mid.data")
+                p = run([exe, mode, *libs, mid], env={"TALLY_OUTPUT": data})
+                expect(p.stderr == "", "%s %s: messages %r" % (tag, mode, p.stderr))
+                want_all(a, mid, {**lib_rows(k_mid), **own_mid},
+                         what="%s %s, dump before the last dlclose" % (tag, mode))
+                want_all(a, data, {**lib_rows(k), **own},
+                         what="%s %s, at exit" % (tag, mode))
+                # One record per load, each with its own calls.
+                recs = [int(l.split()[-2]) for l in
+                        run([a.tally, "dump", data]).stdout.splitlines()
+                        if 'symbol="lib_f"' in l]
+                expect(sorted(recs) == sorted(records), "%s %s: lib_f per module record %s, "
+                       "want %s" % (tag, mode, recs, records))
+
+
+def check_signal_handler(a, work):
+    """Instrumented code called from a SIGALRM handler (raised in a loop,
+    and from a 50 us interval timer interrupting a loop over the same
+    function): exact counts, hooks inline and call, update atomic (-O2 and
+    -O0) and single (-O2, where the increment is one instruction; x86-64)."""
+    configs = [("O2", "atomic"), ("O0", "atomic")]
+    if platform.machine() in ("x86_64", "AMD64"):
+        configs.append(("O2", "single"))
+    for opt, update in configs:
+        for hooks in ("inline", "call"):
+            tag = "-%s hooks=%s update=%s" % (opt, hooks, update)
+            exe = os.path.join(work, "sighandler-%s-%s-%s" % (opt, hooks, update))
+            run([a.cc, "-" + opt, "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
+                 "-fplugin-arg-tally-update=" + update,
+                 os.path.join(a.srcdir, "lossless", "sighandler.c"), "-o", exe, a.runtime])
+            for mode, k in (("raise", 10000), ("timer", 2000)):
+                data = "%s-%s.data" % (exe, mode)
+                p = run([exe, mode, str(k)], env={"TALLY_OUTPUT": data})
+                expect(p.stderr == "", "%s %s: messages %r" % (tag, mode, p.stderr))
+                m, h = map(int, p.stdout.split())
+                expect(h >= k and (mode == "timer" or m == k), "%s %s: output %r"
+                       % (tag, mode, p.stdout))
+                want_all(a, data, {"f": (m + h, m + h), "h": (h, h), "on_alarm": (h, h),
+                                   "main": (1, 1)}, what="%s %s" % (tag, mode))
+
+
+def check_ctor(a, work):
+    """Instrumented code run before the module it counts in registered (a
+    .preinit_array entry, a priority-100 constructor, a priority-101
+    constructor linked before that module, a C++ init_priority(101)
+    object), and after the exit dump (an ELF destructor, that object's
+    destructor): every call is in the file.  The program logs each module
+    registration (-Wl,--wrap=__tally_register) to show the order."""
+    d = os.path.join(a.srcdir, "lossless")
+    log = os.path.join(work, "ctor-log.o")
+    run([a.cc, "-O2", "-I", a.include, "-c", os.path.join(d, "ctor-log.c"), "-o", log])
+    for rt_name in ("static", "shared"):
+        for hooks in ("inline", "call"):
+            tag = "%s runtime, hooks=%s" % (rt_name, hooks)
+            plugin = ["-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks, "-c"]
+            objs = []
+            for src, cc in (("ctor-obj.cc", a.cxx), ("ctor-first.c", a.cc),
+                            ("ctor-main.c", a.cc)):
+                obj = os.path.join(work, "%s-%s-%s.o" % (src, rt_name, hooks))
+                run([cc, *plugin, "-Wno-prio-ctor-dtor", os.path.join(d, src), "-o", obj])
+                objs.append(obj)
+            exe = os.path.join(work, "ctor-%s-%s" % (rt_name, hooks))
+            run([a.cxx, *objs, log, "-Wl,--wrap=__tally_register", "-o", exe,
+                 *([a.runtime] if rt_name == "static" else shared_runtime(a))])
+            data = exe + ".data"
+            p = run([exe], env={"TALLY_OUTPUT": data})
+            expect(p.stderr == "", "%s: messages %r" % (tag, p.stderr))
+            lines = p.stdout.splitlines()
+            events = lines[0].split() if lines else []
+            reg = [i for i, e in enumerate(events) if e.startswith("register:")]
+            expect("register:ctor-main.c" in events and reg
+                   and all(e in events and events.index(e) < events.index("register:ctor-main.c")
+                           for e in ("preinit", "ctor100", "ctor101", "obj"))
+                   and events.index("obj") < reg[0],
+                   "%s: the early code did not run before the registrations it "
+                   "should precede: %s" % (tag, events))
+            expect(sorted(lines[1:]) == ["dtor after the exit dump", "~Obj after the exit dump"],
+                   "%s: the late code did not run after the exit dump: %s" % (tag, lines[1:]))
+            got = calls(a, data)
+            for fn, n in (("hit", 7), ("first_fn", 4), ("int obj_fn(int)", 2), ("preinit", 1),
+                          ("ctor100", 1), ("ctor101", 1), ("dtor", 1), ("Obj::~Obj()", 1),
+                          ("main", 1)):
+                expect(got.get(fn) == (n, n), "%s: %s counted %s, want %s"
+                       % (tag, fn, got.get(fn), (n, n)))
+
+
 CHECKS = {
     "fork": check_fork,
     "exec": check_exec,
@@ -426,6 +632,10 @@ CHECKS = {
     "late": check_late,
     "merge": check_merge,
     "merge-tool": check_merge_tool,
+    "threads": check_threads,
+    "dlopen": check_dlopen,
+    "signal-handler": check_signal_handler,
+    "ctor": check_ctor,
 }
 
 
