@@ -208,7 +208,11 @@ tally_user_check_inlined (function *fun)
          gsi_next (&gsi))
       if (gcall *call = dyn_cast<gcall *> (gsi_stmt (gsi)))
         {
+          /* GCC may have cloned the hook (lopi_exit.isra.0): compare the
+             source function.  */
           tree callee = gimple_call_fndecl (call);
+          if (callee)
+            callee = DECL_ORIGIN (callee);
           if (callee && (callee == user_enter || callee == user_exit))
             {
               warning_at (gimple_location (call), 0,

@@ -332,10 +332,32 @@ errno_text (int e)
 }
 
 /* Create PATH.tmp.PID for writing; its name goes to TMP.  Returns the
-   descriptor, or -1 (reported, errno set).  */
+   descriptor, or -1 (reported, errno set).  A PATH that exists and is not
+   a regular file (/dev/null, a FIFO, a terminal) is written in place
+   instead, TMP left empty: renaming over it would replace the device with
+   a file.  */
 static int
 open_tmp (const char *path, char *tmp, size_t cap)
 {
+  struct stat st;
+  if (stat (path, &st) == 0 && !S_ISREG (st.st_mode))
+    {
+      tmp[0] = 0;
+      int fd;
+      do
+        fd = open (path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      while (fd < 0 && errno == EINTR);
+      if (fd < 0)
+        {
+          int e = errno;
+          tally_rt_error ("cannot write %s: %s (errno %d); no data written",
+                          path, errno_text (e), e);
+          errno = e;
+        }
+      else /* O_NONBLOCK only so that a FIFO without a reader fails */
+        fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK);
+      return fd;
+    }
   char digits[24];
   tally_rt_utoa (digits, (unsigned long) getpid ());
   size_t n = append (tmp, 0, cap, path);
@@ -373,13 +395,14 @@ finish_file (struct writer *w, uint64_t file_size, const char *tmp,
     w->failed = errno;
   if (!w->failed && w->total != file_size)
     w->failed = EIO; /* cannot happen unless a module changed under us */
-  if (!w->failed && rename (tmp, path) != 0)
+  if (!w->failed && tmp[0] && rename (tmp, path) != 0)
     w->failed = errno;
   if (w->failed)
     {
       tally_rt_error ("cannot write %s: %s (errno %d); no data written",
                       path, errno_text (w->failed), w->failed);
-      unlink (tmp);
+      if (tmp[0])
+        unlink (tmp);
       errno = w->failed;
       return -1;
     }

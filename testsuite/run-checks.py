@@ -11,10 +11,12 @@ import os
 import re
 import shutil
 import socket
+import stat
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import zlib
 
 
@@ -201,6 +203,30 @@ def check_output_path(a, work):
     expect("cannot create" in p.stderr and "no such file or directory" in p.stderr,
            "message: %r" % p.stderr)
     expect(p.stdout.strip() == "100", "output %r" % p.stdout)
+    # A path that is not a regular file is written in place, never replaced
+    # by a file: a FIFO (read while the program writes it) and, as root, a
+    # character device like /dev/null.
+    fifo = os.path.join(work, "pipe")
+    os.mkfifo(fifo)
+    got = {}
+    reader = threading.Thread(target=lambda: got.setdefault("data", open(fifo, "rb").read()))
+    reader.start()
+    p = run([exe], env={"TALLY_OUTPUT": fifo})
+    reader.join(30)
+    expect(stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO was replaced")
+    copy = os.path.join(work, "from-pipe.data")
+    with open(copy, "wb") as f:
+        f.write(got.get("data", b""))
+    expect(re.search(r"^1,1,main,", run([a.tally, "report", "--csv", copy]).stdout, re.M),
+           "the data read from the FIFO is not a valid report")
+    dev = os.path.join(work, "null")
+    try:
+        os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        dev = None
+    if dev:
+        run([exe], env={"TALLY_OUTPUT": dev})
+        expect(stat.S_ISCHR(os.stat(dev).st_mode), "the character device was replaced")
 
 
 def check_asan_runtime(a, work):

@@ -439,7 +439,27 @@ def check_once_per_call(a, work):
         expect(len(got["inline"]) >= 2, "%s: too few functions: %s" % (src, got["inline"]))
 
 
+def check_cold_clone(a, work):
+    """A hook GCC leaves out of line as an IPA clone (lopi_exit.isra.0) on a
+    cold path is warned about, by its source name."""
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user-hooks")
+    obj = os.path.join(work, "cold.o")
+    p = run([a.cc, "-O2", "-I", a.include, "-include", os.path.join(d, "cold-hooks.h"),
+             "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=user:lopi",
+             "-fplugin-arg-tally-at=early", "-c", os.path.join(d, "cold.c"), "-o", obj],
+            env={"LC_ALL": "C"})
+    calls = [l for l in run(["objdump", "-d", obj]).stdout.splitlines()
+             if re.search(r"call.*<lopi_(enter|exit)", l)]
+    text = plain_quotes(p.stderr)
+    if calls:
+        expect("was not inlined into 'rare'" in text,
+               "%d hook calls left, no warning:\n%s\n%s" % (len(calls), "\n".join(calls), text))
+    else:
+        expect("was not inlined" not in text, "warning without a call:\n%s" % text)
+
+
 CHECKS = {
+    "cold-clone": check_cold_clone,
     "once-per-call": check_once_per_call,
     "lopi": check_lopi,
     "rdtsc": check_rdtsc,

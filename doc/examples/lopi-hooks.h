@@ -78,8 +78,9 @@ lopi_slot (__UINT32_TYPE__ id)
   return id < LOPI_MAX_FNS ? id : LOPI_MAX_FNS;
 }
 
-/* The hooks.  always_inline: inlined at every -O level, -O0 included (at
-   -O1 and above `static inline` alone is enough for hooks this small).  */
+/* The hooks.  always_inline: inlined at every -O level, -O0 included, and
+   on paths GCC predicts cold, where `static inline` alone can leave a call
+   (the plugin warns when it does).  */
 static inline __attribute__ ((always_inline)) void
 lopi_enter (const struct tally_fn *fn, struct tally_frame *fr)
 {
