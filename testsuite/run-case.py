@@ -21,23 +21,9 @@ import subprocess
 import sys
 import tempfile
 
+from checklib import Failure, run
+
 SKIP = 77
-
-
-class Failure(Exception):
-    pass
-
-
-def run(cmd, env=None, check=True, **kw):
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-    p = subprocess.run(cmd, env=full_env, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, **kw)
-    if check and p.returncode != 0:
-        raise Failure("command failed (%d): %s\nstdout:\n%s\nstderr:\n%s"
-                      % (p.returncode, " ".join(cmd), p.stdout, p.stderr))
-    return p
 
 
 def read_expected(path):

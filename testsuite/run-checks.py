@@ -15,33 +15,10 @@ import stat
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import zlib
 
-
-class Failure(Exception):
-    pass
-
-
-class Skip(Exception):
-    pass
-
-
-def run(cmd, env=None, check=True):
-    full = dict(os.environ)
-    full.update(env or {})
-    p = subprocess.run(cmd, env=full, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True)
-    if check and p.returncode != 0:
-        raise Failure("command failed (%d): %s\n%s%s"
-                      % (p.returncode, " ".join(cmd), p.stdout, p.stderr))
-    return p
-
-
-def expect(cond, msg):
-    if not cond:
-        raise Failure(msg)
+from checklib import Failure, Skip, expect, run, run_check
 
 
 def build_abc(a, work, runtime=None, extra=()):
@@ -323,18 +300,7 @@ def main():
     ap.add_argument("--meson", default="meson")
     ap.add_argument("--build-dir", default=".")
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="tally-check-")
-    try:
-        CHECKS[a.check](a, work)
-        print("ok:", a.check)
-        return 0
-    except Failure as e:
-        print("FAIL: %s\n%s" % (a.check, e))
-        return 1
-    except Skip:
-        return 77
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    return run_check(CHECKS, a.check, a, "tally-check-")
 
 
 if __name__ == "__main__":

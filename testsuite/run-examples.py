@@ -20,31 +20,8 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
-
-class Failure(Exception):
-    pass
-
-
-class Skip(Exception):
-    pass
-
-
-def run(cmd, env=None, check=True, cwd=None):
-    full = dict(os.environ)
-    full.update(env or {})
-    p = subprocess.run(cmd, env=full, cwd=cwd, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True)
-    if check and p.returncode != 0:
-        raise Failure("command failed (%d): %s\n%s%s"
-                      % (p.returncode, " ".join(cmd), p.stdout, p.stderr))
-    return p
-
-
-def expect(cond, msg):
-    if not cond:
-        raise Failure(msg)
+from checklib import Failure, Skip, expect, run, run_check
 
 
 def plain_quotes(text):
@@ -479,18 +456,7 @@ def main():
     ap.add_argument("--cc", default="gcc")
     ap.add_argument("--cxx", default="g++")
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="tally-examples-")
-    try:
-        CHECKS[a.check](a, work)
-        print("ok:", a.check)
-        return 0
-    except Failure as e:
-        print("FAIL: %s\n%s" % (a.check, e))
-        return 1
-    except Skip:
-        return 77
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    return run_check(CHECKS, a.check, a, "tally-examples-")
 
 
 if __name__ == "__main__":

@@ -20,34 +20,9 @@ import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
-
-class Failure(Exception):
-    pass
-
-
-class Skip(Exception):
-    pass
-
-
-def run(cmd, env=None, check=True, **kw):
-    full = dict(os.environ)
-    full.pop("TALLY_OUTPUT", None)
-    full.pop("TALLY_DUMP_ON", None)
-    full.update(env or {})
-    p = subprocess.run(cmd, env=full, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, **kw)
-    if check and p.returncode != 0:
-        raise Failure("command failed (%d): %s\n%s%s"
-                      % (p.returncode, " ".join(cmd), p.stdout, p.stderr))
-    return p
-
-
-def expect(cond, msg):
-    if not cond:
-        raise Failure(msg)
+from checklib import Failure, Skip, expect, run, run_check
 
 
 def build(a, work, src, hooks="inline", extra=(), cxx=False, name=None):
@@ -655,18 +630,7 @@ def main():
     for attr in ("plugin", "runtime", "tally", "runtime_asan"):
         if getattr(a, attr):
             setattr(a, attr, os.path.abspath(getattr(a, attr)))
-    work = tempfile.mkdtemp(prefix="tally-lossless-")
-    try:
-        CHECKS[a.check](a, work)
-        print("ok:", a.check)
-        return 0
-    except Failure as e:
-        print("FAIL: %s\n%s" % (a.check, e))
-        return 1
-    except Skip:
-        return 77
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    return run_check(CHECKS, a.check, a, "tally-lossless-")
 
 
 if __name__ == "__main__":
