@@ -550,6 +550,21 @@ sub_record (unsigned char *r, const unsigned char *b)
     }
 }
 
+/* LEN bytes of private anonymous memory for a merge, or NULL with the
+   failure reported (naming PATH) and its errno in *E.  */
+static void *
+merge_memory (size_t len, const char *path, int *e)
+{
+  void *m = mmap (NULL, len, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m != MAP_FAILED)
+    return m;
+  *e = errno;
+  tally_rt_error ("%s: no memory to merge (errno %d); no data written",
+                  path, *e);
+  return NULL;
+}
+
 static int
 merge_dump_locked (int at_exit, const char *path, const char *program,
                    struct tally_module *head, uint32_t nlive)
@@ -568,15 +583,9 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
   uint32_t ours_n = nlive + retained_count;
   if (ours_len)
     {
-      void *m = mmap (NULL, ours_len, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (m == MAP_FAILED)
-        {
-          e = errno;
-          tally_rt_error ("%s: no memory to merge (errno %d); no data "
-                          "written", path, e);
-          goto out;
-        }
+      void *m = merge_memory (ours_len, path, &e);
+      if (!m)
+        goto out;
       ours = (unsigned char *) m;
       w = (struct writer){ ours, -1, 0, 0, 0, 0 };
       put_records (&w, head, nlive);
@@ -584,15 +593,9 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
   /* Which module each live record is: the next baseline's index.  */
   if (nlive)
     {
-      void *m = mmap (NULL, nlive * sizeof *entries, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (m == MAP_FAILED)
-        {
-          e = errno;
-          tally_rt_error ("%s: no memory to merge (errno %d); no data "
-                          "written", path, e);
-          goto out;
-        }
+      void *m = merge_memory (nlive * sizeof *entries, path, &e);
+      if (!m)
+        goto out;
       entries = (struct base_entry *) m;
       size_t off = 0;
       uint32_t i = 0;
