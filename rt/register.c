@@ -59,6 +59,13 @@ tally_rt_register_local (struct tally_module *m)
   while (!__atomic_compare_exchange_n (&tally_modules, &head, m, 1,
                                        __ATOMIC_RELEASE, __ATOMIC_ACQUIRE));
 
+#if TALLY_RT_SHARED
+  /* libtally-rt.so stays loaded even when the library that brought it in
+     is dlclose'd, so a reopened library finds this runtime, its kept
+     records and its exit handler, and one file holds both loads.  */
+  if (!__atomic_load_n (&atexit_installed, __ATOMIC_ACQUIRE))
+    tally_rt_pin_local ();
+#endif
   if (!__atomic_exchange_n (&atexit_installed, 1, __ATOMIC_ACQ_REL))
     {
       if (atexit (tally_rt_exit_dump) != 0)
