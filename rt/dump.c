@@ -331,6 +331,32 @@ errno_text (int e)
     }
 }
 
+/* open(2), retried on EINTR.  */
+static int
+open_retry (const char *path, int flags, mode_t mode)
+{
+  int fd;
+  do
+    fd = open (path, flags, mode);
+  while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+/* open_retry, reporting a failure as "cannot VERB PATH: ...".  */
+static int
+open_reported (const char *verb, const char *path, int flags, mode_t mode)
+{
+  int fd = open_retry (path, flags, mode);
+  if (fd < 0)
+    {
+      int e = errno;
+      tally_rt_error ("cannot %s %s: %s (errno %d); no data written", verb,
+                      path, errno_text (e), e);
+      errno = e;
+    }
+  return fd;
+}
+
 /* Create PATH.tmp.PID for writing; its name goes to TMP.  Returns the
    descriptor, or -1 (reported, errno set).  A PATH that exists and is not
    a regular file (/dev/null, a FIFO, a terminal) is written in place
@@ -343,18 +369,8 @@ open_tmp (const char *path, char *tmp, size_t cap)
   if (stat (path, &st) == 0 && !S_ISREG (st.st_mode))
     {
       tmp[0] = 0;
-      int fd;
-      do
-        fd = open (path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-      while (fd < 0 && errno == EINTR);
-      if (fd < 0)
-        {
-          int e = errno;
-          tally_rt_error ("cannot write %s: %s (errno %d); no data written",
-                          path, errno_text (e), e);
-          errno = e;
-        }
-      else /* O_NONBLOCK only so that a FIFO without a reader fails */
+      int fd = open_reported ("write", path, O_WRONLY | O_NONBLOCK | O_CLOEXEC, 0);
+      if (fd >= 0) /* O_NONBLOCK only so that a FIFO without a reader fails */
         fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK);
       return fd;
     }
@@ -364,18 +380,8 @@ open_tmp (const char *path, char *tmp, size_t cap)
   n = append (tmp, n, cap, ".tmp.");
   n = append (tmp, n, cap, digits);
   tmp[n] = 0;
-  int fd;
-  do
-    fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  while (fd < 0 && errno == EINTR);
-  if (fd < 0)
-    {
-      int e = errno;
-      tally_rt_error ("cannot create %s: %s (errno %d); no data written",
-                      tmp, errno_text (e), e);
-      errno = e;
-    }
-  return fd;
+  return open_reported ("create", tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                        0644);
 }
 
 /* Add the trailer, close W's file and rename TMP over PATH.  Returns 0, or
@@ -611,9 +617,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
   size_t n = append (tmp, 0, sizeof tmp, path);
   n = append (tmp, n, sizeof tmp, ".lock");
   tmp[n] = 0;
-  do
-    lfd = open (tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  while (lfd < 0 && errno == EINTR);
+  lfd = open_retry (tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   struct flock lk;
   memset (&lk, 0, sizeof lk);
   lk.l_type = F_WRLCK;
@@ -630,10 +634,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
     }
 
   /* 3. The existing file.  */
-  int ofd;
-  do
-    ofd = open (path, O_RDONLY | O_CLOEXEC);
-  while (ofd < 0 && errno == EINTR);
+  int ofd = open_retry (path, O_RDONLY | O_CLOEXEC, 0);
   if (ofd < 0 && errno != ENOENT)
     {
       e = errno;
