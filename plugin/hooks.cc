@@ -306,6 +306,11 @@ instrument_function (function *fun)
       return 0;
     }
   const char *why = skip_reason (fndecl);
+  bool ours = why && (tally_emitting || symtab->state == FINISHED);
+  if (!why)
+    why = tally_filter_reason (fndecl, fun);
+  if (!ours)
+    tally_verbose_note (fndecl, why);
   if (why)
     {
       if (dump_file)

@@ -40,6 +40,12 @@ bool tally_user_hooks (tree fndecl, tree *enter, tree *exit);
 bool tally_user_reserved (tree fndecl);
 void tally_user_check_inlined (function *fun);
 
+/* filter.cc: -fplugin-arg-tally-filter=FILE and -fplugin-arg-tally-verbose.  */
+extern bool tally_verbose;
+bool tally_filter_load (const char *option, const char *path);
+const char *tally_filter_reason (tree fndecl, function *fun);
+void tally_verbose_note (tree fndecl, const char *why);
+
 /* hooks.cc: the entry/exit instrumentation pass.  */
 opt_pass *tally_make_hooks_pass (gcc::context *ctx);
 const struct ggc_root_tab *tally_hooks_gc_roots (void);

@@ -6,6 +6,8 @@
  *                        or calls to the user's PREFIX_enter/PREFIX_exit
  *   at=late|early        after IPA inlining (default) or before it
  *   update=single|atomic plain or relaxed-atomic counter updates
+ *   filter=FILE          include/exclude rules and a size threshold (filter.cc)
+ *   verbose              a note per function: instrumented, or why not
  *   help                 print this list
  * The passes live in hooks.cc, the module descriptor in descriptor.cc.  */
 #include "tally-plugin.h"
@@ -29,6 +31,10 @@ static const char help_text[]
       "(default) or before it\n"
       "  -fplugin-arg-tally-update=single|atomic plain (default) or "
       "relaxed-atomic counter updates\n"
+      "  -fplugin-arg-tally-filter=FILE         which functions to instrument "
+      "(rules: include|exclude function|file GLOB, min-statements N)\n"
+      "  -fplugin-arg-tally-verbose             a note for every function: "
+      "instrumented, or why not\n"
       "  -fplugin-arg-tally-help                print this help\n"
       "Link the program with -ltally-rt; it writes tally.<pid>.data at exit.";
 
@@ -115,6 +121,27 @@ parse_options (const struct plugin_name_args *info)
                                    "single, atomic", &v)))
             tally_opts.update = (enum tally_update) v;
         }
+      else if (strcmp (arg->key, "filter") == 0)
+        {
+          if (!arg->value || !*arg->value)
+            {
+              error ("%<-fplugin-arg-%s-filter%> needs a value: the path of "
+                     "a filter file", info->base_name);
+              ok = false;
+            }
+          else
+            ok &= tally_filter_load ("-fplugin-arg-tally-filter", arg->value);
+        }
+      else if (strcmp (arg->key, "verbose") == 0)
+        {
+          if (arg->value)
+            {
+              error ("%<-fplugin-arg-%s-verbose%> takes no value",
+                     info->base_name);
+              ok = false;
+            }
+          tally_verbose = true;
+        }
       else if (strcmp (arg->key, "help") == 0)
         {
           if (arg->value)
@@ -129,7 +156,7 @@ parse_options (const struct plugin_name_args *info)
       else
         {
           error ("unknown option %<-fplugin-arg-%s-%s%>; accepted "
-                 "options: hooks, at, update, help",
+                 "options: hooks, at, update, filter, verbose, help",
                  info->base_name, arg->key);
           ok = false;
         }

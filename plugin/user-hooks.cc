@@ -153,7 +153,9 @@ wrap_body (void *gcc_data, void *)
       || lookup_attribute ("no_instrument_function", DECL_ATTRIBUTES (fndecl))
       || lookup_attribute ("naked", DECL_ATTRIBUTES (fndecl)))
     return;
-  if (!tally_user_hooks (fndecl, &enter, &exit))
+  const char *why = tally_filter_reason (fndecl, NULL);
+  tally_verbose_note (fndecl, why);
+  if (why || !tally_user_hooks (fndecl, &enter, &exit))
     return;
   tally_fn_info fn = tally_add_function (fndecl);
 

@@ -21,6 +21,10 @@ import zlib
 from checklib import Failure, Skip, expect, run, run_check
 
 
+def plain_quotes(text):
+    return text.replace("\u2018", "'").replace("\u2019", "'")
+
+
 def build_abc(a, work, runtime=None, extra=()):
     exe = os.path.join(work, "abc")
     run([a.cc, "-O2", "-fplugin=" + a.plugin, os.path.join(a.srcdir, "progs", "s-abc.c"),
@@ -32,7 +36,7 @@ def check_plugin_errors(a, work):
     src = os.path.join(a.srcdir, "progs", "s-abc.c")
     cases = [
         (["-fplugin-arg-tally-colour=red"],
-         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, at, update, help"),
+         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, at, update, filter, verbose, help"),
         (["-fplugin-arg-tally-hooks=fast"],
          r"invalid value 'fast' for '-fplugin-arg-tally-hooks'; accepted values: inline, call"),
         (["-fplugin-arg-tally-at"],
@@ -279,7 +283,63 @@ def check_multi_runtime(a, work):
                    % (name, fn, calls.get(fn), want, calls))
 
 
+def check_filter(a, work):
+    """-fplugin-arg-tally-filter: include/exclude rules on function names and
+    files, min-statements, last rule wins; -fplugin-arg-tally-verbose says
+    what happened to each function; bad filter files are errors."""
+    src = os.path.join(a.srcdir, "filter", "prog.c")
+
+    def instrumented(rules, extra=()):
+        path = os.path.join(work, "rules")
+        with open(path, "w") as f:
+            f.write(rules)
+        exe = os.path.join(work, "prog")
+        p = run([a.cc, "-O0", "-fplugin=" + a.plugin, "-fplugin-arg-tally-filter=" + path,
+                 *extra, src, "-o", exe, a.runtime], env={"LC_ALL": "C"})
+        data = os.path.join(work, "f.data")
+        if os.path.exists(data):
+            os.unlink(data)
+        run([exe], env={"TALLY_OUTPUT": data})
+        # Nothing instrumented: no module registers, no file is written.
+        return (set(report_calls(a, data)) if os.path.exists(data) else set()), p.stderr
+
+    every = {"tiny", "looping", "log_debug", "work", "main"}
+    got, _ = instrumented("# nothing but a comment\n")
+    expect(got == every, "empty filter: %s" % got)
+    got, _ = instrumented("exclude function log_*\n")
+    expect(got == every - {"log_debug"}, "exclude by glob: %s" % got)
+    got, _ = instrumented("include function work\ninclude function ma?n\n")
+    expect(got == {"work", "main"}, "include list: %s" % got)
+    got, _ = instrumented("include function *\nexclude function t*\ninclude function tiny\n")
+    expect(got == every, "last rule wins: %s" % got)
+    got, _ = instrumented("exclude file *prog.c\n")
+    expect(got == set(), "exclude file: %s" % got)
+    got, _ = instrumented("min-statements 6\n")
+    expect(got == {"looping", "work", "main"} or got == {"looping", "work"},
+           "min-statements keeps loops and big functions: %s" % got)
+    expect("tiny" not in got and "log_debug" not in got, "min-statements: %s" % got)
+    got, text = instrumented("exclude function tiny\n", ["-fplugin-arg-tally-verbose"])
+    text = plain_quotes(text)
+    expect("note: tally: 'tiny' not instrumented: excluded by a function rule" in text
+           and "note: tally: 'work' instrumented" in text, "verbose notes:\n%s" % text)
+    # Errors: a bad line names file:line and the accepted rules; a missing
+    # file and a missing value name the option.
+    bad = os.path.join(work, "bad")
+    with open(bad, "w") as f:
+        f.write("include function a\ninclude everything\n")
+    for flag, pattern in ((bad, r"bad:2: cannot read this rule; the accepted lines are"),
+                          (os.path.join(work, "missing"), r"cannot read the filter file"),
+                          ("", r"'-fplugin-arg-tally-filter' needs a value")):
+        opt = "-fplugin-arg-tally-filter" + ("=" + flag if flag else "")
+        p = run([a.cc, "-c", "-fplugin=" + a.plugin, opt, src, "-o",
+                 os.path.join(work, "x.o")], env={"LC_ALL": "C"}, check=False)
+        text = plain_quotes(p.stderr)
+        expect(p.returncode != 0 and re.search(pattern, text),
+               "%s: want /%s/:\n%s" % (opt, pattern, text))
+
+
 CHECKS = {
+    "filter": check_filter,
     "multi-runtime": check_multi_runtime,
     "version-mismatch": check_version_mismatch,
     "install": check_install,
