@@ -749,6 +749,31 @@ option_value (int argc, char **argv, int *i, const char *name,
   return 1;
 }
 
+/* What a command-line word of a subcommand is.  */
+enum arg_kind
+{
+  ARG_FILE,   /* a file name (also anything after "--", and a lone "-") */
+  ARG_HELP,   /* -h or --help */
+  ARG_OPTION, /* anything else starting with '-': the caller's to parse */
+  ARG_DONE    /* "--", consumed */
+};
+
+/* Classify A; *ONLY_FILES becomes set after "--".  */
+static enum arg_kind
+classify_arg (const char *a, int *only_files)
+{
+  if (*only_files || a[0] != '-' || !a[1])
+    return ARG_FILE;
+  if (strcmp (a, "--") == 0)
+    {
+      *only_files = 1;
+      return ARG_DONE;
+    }
+  if (strcmp (a, "--help") == 0 || strcmp (a, "-h") == 0)
+    return ARG_HELP;
+  return ARG_OPTION;
+}
+
 static int
 cmd_report (int argc, char **argv)
 {
@@ -760,11 +785,12 @@ cmd_report (int argc, char **argv)
     {
       const char *a = argv[i], *v;
       int r;
-      if (only_files || a[0] != '-' || !a[1])
+      enum arg_kind kind = classify_arg (a, &only_files);
+      if (kind == ARG_FILE)
         paths[npaths++] = a;
-      else if (strcmp (a, "--") == 0)
-        only_files = 1;
-      else if (strcmp (a, "--help") == 0 || strcmp (a, "-h") == 0)
+      else if (kind == ARG_DONE)
+        ;
+      else if (kind == ARG_HELP)
         {
           fputs (usage_text, stdout);
           free (paths);
@@ -999,11 +1025,12 @@ cmd_dump (int argc, char **argv)
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i];
-      if (only_files || a[0] != '-' || !a[1])
+      enum arg_kind kind = classify_arg (a, &only_files);
+      if (kind == ARG_FILE)
         npaths++;
-      else if (strcmp (a, "--") == 0)
-        only_files = 1;
-      else if (strcmp (a, "--help") == 0 || strcmp (a, "-h") == 0)
+      else if (kind == ARG_DONE)
+        ;
+      else if (kind == ARG_HELP)
         {
           fputs (usage_text, stdout);
           return 0;
@@ -1023,11 +1050,9 @@ cmd_dump (int argc, char **argv)
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i];
-      if (!only_files && strcmp (a, "--") == 0)
-        {
-          only_files = 1;
-          continue;
-        }
+      /* The first pass refused every option, so only "--" is left.  */
+      if (classify_arg (a, &only_files) != ARG_FILE)
+        continue;
       struct tally_data d;
       char err[256];
       if (tally_read_file (a, &d, err, sizeof err) != 0)
@@ -1330,11 +1355,12 @@ cmd_merge (int argc, char **argv)
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i];
-      if (only_files || a[0] != '-' || !a[1])
+      enum arg_kind kind = classify_arg (a, &only_files);
+      if (kind == ARG_FILE)
         npaths++;
-      else if (strcmp (a, "--") == 0)
-        only_files = 1;
-      else if (strcmp (a, "--help") == 0 || strcmp (a, "-h") == 0)
+      else if (kind == ARG_DONE)
+        ;
+      else if (kind == ARG_HELP)
         {
           fputs (usage_text, stdout);
           return 0;
@@ -1389,12 +1415,10 @@ cmd_merge (int argc, char **argv)
   for (int i = 1; i < argc && !status; i++)
     {
       const char *a = argv[i];
-      if (!only_files && a[0] == '-' && a[1])
+      if (classify_arg (a, &only_files) != ARG_FILE)
         {
-          if (strcmp (a, "--") == 0)
-            only_files = 1;
-          else if (strcmp (a, "-o") == 0 || strcmp (a, "--output") == 0)
-            i++;
+          if (strcmp (a, "-o") == 0 || strcmp (a, "--output") == 0)
+            i++; /* its value */
           continue;
         }
       struct tally_data d;
