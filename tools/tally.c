@@ -3,6 +3,7 @@
  *   tally report [OPTION]... FILE...   merged calls per function
  *   tally dump FILE...                 every record as stored
  *   tally merge [--force] -o OUT FILE...  sum files into one data file
+ *   tally run [OPTION]... -- COMMAND...   a build with the plugin (run.c)
  *
  * doc/cli.md describes the command line and the output.  Exit status: 0 on
  * success, 1 if a data file cannot be used or output fails, 2 for a usage
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "datafile.h"
+#include "run.h"
 #include "tally/abi.h"
 #include "tally/format.h"
 
@@ -39,6 +41,9 @@ static const char usage_text[] =
   "  dump FILE...                print every record of the files as stored\n"
   "  merge [--force] -o OUT FILE...\n"
   "                              sum the files into one data file OUT\n"
+  "  run [OPTION]... [--] COMMAND [ARG]...\n"
+  "                              run a build with -fplugin=tally and the\n"
+  "                              runtime in CC and CXX (tally run --help)\n"
   "  help                        print this help\n"
   "\n"
   "Report options:\n"
@@ -1473,7 +1478,7 @@ main (int argc, char **argv)
   int status;
   if (argc < 2)
     {
-      error_msg ("no command given (commands: report, dump, merge, help); try 'tally "
+      error_msg ("no command given (commands: report, dump, merge, run, help); try 'tally "
              "--help'");
       return EXIT_USAGE;
     }
@@ -1495,6 +1500,8 @@ main (int argc, char **argv)
     status = cmd_dump (argc - 1, argv + 1);
   else if (strcmp (cmd, "merge") == 0)
     status = cmd_merge (argc - 1, argv + 1);
+  else if (strcmp (cmd, "run") == 0)
+    status = cmd_run (argc - 1, argv + 1);
   else
     {
       if (cmd[0] == '-')
