@@ -138,7 +138,7 @@ def check_run_cmake(a, work):
     if not shutil.which("cmake"):
         raise Skip("cmake is not installed")
     b = os.path.join(work, "cmake-build")
-    run([a.tally, "run", "--at=early", "--", "cmake", "-S", os.path.join(a.srcdir, "dropin"),
+    run([a.tally, "run", "--at=early", "--blocks=visited", "--", "cmake", "-S", os.path.join(a.srcdir, "dropin"),
          "-B", b, "-DCMAKE_BUILD_TYPE=Release"], env=compiler_env(a))
     run(["cmake", "--build", b])
     calls = check_counts(a, os.path.join(b, "demo"), work, "early", name="cmake")
@@ -161,7 +161,7 @@ def check_run_errors(a, work):
     marker = os.path.join(work, "ran")
     cases = [
         (["--hooks=fast"], r"invalid value 'fast' for '-fplugin-arg-tally-hooks'; accepted values: inline, call"),
-        (["--colour=red"], r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, at"),
+        (["--colour=red"], r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, "),
         (["--runtime=dynamic"], r"invalid value 'dynamic' for --runtime; accepted values: shared, static"),
         (["--output"], r"--output needs a value"),
         (["--filter=" + os.path.join(work, "missing")], r"filter file .*missing.*No such file"),
