@@ -618,8 +618,15 @@ cov_compute (const struct cov_body *bodies, size_t nbodies,
       struct cov_line *l = cf->nlines ? &cf->lines[cf->nlines - 1] : NULL;
       if (l && l->line == recs[i].line)
         {
-          /* Another group's part of the same line: gcov sums them.  */
-          l->count = add_sat (l->count, count);
+          /* Another group's part of the same line: gcov sums them.  A part
+             from visited bytes only says whether the line ran.  */
+          if (any_count && !l->counted)
+            l->count = count ? count : l->count;
+          else if (any_count)
+            l->count = add_sat (l->count, count);
+          else if (!l->count)
+            l->count = count;
+          l->counted |= any_count;
           l->known &= known;
           l->zero_block |= zero;
         }
@@ -632,6 +639,7 @@ cov_compute (const struct cov_body *bodies, size_t nbodies,
           l->count = count;
           l->known = known;
           l->zero_block = zero;
+          l->counted = any_count;
         }
       i = j;
     }

@@ -27,6 +27,7 @@ struct cov_line
   uint64_t count;   /* times it ran (blocks=visited: 1 or 0) */
   int known;        /* 0: a count it needs could not be determined */
   int zero_block;   /* one of its blocks never ran */
+  int counted;      /* from exact counts (0: only blocks=visited data) */
 };
 
 /* One outcome of a conditional (a block with two or more normal exits).  */

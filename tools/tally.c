@@ -43,6 +43,8 @@ static const char usage_text[] =
   "  dump FILE...                print every record of the files as stored\n"
   "  merge [--force] -o OUT FILE...\n"
   "                              sum the files into one data file OUT\n"
+  "  lcov [-o OUT] FILE...       write an lcov tracefile (line, function and\n"
+  "                              branch coverage) for genhtml\n"
   "  help                        print this help\n"
   "\n"
   "Report options:\n"
@@ -53,6 +55,10 @@ static const char usage_text[] =
   "                folding clones into their source function\n"
   "  --json        print one JSON object instead of a table\n"
   "  --csv         print CSV (calls,exits,function,symbol,origin,file,line)\n"
+  "  --blocks      print every block with its lines and count\n"
+  "                (modules built with -fplugin-arg-tally-blocks=...)\n"
+  "  --lines=FILE  print source FILE annotated with line counts, as gcov\n"
+  "                does; may be repeated\n"
   "  --            end of options\n"
   "\n"
   "Merge options:\n"
@@ -60,6 +66,9 @@ static const char usage_text[] =
   "                one of the inputs)\n"
   "  --force       also merge other builds of the same source (functions\n"
   "                pair by symbol); by default they stay separate modules\n"
+  "\n"
+  "Lcov options:\n"
+  "  -o OUT, --output=OUT  the tracefile to write (default: standard output)\n"
   "\n"
   "Options:\n"
   "  -h, --help    print this help and exit\n"
@@ -1478,6 +1487,218 @@ usage:
   return EXIT_USAGE;
 }
 
+/* tally lcov: an lcov tracefile (geninfo's format, read by lcov and
+   genhtml): one record per source file with its functions (FN, FNDA),
+   branches (BRDA) and lines (DA).  */
+
+struct sf_fn
+{
+  const struct row *row;
+  char *path; /* the row's file, resolved */
+};
+
+static int
+compare_sf_fn (const void *pa, const void *pb)
+{
+  const struct sf_fn *a = pa, *b = pb;
+  int c = strcmp (a->path, b->path);
+  if (!c)
+    c = (a->row->line > b->row->line) - (a->row->line < b->row->line);
+  if (!c)
+    c = strcmp (a->row->origin, b->row->origin);
+  return c;
+}
+
+/* Write the tracefile of M and C to OUT.  */
+static void
+write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
+{
+  struct sf_fn *fns = xmalloc ((m->nrows ? m->nrows : 1) * sizeof *fns);
+  for (size_t i = 0; i < m->nrows; i++)
+    {
+      fns[i].row = &m->rows[i];
+      fns[i].path = cov_resolve_path (m->rows[i].directory, m->rows[i].file);
+    }
+  qsort (fns, m->nrows, sizeof *fns, compare_sf_fn);
+  /* Walk the two sorted lists of files together.  */
+  size_t fi = 0, ci = 0;
+  while (fi < m->nrows || ci < c->nfiles)
+    {
+      const char *path;
+      if (ci < c->nfiles
+          && (fi >= m->nrows || strcmp (c->files[ci].path, fns[fi].path) <= 0))
+        path = c->files[ci].path;
+      else
+        path = fns[fi].path;
+      const struct cov_file *cf = ci < c->nfiles
+                                  && strcmp (c->files[ci].path, path) == 0
+                                  ? &c->files[ci++] : NULL;
+      size_t f0 = fi;
+      while (fi < m->nrows && strcmp (fns[fi].path, path) == 0)
+        fi++;
+      if (cf && !cf->nlines && f0 == fi)
+        continue;
+      fprintf (out, "TN:\nSF:%s\n", path);
+      size_t fnh = 0;
+      for (size_t k = f0; k < fi; k++)
+        fprintf (out, "FN:%lu,%s\n", (unsigned long) fns[k].row->line,
+                 fns[k].row->origin);
+      for (size_t k = f0; k < fi; k++)
+        {
+          fprintf (out, "FNDA:%" PRIu64 ",%s\n", fns[k].row->calls,
+                   fns[k].row->origin);
+          fnh += fns[k].row->calls != 0;
+        }
+      fprintf (out, "FNF:%zu\nFNH:%zu\n", fi - f0, fnh);
+      if (cf && cf->nbranches)
+        {
+          size_t brh = 0;
+          for (size_t k = 0; k < cf->nbranches; k++)
+            {
+              const struct cov_branch *b = &cf->branches[k];
+              fprintf (out, "BRDA:%lu,%lu,%lu,", (unsigned long) b->line,
+                       (unsigned long) b->block, (unsigned long) b->branch);
+              if (b->ran)
+                fprintf (out, "%" PRIu64 "\n", b->taken);
+              else
+                fputs ("-\n", out);
+              brh += b->taken != 0;
+            }
+          fprintf (out, "BRF:%zu\nBRH:%zu\n", cf->nbranches, brh);
+        }
+      size_t lf = 0, lh = 0;
+      if (cf)
+        for (size_t k = 0; k < cf->nlines; k++)
+          {
+            const struct cov_line *l = &cf->lines[k];
+            if (!l->known)
+              continue;
+            fprintf (out, "DA:%lu,%" PRIu64 "\n", (unsigned long) l->line,
+                     l->count);
+            lf++;
+            lh += l->count != 0;
+          }
+      fprintf (out, "LF:%zu\nLH:%zu\nend_of_record\n", lf, lh);
+    }
+  for (size_t i = 0; i < m->nrows; i++)
+    free (fns[i].path);
+  free (fns);
+}
+
+static int
+cmd_lcov (int argc, char **argv)
+{
+  const char *out = NULL;
+  const char **paths = xmalloc ((size_t) argc * sizeof *paths);
+  size_t npaths = 0;
+  int only_files = 0;
+  for (int i = 1; i < argc; i++)
+    {
+      const char *a = argv[i];
+      enum arg_kind kind = classify_arg (a, &only_files);
+      if (kind == ARG_FILE)
+        paths[npaths++] = a;
+      else if (kind == ARG_DONE)
+        ;
+      else if (kind == ARG_HELP)
+        {
+          fputs (usage_text, stdout);
+          free (paths);
+          return 0;
+        }
+      else if (strcmp (a, "-o") == 0 || strcmp (a, "--output") == 0)
+        {
+          if (i + 1 >= argc)
+            {
+              error_msg ("lcov: option '%s' needs a value; try 'tally --help'",
+                         a);
+              goto usage;
+            }
+          out = argv[++i];
+        }
+      else if (strncmp (a, "--output=", 9) == 0)
+        out = a + 9;
+      else
+        {
+          error_msg ("lcov: unknown option '%s'; try 'tally --help'", a);
+          goto usage;
+        }
+    }
+  if (out && !*out)
+    {
+      error_msg ("lcov: -o needs a file name; try 'tally --help'");
+      goto usage;
+    }
+  if (npaths == 0)
+    {
+      error_msg ("lcov: no data files given; try 'tally --help'");
+      goto usage;
+    }
+  struct merge m;
+  memset (&m, 0, sizeof m);
+  int status = merge_paths (&m, paths, npaths, 0);
+  if (!status)
+    {
+      size_t nb;
+      struct cov_body *cb = cov_bodies (&m, &nb);
+      struct cov_result cov;
+      cov_compute (cb, nb, &cov);
+      free (cb);
+      size_t unknown = 0;
+      for (size_t i = 0; i < cov.nfiles; i++)
+        for (size_t k = 0; k < cov.files[i].nlines; k++)
+          unknown += !cov.files[i].lines[k].known;
+      if (!out)
+        write_lcov (stdout, &m, &cov);
+      else
+        {
+          size_t n = strlen (out) + 32;
+          char *tmp = xmalloc (n);
+          snprintf (tmp, n, "%s.tmp.%ld", out, (long) getpid ());
+          FILE *f = fopen (tmp, "w");
+          if (!f)
+            {
+              error_msg ("lcov: cannot create %s: %s", tmp, strerror (errno));
+              status = EXIT_BAD_DATA;
+            }
+          else
+            {
+              write_lcov (f, &m, &cov);
+              int bad = ferror (f);
+              if (fclose (f) != 0 || bad)
+                {
+                  error_msg ("lcov: cannot write %s: %s", tmp,
+                             strerror (errno));
+                  remove (tmp);
+                  status = EXIT_BAD_DATA;
+                }
+              else if (rename (tmp, out) != 0)
+                {
+                  error_msg ("lcov: cannot rename %s to %s: %s", tmp, out,
+                             strerror (errno));
+                  remove (tmp);
+                  status = EXIT_BAD_DATA;
+                }
+            }
+          free (tmp);
+        }
+      if (unknown)
+        fprintf (stderr, "tally: warning: %zu %s left out: %s count could "
+                 "not be determined\n", unknown,
+                 unknown == 1 ? "line" : "lines",
+                 unknown == 1 ? "its" : "their");
+      merge_notes (&m);
+      cov_free (&cov);
+    }
+  merge_free (&m);
+  free (paths);
+  return status;
+
+usage:
+  free (paths);
+  return EXIT_USAGE;
+}
+
 /* The name dump gives one flag bit.  */
 struct flag_name
 {
@@ -2077,7 +2298,7 @@ main (int argc, char **argv)
   int status;
   if (argc < 2)
     {
-      error_msg ("no command given (commands: report, dump, merge, help); try 'tally "
+      error_msg ("no command given (commands: report, dump, merge, lcov, help); try 'tally "
              "--help'");
       return EXIT_USAGE;
     }
@@ -2099,6 +2320,8 @@ main (int argc, char **argv)
     status = cmd_dump (argc - 1, argv + 1);
   else if (strcmp (cmd, "merge") == 0)
     status = cmd_merge (argc - 1, argv + 1);
+  else if (strcmp (cmd, "lcov") == 0)
+    status = cmd_lcov (argc - 1, argv + 1);
   else
     {
       if (cmd[0] == '-')
