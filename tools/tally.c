@@ -1740,14 +1740,71 @@ static const struct flag_name module_flags[] = {
   { TALLY_MOD_AT_LATE, "at-late" },
   { TALLY_MOD_UPDATE_ATOMIC, "update-atomic" },
   { TALLY_MOD_HOOKS_USER, "hooks-user" },
+  { TALLY_MOD_BLOCKS_COUNT, "blocks-count" },
+  { TALLY_MOD_BLOCKS_VISITED, "blocks-visited" },
+  { TALLY_MOD_UPDATE_TLS, "update-tls" },
+  { TALLY_MOD_HOOKS_NONE, "hooks-none" },
+  { TALLY_MOD_BLOCKS_TREE, "placement-tree" },
 };
 
 /* Names of the function flags, for dump.  */
 static const struct flag_name fn_flags[] = {
   { TALLY_FN_CLONE, "clone" },
+  { TALLY_FN_CALLS_DERIVED, "calls-derived" },
 };
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])
+
+/* The block map of F as stored: one line per block and per edge.  */
+static void
+dump_map (const struct tally_data_fn *f)
+{
+  struct tally_blockmap m;
+  char err[256];
+  if (tally_map_decode (f->map, f->map_size, f->ncounters, &m, err,
+                        sizeof err) != 0)
+    {
+      printf ("    map %lu bytes: bad: ", (unsigned long) f->map_size);
+      put_text (err);
+      putchar ('\n');
+      return;
+    }
+  printf ("    map %lu bytes kind=%s blocks=%lu edges=%lu files:",
+          (unsigned long) f->map_size, kind_name (m.kind),
+          (unsigned long) m.nblocks, (unsigned long) m.nedges);
+  for (uint32_t i = 0; i < m.nfiles; i++)
+    {
+      putchar (' ');
+      put_quoted (m.files[i]);
+    }
+  putchar ('\n');
+  for (uint32_t b = 0; b < m.nblocks; b++)
+    {
+      const struct tally_map_block *mb = &m.blocks[b];
+      printf ("    block %lu value=", (unsigned long) b);
+      if (mb->value == TALLY_MAP_NONE)
+        putchar ('-');
+      else
+        printf ("%lu", (unsigned long) mb->value);
+      printf (" flags=0x%lx locations:", (unsigned long) mb->flags);
+      for (uint32_t l = 0; l < mb->nlocs; l++)
+        printf (" %lu:%lu", (unsigned long) mb->locs[l].file,
+                (unsigned long) mb->locs[l].line);
+      putchar ('\n');
+    }
+  for (uint32_t e = 0; e < m.nedges; e++)
+    {
+      const struct tally_map_edge *me = &m.edges[e];
+      printf ("    edge %lu %lu->%lu flags=0x%lx value=", (unsigned long) e,
+              (unsigned long) me->src, (unsigned long) me->dst,
+              (unsigned long) me->flags);
+      if (me->value == TALLY_MAP_NONE)
+        puts ("-");
+      else
+        printf ("%lu\n", (unsigned long) me->value);
+    }
+  tally_map_free (&m);
+}
 
 static void
 dump_data (const char *path, const struct tally_data *d)
@@ -1802,6 +1859,8 @@ dump_data (const char *path, const struct tally_data *d)
           for (uint32_t k = 0; k < f->ncounters; k++)
             printf (" %" PRIu64, f->counters[k]);
           putchar ('\n');
+          if (f->map_size)
+            dump_map (f);
         }
     }
   printf ("trailer tag=0x%08lx crc=0x%08lx size=%" PRIu64 "\n",
