@@ -33,6 +33,7 @@
  *      replaced by fake edges B.out -> EXIT ("left by a throw or longjmp")
  *      and ENTRY -> C.in ("arrived by one"); a block ending in a call that
  *      may not return, or with no successor, gets a fake edge to EXIT too.
+ *      (A second return from setjmp arrives after the call: resume_block.)
  *      EXIT flows back into ENTRY.
  *   4. Every edge that cannot be counted (fake edges, and edges into EXIT,
  *      which would go between the return value and the return) goes on a
@@ -353,6 +354,29 @@ find_implied (function *fun, const vec<int> &map_of, vec<int> *implied)
   remove_fake_edges ();
 }
 
+/* Where control arriving over an abnormal edge into BB resumes, as a map
+   number: BB itself, except for the block of a setjmp-like call (GCC's
+   abnormal edges into it stand for the call's second return), where it is
+   the block after the call (step 1 made the call end its block).  */
+static unsigned
+resume_block (basic_block bb, const vec<int> &map_of)
+{
+  gimple_stmt_iterator gsi = gsi_after_labels (bb);
+  if (gsi_end_p (gsi) || is_gimple_debug (gsi_stmt (gsi)))
+    gsi = gsi_start_nondebug_after_labels_bb (bb);
+  gcall *call = gsi_end_p (gsi) ? NULL : dyn_cast<gcall *> (gsi_stmt (gsi));
+  if (call && (gimple_call_flags (call) & ECF_RETURNS_TWICE))
+    {
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, bb->succs)
+        if (!(e->flags & (EDGE_COMPLEX | EDGE_FAKE))
+            && e->dest != EXIT_BLOCK_PTR_FOR_FN (cfun))
+          return map_of[e->dest->index];
+    }
+  return map_of[bb->index];
+}
+
 tally_block_plan *
 tally_blocks_plan (function *fun, tally_fn_layout *layout)
 {
@@ -432,7 +456,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
           if (e->flags & (EDGE_ABNORMAL | EDGE_FAKE))
             {
               leak |= TALLY_EDGE_ABNORMAL;
-              inject[m] |= TALLY_EDGE_ABNORMAL;
+              inject[resume_block (e->dest, map_of)] |= TALLY_EDGE_ABNORMAL;
               continue;
             }
           unsigned flags = 0;
