@@ -33,7 +33,9 @@
  *      replaced by fake edges B.out -> EXIT ("left by a throw or longjmp")
  *      and ENTRY -> C.in ("arrived by one"); a block ending in a call that
  *      may not return, or with no successor, gets a fake edge to EXIT too.
- *      (A second return from setjmp arrives after the call: resume_block.)
+ *      (A second return from setjmp arrives after the call: resume_block.
+ *      The setjmp block itself always returns, and the edge out of it is
+ *      never counted: a counter there would see the second returns too.)
  *      EXIT flows back into ENTRY.
  *   4. Every edge that cannot be counted (fake edges, and edges into EXIT,
  *      which would go between the return value and the return) goes on a
@@ -444,6 +446,8 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
       unsigned leak = 0;
       edge e;
       edge_iterator ei;
+      bool setjmp_block = bb != ENTRY_BLOCK_PTR_FOR_FN (fun)
+                          && resume_block (bb, map_of) != map_of[bb->index];
       FOR_EACH_EDGE (e, ei, bb->succs)
         {
           unsigned m = map_of[e->dest->index];
@@ -468,13 +472,20 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
             flags |= TALLY_EDGE_FALSE;
           bool split = !single_pred_p (e->dest) && !single_succ_p (e->src);
           double cost = edge_weight (fun, e, profile) * (split ? 1.5 : 1.0);
+          /* A counter on the edge out of a setjmp block would also count
+             the second returns, which the map brings in from ENTRY.  */
           add_edge (plan, map_of[bb->index], m, flags, e, cost,
-                    e->dest != EXIT_BLOCK_PTR_FOR_FN (fun));
+                    e->dest != EXIT_BLOCK_PTR_FOR_FN (fun) && !setjmp_block);
         }
       if (bb == ENTRY_BLOCK_PTR_FOR_FN (fun))
         continue;
-      if (bitmap_bit_p (call_ended, bb->index) || EDGE_COUNT (bb->succs) == 0)
+      if ((bitmap_bit_p (call_ended, bb->index) && !setjmp_block)
+          || EDGE_COUNT (bb->succs) == 0)
         leak |= TALLY_EDGE_CALL;
+      /* setjmp returns (twice), and never leaves by a longjmp itself,
+         whatever abnormal edges GCC gives its call.  */
+      if (setjmp_block)
+        leak = 0;
       if (leak)
         add_edge (plan, map_of[bb->index], TALLY_MAP_EXIT_NUM,
                   TALLY_EDGE_FAKE | leak, NULL, 0, false);
