@@ -7,7 +7,9 @@
 #
 #   --runs N      pairs per mode (default 3)
 #   --modes LIST  comma-separated subset of inline-late,call-late,
-#                 inline-early,call-early (default: all four)
+#                 inline-early,call-early (hooks=H at=A), count-late and
+#                 visited-late (blocks=count or visited, hooks=inline,
+#                 at=late) (default: all six)
 #   --work DIR    where the source is fetched and compiled (default:
 #                 build/bench-work, shared with user-hooks.sh; not tracked)
 #
@@ -20,7 +22,7 @@
 #    adding a deb-src entry when apt has none), unpacks it and makes the
 #    amalgamation with `configure && make sqlite3.c`.
 # 3. For each mode, N pairs: `gcc -O2 -c sqlite3.c` without the plugin and
-#    with `-fplugin=tally -fplugin-arg-tally-hooks=H -fplugin-arg-tally-at=A`,
+#    with `-fplugin=tally` and the mode's options,
 #    the order alternating (uninstrumented first in odd pairs, second in
 #    even ones), each under /usr/bin/time for elapsed time, CPU time
 #    (user+sys) and peak RSS.
@@ -35,7 +37,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 
 runs=3
-modes=inline-late,call-late,inline-early,call-early
+modes=inline-late,call-late,inline-early,call-early,count-late,visited-late
 work="$repo/build/bench-work"
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
@@ -55,8 +57,8 @@ done
 case $runs in ''|*[!0-9]*|0) echo "compile-time.sh: --runs wants a positive number" >&2; exit 2 ;; esac
 IFS=, read -ra modes <<<"$modes"
 for m in "${modes[@]}"; do
-  case $m in inline-late|call-late|inline-early|call-early) ;;
-    *) echo "compile-time.sh: unknown mode '$m' (inline-late,call-late,inline-early,call-early)" >&2; exit 2 ;;
+  case $m in inline-late|call-late|inline-early|call-early|count-late|visited-late) ;;
+    *) echo "compile-time.sh: unknown mode '$m' (inline-late,call-late,inline-early,call-early,count-late,visited-late)" >&2; exit 2 ;;
   esac
 done
 
@@ -145,7 +147,10 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 log "gcc $gcc_version, sqlite $ver amalgamation ($(wc -c <"$am/sqlite3.c") bytes), $runs pair(s) per mode"
 for m in "${modes[@]}"; do
   rm -f "$out/$m.base" "$out/$m.tally"
-  flags=(-fplugin="$plugin" -fplugin-arg-tally-hooks="${m%-*}" -fplugin-arg-tally-at="${m#*-}")
+  case ${m%-*} in
+    count|visited) flags=(-fplugin="$plugin" -fplugin-arg-tally-blocks="${m%-*}" -fplugin-arg-tally-at="${m#*-}") ;;
+    *) flags=(-fplugin="$plugin" -fplugin-arg-tally-hooks="${m%-*}" -fplugin-arg-tally-at="${m#*-}") ;;
+  esac
   for ((i = 1; i <= runs; i++)); do
     log "$m: pair $i of $runs"
     if ((i % 2)); then

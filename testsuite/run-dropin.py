@@ -134,11 +134,12 @@ def check_run_autotools(a, work):
 
 def check_run_cmake(a, work):
     """CMake: the configure step under `tally run` records CC and CXX with
-    their flags; the build runs without it."""
+    their flags; the build runs without it.  blocks=count: the calls are
+    derived from the block counts."""
     if not shutil.which("cmake"):
         raise Skip("cmake is not installed")
     b = os.path.join(work, "cmake-build")
-    run([a.tally, "run", "--at=early", "--blocks=visited", "--", "cmake", "-S", os.path.join(a.srcdir, "dropin"),
+    run([a.tally, "run", "--at=early", "--blocks=count", "--", "cmake", "-S", os.path.join(a.srcdir, "dropin"),
          "-B", b, "-DCMAKE_BUILD_TYPE=Release"], env=compiler_env(a))
     run(["cmake", "--build", b])
     calls = check_counts(a, os.path.join(b, "demo"), work, "early", name="cmake")
@@ -147,9 +148,10 @@ def check_run_cmake(a, work):
 
 def check_run_meson(a, work):
     """Meson: `tally run -- meson setup`; meson adds -Wl,--as-needed and
-    -Wl,--no-undefined, which the runtime in CC must survive."""
+    -Wl,--no-undefined, which the runtime in CC must survive.  With
+    blocks=visited beside the call hooks."""
     b = os.path.join(work, "meson-build")
-    run([a.tally, "run", "--hooks=call", "--", a.meson, "setup", b,
+    run([a.tally, "run", "--hooks=call", "--blocks=visited", "--", a.meson, "setup", b,
          os.path.join(a.srcdir, "dropin")], env=compiler_env(a))
     run([a.meson, "compile", "-C", b])
     check_counts(a, os.path.join(b, "demo"), work, "late", name="meson")
