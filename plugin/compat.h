@@ -26,6 +26,7 @@
 #include "cgraph.h"
 #include "gimple-iterator.h"
 #include "gimple-ssa.h"
+#include "cfgloop.h"
 #include "tree-cfg.h"
 #include "tree-iterator.h"
 #include "memmodel.h"

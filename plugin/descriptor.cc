@@ -286,6 +286,8 @@ module_flags (void)
   flags |= tally_opts.at == TALLY_AT_EARLY ? TALLY_MOD_AT_EARLY : TALLY_MOD_AT_LATE;
   if (tally_opts.update == TALLY_UPDATE_ATOMIC)
     flags |= TALLY_MOD_UPDATE_ATOMIC;
+  if (tally_opts.measure == TALLY_MEASURE_CYCLES)
+    flags |= TALLY_MOD_MEASURE_CYCLES;
   return flags;
 }
 

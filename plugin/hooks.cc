@@ -350,23 +350,44 @@ instrument_function (function *fun)
         if (gimple_call_tail_p (call))
           gimple_call_set_tail (call, false);
 
-  /* 3. Exit hooks, before each return.  */
+  /* 3. Exit hooks, before each return.  With measure=cycles and
+     hooks=call, the runtime's hook counts as well.  */
+  bool cycles = tally_opts.measure == TALLY_MEASURE_CYCLES;
+  bool count_inline = !cycles || tally_opts.hooks != TALLY_HOOKS_CALL;
   for (gimple *ret : returns)
     {
-      gimple_seq seq = NULL;
-      build_hook (fun, fn, TALLY_C_EXITS, user, gimple_location (ret), &seq);
-      add_call_edges (fun, seq, gimple_bb (ret));
-      gimple_stmt_iterator gsi = gsi_for_stmt (ret);
-      gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
+      if (count_inline)
+        {
+          gimple_seq seq = NULL;
+          build_hook (fun, fn, TALLY_C_EXITS, user, gimple_location (ret), &seq);
+          add_call_edges (fun, seq, gimple_bb (ret));
+          gimple_stmt_iterator gsi = gsi_for_stmt (ret);
+          gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
+        }
+      if (cycles)
+        tally_measure_exit (fun, fn, ret);
     }
 
   /* 4. The entry hook, on the edge out of the entry block.  */
   gimple_seq seq = NULL;
-  build_hook (fun, fn, TALLY_C_ENTRIES, user, DECL_SOURCE_LOCATION (fndecl),
-              &seq);
+  if (count_inline)
+    build_hook (fun, fn, TALLY_C_ENTRIES, user, DECL_SOURCE_LOCATION (fndecl),
+                &seq);
   edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
-  add_call_edges (fun, seq, e->dest);
-  gsi_insert_seq_on_edge_immediate (e, seq);
+  if (cycles)
+    {
+      /* A block of its own, which the push's branch can end.  */
+      basic_block b = split_edge (e);
+      gimple_stmt_iterator gsi = gsi_start_bb (b);
+      gsi_insert_seq_before (&gsi, seq, GSI_NEW_STMT);
+      add_call_edges (fun, seq, b);
+      tally_measure_entry (fun, fn, b);
+    }
+  else
+    {
+      add_call_edges (fun, seq, e->dest);
+      gsi_insert_seq_on_edge_immediate (e, seq);
+    }
 
   if (dump_file)
     fprintf (dump_file, "tally: %s instrumented as function %u, %u exits\n",

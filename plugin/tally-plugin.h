@@ -7,6 +7,7 @@
 enum tally_hooks_mode { TALLY_HOOKS_INLINE, TALLY_HOOKS_CALL, TALLY_HOOKS_USER };
 enum tally_at { TALLY_AT_LATE, TALLY_AT_EARLY };
 enum tally_update { TALLY_UPDATE_SINGLE, TALLY_UPDATE_ATOMIC };
+enum tally_measure { TALLY_MEASURE_COUNT, TALLY_MEASURE_CYCLES };
 
 /* The options of this compilation, parsed once in plugin_init.  */
 struct tally_options
@@ -15,6 +16,7 @@ struct tally_options
   enum tally_at at;
   enum tally_update update;
   const char *user_prefix; /* hooks=user:PREFIX */
+  enum tally_measure measure;
 };
 extern struct tally_options tally_opts;
 
@@ -45,6 +47,14 @@ extern bool tally_verbose;
 bool tally_filter_load (const char *option, const char *path);
 const char *tally_filter_reason (tree fndecl, function *fun);
 void tally_verbose_note (tree fndecl, const char *why);
+
+/* measure.cc: measure=cycles, the shadow stack push and pop.  ENTRY goes
+   at the end of BB (which falls through to the function's first block);
+   EXIT right before the return statement RET.  */
+void tally_measure_entry (function *fun, const tally_fn_info &fn,
+                          basic_block bb);
+void tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret);
+const struct ggc_root_tab *tally_measure_gc_roots (void);
 
 /* hooks.cc: the entry/exit instrumentation pass.  */
 opt_pass *tally_make_hooks_pass (gcc::context *ctx);

@@ -6,6 +6,8 @@
  *                        or calls to the user's PREFIX_enter/PREFIX_exit
  *   at=late|early        after IPA inlining (default) or before it
  *   update=single|atomic plain or relaxed-atomic counter updates
+ *   measure=count|cycles only count (default), or also inclusive and
+ *                        exclusive TSC cycles per function (measure.cc)
  *   filter=FILE          include/exclude rules and a size threshold (filter.cc)
  *   verbose              a note per function: instrumented, or why not
  *   help                 print this list
@@ -19,7 +21,8 @@
 int plugin_is_GPL_compatible;
 
 struct tally_options tally_opts = { TALLY_HOOKS_INLINE, TALLY_AT_LATE,
-                                    TALLY_UPDATE_SINGLE, NULL };
+                                    TALLY_UPDATE_SINGLE, NULL,
+                                    TALLY_MEASURE_COUNT };
 bool tally_emitting;
 
 static const char help_text[]
@@ -31,6 +34,8 @@ static const char help_text[]
       "(default) or before it\n"
       "  -fplugin-arg-tally-update=single|atomic plain (default) or "
       "relaxed-atomic counter updates\n"
+      "  -fplugin-arg-tally-measure=count|cycles count calls only (default) "
+      "or also inclusive and exclusive cycles per function (x86-64)\n"
       "  -fplugin-arg-tally-filter=FILE         which functions to instrument "
       "(rules: include|exclude function|file GLOB, min-statements N)\n"
       "  -fplugin-arg-tally-verbose             a note for every function: "
@@ -71,6 +76,9 @@ static const struct choice hooks_choices[]
     = { { "inline", TALLY_HOOKS_INLINE }, { "call", TALLY_HOOKS_CALL }, { NULL, 0 } };
 static const struct choice at_choices[]
     = { { "late", TALLY_AT_LATE }, { "early", TALLY_AT_EARLY }, { NULL, 0 } };
+static const struct choice measure_choices[]
+    = { { "count", TALLY_MEASURE_COUNT }, { "cycles", TALLY_MEASURE_CYCLES },
+        { NULL, 0 } };
 static const struct choice update_choices[]
     = { { "single", TALLY_UPDATE_SINGLE }, { "atomic", TALLY_UPDATE_ATOMIC }, { NULL, 0 } };
 
@@ -121,6 +129,12 @@ parse_options (const struct plugin_name_args *info)
                                    "single, atomic", &v)))
             tally_opts.update = (enum tally_update) v;
         }
+      else if (strcmp (arg->key, "measure") == 0)
+        {
+          if ((ok &= parse_choice (info->base_name, arg, measure_choices,
+                                   "count, cycles", &v)))
+            tally_opts.measure = (enum tally_measure) v;
+        }
       else if (strcmp (arg->key, "filter") == 0)
         {
           if (!arg->value || !*arg->value)
@@ -156,7 +170,7 @@ parse_options (const struct plugin_name_args *info)
       else
         {
           error ("unknown option %<-fplugin-arg-%s-%s%>; accepted "
-                 "options: hooks, at, update, filter, verbose, help",
+                 "options: hooks, at, update, measure, filter, verbose, help",
                  info->base_name, arg->key);
           ok = false;
         }
@@ -172,6 +186,13 @@ check_unit (void *, void *)
   if (flag_lto || in_lto_p)
     error ("%<-fplugin=tally%> does not support %<-flto%> yet; build the "
            "instrumented program without %<-flto%>");
+  /* The inline code reads the time-stamp counter with x86-64 assembly and
+     the frames hold 64-bit CFAs.  */
+  if (tally_opts.measure == TALLY_MEASURE_CYCLES
+      && TYPE_PRECISION (ptr_type_node) != 64)
+    error ("%<-fplugin-arg-tally-measure=cycles%> supports x86-64 only "
+           "(this compilation has %d-bit pointers)",
+           (int) TYPE_PRECISION (ptr_type_node));
 }
 
 int
@@ -193,6 +214,17 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
     return 1;
   register_callback (info->base_name, PLUGIN_INFO, NULL, &tally_info);
 
+  /* measure=cycles reads the x86-64 time-stamp counter and keeps its own
+     frames: user hooks measure for themselves.  */
+  if (tally_opts.measure == TALLY_MEASURE_CYCLES
+      && tally_opts.hooks == TALLY_HOOKS_USER)
+    {
+      error ("%<-fplugin-arg-%s-measure=cycles%> needs "
+             "%<-fplugin-arg-%s-hooks=inline%> or %<call%>; user hooks "
+             "(%<hooks=user:PREFIX%>) measure what they like themselves",
+             info->base_name, info->base_name);
+      return 1;
+    }
   /* 3. The pass.  "optimized" is the last GIMPLE pass at every -O level:
      after it, the set of function bodies is the one in the object file.
      "cfg" is the first pass with a CFG, before any inlining.  User hooks
@@ -217,5 +249,7 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
                      (void *) tally_descriptor_gc_roots ());
   register_callback (info->base_name, PLUGIN_REGISTER_GGC_ROOTS, NULL,
                      (void *) tally_hooks_gc_roots ());
+  register_callback (info->base_name, PLUGIN_REGISTER_GGC_ROOTS, NULL,
+                     (void *) tally_measure_gc_roots ());
   return 0;
 }

@@ -51,6 +51,11 @@ static unsigned char *retained;
 static size_t retained_len, retained_cap;
 static uint32_t retained_count;
 
+/* The function id of the first function of each retained record, for its
+   measured values (shadow.c); RETAINED_IDS_MAX entries reserved.  */
+#define RETAINED_IDS_MAX ((size_t) 1 << 16)
+static uint32_t *retained_ids;
+
 /* Each live module's counter sum at the last at-exit dump, in list order
    (see "Counts made after the exit dump" below); guarded by `dumping`.  */
 struct exit_sum
@@ -204,6 +209,65 @@ put_records (struct writer *w, struct tally_module *head, uint32_t nlive)
         put_module (w, m);
       }
   put (w, retained, retained_len);
+}
+
+/* The measured values (measure=cycles) of NMODULES module records: the
+   live modules in HEAD's list order, then the retained ones, as
+   put_records writes them.  Written only when some module measures.  */
+static void
+put_meas (struct writer *w, struct tally_module *head, uint32_t nlive)
+{
+  uint32_t cap;
+  const struct tally_meas *meas = tally_rt_meas (&cap);
+  put_u32 (w, TALLY_TAG_MEAS);
+  put_u32 (w, 1);
+  put_str (w, "cycles");
+  put_u32 (w, nlive + retained_count);
+  uint32_t written = 0;
+  for (struct tally_module *m = head; m && written < nlive; m = m->next)
+    if (module_live (m))
+      {
+        written++;
+        put_u32 (w, m->nfns);
+        for (uint32_t i = 0; i < m->nfns; i++)
+          {
+            uint32_t id = m->fns[i]->id;
+            put_u64 (w, id < cap ? meas[id].incl : 0);
+            put_u64 (w, id < cap ? meas[id].excl : 0);
+          }
+      }
+  /* The retained records, walked like zero_retained does.  */
+  const unsigned char *p = retained, *end = retained + retained_len;
+  for (uint32_t r = 0; p && p < end; r++)
+    {
+      uint32_t nfns = tally_rt_get_u32 (p + 20);
+      uint32_t base = retained_ids && r < RETAINED_IDS_MAX ? retained_ids[r]
+                                                           : UINT32_MAX;
+      put_u32 (w, nfns);
+      p = skip_str (skip_str ((unsigned char *) p + 24));
+      for (uint32_t i = 0; i < nfns; i++)
+        {
+          for (int s = 0; s < 4; s++)
+            p = skip_str ((unsigned char *) p);
+          p += 16 + (size_t) tally_rt_get_u32 (p + 8) * 8;
+          uint64_t id = (uint64_t) base + i;
+          put_u64 (w, base != UINT32_MAX && id < cap ? meas[id].incl : 0);
+          put_u64 (w, base != UINT32_MAX && id < cap ? meas[id].excl : 0);
+        }
+    }
+}
+
+/* Whether any module, live or retained, measures (TALLY_MOD_MEASURE_*).  */
+static int
+any_measured (struct tally_module *head)
+{
+  uint32_t cap;
+  if (!tally_rt_meas (&cap))
+    return 0;
+  for (struct tally_module *m = head; m; m = m->next)
+    if (module_live (m) && (m->flags & TALLY_MOD_MEASURE_CYCLES))
+      return 1;
+  return retained_count != 0; /* their flags are in the records: keep it simple */
 }
 
 /* getenv without locks or allocation (getenv itself is not
@@ -814,9 +878,12 @@ dump_locked (int at_exit)
 
   uint32_t flags = at_exit ? TALLY_FILE_AT_EXIT : 0;
   uint32_t nmodules = nlive + retained_count;
+  int meas = any_measured (head);
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_header (&w, 0, nmodules, flags, program);
   put_records (&w, head, nlive);
+  if (meas)
+    put_meas (&w, head, nlive);
   uint64_t file_size = w.total + TALLY_TRAILER_SIZE;
 
   w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
@@ -825,6 +892,8 @@ dump_locked (int at_exit)
     return -1;
   put_header (&w, file_size, nmodules, flags, program);
   put_records (&w, head, nlive);
+  if (meas)
+    put_meas (&w, head, nlive);
   if (finish_file (&w, file_size, tmp, path) != 0)
     return -1;
   if (tally_rt_env ("TALLY_VERBOSE"))
@@ -1029,6 +1098,15 @@ retain_locked (struct tally_module *m)
         if (base_entries[i].m == m)
           base_entries[i].m = NULL;
     }
+  if (!retained_ids)
+    {
+      void *p = mmap (NULL, RETAINED_IDS_MAX * sizeof *retained_ids,
+                      PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      retained_ids = p == MAP_FAILED ? NULL : (uint32_t *) p;
+    }
+  if (retained_ids && retained_count < RETAINED_IDS_MAX)
+    retained_ids[retained_count] = m->nfns ? m->fns[0]->id : UINT32_MAX;
   retained_len += (size_t) w.total;
   retained_count++;
   return 0;
@@ -1092,6 +1170,7 @@ tally_rt_reset_local (void)
   if (lock_dump (1) != 0)
     return;
   zero_live ();
+  tally_rt_meas_zero ();
   /* The counts merged so far stay in the file; from zero, everything is
      new.  */
   drop_baseline ();
@@ -1142,6 +1221,7 @@ tally_rt_fork_child (void)
   __atomic_store_n (&dumping, 0, __ATOMIC_RELAXED);
   zero_live ();
   zero_retained ();
+  tally_rt_meas_zero ();
   drop_baseline ();
 }
 

@@ -84,6 +84,14 @@ const char *tally_rt_check_file (const unsigned char *buf, size_t len,
                                  size_t *records, uint32_t *nmodules)
     TALLY_HIDDEN;
 
+/* shadow.c: measure=cycles.  The per-function totals indexed by function
+   id, and their number in *NFNS (NULL and 0 until something measured).  */
+const struct tally_meas *tally_rt_meas (uint32_t *nfns) TALLY_HIDDEN;
+/* Zero them (tally_reset, the fork child).  */
+void tally_rt_meas_zero (void) TALLY_HIDDEN;
+/* Close the calling thread's open frames now (the exit dump).  */
+void tally_rt_shadow_close_current (void) TALLY_HIDDEN;
+
 /* What this copy of the runtime does itself, as opposed to the public
    entry points, which go to the primary copy (instance.c).  */
 void tally_rt_register_local (struct tally_module *m) TALLY_HIDDEN;

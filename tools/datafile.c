@@ -344,6 +344,70 @@ check_envelope (const unsigned char *buf, size_t len, char *err,
   return 0;
 }
 
+/* The optional MEAS record (measure=cycles) after the modules: per module
+   record, in order, its functions' inclusive and exclusive values.  */
+static int
+parse_meas (struct parser *p, struct tally_data *d)
+{
+  size_t at = p->pos;
+  uint32_t tag, nvalues, nrecords;
+  if (take_u32 (p, &tag, "measurement tag") != 0
+      || take_u32 (p, &nvalues, "measurement value count") != 0)
+    return -1;
+  if (nvalues == 0 || nvalues > TALLY_MAX_MEAS)
+    return fail (p->err, p->errlen, "measurement record at byte %zu: %lu "
+                 "values per function, expected 1 to %u: file is corrupt",
+                 at, (unsigned long) nvalues, (unsigned) TALLY_MAX_MEAS);
+  for (uint32_t v = 0; v < nvalues; v++)
+    if (take_str (p, &d->meas_names[v], "measurement value name") != 0)
+      return -1;
+  if (take_u32 (p, &nrecords, "measurement module count") != 0)
+    return -1;
+  if (nrecords != d->nmodules)
+    return fail (p->err, p->errlen, "measurement record at byte %zu covers "
+                 "%lu modules, the file holds %lu: file is corrupt", at,
+                 (unsigned long) nrecords, (unsigned long) d->nmodules);
+  for (uint32_t mi = 0; mi < d->nmodules; mi++)
+    {
+      struct tally_data_module *m = &d->modules[mi];
+      uint32_t nfns;
+      if (take_u32 (p, &nfns, "measurement function count") != 0)
+        return -1;
+      if (nfns != m->nfns)
+        return fail (p->err, p->errlen, "measurement record: module %lu has "
+                     "%lu functions, the record gives %lu: file is corrupt",
+                     (unsigned long) mi, (unsigned long) m->nfns,
+                     (unsigned long) nfns);
+      size_t per_fn = (size_t) nvalues * 16;
+      if (nfns > left (p) / per_fn)
+        return fail (p->err, p->errlen, "measurement record: module %lu's "
+                     "values run past the end of the records: file is "
+                     "corrupt", (unsigned long) mi);
+      for (uint32_t fi = 0; fi < nfns; fi++)
+        {
+          if (per_fn > p->pool_size - p->pool_low - p->pool_high)
+            return fail (p->err, p->errlen, "internal error: measurement "
+                         "pool exhausted");
+          uint64_t *vals = (uint64_t *) (void *) (p->pool + p->pool_low);
+          p->pool_low += per_fn;
+          for (uint32_t k = 0; k < 2 * nvalues; k++)
+            {
+              vals[k] = get_u64 (p->buf + p->pos);
+              p->pos += 8;
+            }
+          for (uint32_t v = 0; v < nvalues; v++)
+            if (vals[2 * v + 1] > vals[2 * v])
+              return fail (p->err, p->errlen, "measurement record: module "
+                           "%lu function %lu: exclusive %s above inclusive: "
+                           "file is corrupt", (unsigned long) mi,
+                           (unsigned long) fi, d->meas_names[v]);
+          m->fns[fi].meas = vals;
+        }
+    }
+  d->nmeas = nvalues;
+  return 0;
+}
+
 static int
 parse_records (struct parser *p, struct tally_data *d)
 {
@@ -372,6 +436,9 @@ parse_records (struct parser *p, struct tally_data *d)
     return fail (p->err, p->errlen, "module count in the header is %lu, "
                  "but the file holds more: file is corrupt",
                  (unsigned long) d->nmodules);
+  if (left (p) >= 4 && get_u32 (p->buf + p->pos) == TALLY_TAG_MEAS
+      && parse_meas (p, d) != 0)
+    return -1;
   if (left (p) != 0)
     return fail (p->err, p->errlen, "%zu unexpected bytes at byte %zu, "
                  "before the trailer: file is corrupt", left (p), p->pos);

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tally/format.h"
+
 /* One function record.  The strings are NUL-terminated copies.  */
 struct tally_data_fn
 {
@@ -22,6 +24,8 @@ struct tally_data_fn
   uint32_t flags;     /* TALLY_FN_* */
   uint32_t ncounters; /* at least TALLY_C_CORE */
   uint32_t reserved;  /* as stored; the writer puts 0 */
+  uint64_t *meas;     /* nmeas pairs {inclusive, exclusive} from the MEAS
+                         record (measure=cycles), NULL without one */
 };
 
 /* One module record (one instrumented translation unit).  */
@@ -48,6 +52,8 @@ struct tally_data
   uint32_t flags;      /* TALLY_FILE_* */
   const char *program;
   struct tally_data_module *modules;
+  uint32_t nmeas;      /* measured values per function (MEAS), 0 if none */
+  const char *meas_names[TALLY_MAX_MEAS]; /* "cycles", ... */
   uint32_t crc;        /* CRC-32 stored in (and verified against) the trailer */
   void *pool_;         /* private: storage of the strings and counters */
 };

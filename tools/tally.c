@@ -43,7 +43,8 @@ static const char usage_text[] =
   "\n"
   "Report options:\n"
   "  --sort=KEY    order rows by KEY: calls (default, most first),\n"
-  "                exits (most first) or name\n"
+  "                exits (most first), name, or with measure=cycles incl\n"
+  "                or excl (inclusive or exclusive cycles, most first)\n"
   "  --top=N       print only the first N rows\n"
   "  --clones      one row per compiled body (\"f.constprop.0\") instead of\n"
   "                folding clones into their source function\n"
@@ -379,6 +380,8 @@ struct row
   int clone_body;      /* with --clones: a clone, shown with its symbol */
   uint64_t calls;
   uint64_t exits;
+  uint64_t incl; /* measure=cycles: inclusive cycles */
+  uint64_t excl; /* exclusive (self) cycles */
   char **clones; /* clone symbols folded into this row */
   size_t nclones, clones_cap;
 };
@@ -393,7 +396,7 @@ struct file_info
   uint32_t nmodules;
 };
 
-enum sort_key { SORT_CALLS, SORT_EXITS, SORT_NAME };
+enum sort_key { SORT_CALLS, SORT_EXITS, SORT_NAME, SORT_INCL, SORT_EXCL };
 enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_CSV };
 
 /* Options of `tally report`.  */
@@ -418,6 +421,8 @@ struct merge
   uint64_t user_modules; /* built with hooks=user: tally counted nothing */
   uint64_t calls;
   uint64_t exits;
+  int measured;  /* some file has cycles (a MEAS record) */
+  uint64_t excl; /* sum of the exclusive cycles: the measured total */
 };
 
 /* A function body's symbol differs from its origin exactly when it is a
@@ -471,6 +476,12 @@ merge_fn (struct merge *m, const struct tally_data_fn *f, int by_body)
   r->exits = add_sat (r->exits, exits);
   m->calls = add_sat (m->calls, calls);
   m->exits = add_sat (m->exits, exits);
+  if (f->meas)
+    {
+      r->incl = add_sat (r->incl, f->meas[0]);
+      r->excl = add_sat (r->excl, f->meas[1]);
+      m->excl = add_sat (m->excl, f->meas[1]);
+    }
 
   if (clone && !by_body)
     {
@@ -501,6 +512,8 @@ merge_file (struct merge *m, const char *path, const struct tally_data *d,
   fi->time = d->time;
   fi->nmodules = d->nmodules;
   m->nmodules += d->nmodules;
+  if (d->nmeas)
+    m->measured = 1;
   for (uint32_t i = 0; i < d->nmodules; i++)
     {
       m->user_modules += (d->modules[i].flags & TALLY_MOD_HOOKS_USER) != 0;
@@ -550,6 +563,10 @@ compare_rows (const void *pa, const void *pb)
     c = compare_u64_desc (a->calls, b->calls);
   else if (sort_key == SORT_EXITS)
     c = compare_u64_desc (a->exits, b->exits);
+  else if (sort_key == SORT_INCL)
+    c = compare_u64_desc (a->incl, b->incl);
+  else if (sort_key == SORT_EXCL)
+    c = compare_u64_desc (a->excl, b->excl);
   /* Then by name, file and line, and by symbol so that the order is total
      and the output the same on every run.  */
   if (!c)
@@ -605,15 +622,39 @@ print_text (const struct merge *m, struct row **rows, size_t n)
   if (wname > 40)
     wname = 40;
 
-  printf ("%*s %8s %*s  %-*s  %s\n", wcalls, "calls", "%", wexits, "exits",
-          (int) wname, "function", "location");
+  int wincl = 10, wexcl = 10;
+  for (size_t i = 0; i < n && m->measured; i++)
+    {
+      if (count_digits (rows[i]->incl) > wincl)
+        wincl = count_digits (rows[i]->incl);
+      if (count_digits (rows[i]->excl) > wexcl)
+        wexcl = count_digits (rows[i]->excl);
+    }
+  if (m->measured)
+    printf ("%*s %*s %7s %*s %12s %12s ", wincl, "incl-cyc", wexcl,
+            "excl-cyc", "excl%", wcalls, "calls", "incl/call", "excl/call");
+  else
+    printf ("%*s %8s ", wcalls, "calls", "%");
+  printf ("%*s  %-*s  %s\n", wexits, "exits", (int) wname, "function",
+          "location");
   for (size_t i = 0; i < n; i++)
     {
       const struct row *r = rows[i];
       double pct = m->calls ? 100.0 * (double) r->calls / (double) m->calls
                             : 0.0;
-      printf ("%*" PRIu64 " %7.2f%% %*" PRIu64 "  ", wcalls, r->calls, pct,
-              wexits, r->exits);
+      if (m->measured)
+        {
+          double epct = m->excl ? 100.0 * (double) r->excl / (double) m->excl
+                                : 0.0;
+          double ipc = r->calls ? (double) r->incl / (double) r->calls : 0.0;
+          double epc = r->calls ? (double) r->excl / (double) r->calls : 0.0;
+          printf ("%*" PRIu64 " %*" PRIu64 " %6.2f%% %*" PRIu64
+                  " %12.1f %12.1f ", wincl, r->incl, wexcl, r->excl, epct,
+                  wcalls, r->calls, ipc, epc);
+        }
+      else
+        printf ("%*" PRIu64 " %7.2f%% ", wcalls, r->calls, pct);
+      printf ("%*" PRIu64 "  ", wexits, r->exits);
       size_t w = put_text (r->name);
       if (r->clone_body)
         {
@@ -670,8 +711,12 @@ print_json (const struct merge *m, struct row **rows, size_t n)
       put_json (r->origin);
       fputs (", \"file\": ", stdout);
       put_json (r->file);
-      printf (", \"line\": %lu, \"calls\": %" PRIu64 ", \"exits\": %" PRIu64
-              ", \"clones\": [", (unsigned long) r->line, r->calls, r->exits);
+      printf (", \"line\": %lu, \"calls\": %" PRIu64 ", \"exits\": %" PRIu64,
+              (unsigned long) r->line, r->calls, r->exits);
+      if (m->measured)
+        printf (", \"incl_cycles\": %" PRIu64 ", \"excl_cycles\": %" PRIu64,
+                r->incl, r->excl);
+      fputs (", \"clones\": [", stdout);
       for (size_t k = 0; k < r->nclones; k++)
         {
           if (k)
@@ -812,10 +857,14 @@ cmd_report (int argc, char **argv)
             opts.sort = SORT_EXITS;
           else if (strcmp (v, "name") == 0)
             opts.sort = SORT_NAME;
+          else if (strcmp (v, "incl") == 0)
+            opts.sort = SORT_INCL;
+          else if (strcmp (v, "excl") == 0)
+            opts.sort = SORT_EXCL;
           else
             {
-              error_msg ("report: unknown sort key '%s' (use calls, exits or "
-                     "name); try 'tally --help'", v);
+              error_msg ("report: unknown sort key '%s' (use calls, exits, "
+                     "name, incl or excl); try 'tally --help'", v);
               goto usage;
             }
         }
@@ -949,6 +998,7 @@ static const struct flag_name module_flags[] = {
   { TALLY_MOD_AT_LATE, "at-late" },
   { TALLY_MOD_UPDATE_ATOMIC, "update-atomic" },
   { TALLY_MOD_HOOKS_USER, "hooks-user" },
+  { TALLY_MOD_MEASURE_CYCLES, "measure-cycles" },
 };
 
 /* Names of the function flags, for dump.  */

@@ -40,6 +40,8 @@ enum tally_counter
 #define TALLY_MOD_UPDATE_ATOMIC 0x10u /* counters use relaxed atomic adds */
 #define TALLY_MOD_HOOKS_USER 0x20u  /* user hooks (hooks=user:PREFIX); the
                                        counters are not updated */
+#define TALLY_MOD_MEASURE_CYCLES 0x40u /* measure=cycles: shadow stack,
+                                          inclusive/exclusive TSC cycles */
 
 /* One instrumented function body.  Emitted writable by the plugin (the
    runtime fills in `id`); hooks=user hooks receive a pointer to it.  */
@@ -73,6 +75,37 @@ struct tally_module
   __UINT64_TYPE__ rt_state;       /* runtime-owned: registration state */
 };
 
+/* measure=cycles (rt/shadow.c).  Every thread has a shadow stack of the
+   activations entered and not yet left; inline code pushes and pops it
+   itself on the fast path and calls the runtime for everything else.  A
+   frame is identified by the CFA of its activation (the stack pointer
+   before the call), so frames that longjmp, an exception or pthread_exit
+   skipped are recognised (their CFA is below the current one) and closed
+   at the next hook.  */
+struct tally_sframe
+{
+  __UINT64_TYPE__ start;  /* time-stamp counter at entry */
+  __UINT64_TYPE__ child;  /* inclusive cycles of the callees that returned */
+  __UINT64_TYPE__ cfa;    /* the activation's canonical frame address */
+  struct tally_fn *fn;    /* the function */
+};
+
+/* The thread's shadow stack: frames [base + 1, top) are open, base[0] is a
+   sentinel.  Before the first hook of a thread, top == end, which sends
+   the inline entry to the runtime (that maps the stack).  */
+struct tally_sstack
+{
+  struct tally_sframe *top;
+  struct tally_sframe *end;
+};
+
+/* What measure=cycles accumulates per function, indexed by tally_fn.id.  */
+struct tally_meas
+{
+  __UINT64_TYPE__ incl; /* cycles from entry to exit, callees included */
+  __UINT64_TYPE__ excl; /* the same less the callees' inclusive cycles */
+};
+
 #ifndef TALLY_PUBLIC
 /* Exported from the runtime even when it is built with hidden visibility.  */
 #define TALLY_PUBLIC __attribute__ ((visibility ("default")))
@@ -89,6 +122,23 @@ TALLY_PUBLIC void __tally_unregister (struct tally_module *m);
 /* hooks=call: function entry and normal exit.  */
 TALLY_PUBLIC void __tally_enter (struct tally_module *m, __UINT32_TYPE__ fn);
 TALLY_PUBLIC void __tally_exit (struct tally_module *m, __UINT32_TYPE__ fn);
+/* measure=cycles, hooks=call: count, then push (enter) or pop (exit) the
+   frame of the activation whose CFA is given.  */
+TALLY_PUBLIC void __tally_enter_cyc (struct tally_module *m,
+                                     __UINT32_TYPE__ fn, void *cfa);
+TALLY_PUBLIC void __tally_exit_cyc (struct tally_module *m,
+                                    __UINT32_TYPE__ fn, void *cfa);
+/* measure=cycles, hooks=inline: the slow paths of the inline code (first
+   hook of a thread, a full stack, stale frames, a frame that does not
+   match).  The exit gets the time-stamp counter the inline code read.  */
+TALLY_PUBLIC void __tally_cyc_enter_slow (struct tally_fn *fn, void *cfa);
+TALLY_PUBLIC void __tally_cyc_exit_slow (struct tally_fn *fn, void *cfa,
+                                         __UINT64_TYPE__ now);
+/* The calling thread's shadow stack (initial-exec TLS) and the per-function
+   totals (NULL-safe: points at a dummy until a module measures).  */
+extern TALLY_PUBLIC __thread struct tally_sstack __tally_ss
+    __attribute__ ((tls_model ("initial-exec")));
+extern TALLY_PUBLIC struct tally_meas *__tally_meas;
 /* The plugin redirects direct calls to the exec functions to these: they
    write the data file, then call the real function (rt/exec.c).  */
 TALLY_PUBLIC int __tally_execve (const char *, char *const[], char *const[]);

@@ -13,6 +13,11 @@
  *            then per function: str name, str symbol, str origin, str file,
  *            u32 line, u32 flags, u32 counter count, u32 reserved,
  *            u64 counters[counter count]
+ *   meas     optional, after the modules (measure=cycles): u32 TALLY_TAG_MEAS,
+ *            u32 value count V (1..TALLY_MAX_MEAS), V x str value name
+ *            ("cycles"), u32 record count (= module count), then per module
+ *            record in file order: u32 function count (= the module's), then
+ *            per function V x (u64 inclusive, u64 exclusive)
  *   trailer  u32 TALLY_TAG_END, u32 CRC-32 (IEEE) of every byte before the
  *            trailer, u64 file size (same as in the header)
  */
@@ -28,11 +33,15 @@
 #define TALLY_BYTE_ORDER_MARK 0x01020304u
 #define TALLY_TAG_MODULE 0x4c444f4du /* "MODL" */
 #define TALLY_TAG_END 0x444e4554u    /* "TEND" */
+#define TALLY_TAG_MEAS 0x5341454du   /* "MEAS" */
 #define TALLY_HEADER_FIXED 48u       /* header bytes before the program string */
 #define TALLY_TRAILER_SIZE 16u
 
 /* header flags */
 #define TALLY_FILE_AT_EXIT 0x1u /* written by the final dump at process exit */
+
+/* Most values a MEAS record may carry per function.  */
+#define TALLY_MAX_MEAS 16u
 
 /* A string longer than this is corrupt (both writer and reader enforce it). */
 #define TALLY_MAX_STRING 65536u
