@@ -19,13 +19,14 @@
  *           if (top == __tally_ss.end | top[-1].cfa <= cfa)
  *             __tally_cyc_enter_slow (&__tally.d.7, cfa);
  *           else
- *             { top->cfa = cfa; top->fn = &__tally.d.7; top->child = 0;
- *               top->start = rdtsc; __tally_ss.top = top + 1; }
+ *             { top->cfa = ~0; __tally_ss.top = top + 1; top->fn = &__tally.d.7;
+ *               top->child = 0; top->start = rdtsc; top->cfa = cfa; }
  *   exit:   now = rdtsc; f = __tally_ss.top - 1; cfa = __builtin_dwarf_cfa ();
  *           if (f->cfa != cfa | f->fn != &__tally.d.7)
  *             __tally_cyc_exit_slow (&__tally.d.7, cfa, now);
  *           else
  *             { d = now - f->start; c = f->child; __tally_ss.top = f;
+ *               (compiler barriers around that store: see below)
  *               f[-1].child += d; m = &__tally_meas[__tally.d.7.id];
  *               m->incl += d; m->excl += MAX (d, c) - c; }
  *
@@ -250,6 +251,19 @@ rdtsc (function *fun, gimple_seq *seq)
   return t;
 }
 
+/* A compiler barrier (an empty volatile asm clobbering memory): the
+   stores around it stay in order, as a signal handler on this thread
+   sees them.  */
+static void
+barrier (gimple_seq *seq)
+{
+  vec<tree, va_gc> *clobbers = NULL;
+  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (7, "memory")));
+  gasm *g = gimple_build_asm_vec ("", NULL, NULL, clobbers, NULL);
+  gimple_asm_set_volatile (g, true);
+  gimple_seq_add_stmt (seq, g);
+}
+
 static void
 set_locations (gimple_seq seq, location_t loc)
 {
@@ -318,6 +332,26 @@ add_diamond (function *fun, basic_block bb, gimple_seq pre, tree flag,
   free_dominance_info (CDI_POST_DOMINATORS);
 }
 
+/* Add VALUE to field FLD of the struct tally_meas MEM: plain, or a
+   relaxed atomic add with update=atomic (threads sharing a function).  */
+static void
+add_total (function *fun, gimple_seq *seq, tree mem, tree fld, tree value)
+{
+  tree ref = build3 (COMPONENT_REF, uint64_type_node, unshare_expr (mem), fld,
+                     NULL_TREE);
+  if (tally_opts.update == TALLY_UPDATE_ATOMIC)
+    {
+      tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_FETCH_ADD_8);
+      gimple_seq_add_stmt (seq, gimple_build_call (
+          f, 3, build_fold_addr_expr (ref), value,
+          build_int_cst (integer_type_node, MEMMODEL_RELAXED)));
+      return;
+    }
+  tree old_val = assign (fun, seq, uint64_type_node, ref);
+  tree new_val = op (fun, seq, uint64_type_node, PLUS_EXPR, old_val, value);
+  store (seq, unshare_expr (ref), new_val);
+}
+
 /* &__tally.d.N as a void *.  */
 static tree
 desc_address (const tally_fn_info &fn)
@@ -373,15 +407,23 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb)
   tree stale = op (fun, &pre, boolean_type_node, LE_EXPR, prev_cfa, cu);
   tree flag = op (fun, &pre, boolean_type_node, BIT_IOR_EXPR, full, stale);
 
-  /* 1. Fast: fill the frame, then read the clock, then publish it.  */
-  store (&fast, frame_field (top, 0, "cfa"), cu);
+  /* 1. Fast.  A signal handler's hooks push at the top too, so the slot
+     is claimed first, marked with a CFA above every frame (never stale,
+     never matched), and the real CFA goes in last: a handler that runs in
+     between finds a consistent stack and charges its cycles to us.  */
+  store (&fast, frame_field (top, 0, "cfa"),
+         build_int_cst (uint64_type_node, -1));
+  barrier (&fast);
+  tree next = op (fun, &fast, frame_ptr, POINTER_PLUS_EXPR, top,
+                  size_int (sizeof (struct tally_sframe)));
+  store (&fast, ss_field ("top"), next);
+  barrier (&fast);
   store (&fast, frame_field (top, 0, "fn"), desc);
   store (&fast, frame_field (top, 0, "child"), build_zero_cst (uint64_type_node));
   tree now = rdtsc (fun, &fast);
   store (&fast, frame_field (top, 0, "start"), now);
-  tree next = op (fun, &fast, frame_ptr, POINTER_PLUS_EXPR, top,
-                  size_int (sizeof (struct tally_sframe)));
-  store (&fast, ss_field ("top"), next);
+  barrier (&fast);
+  store (&fast, frame_field (top, 0, "cfa"), cu);
 
   /* 2. Slow: the runtime.  */
   gimple_seq_add_stmt (&slow, gimple_build_call (enter_slow_decl, 2, desc, c));
@@ -432,7 +474,9 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   tree start = assign (fun, &fast, uint64_type_node, frame_field (f, 0, "start"));
   tree child = assign (fun, &fast, uint64_type_node, frame_field (f, 0, "child"));
   tree d = op (fun, &fast, uint64_type_node, MINUS_EXPR, now, start);
+  barrier (&fast);
   store (&fast, ss_field ("top"), f);
+  barrier (&fast);
   tree pc = assign (fun, &fast, uint64_type_node, frame_field (f, -fsize, "child"));
   tree pc2 = op (fun, &fast, uint64_type_node, PLUS_EXPR, pc, d);
   store (&fast, frame_field (f, -fsize, "child"), pc2);
@@ -453,19 +497,10 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   tree meas_type = TREE_TYPE (meas_ptr_type);
   tree mem = build2 (MEM_REF, meas_type, m, build_int_cst (meas_ptr_type, 0));
   tree fi = field (meas_type, "incl"), fe = field (meas_type, "excl");
-  tree incl = assign (fun, &fast, uint64_type_node,
-                      build3 (COMPONENT_REF, uint64_type_node, mem, fi, NULL_TREE));
-  tree incl2 = op (fun, &fast, uint64_type_node, PLUS_EXPR, incl, d);
-  store (&fast, build3 (COMPONENT_REF, uint64_type_node, unshare_expr (mem), fi,
-                        NULL_TREE), incl2);
   tree hi = op (fun, &fast, uint64_type_node, MAX_EXPR, d, child);
   tree self = op (fun, &fast, uint64_type_node, MINUS_EXPR, hi, child);
-  tree excl = assign (fun, &fast, uint64_type_node,
-                      build3 (COMPONENT_REF, uint64_type_node,
-                              unshare_expr (mem), fe, NULL_TREE));
-  tree excl2 = op (fun, &fast, uint64_type_node, PLUS_EXPR, excl, self);
-  store (&fast, build3 (COMPONENT_REF, uint64_type_node, unshare_expr (mem), fe,
-                        NULL_TREE), excl2);
+  add_total (fun, &fast, mem, fi, d);
+  add_total (fun, &fast, mem, fe, self);
 
   /* 2. Slow: the runtime.  */
   gimple_seq_add_stmt (&slow,

@@ -99,7 +99,9 @@ account (const struct tally_fn *fn, uint64_t d, uint64_t child, int atomic)
     }
 }
 
-/* Close the frames above NEW_TOP at time NOW, innermost first.  */
+/* Close the frames above NEW_TOP at time NOW, innermost first: read the
+   frame, pop it, then charge its parent (a signal handler may push over a
+   popped frame).  */
 static void
 close_frames (struct tally_sframe *new_top, uint64_t now)
 {
@@ -107,11 +109,13 @@ close_frames (struct tally_sframe *new_top, uint64_t now)
   while (f > new_top)
     {
       f--;
-      uint64_t d = now - f->start;
-      account (f->fn, d, f->child, 0);
-      f[-1].child += d;
+      uint64_t d = now - f->start, child = f->child;
+      struct tally_fn *fn = f->fn;
       __atomic_signal_fence (__ATOMIC_SEQ_CST);
       __tally_ss.top = f;
+      __atomic_signal_fence (__ATOMIC_SEQ_CST);
+      f[-1].child += d;
+      account (fn, d, child, 1); /* the slow path: atomic is cheap */
     }
 }
 
@@ -184,15 +188,21 @@ on_alt_stack (void)
   return sigaltstack (NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
 }
 
+/* The slot is claimed before it is filled and gets its real CFA last (see
+   plugin/measure.cc): a signal handler's hooks in between see a frame that
+   is neither stale nor theirs.  */
 static inline void
 push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa)
 {
-  top->cfa = cfa;
+  top->cfa = UINT64_MAX;
+  __atomic_signal_fence (__ATOMIC_SEQ_CST);
+  __tally_ss.top = top + 1;
+  __atomic_signal_fence (__ATOMIC_SEQ_CST);
   top->fn = fn;
   top->child = 0;
   top->start = rdtsc ();
   __atomic_signal_fence (__ATOMIC_SEQ_CST);
-  __tally_ss.top = top + 1;
+  top->cfa = cfa;
 }
 
 void
@@ -273,11 +283,12 @@ __tally_exit_cyc (struct tally_module *m, uint32_t fn, void *cfa)
   if (__builtin_expect (top->cfa == (uint64_t) (uintptr_t) cfa && top->fn == f,
                         1))
     {
-      uint64_t d = now - top->start;
-      account (f, d, top->child, m->flags & TALLY_MOD_UPDATE_ATOMIC);
-      top[-1].child += d;
+      uint64_t d = now - top->start, child = top->child;
       __atomic_signal_fence (__ATOMIC_SEQ_CST);
       __tally_ss.top = top;
+      __atomic_signal_fence (__ATOMIC_SEQ_CST);
+      top[-1].child += d;
+      account (f, d, child, m->flags & TALLY_MOD_UPDATE_ATOMIC);
     }
   else
     __tally_cyc_exit_slow (f, cfa, now);

@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""measure=cycles: the shadow return-frame stack and its totals.
+
+Each program of testsuite/measure/ is built with hooks=inline and
+hooks=call, at=early and at=late (and -O0 and -O2 where it matters), run,
+and its report checked against what the program's structure fixes, never
+against a measured figure:
+  - call and exit counts are exact (known from the source);
+  - for a function whose callees have no other caller, inclusive cycles are
+    exactly its exclusive cycles plus its callees' inclusive cycles;
+  - the exclusive cycles of all functions add up exactly to the inclusive
+    cycles of the roots (main, thread start routines): every cycle is
+    charged to exactly one frame, whatever longjmp, exceptions, signals or
+    pthread_exit skipped;
+  - frames skipped by longjmp or an exception are closed at the next hook,
+    so the heavy function called after the jump is not charged to them.
+
+Usage: run-measure.py CHECK --plugin P --runtime RT --tally T --cc CC
+                      --cxx CXX --srcdir DIR
+Exit status: 0 pass, 1 fail, 77 skip.
+"""
+import argparse
+import json
+import os
+import platform
+import struct
+import sys
+import zlib
+
+from checklib import Failure, Skip, expect, run, run_check
+
+MODES = [(h, at) for h in ("inline", "call") for at in ("early", "late")]
+
+
+def build(a, work, src, hooks, at, opt="-O2", extra=()):
+    cxx = src.endswith(".cc")
+    exe = os.path.join(work, "%s-%s-%s%s" % (os.path.splitext(src)[0], hooks, at, opt))
+    run([a.cxx if cxx else a.cc, opt, "-fplugin=" + a.plugin,
+         "-fplugin-arg-tally-hooks=" + hooks, "-fplugin-arg-tally-at=" + at,
+         "-fplugin-arg-tally-measure=cycles", *extra,
+         os.path.join(a.srcdir, "measure", src), "-o", exe, a.runtime,
+         "-lpthread"])
+    return exe
+
+
+def measure(a, exe, work):
+    """Run EXE; return (stdout, {function: row}) with row the report's JSON
+    object (calls, exits, incl_cycles, excl_cycles)."""
+    data = exe + ".data"
+    p = run([exe], env={"TALLY_OUTPUT": data})
+    expect(p.stderr == "", "%s: runtime messages: %r" % (exe, p.stderr))
+    rep = json.loads(run([a.tally, "report", "--json", data]).stdout)
+    return p.stdout, {f["name"]: f for f in rep["functions"]}
+
+
+def check_counts(what, rows, expected):
+    """EXPECTED: {function: (calls, exits)}; nothing else has calls."""
+    got = {n: (r["calls"], r["exits"]) for n, r in rows.items() if r["calls"]}
+    expect(got == expected, "%s: counts %s, want %s"
+           % (what, sorted(got.items()), sorted(expected.items())))
+
+
+def check_sums(what, rows, roots, slack=0):
+    """Every cycle charged once: the exclusive totals add up to the roots'
+    inclusive totals (within SLACK); no exclusive total exceeds its
+    inclusive one."""
+    for n, r in rows.items():
+        expect(r["excl_cycles"] <= r["incl_cycles"],
+               "%s: %s exclusive %d above inclusive %d"
+               % (what, n, r["excl_cycles"], r["incl_cycles"]))
+    total = sum(r["excl_cycles"] for r in rows.values())
+    want = sum(rows[n]["incl_cycles"] for n in roots)
+    expect(abs(total - want) <= slack and want > 0,
+           "%s: exclusive cycles add up to %d, the roots %s have %d inclusive"
+           % (what, total, roots, want))
+
+
+def check_tree(what, rows, children):
+    """CHILDREN: {parent: [callees]}, every callee called only by that
+    parent: incl(parent) == excl(parent) + sum incl(callees), exactly."""
+    for p, kids in children.items():
+        want = rows[p]["excl_cycles"] + sum(rows[k]["incl_cycles"] for k in kids)
+        expect(rows[p]["incl_cycles"] == want,
+               "%s: %s inclusive %d, but exclusive %d + callees %s = %d"
+               % (what, p, rows[p]["incl_cycles"], rows[p]["excl_cycles"],
+                  kids, want))
+
+
+def x86_64():
+    if platform.machine() not in ("x86_64", "AMD64"):
+        raise Skip("measure=cycles is x86-64 only")
+
+
+def check_tree_prog(a, work):
+    x86_64()
+    for hooks, at in MODES:
+        for opt in ("-O0", "-O2"):
+            what = "tree.c %s %s %s" % (hooks, at, opt)
+            _, rows = measure(a, build(a, work, "tree.c", hooks, at, opt), work)
+            check_counts(what, rows, {"main": (1, 1), "a": (200, 200),
+                                      "b": (400, 400), "c": (1200, 1200),
+                                      "d": (1, 1)})
+            check_tree(what, rows, {"main": ["a", "d"], "a": ["b"],
+                                    "b": ["c"], "c": [], "d": []})
+            check_sums(what, rows, ["main"])
+            # d loops 200000 times, all the c calls 60000 times together.
+            expect(rows["d"]["excl_cycles"] > rows["c"]["excl_cycles"] > 0,
+                   "%s: d's exclusive cycles %d not above c's %d" %
+                   (what, rows["d"]["excl_cycles"], rows["c"]["excl_cycles"]))
+
+
+def skipped_frames(what, rows, chain, after):
+    """The frames of CHAIN, skipped by a jump, are closed at the next hook
+    (AFTER's entry), so AFTER's 200000-iteration loop is not in them."""
+    first = rows[chain[0]]["incl_cycles"]
+    expect(first < rows[after]["incl_cycles"] // 2,
+           "%s: %s has %d inclusive cycles, %s only %d: the skipped frames "
+           "were not closed at the next hook" % (what, chain[0], first, after,
+                                                  rows[after]["incl_cycles"]))
+
+
+def check_longjmp(a, work):
+    x86_64()
+    for hooks, at in MODES:
+        for opt in ("-O0", "-O2"):
+            what = "longjmp.c %s %s %s" % (hooks, at, opt)
+            _, rows = measure(a, build(a, work, "longjmp.c", hooks, at, opt), work)
+            check_counts(what, rows, {"main": (1, 1), "driver": (1000, 1000),
+                                      "after": (1000, 1000), "l1": (1000, 0),
+                                      "l2": (1000, 0), "l3": (1000, 0),
+                                      "l4": (1000, 0)})
+            check_tree(what, rows, {"main": ["driver"],
+                                    "driver": ["l1", "after"], "l1": ["l2"],
+                                    "l2": ["l3"], "l3": ["l4"], "l4": []})
+            check_sums(what, rows, ["main"])
+            skipped_frames(what, rows, ["l1"], "after")
+
+
+def check_exceptions(a, work):
+    x86_64()
+    for hooks, at in MODES:
+        for opt in ("-O0", "-O2"):
+            what = "exceptions.cc %s %s %s" % (hooks, at, opt)
+            _, rows = measure(a, build(a, work, "exceptions.cc", hooks, at, opt), work)
+            names = {"int main()": "main", "void catcher(int)": "catcher",
+                     "void after()": "after", "void t1(int)": "t1",
+                     "void t2(int)": "t2", "void t3(int)": "t3"}
+            rows = {names.get(n, n): r for n, r in rows.items()}
+            check_counts(what, rows, {"main": (1, 1), "catcher": (1000, 1000),
+                                      "after": (1000, 1000), "t1": (1000, 0),
+                                      "t2": (1000, 0), "t3": (1000, 0)})
+            check_tree(what, rows, {"main": ["catcher"],
+                                    "catcher": ["t1", "after"], "t1": ["t2"],
+                                    "t2": ["t3"], "t3": []})
+            check_sums(what, rows, ["main"])
+            skipped_frames(what, rows, ["t1"], "after")
+
+
+def check_recursion(a, work):
+    x86_64()
+    for hooks, at in MODES:
+        what = "recursion.c %s %s" % (hooks, at)
+        _, rows = measure(a, build(a, work, "recursion.c", hooks, at), work)
+        check_counts(what, rows, {"main": (1, 1), "deep": (1, 1),
+                                  "rec": (800002, 800002)})
+        check_sums(what, rows, ["main", "deep"])
+
+
+def check_threads(a, work):
+    x86_64()
+    for hooks, at in MODES:
+        what = "threads.c %s %s update=atomic" % (hooks, at)
+        exe = build(a, work, "threads.c", hooks, at,
+                    extra=["-fplugin-arg-tally-update=atomic"])
+        _, rows = measure(a, exe, work)
+        check_counts(what, rows, {"main": (1, 1), "worker": (8, 8),
+                                  "a": (40000, 40000), "b": (80001, 80001),
+                                  "exiter": (1, 0), "e1": (1, 0),
+                                  "e2": (1, 0)})
+        check_tree(what, rows, {"worker": ["a"], "exiter": ["e1"],
+                                "e1": ["e2"]})
+        check_sums(what, rows, ["main", "worker", "exiter"])
+
+
+def check_signals(a, work):
+    x86_64()
+    for hooks, at in MODES:
+        what = "signals.c %s %s" % (hooks, at)
+        out, rows = measure(a, build(a, work, "signals.c", hooks, at), work)
+        alarms = int(out.split()[0])
+        want = {"main": (1, 1), "on_alarm": (alarms, alarms),
+                "handler_work": (alarms + 200, alarms + 200),
+                "on_usr1": (100, 0), "on_usr2": (100, 100),
+                "jumper": (100, 100), "alt": (100, 100),
+                "s1": (100, 0), "s2": (100, 0), "s3": (100, 0)}
+        work_calls = rows["work"]["calls"]
+        expect(work_calls >= 200, "%s: work called %d times" % (what, work_calls))
+        want["work"] = (work_calls, work_calls)
+        check_counts(what, rows, want)
+        check_tree(what, rows, {"s1": ["s2"], "s2": ["s3"]})
+        # A handler that interrupts the few instructions of a pop can have
+        # its cycles charged twice or not at all (doc/measure.md): at most
+        # its own cycles.
+        slack = sum(rows[h]["incl_cycles"] for h in ("on_alarm", "on_usr1", "on_usr2"))
+        check_sums(what, rows, ["main"], slack)
+
+
+def check_errors(a, work):
+    src = os.path.join(work, "x.c")
+    with open(src, "w") as f:
+        f.write("int main (void) { return 0; }\n")
+    base = [a.cc, "-fplugin=" + a.plugin, "-c", src, "-o", os.devnull]
+    cases = [
+        (["-fplugin-arg-tally-measure=time"],
+         "invalid value 'time' for '-fplugin-arg-tally-measure'; accepted values: count, cycles"),
+        (["-fplugin-arg-tally-measure"],
+         "'-fplugin-arg-tally-measure' needs a value; accepted values: count, cycles"),
+        (["-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-hooks=user:h"],
+         "'-fplugin-arg-tally-measure=cycles' needs '-fplugin-arg-tally-hooks=inline' or 'call'"),
+    ]
+    if platform.machine() == "x86_64":
+        cases.append((["-fplugin-arg-tally-measure=cycles", "-m32"],
+                      "supports x86-64 only"))
+    for flags, msg in cases:
+        p = run(base + flags, check=False, env={"LC_ALL": "C"})
+        text = p.stderr.replace("\u2018", "'").replace("\u2019", "'")
+        if "-m32" in flags and ("gnu/stubs-32.h" in text or "bits/" in text):
+            continue
+        expect(p.returncode != 0 and msg in text and "internal compiler error" not in text,
+               "%s: exit %d, want an error containing %r:\n%s"
+               % (" ".join(flags), p.returncode, msg, text))
+
+
+def file_with_meas(a, work):
+    x86_64()
+    exe = build(a, work, "tree.c", "call", "late")
+    data = exe + ".data"
+    run([exe], env={"TALLY_OUTPUT": data})
+    with open(data, "rb") as f:
+        return f.read()
+
+
+def rewrap(body):
+    """BODY (header to before the trailer) with its size and CRC fixed."""
+    size = len(body) + 16
+    body = body[:16] + struct.pack("<Q", size) + body[24:]
+    return body + struct.pack("<IIQ", 0x444e4554, zlib.crc32(body), size)
+
+
+def meas_variants(buf):
+    """Damaged MEAS records, each a valid file otherwise."""
+    body = buf[:-16]
+    at = body.index(b"MEAS")
+    yield "value count 0", body[:at + 4] + struct.pack("<I", 0) + body[at + 8:]
+    yield "value count 17", body[:at + 4] + struct.pack("<I", 17) + body[at + 8:]
+    name_len = struct.unpack_from("<I", body, at + 8)[0]
+    nrec_at = at + 12 + name_len
+    yield "record count 2", body[:nrec_at] + struct.pack("<I", 2) + body[nrec_at + 4:]
+    yield "function count +1", (body[:nrec_at + 4] +
+                                struct.pack("<I", struct.unpack_from("<I", body, nrec_at + 4)[0] + 1)
+                                + body[nrec_at + 8:])
+    yield "truncated values", body[:-8]
+    first = nrec_at + 8
+    yield "exclusive above inclusive", (body[:first] + struct.pack("<QQ", 1, 2)
+                                        + body[first + 16:])
+    yield "bytes after it", body + b"\0\0\0\0"
+
+
+def check_bad_meas(a, work):
+    buf = file_with_meas(a, work)
+    for name, body in meas_variants(buf):
+        path = os.path.join(work, "bad.data")
+        with open(path, "wb") as f:
+            f.write(rewrap(body))
+        p = run([a.tally, "report", path], check=False)
+        expect(p.returncode == 1 and "corrupt" in p.stderr and "bad.data" in p.stderr,
+               "%s: exit %d, stderr %r" % (name, p.returncode, p.stderr))
+
+
+def write_corpus(a, out_dir):
+    """Regenerate the fuzz seeds of tools/fuzz-corpus (by hand)."""
+    import tempfile
+    work = tempfile.mkdtemp()
+    buf = file_with_meas(a, work)
+    with open(os.path.join(out_dir, "meas-valid"), "wb") as f:
+        f.write(buf)
+    for name, body in meas_variants(buf):
+        with open(os.path.join(out_dir, "meas-" + name.replace(" ", "-").replace("+", "plus")), "wb") as f:
+            f.write(rewrap(body))
+
+
+CHECKS = {
+    "tree": check_tree_prog,
+    "longjmp": check_longjmp,
+    "exceptions": check_exceptions,
+    "recursion": check_recursion,
+    "threads": check_threads,
+    "signals": check_signals,
+    "errors": check_errors,
+    "bad-meas": check_bad_meas,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("check", choices=sorted(CHECKS) + ["corpus"])
+    ap.add_argument("--plugin", required=True)
+    ap.add_argument("--runtime", required=True)
+    ap.add_argument("--tally", required=True)
+    ap.add_argument("--cc", default="gcc")
+    ap.add_argument("--cxx", default="g++")
+    ap.add_argument("--srcdir", required=True)
+    ap.add_argument("--corpus-dir")
+    a = ap.parse_args()
+    if a.check == "corpus":
+        write_corpus(a, a.corpus_dir)
+        return 0
+    return run_check(CHECKS, a.check, a, "tally-measure-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
