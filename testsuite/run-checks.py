@@ -36,7 +36,7 @@ def check_plugin_errors(a, work):
     src = os.path.join(a.srcdir, "progs", "s-abc.c")
     cases = [
         (["-fplugin-arg-tally-colour=red"],
-         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, at, update, filter, verbose, help"),
+         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, at, update, measure, filter, verbose, help"),
         (["-fplugin-arg-tally-hooks=fast"],
          r"invalid value 'fast' for '-fplugin-arg-tally-hooks'; accepted values: inline, call"),
         (["-fplugin-arg-tally-at"],
@@ -55,7 +55,7 @@ def check_plugin_errors(a, work):
         expect("internal compiler error" not in text, "%s: ICE:\n%s" % (flags, text))
     p = run([a.cc, "-c", "-fplugin=" + a.plugin, "-fplugin-arg-tally-help", src,
              "-o", os.path.join(work, "x.o")])
-    for opt in ("hooks=inline|call", "at=late|early", "update=single|atomic", "help"):
+    for opt in ("hooks=inline|call", "at=late|early", "update=single|atomic", "measure=count|cycles", "help"):
         expect(opt in p.stderr, "help text lacks %s:\n%s" % (opt, p.stderr))
 
 
