@@ -46,6 +46,7 @@
 #include "options.h"
 #include "builtins.h"
 #include "ggc.h"
+#include "sreal.h"
 #include "gtype-desc.h"
 
 /* The version the headers describe.  plugin-version.h defines it as a static

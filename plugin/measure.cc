@@ -339,7 +339,9 @@ add_total (function *fun, gimple_seq *seq, tree mem, tree fld, tree value)
 {
   tree ref = build3 (COMPONENT_REF, uint64_type_node, unshare_expr (mem), fld,
                      NULL_TREE);
-  if (tally_opts.update == TALLY_UPDATE_ATOMIC)
+  /* update=tls keeps per-thread counters, but the totals are shared.  */
+  if (tally_opts.update == TALLY_UPDATE_ATOMIC
+      || tally_opts.update == TALLY_UPDATE_TLS)
     {
       tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_FETCH_ADD_8);
       gimple_seq_add_stmt (seq, gimple_build_call (

@@ -255,7 +255,7 @@ __tally_cyc_exit_slow (struct tally_fn *fn, void *cfa_ptr, uint64_t now)
 static inline void
 bump (struct tally_module *m, uint64_t *c)
 {
-  if (m->flags & TALLY_MOD_UPDATE_ATOMIC)
+  if (m->flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS))
     __atomic_fetch_add (c, 1, __ATOMIC_RELAXED);
   else
     ++*c;
@@ -288,7 +288,8 @@ __tally_exit_cyc (struct tally_module *m, uint32_t fn, void *cfa)
       __tally_ss.top = top;
       __atomic_signal_fence (__ATOMIC_SEQ_CST);
       top[-1].child += d;
-      account (f, d, child, m->flags & TALLY_MOD_UPDATE_ATOMIC);
+      account (f, d, child,
+               m->flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS));
     }
   else
     __tally_cyc_exit_slow (f, cfa, now);

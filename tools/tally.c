@@ -1137,6 +1137,8 @@ struct acc_fn
   char *name, *symbol, *origin, *file;
   uint32_t line, flags, ncounters;
   uint64_t *counters;
+  uint32_t map_size;
+  unsigned char *map; /* block map, or NULL */
 };
 
 struct acc_module
@@ -1168,12 +1170,39 @@ acc_fn_copy (struct acc_fn *to, const struct tally_data_fn *f)
   to->ncounters = f->ncounters;
   to->counters = xmalloc (f->ncounters * sizeof *to->counters);
   memcpy (to->counters, f->counters, f->ncounters * sizeof *to->counters);
+  to->map_size = f->map_size;
+  to->map = NULL;
+  if (f->map_size)
+    {
+      to->map = xmalloc (f->map_size);
+      memcpy (to->map, f->map, f->map_size);
+    }
 }
 
 /* Add the counters of F to T; a counter only one of them has is kept.  */
 static void
 acc_fn_add (struct acc_fn *t, const struct tally_data_fn *f)
 {
+  if (t->map_size != f->map_size
+      || (t->map_size && memcmp (t->map, f->map, t->map_size) != 0))
+    {
+      /* Two builds (--force) with other blocks: their block values do
+         not line up.  The entry and exit counts still add up.  */
+      static int said;
+      if (!said++)
+        error_msg ("merge: %s: the builds merged have different basic "
+                   "blocks; block counts dropped, call counts kept",
+                   t->symbol);
+      free (t->map);
+      t->map = NULL;
+      t->map_size = 0;
+      t->flags &= ~TALLY_FN_CALLS_DERIVED;
+      if (t->ncounters > TALLY_C_CORE)
+        t->ncounters = TALLY_C_CORE;
+      for (uint32_t k = 0; k < TALLY_C_CORE; k++)
+        t->counters[k] = add_sat (t->counters[k], f->counters[k]);
+      return;
+    }
   if (f->ncounters > t->ncounters)
     {
       t->counters = realloc (t->counters, f->ncounters * sizeof *t->counters);
@@ -1320,7 +1349,8 @@ write_merged (const char *path, const struct accumulator *acc,
       for (size_t j = 0; j < a->nfns; j++)
         size += str_bytes (a->fns[j].name) + str_bytes (a->fns[j].symbol)
                 + str_bytes (a->fns[j].origin) + str_bytes (a->fns[j].file)
-                + 16 + 8 * (uint64_t) a->fns[j].ncounters;
+                + 16 + 8 * (uint64_t) a->fns[j].ncounters + 4
+                + a->fns[j].map_size;
     }
   if (acc->n > UINT32_MAX)
     {
@@ -1369,6 +1399,9 @@ write_merged (const char *path, const struct accumulator *acc,
           out_u32 (&w, 0);
           for (uint32_t k = 0; k < f->ncounters; k++)
             out_u64 (&w, f->counters[k]);
+          out_u32 (&w, f->map_size);
+          if (f->map_size)
+            out_bytes (&w, f->map, f->map_size);
         }
     }
   uint32_t crc = w.crc;
@@ -1507,6 +1540,7 @@ cmd_merge (int argc, char **argv)
           free (a->fns[j].origin);
           free (a->fns[j].file);
           free (a->fns[j].counters);
+          free (a->fns[j].map);
         }
       free (a->fns);
       free (a->source);

@@ -8,7 +8,7 @@ static volatile unsigned long sink;
 __attribute__ ((noinline)) void c (void) { for (int i = 0; i < 50; i++) sink += i; }
 __attribute__ ((noinline)) void b (void) { for (int i = 0; i < 3; i++) c (); sink++; }
 __attribute__ ((noinline)) void a (void) { b (); b (); }
-__attribute__ ((noinline)) void d (void) { for (int i = 0; i < 2000000; i++) sink += i; }
+__attribute__ ((noinline)) void d (void) { for (int i = 0; i < 20000000; i++) sink += i; }
 
 int
 main (void)
