@@ -360,6 +360,8 @@ module_flags (void)
     flags |= TALLY_MOD_BLOCKS_VISITED;
   if (tally_opts.measure == TALLY_MEASURE_CYCLES)
     flags |= TALLY_MOD_MEASURE_CYCLES;
+  if (tally_opts.paths)
+    flags |= TALLY_MOD_PATHS;
   return flags;
 }
 

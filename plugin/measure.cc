@@ -149,6 +149,8 @@ build_decls (void)
   add_field (&fields, "child", uint64_type_node);
   add_field (&fields, "cfa", uint64_type_node);
   add_field (&fields, "fn", ptr_type_node);
+  add_field (&fields, "node", uint32_type_node);
+  add_field (&fields, "pad", uint32_type_node);
   frame_type_node = record ("tally_sframe", fields,
                             sizeof (struct tally_sframe));
   tree frame_ptr = build_pointer_type (frame_type_node);
@@ -421,6 +423,8 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb)
   store (&fast, ss_field ("top"), next);
   barrier (&fast);
   store (&fast, frame_field (top, 0, "fn"), desc);
+  store (&fast, frame_field (top, 0, "node"),
+         build_int_cst (uint32_type_node, -1));
   store (&fast, frame_field (top, 0, "child"), build_zero_cst (uint64_type_node));
   tree now = rdtsc (fun, &fast);
   store (&fast, frame_field (top, 0, "start"), now);

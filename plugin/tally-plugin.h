@@ -29,6 +29,7 @@ struct tally_options
   enum tally_blocks blocks;
   enum tally_placement placement;
   enum tally_measure measure;
+  bool paths; /* paths=on */
 };
 extern struct tally_options tally_opts;
 

@@ -15,6 +15,7 @@
  *                        plain, relaxed-atomic or per-thread counters
  *   measure=count|cycles only count (default), or also inclusive and
  *                        exclusive TSC cycles per function (measure.cc)
+ *   paths=on|off         a calling-context tree (measure=cycles, hooks=call)
  *   filter=FILE          include/exclude rules and a size threshold (filter.cc)
  *   verbose              a note per function: instrumented, or why not
  *   help                 print this list
@@ -30,7 +31,7 @@ int plugin_is_GPL_compatible;
 struct tally_options tally_opts
     = { TALLY_HOOKS_INLINE, TALLY_AT_LATE,     TALLY_UPDATE_SINGLE,
         NULL,               TALLY_BLOCKS_NONE, TALLY_PLACE_TREE,
-        TALLY_MEASURE_COUNT };
+        TALLY_MEASURE_COUNT, false };
 bool tally_emitting;
 
 static const char help_text[]
@@ -50,6 +51,8 @@ static const char help_text[]
       "relaxed-atomic or per-thread counter updates\n"
       "  -fplugin-arg-tally-measure=count|cycles count calls only (default) "
       "or also inclusive and exclusive cycles per function (x86-64)\n"
+      "  -fplugin-arg-tally-paths=on|off        a calling-context tree: "
+      "calls and cycles per call path (needs measure=cycles and hooks=call)\n"
       "  -fplugin-arg-tally-filter=FILE         which functions to instrument "
       "(rules: include|exclude function|file GLOB, min-statements N)\n"
       "  -fplugin-arg-tally-verbose             a note for every function: "
@@ -96,6 +99,8 @@ static const struct choice at_choices[]
 static const struct choice measure_choices[]
     = { { "count", TALLY_MEASURE_COUNT }, { "cycles", TALLY_MEASURE_CYCLES },
         { NULL, 0 } };
+static const struct choice paths_choices[]
+    = { { "off", 0 }, { "on", 1 }, { NULL, 0 } };
 static const struct choice update_choices[]
     = { { "single", TALLY_UPDATE_SINGLE },
         { "atomic", TALLY_UPDATE_ATOMIC },
@@ -162,6 +167,12 @@ parse_options (const struct plugin_name_args *info)
                                    "count, cycles", &v)))
             tally_opts.measure = (enum tally_measure) v;
         }
+      else if (strcmp (arg->key, "paths") == 0)
+        {
+          if ((ok &= parse_choice (info->base_name, arg, paths_choices,
+                                   "on, off", &v)))
+            tally_opts.paths = v != 0;
+        }
       else if (strcmp (arg->key, "blocks") == 0)
         {
           if ((ok &= parse_choice (info->base_name, arg, blocks_choices,
@@ -210,7 +221,7 @@ parse_options (const struct plugin_name_args *info)
         {
           error ("unknown option %<-fplugin-arg-%s-%s%>; accepted "
                  "options: hooks, blocks, placement, at, update, measure, "
-                 "filter, verbose, help",
+                 "paths, filter, verbose, help",
                  info->base_name, arg->key);
           ok = false;
         }
@@ -274,6 +285,18 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
              "(%<hooks=user:PREFIX%>) measure what they like themselves, "
              "and %<hooks=none%> has no entry and exit to measure",
              info->base_name, info->base_name);
+      return 1;
+    }
+  /* The tree is kept by the runtime's hooks, which know the caller's
+     frame; the inline fast path does not look paths up.  */
+  if (tally_opts.paths
+      && (tally_opts.measure != TALLY_MEASURE_CYCLES
+          || tally_opts.hooks != TALLY_HOOKS_CALL))
+    {
+      error ("%<-fplugin-arg-%s-paths=on%> needs "
+             "%<-fplugin-arg-%s-measure=cycles%> and "
+             "%<-fplugin-arg-%s-hooks=call%>",
+             info->base_name, info->base_name, info->base_name);
       return 1;
     }
   /* 3. The pass.  "optimized" is the last GIMPLE pass at every -O level:

@@ -281,6 +281,51 @@ put_meas (struct writer *w, struct tally_module *head, uint32_t nlive)
     }
 }
 
+/* The calling-context tree (paths=on): the function-id base of each module
+   record, in put_records' order, then the nodes after the root.  */
+static void
+put_paths (struct writer *w, struct tally_module *head, uint32_t nlive)
+{
+  uint32_t n, depth;
+  uint64_t lost;
+  const struct tally_path_node *nodes = tally_rt_paths (&n, &depth, &lost);
+  put_u32 (w, TALLY_TAG_PATH);
+  put_u32 (w, depth);
+  put_u64 (w, lost);
+  put_u32 (w, nlive + retained_count);
+  uint32_t written = 0;
+  for (struct tally_module *m = head; m && written < nlive; m = m->next)
+    if (module_live (m))
+      {
+        written++;
+        put_u32 (w, m->nfns ? m->fns[0]->id : UINT32_MAX);
+      }
+  for (uint32_t r = 0; r < retained_count; r++)
+    put_u32 (w, retained_ids && r < RETAINED_IDS_MAX ? retained_ids[r]
+                                                     : UINT32_MAX);
+  put_u32 (w, n ? n - 1 : 0);
+  for (uint32_t i = 1; i < n; i++)
+    {
+      /* A node being made right now is written as an empty child of the
+         root with no function; readers skip those.  */
+      uint32_t fn1 = __atomic_load_n (&nodes[i].fn_plus1, __ATOMIC_ACQUIRE);
+      uint32_t parent = fn1 ? nodes[i].parent : 0;
+      put_u32 (w, parent < i ? parent : 0);
+      put_u32 (w, fn1 ? fn1 - 1 : UINT32_MAX);
+      put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].calls, __ATOMIC_RELAXED) : 0);
+      put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].incl, __ATOMIC_RELAXED) : 0);
+      put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].excl, __ATOMIC_RELAXED) : 0);
+    }
+}
+
+static int
+any_paths (void)
+{
+  uint32_t n, depth;
+  uint64_t lost;
+  return tally_rt_paths (&n, &depth, &lost) != NULL;
+}
+
 /* Whether any module, live or retained, measures (TALLY_MOD_MEASURE_*).  */
 static int
 any_measured (struct tally_module *head)
@@ -909,11 +954,14 @@ dump_locked (int at_exit)
   uint32_t flags = at_exit ? TALLY_FILE_AT_EXIT : 0;
   uint32_t nmodules = nlive + retained_count;
   int meas = any_measured (head);
+  int paths = any_paths ();
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_header (&w, 0, nmodules, flags, program);
   put_records (&w, head, nlive);
   if (meas)
     put_meas (&w, head, nlive);
+  if (paths)
+    put_paths (&w, head, nlive);
   uint64_t file_size = w.total + TALLY_TRAILER_SIZE;
 
   w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
@@ -924,6 +972,8 @@ dump_locked (int at_exit)
   put_records (&w, head, nlive);
   if (meas)
     put_meas (&w, head, nlive);
+  if (paths)
+    put_paths (&w, head, nlive);
   if (finish_file (&w, file_size, tmp, path) != 0)
     return -1;
   if (tally_rt_env ("TALLY_VERBOSE"))
@@ -1210,6 +1260,7 @@ tally_rt_reset_local (void)
     return;
   zero_live ();
   tally_rt_meas_zero ();
+  tally_rt_paths_zero ();
   /* The counts merged so far stay in the file; from zero, everything is
      new.  */
   drop_baseline ();
@@ -1263,6 +1314,7 @@ tally_rt_fork_child (void)
   zero_live ();
   zero_retained ();
   tally_rt_meas_zero ();
+  tally_rt_paths_zero ();
   drop_baseline ();
 }
 

@@ -109,6 +109,30 @@ void tally_rt_meas_zero (void) TALLY_HIDDEN;
 /* Close the calling thread's open frames now (the exit dump).  */
 void tally_rt_shadow_close_current (void) TALLY_HIDDEN;
 
+/* paths.c: paths=on, the calling-context tree.  */
+#define TALLY_PATH_NONE UINT32_MAX
+struct tally_path_node
+{
+  uint32_t parent;   /* node index; the root (0) has UINT32_MAX */
+  uint32_t fn_plus1; /* function id + 1; 0 until the node is filled */
+  uint32_t depth;    /* the root is 0 */
+  uint32_t pad;
+  uint64_t calls, incl, excl;
+};
+/* The node of function FN called on the path of node PARENT (0: the
+   root), made if new; TALLY_PATH_NONE if the tree is full.  */
+uint32_t tally_rt_path_node (uint32_t parent, uint32_t fn) TALLY_HIDDEN;
+/* NODE if it is a node of function FN, else 0 (the root).  */
+uint32_t tally_rt_path_owner (uint32_t node, uint32_t fn) TALLY_HIDDEN;
+/* Add one closed activation to NODE (if it is FN's).  */
+void tally_rt_path_add (uint32_t node, uint32_t fn, uint64_t d, uint64_t self)
+    TALLY_HIDDEN;
+/* The nodes (*N of them, the root first), the depth limit and the number
+   of activations lost to a full tree; NULL before any path.  */
+const struct tally_path_node *tally_rt_paths (uint32_t *n, uint32_t *depth,
+                                              uint64_t *lost) TALLY_HIDDEN;
+void tally_rt_paths_zero (void) TALLY_HIDDEN;
+
 /* What this copy of the runtime does itself, as opposed to the public
    entry points, which go to the primary copy (instance.c).  */
 void tally_rt_register_local (struct tally_module *m) TALLY_HIDDEN;

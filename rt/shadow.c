@@ -111,11 +111,14 @@ close_frames (struct tally_sframe *new_top, uint64_t now)
       f--;
       uint64_t d = now - f->start, child = f->child;
       struct tally_fn *fn = f->fn;
+      uint32_t node = f->node;
       __atomic_signal_fence (__ATOMIC_SEQ_CST);
       __tally_ss.top = f;
       __atomic_signal_fence (__ATOMIC_SEQ_CST);
       f[-1].child += d;
       account (fn, d, child, 1); /* the slow path: atomic is cheap */
+      if (node != TALLY_PATH_NONE)
+        tally_rt_path_add (node, fn->id, d, d > child ? d - child : 0);
     }
 }
 
@@ -170,6 +173,7 @@ thread_init (void)
   ss_base = (struct tally_sframe *) p;
   ss_base[0].cfa = UINT64_MAX; /* above every live frame: never stale */
   ss_base[0].fn = NULL;
+  ss_base[0].node = 0;
   ss_overflow = 0;
   __tally_ss.end = ss_base + STACK_FRAMES;
   __tally_ss.top = ss_base + 1;
@@ -192,21 +196,34 @@ on_alt_stack (void)
    plugin/measure.cc): a signal handler's hooks in between see a frame that
    is neither stale nor theirs.  */
 static inline void
-push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa)
+push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa,
+            uint32_t node)
 {
   top->cfa = UINT64_MAX;
   __atomic_signal_fence (__ATOMIC_SEQ_CST);
   __tally_ss.top = top + 1;
   __atomic_signal_fence (__ATOMIC_SEQ_CST);
   top->fn = fn;
+  top->node = node;
   top->child = 0;
   top->start = rdtsc ();
   __atomic_signal_fence (__ATOMIC_SEQ_CST);
   top->cfa = cfa;
 }
 
-void
-__tally_cyc_enter_slow (struct tally_fn *fn, void *cfa_ptr)
+/* paths=on: the node of FN called from the frame below TOP.  */
+static inline uint32_t
+path_of (struct tally_sframe *top, struct tally_fn *fn)
+{
+  struct tally_sframe *parent = top - 1;
+  uint32_t pnode = parent->fn ? tally_rt_path_owner (parent->node,
+                                                     parent->fn->id)
+                              : 0;
+  return tally_rt_path_node (pnode, fn->id);
+}
+
+static void
+enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths)
 {
   int saved = errno;
   uint64_t cfa = (uint64_t) (uintptr_t) cfa_ptr;
@@ -226,9 +243,15 @@ __tally_cyc_enter_slow (struct tally_fn *fn, void *cfa_ptr)
   if (top == __tally_ss.end)
     ss_overflow++;
   else
-    push_frame (top, fn, cfa);
+    push_frame (top, fn, cfa, paths ? path_of (top, fn) : TALLY_PATH_NONE);
 out:
   errno = saved;
+}
+
+void
+__tally_cyc_enter_slow (struct tally_fn *fn, void *cfa_ptr)
+{
+  enter_slow (fn, cfa_ptr, 0);
 }
 
 void
@@ -267,11 +290,13 @@ __tally_enter_cyc (struct tally_module *m, uint32_t fn, void *cfa)
   struct tally_fn *f = m->fns[fn];
   bump (m, &f->counters[TALLY_C_ENTRIES]);
   struct tally_sframe *top = __tally_ss.top;
+  int paths = (m->flags & TALLY_MOD_PATHS) != 0;
   if (__builtin_expect (top != __tally_ss.end
                         && top[-1].cfa > (uint64_t) (uintptr_t) cfa, 1))
-    push_frame (top, f, (uint64_t) (uintptr_t) cfa);
+    push_frame (top, f, (uint64_t) (uintptr_t) cfa,
+                paths ? path_of (top, f) : TALLY_PATH_NONE);
   else
-    __tally_cyc_enter_slow (f, cfa);
+    enter_slow (f, cfa, paths);
 }
 
 void
@@ -284,12 +309,15 @@ __tally_exit_cyc (struct tally_module *m, uint32_t fn, void *cfa)
                         1))
     {
       uint64_t d = now - top->start, child = top->child;
+      uint32_t node = top->node;
       __atomic_signal_fence (__ATOMIC_SEQ_CST);
       __tally_ss.top = top;
       __atomic_signal_fence (__ATOMIC_SEQ_CST);
       top[-1].child += d;
       account (f, d, child,
                m->flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS));
+      if (node != TALLY_PATH_NONE)
+        tally_rt_path_add (node, f->id, d, d > child ? d - child : 0);
     }
   else
     __tally_cyc_exit_slow (f, cfa, now);

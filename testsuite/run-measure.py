@@ -222,6 +222,146 @@ def check_signals(a, work):
         check_sums(what, rows, ["main"], slack)
 
 
+def tree_rows(a, data, env=None):
+    """`tally report --tree DATA` as {path tuple: (calls, incl, excl)}."""
+    out = run([a.tally, "report", "--tree", data], env=env).stdout.splitlines()
+    res, stack = {}, []
+    for line in out[1:]:
+        calls, incl, excl = (int(v) for v in line[:46].split())
+        rest = line[48:]
+        depth = (len(rest) - len(rest.lstrip(" "))) // 2
+        name = rest.lstrip(" ").rsplit("  ", 1)[0]
+        del stack[depth:]
+        stack.append(name)
+        key = tuple(stack)
+        expect(key not in res, "%s: path %s twice in the tree" % (data, key))
+        res[key] = (calls, incl, excl)
+    return res
+
+
+def check_tree_sums(what, rows, tree, folded):
+    """The tree against the flat profile: each function's calls, inclusive
+    and exclusive cycles are the sums over its paths; the collapsed stacks
+    add up to all exclusive cycles."""
+    for fn, r in rows.items():
+        nodes = [v for k, v in tree.items() if k[-1] == fn]
+        got = tuple(sum(v[i] for v in nodes) for i in range(3))
+        want = (r["calls"], r["incl_cycles"], r["excl_cycles"])
+        expect(got == want, "%s: %s summed over its paths %s, flat %s"
+               % (what, fn, got, want))
+    total = sum(int(l.rsplit(" ", 1)[1]) for l in folded.splitlines())
+    want = sum(r["excl_cycles"] for r in rows.values())
+    expect(total == want, "%s: collapsed stacks add up to %d, exclusive "
+           "cycles to %d" % (what, total, want))
+
+
+def oracle_paths(a, work, src):
+    """Call paths and their calls from -finstrument-functions and
+    oracle/cyg-paths.c, as {path of names: calls}."""
+    exe = os.path.join(work, os.path.splitext(src)[0] + "-cyg")
+    obj = os.path.join(work, "cyg-paths.o")
+    run([a.cc, "-O2", "-c", os.path.join(a.srcdir, "oracle", "cyg-paths.c"), "-o", obj])
+    run([a.cc, "-O2", "-finstrument-functions",
+         os.path.join(a.srcdir, "measure", src), obj, "-o", exe])
+    out = exe + ".paths"
+    run([exe], env={"CYG_PATHS_OUTPUT": out})
+    syms = {}
+    for line in run(["nm", exe]).stdout.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] in "tT":
+            syms[int(f[0], 16)] = f[2]
+    res = {}
+    for line in open(out):
+        path, calls = line.split()
+        res[tuple(syms[int(o, 16)] for o in path.split(";"))] = int(calls)
+    return res
+
+
+def paths_build(a, work, src, at, opt="-O2"):
+    return build(a, work, src, "call", at, opt, extra=["-fplugin-arg-tally-paths=on"])
+
+
+def check_paths(a, work):
+    x86_64()
+    for src in ("tree.c", "paths.c"):
+        oracle = oracle_paths(a, work, src)
+        for at in ("early", "late"):
+            what = "%s paths=on at=%s" % (src, at)
+            exe = paths_build(a, work, src, at)
+            _, rows = measure(a, exe, work)
+            tree = tree_rows(a, exe + ".data")
+            folded = run([a.tally, "flame", "--folded", exe + ".data"]).stdout
+            calls = {k: v[0] for k, v in tree.items()}
+            expect(calls == oracle, "%s: path calls %s, -finstrument-functions "
+                   "has %s" % (what, sorted(calls.items()), sorted(oracle.items())))
+            check_tree_sums(what, rows, tree, folded)
+            check_sums(what, rows, ["main"])
+            svg = os.path.join(work, "flame.svg")
+            run([a.tally, "flame", "-o", svg, exe + ".data"])
+            import xml.etree.ElementTree as ET
+            root = ET.parse(svg).getroot()
+            titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+            for path in tree:
+                expect(any(t.startswith(path[-1] + " (") for t in titles),
+                       "%s: no frame for %s in the SVG" % (what, path[-1]))
+    # Frames skipped by longjmp and exceptions leave the tree exact too.
+    for src, chain in (("longjmp.c", ["main", "driver", "l1", "l2", "l3", "l4"]),
+                       ("exceptions.cc", ["int main()", "void catcher(int)",
+                                          "void t1(int)", "void t2(int)",
+                                          "void t3(int)"])):
+        for at in ("early", "late"):
+            what = "%s paths=on at=%s" % (src, at)
+            exe = paths_build(a, work, src, at)
+            _, rows = measure(a, exe, work)
+            tree = tree_rows(a, exe + ".data")
+            folded = run([a.tally, "flame", "--folded", exe + ".data"]).stdout
+            for k in range(1, len(chain) + 1):
+                got = tree.get(tuple(chain[:k]), (0,))[0]
+                want = 1 if k == 1 else 1000
+                expect(got == want, "%s: path %s has %d calls, want %d"
+                       % (what, chain[:k], got, want))
+            check_tree_sums(what, rows, tree, folded)
+            check_sums(what, rows, [chain[0]])
+
+
+def check_paths_limits(a, work):
+    x86_64()
+    # Depth: recursion 100000 deep (and 700000 in a thread) cut at 16.
+    exe = paths_build(a, work, "recursion.c", "late")
+    data = exe + ".data"
+    run([exe], env={"TALLY_OUTPUT": data, "TALLY_PATH_DEPTH": "16"})
+    tree = tree_rows(a, data)
+    expect(max(len(k) for k in tree) == 16, "recursion.c: deepest path %d "
+           "frames, TALLY_PATH_DEPTH=16" % max(len(k) for k in tree))
+    # (The thread's recursion is deeper than the shadow stack: activations
+    # past it are not on any path.)
+    rec = sum(v[0] for k, v in tree.items() if k[0] == "main" and k[-1] == "rec")
+    expect(rec == 100001, "recursion.c: rec has %d calls on main's paths, "
+           "want 100001" % rec)
+    # A full tree: the paths that fit are kept, the rest is counted as lost
+    # and said so.
+    exe = paths_build(a, work, "paths.c", "late")
+    data = exe + ".data"
+    p = run([exe], env={"TALLY_OUTPUT": data, "TALLY_PATH_NODES": "4"})
+    expect(p.stderr == "", "TALLY_PATH_NODES=4: %r" % p.stderr)
+    p = run([a.tally, "report", "--tree", data])
+    expect("did not fit" in p.stderr, "TALLY_PATH_NODES=4: no note about lost "
+           "calls: %r" % p.stderr)
+    tree = tree_rows(a, data)
+    expect(len(tree) == 3 and ("main",) in tree, "TALLY_PATH_NODES=4: the "
+           "tree holds %s, want main and two more paths" % sorted(tree))
+    p = run([exe], env={"TALLY_OUTPUT": data, "TALLY_PATH_DEPTH": "0"})
+    expect("TALLY_PATH_DEPTH=0 is not a number from 1 to 1024" in p.stderr,
+           "TALLY_PATH_DEPTH=0: %r" % p.stderr)
+    # Files without paths.
+    exe = build(a, work, "tree.c", "call", "late")
+    run([exe], env={"TALLY_OUTPUT": exe + ".data"})
+    for cmd in (["report", "--tree"], ["flame"]):
+        p = run([a.tally] + cmd + [exe + ".data"], check=False)
+        expect(p.returncode == 1 and "paths=on" in p.stderr,
+               "%s on a file without paths: exit %d, %r" % (cmd, p.returncode, p.stderr))
+
+
 def check_errors(a, work):
     src = os.path.join(work, "x.c")
     with open(src, "w") as f:
@@ -232,6 +372,10 @@ def check_errors(a, work):
          "invalid value 'time' for '-fplugin-arg-tally-measure'; accepted values: count, cycles"),
         (["-fplugin-arg-tally-measure"],
          "'-fplugin-arg-tally-measure' needs a value; accepted values: count, cycles"),
+        (["-fplugin-arg-tally-paths=yes"],
+         "invalid value 'yes' for '-fplugin-arg-tally-paths'; accepted values: on, off"),
+        (["-fplugin-arg-tally-paths=on", "-fplugin-arg-tally-measure=cycles"],
+         "'-fplugin-arg-tally-paths=on' needs '-fplugin-arg-tally-measure=cycles' and '-fplugin-arg-tally-hooks=call'"),
         (["-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-hooks=user:h"],
          "'-fplugin-arg-tally-measure=cycles' needs '-fplugin-arg-tally-hooks=inline' or 'call'"),
     ]
@@ -283,7 +427,40 @@ def meas_variants(buf):
     yield "bytes after it", body + b"\0\0\0\0"
 
 
+def file_with_paths(a, work):
+    x86_64()
+    exe = paths_build(a, work, "tree.c", "late")
+    data = exe + ".data"
+    run([exe], env={"TALLY_OUTPUT": data})
+    with open(data, "rb") as f:
+        return f.read()
+
+
+def path_variants(buf):
+    """Damaged PATH records, each a valid file otherwise."""
+    body = buf[:-16]
+    at = body.index(b"PATH")
+    nrec = struct.unpack_from("<I", body, at + 16)[0]
+    n_at = at + 20 + 4 * nrec
+    first = n_at + 4
+    yield "path record count 2", body[:at + 16] + struct.pack("<I", nrec + 1) + body[at + 20:]
+    yield "path node count huge", body[:n_at] + struct.pack("<I", 0x10000000) + body[n_at + 4:]
+    yield "path parent not earlier", body[:first] + struct.pack("<I", 1) + body[first + 4:]
+    yield "path function in no module", body[:first + 4] + struct.pack("<I", 999) + body[first + 8:]
+    yield "path exclusive above inclusive", (body[:first + 16] + struct.pack("<QQ", 1, 2)
+                                             + body[first + 32:])
+    yield "path truncated", body[:-8]
+
+
 def check_bad_meas(a, work):
+    buf = file_with_paths(a, work)
+    for name, body in path_variants(buf):
+        path = os.path.join(work, "bad.data")
+        with open(path, "wb") as f:
+            f.write(rewrap(body))
+        p = run([a.tally, "report", path], check=False)
+        expect(p.returncode == 1 and "corrupt" in p.stderr and "bad.data" in p.stderr,
+               "%s: exit %d, stderr %r" % (name, p.returncode, p.stderr))
     buf = file_with_meas(a, work)
     for name, body in meas_variants(buf):
         path = os.path.join(work, "bad.data")
@@ -301,6 +478,12 @@ def write_corpus(a, out_dir):
     buf = file_with_meas(a, work)
     with open(os.path.join(out_dir, "meas-valid"), "wb") as f:
         f.write(buf)
+    buf2 = file_with_paths(a, work)
+    with open(os.path.join(out_dir, "path-valid"), "wb") as f:
+        f.write(buf2)
+    for name, body in path_variants(buf2):
+        with open(os.path.join(out_dir, name.replace(" ", "-")), "wb") as f:
+            f.write(rewrap(body))
     for name, body in meas_variants(buf):
         with open(os.path.join(out_dir, "meas-" + name.replace(" ", "-").replace("+", "plus")), "wb") as f:
             f.write(rewrap(body))
@@ -313,6 +496,8 @@ CHECKS = {
     "recursion": check_recursion,
     "threads": check_threads,
     "signals": check_signals,
+    "paths": check_paths,
+    "paths-limits": check_paths_limits,
     "errors": check_errors,
     "bad-meas": check_bad_meas,
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "datafile.h"
+#include "paths.h"
 #include "tally/abi.h"
 #include "tally/format.h"
 
@@ -39,6 +40,9 @@ static const char usage_text[] =
   "  dump FILE...                print every record of the files as stored\n"
   "  merge [--force] -o OUT FILE...\n"
   "                              sum the files into one data file OUT\n"
+  "  flame [--folded] [-o OUT] FILE...\n"
+  "                              a flame graph (SVG) of the call paths of\n"
+  "                              paths=on programs, or collapsed stacks\n"
   "  help                        print this help\n"
   "\n"
   "Report options:\n"
@@ -50,7 +54,13 @@ static const char usage_text[] =
   "                folding clones into their source function\n"
   "  --json        print one JSON object instead of a table\n"
   "  --csv         print CSV (calls,exits,function,symbol,origin,file,line)\n"
+  "  --tree        print the calling-context tree of paths=on programs\n"
   "  --            end of options\n"
+  "\n"
+  "Flame options:\n"
+  "  -o OUT, --output=OUT  write to OUT instead of standard output\n"
+  "  --folded      collapsed stacks (\"main;f;g 1234\", exclusive cycles)\n"
+  "                instead of SVG, for other flame graph viewers\n"
   "\n"
   "Merge options:\n"
   "  -o OUT, --output=OUT  the file to write (replaced atomically; may be\n"
@@ -819,13 +829,128 @@ classify_arg (const char *a, int *only_files)
   return ARG_OPTION;
 }
 
+/* Read FILES into one calling-context tree and print it (OUT NULL), or
+   write its flame graph or collapsed stacks to OUT ("-": standard
+   output).  */
+static int
+tree_command (const char *what, const char **files, size_t nfiles,
+              const char *out, int folded)
+{
+  struct tally_tree *t = tally_tree_new ();
+  int bad = 0;
+  for (size_t i = 0; i < nfiles; i++)
+    {
+      struct tally_data d;
+      char err[256];
+      if (tally_read_file (files[i], &d, err, sizeof err) != 0)
+        {
+          error_msg ("%s: %s", files[i], err);
+          bad = 1;
+          continue;
+        }
+      if (!d.npaths)
+        {
+          error_msg ("%s: %s: no call paths in this file (build the program "
+                     "with -fplugin-arg-tally-paths=on)", what, files[i]);
+          bad = 1;
+        }
+      else if (d.path_lost)
+        fprintf (stderr, "tally: note: %s: %" PRIu64 " calls on paths that "
+                 "did not fit in the program's tree (TALLY_PATH_NODES) are "
+                 "not in it\n", files[i], d.path_lost);
+      if (!bad)
+        tally_tree_add (t, &d);
+      tally_data_free (&d);
+    }
+  if (bad)
+    {
+      tally_tree_free (t);
+      return EXIT_BAD_DATA;
+    }
+  int rc = 0;
+  if (!out)
+    tally_tree_print (t, stdout);
+  else
+    {
+      FILE *f = strcmp (out, "-") == 0 ? stdout : fopen (out, "w");
+      if (!f)
+        {
+          error_msg ("%s: cannot write %s: %s", what, out, strerror (errno));
+          tally_tree_free (t);
+          return EXIT_BAD_DATA;
+        }
+      if (folded)
+        tally_tree_folded (t, f);
+      else
+        tally_tree_svg (t, f, nfiles == 1 ? files[0] : "tally flame");
+      if (f != stdout && fclose (f) != 0)
+        {
+          error_msg ("%s: cannot write %s: %s", what, out, strerror (errno));
+          rc = EXIT_BAD_DATA;
+        }
+    }
+  tally_tree_free (t);
+  return rc;
+}
+
+/* tally flame [--folded] [-o OUT] FILE...  */
+static int
+cmd_flame (int argc, char **argv)
+{
+  const char **files = xmalloc ((size_t) argc * sizeof *files);
+  size_t nfiles = 0;
+  const char *out = "-";
+  int folded = 0, only_files = 0, r;
+  for (int i = 1; i < argc; i++)
+    {
+      const char *a = argv[i], *v;
+      enum arg_kind kind = classify_arg (a, &only_files);
+      if (kind == ARG_FILE)
+        files[nfiles++] = a;
+      else if (kind == ARG_DONE)
+        ;
+      else if (kind == ARG_HELP)
+        {
+          fputs (usage_text, stdout);
+          free (files);
+          return 0;
+        }
+      else if (strcmp (a, "--folded") == 0)
+        folded = 1;
+      else if (strcmp (a, "-o") == 0 && i + 1 < argc)
+        out = argv[++i];
+      else if ((r = option_value (argc, argv, &i, "--output", &v)) != 0)
+        {
+          if (r < 0)
+            goto usage;
+          out = v;
+        }
+      else
+        {
+          error_msg ("flame: unknown option '%s'; try 'tally --help'", a);
+          goto usage;
+        }
+    }
+  if (nfiles == 0)
+    {
+      error_msg ("flame: no data files given; try 'tally --help'");
+      goto usage;
+    }
+  r = tree_command ("flame", files, nfiles, out, folded);
+  free (files);
+  return r;
+usage:
+  free (files);
+  return EXIT_USAGE;
+}
+
 static int
 cmd_report (int argc, char **argv)
 {
   struct report_opts opts = { SORT_CALLS, FORMAT_TEXT, 0, 0 };
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   size_t npaths = 0;
-  int json = 0, csv = 0, only_files = 0;
+  int json = 0, csv = 0, tree = 0, only_files = 0;
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i], *v;
@@ -847,6 +972,8 @@ cmd_report (int argc, char **argv)
         csv = 1;
       else if (strcmp (a, "--clones") == 0)
         opts.clones = 1;
+      else if (strcmp (a, "--tree") == 0)
+        tree = 1;
       else if ((r = option_value (argc, argv, &i, "--sort", &v)) != 0)
         {
           if (r < 0)
@@ -891,11 +1018,23 @@ cmd_report (int argc, char **argv)
              "--help'");
       goto usage;
     }
+  if (tree && (json || csv))
+    {
+      error_msg ("report: --tree prints text only; it cannot be used with "
+                 "--json or --csv; try 'tally --help'");
+      goto usage;
+    }
   opts.format = json ? FORMAT_JSON : csv ? FORMAT_CSV : FORMAT_TEXT;
   if (npaths == 0)
     {
       error_msg ("report: no data files given; try 'tally --help'");
       goto usage;
+    }
+  if (tree)
+    {
+      int rc = tree_command ("report --tree", paths, npaths, NULL, 0);
+      free (paths);
+      return rc;
     }
 
   /* Read every file before printing anything: a report missing one of
@@ -1557,7 +1696,7 @@ main (int argc, char **argv)
   int status;
   if (argc < 2)
     {
-      error_msg ("no command given (commands: report, dump, merge, help); try 'tally "
+      error_msg ("no command given (commands: report, dump, merge, flame, help); try 'tally "
              "--help'");
       return EXIT_USAGE;
     }
@@ -1579,6 +1718,8 @@ main (int argc, char **argv)
     status = cmd_dump (argc - 1, argv + 1);
   else if (strcmp (cmd, "merge") == 0)
     status = cmd_merge (argc - 1, argv + 1);
+  else if (strcmp (cmd, "flame") == 0)
+    status = cmd_flame (argc - 1, argv + 1);
   else
     {
       if (cmd[0] == '-')

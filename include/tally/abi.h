@@ -50,6 +50,7 @@ enum tally_counter
 #define TALLY_MOD_HOOKS_NONE 0x200u    /* hooks=none: no entry/exit hooks */
 #define TALLY_MOD_BLOCKS_TREE 0x400u   /* blocks counted on the edges off a
                                           spanning tree (placement=tree) */
+#define TALLY_MOD_PATHS 0x1000u        /* paths=on: a calling-context tree */
 #define TALLY_MOD_MEASURE_CYCLES 0x800u /* measure=cycles: shadow stack,
                                            inclusive/exclusive TSC cycles */
 
@@ -109,6 +110,9 @@ struct tally_sframe
   __UINT64_TYPE__ child;  /* inclusive cycles of the callees that returned */
   __UINT64_TYPE__ cfa;    /* the activation's canonical frame address */
   struct tally_fn *fn;    /* the function */
+  __UINT32_TYPE__ node;   /* paths=on: its calling-context node (rt/paths.c),
+                             ~0 without */
+  __UINT32_TYPE__ pad;
 };
 
 /* The thread's shadow stack: frames [base + 1, top) are open, base[0] is a
