@@ -439,7 +439,7 @@ instrument_function (function *fun)
   /* 5. Exit hooks, before each return.  With measure=cycles (measure.cc)
      the frame is popped after the count; with hooks=call the runtime's
      measuring hook counts as well.  */
-  bool cycles = tally_opts.measure == TALLY_MEASURE_CYCLES;
+  bool cycles = tally_opts.measure != TALLY_MEASURE_COUNT;
   bool count_hooks = hooks && !(cycles && tally_opts.hooks == TALLY_HOOKS_CALL);
   for (gimple *ret : returns)
     {

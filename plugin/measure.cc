@@ -40,6 +40,8 @@
 /* Declarations built on first use (GC-rooted below).  */
 static GTY (()) tree enter_cyc_decl;   /* __tally_enter_cyc */
 static GTY (()) tree exit_cyc_decl;    /* __tally_exit_cyc */
+static GTY (()) tree enter_papi_decl;  /* __tally_enter_papi */
+static GTY (()) tree exit_papi_decl;   /* __tally_exit_papi */
 static GTY (()) tree enter_slow_decl;  /* __tally_cyc_enter_slow */
 static GTY (()) tree exit_slow_decl;   /* __tally_cyc_exit_slow */
 static GTY (()) tree ss_decl;          /* __tally_ss, TLS */
@@ -50,6 +52,10 @@ static const struct ggc_root_tab tally_measure_roots[]
     = { { &enter_cyc_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
         { &exit_cyc_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &enter_papi_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &exit_papi_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
         { &enter_slow_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
@@ -134,6 +140,8 @@ build_decls (void)
                                         NULL_TREE);
   enter_cyc_decl = runtime_fn ("__tally_enter_cyc", hook);
   exit_cyc_decl = runtime_fn ("__tally_exit_cyc", hook);
+  enter_papi_decl = runtime_fn ("__tally_enter_papi", hook);
+  exit_papi_decl = runtime_fn ("__tally_exit_papi", hook);
   enter_slow_decl = runtime_fn (
       "__tally_cyc_enter_slow",
       build_function_type_list (void_type_node, ptr_type_node, ptr_type_node,
@@ -150,7 +158,7 @@ build_decls (void)
   add_field (&fields, "cfa", uint64_type_node);
   add_field (&fields, "fn", ptr_type_node);
   add_field (&fields, "node", uint32_type_node);
-  add_field (&fields, "pad", uint32_type_node);
+  add_field (&fields, "flags", uint32_type_node);
   frame_type_node = record ("tally_sframe", fields,
                             sizeof (struct tally_sframe));
   tree frame_ptr = build_pointer_type (frame_type_node);
@@ -364,13 +372,17 @@ desc_address (const tally_fn_info &fn)
   return build1 (ADDR_EXPR, ptr_type_node, fn.desc);
 }
 
-/* measure=cycles, hooks=call: __tally_enter_cyc or __tally_exit_cyc.  */
+/* measure=cycles, hooks=call: __tally_enter_cyc or __tally_exit_cyc (the
+   _papi ones with measure=papi).  */
 static gimple_seq
 call_hook (function *fun, const tally_fn_info &fn, bool entry)
 {
   gimple_seq seq = NULL;
   tree c = cfa (fun, &seq);
-  gcall *g = gimple_build_call (entry ? enter_cyc_decl : exit_cyc_decl, 3,
+  bool papi = tally_opts.measure == TALLY_MEASURE_PAPI;
+  tree callee = entry ? (papi ? enter_papi_decl : enter_cyc_decl)
+                      : (papi ? exit_papi_decl : exit_cyc_decl);
+  gcall *g = gimple_build_call (callee, 3,
                                 tally_module_address (),
                                 build_int_cstu (uint32_type_node, fn.id), c);
   gimple_seq_add_stmt (&seq, g);
@@ -425,6 +437,7 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb)
   store (&fast, frame_field (top, 0, "fn"), desc);
   store (&fast, frame_field (top, 0, "node"),
          build_int_cst (uint32_type_node, -1));
+  store (&fast, frame_field (top, 0, "flags"), build_zero_cst (uint32_type_node));
   store (&fast, frame_field (top, 0, "child"), build_zero_cst (uint64_type_node));
   tree now = rdtsc (fun, &fast);
   store (&fast, frame_field (top, 0, "start"), now);

@@ -17,7 +17,12 @@ enum tally_at { TALLY_AT_LATE, TALLY_AT_EARLY };
 enum tally_update { TALLY_UPDATE_SINGLE, TALLY_UPDATE_ATOMIC, TALLY_UPDATE_TLS };
 enum tally_blocks { TALLY_BLOCKS_NONE, TALLY_BLOCKS_COUNT, TALLY_BLOCKS_VISITED };
 enum tally_placement { TALLY_PLACE_TREE, TALLY_PLACE_BLOCK };
-enum tally_measure { TALLY_MEASURE_COUNT, TALLY_MEASURE_CYCLES };
+enum tally_measure
+{
+  TALLY_MEASURE_COUNT,
+  TALLY_MEASURE_CYCLES,
+  TALLY_MEASURE_PAPI /* cycles too, through the runtime's PAPI hooks */
+};
 
 /* The options of this compilation, parsed once in plugin_init.  */
 struct tally_options

@@ -13,8 +13,10 @@
  *   at=late|early        after IPA inlining (default) or before it
  *   update=single|atomic|tls
  *                        plain, relaxed-atomic or per-thread counters
- *   measure=count|cycles only count (default), or also inclusive and
- *                        exclusive TSC cycles per function (measure.cc)
+ *   measure=count|cycles|papi
+ *                        only count (default), or also inclusive and
+ *                        exclusive TSC cycles (and PAPI events) per
+ *                        function (measure.cc)
  *   paths=on|off         a calling-context tree (measure=cycles, hooks=call)
  *   filter=FILE          include/exclude rules and a size threshold (filter.cc)
  *   verbose              a note per function: instrumented, or why not
@@ -49,8 +51,9 @@ static const char help_text[]
       "(default) or before it\n"
       "  -fplugin-arg-tally-update=single|atomic|tls  plain (default), "
       "relaxed-atomic or per-thread counter updates\n"
-      "  -fplugin-arg-tally-measure=count|cycles count calls only (default) "
-      "or also inclusive and exclusive cycles per function (x86-64)\n"
+      "  -fplugin-arg-tally-measure=count|cycles|papi count calls only "
+      "(default), or also inclusive and exclusive cycles per function "
+      "(x86-64), and with papi the TALLY_PAPI_EVENTS (hooks=call, -lpapi)\n"
       "  -fplugin-arg-tally-paths=on|off        a calling-context tree: "
       "calls and cycles per call path (needs measure=cycles and hooks=call)\n"
       "  -fplugin-arg-tally-filter=FILE         which functions to instrument "
@@ -97,7 +100,9 @@ static const struct choice hooks_choices[]
 static const struct choice at_choices[]
     = { { "late", TALLY_AT_LATE }, { "early", TALLY_AT_EARLY }, { NULL, 0 } };
 static const struct choice measure_choices[]
-    = { { "count", TALLY_MEASURE_COUNT }, { "cycles", TALLY_MEASURE_CYCLES },
+    = { { "count", TALLY_MEASURE_COUNT },
+        { "cycles", TALLY_MEASURE_CYCLES },
+        { "papi", TALLY_MEASURE_PAPI },
         { NULL, 0 } };
 static const struct choice paths_choices[]
     = { { "off", 0 }, { "on", 1 }, { NULL, 0 } };
@@ -164,7 +169,7 @@ parse_options (const struct plugin_name_args *info)
       else if (strcmp (arg->key, "measure") == 0)
         {
           if ((ok &= parse_choice (info->base_name, arg, measure_choices,
-                                   "count, cycles", &v)))
+                                   "count, cycles, papi", &v)))
             tally_opts.measure = (enum tally_measure) v;
         }
       else if (strcmp (arg->key, "paths") == 0)
@@ -248,9 +253,10 @@ check_unit (void *, void *)
            "instrumented program without %<-flto%>");
   /* The inline code reads the time-stamp counter with x86-64 assembly and
      the frames hold 64-bit CFAs.  */
-  if (tally_opts.measure == TALLY_MEASURE_CYCLES
+  if (tally_opts.measure != TALLY_MEASURE_COUNT
       && TYPE_PRECISION (ptr_type_node) != 64)
-    error ("%<-fplugin-arg-tally-measure=cycles%> supports x86-64 only "
+    error ("%<-fplugin-arg-tally-measure=cycles%> and %<papi%> support "
+           "x86-64 only "
            "(this compilation has %d-bit pointers)",
            (int) TYPE_PRECISION (ptr_type_node));
 }
@@ -276,6 +282,14 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
 
   /* measure=cycles reads the x86-64 time-stamp counter and keeps its own
      frames: user hooks measure for themselves.  */
+  if (tally_opts.measure == TALLY_MEASURE_PAPI
+      && tally_opts.hooks != TALLY_HOOKS_CALL)
+    {
+      error ("%<-fplugin-arg-%s-measure=papi%> needs "
+             "%<-fplugin-arg-%s-hooks=call%>: the events are read by the "
+             "hooks in the runtime", info->base_name, info->base_name);
+      return 1;
+    }
   if (tally_opts.measure == TALLY_MEASURE_CYCLES
       && (tally_opts.hooks == TALLY_HOOKS_USER
           || tally_opts.hooks == TALLY_HOOKS_NONE))
@@ -290,11 +304,11 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
   /* The tree is kept by the runtime's hooks, which know the caller's
      frame; the inline fast path does not look paths up.  */
   if (tally_opts.paths
-      && (tally_opts.measure != TALLY_MEASURE_CYCLES
+      && (tally_opts.measure == TALLY_MEASURE_COUNT
           || tally_opts.hooks != TALLY_HOOKS_CALL))
     {
       error ("%<-fplugin-arg-%s-paths=on%> needs "
-             "%<-fplugin-arg-%s-measure=cycles%> and "
+             "%<-fplugin-arg-%s-measure=cycles%> (or %<papi%>) and "
              "%<-fplugin-arg-%s-hooks=call%>",
              info->base_name, info->base_name, info->base_name);
       return 1;

@@ -234,6 +234,20 @@ put_records (struct writer *w, struct tally_module *head, uint32_t nlive)
   put (w, retained, retained_len);
 }
 
+/* The NEV PAPI event totals (inclusive, exclusive) of function ID.  */
+static void
+put_events (struct writer *w, uint32_t id, unsigned nev)
+{
+  for (unsigned e = 0; e < nev; e++)
+    {
+      uint64_t incl = 0, excl = 0;
+      if (id != UINT32_MAX)
+        tally_rt_papi_totals (id, e, &incl, &excl);
+      put_u64 (w, incl);
+      put_u64 (w, excl);
+    }
+}
+
 /* The measured values (measure=cycles) of NMODULES module records: the
    live modules in HEAD's list order, then the retained ones, as
    put_records writes them.  Written only when some module measures.  */
@@ -242,9 +256,13 @@ put_meas (struct writer *w, struct tally_module *head, uint32_t nlive)
 {
   uint32_t cap;
   const struct tally_meas *meas = tally_rt_meas (&cap);
+  const char *ev_names[TALLY_PAPI_MAX];
+  unsigned nev = tally_rt_papi_events ? tally_rt_papi_events (ev_names) : 0;
   put_u32 (w, TALLY_TAG_MEAS);
-  put_u32 (w, 1);
+  put_u32 (w, 1 + nev);
   put_str (w, "cycles");
+  for (unsigned e = 0; e < nev; e++)
+    put_str (w, ev_names[e]);
   put_u32 (w, nlive + retained_count);
   uint32_t written = 0;
   for (struct tally_module *m = head; m && written < nlive; m = m->next)
@@ -257,6 +275,7 @@ put_meas (struct writer *w, struct tally_module *head, uint32_t nlive)
             uint32_t id = m->fns[i]->id;
             put_u64 (w, id < cap ? meas[id].incl : 0);
             put_u64 (w, id < cap ? meas[id].excl : 0);
+            put_events (w, id, nev);
           }
       }
   /* The retained records, walked like zero_retained does.  */
@@ -277,6 +296,9 @@ put_meas (struct writer *w, struct tally_module *head, uint32_t nlive)
           uint64_t id = (uint64_t) base + i;
           put_u64 (w, base != UINT32_MAX && id < cap ? meas[id].incl : 0);
           put_u64 (w, base != UINT32_MAX && id < cap ? meas[id].excl : 0);
+          put_events (w, base != UINT32_MAX && id < UINT32_MAX ? (uint32_t) id
+                                                               : UINT32_MAX,
+                      nev);
         }
     }
 }
@@ -1261,6 +1283,8 @@ tally_rt_reset_local (void)
   zero_live ();
   tally_rt_meas_zero ();
   tally_rt_paths_zero ();
+  if (tally_rt_papi_zero)
+    tally_rt_papi_zero ();
   /* The counts merged so far stay in the file; from zero, everything is
      new.  */
   drop_baseline ();
@@ -1315,6 +1339,8 @@ tally_rt_fork_child (void)
   zero_retained ();
   tally_rt_meas_zero ();
   tally_rt_paths_zero ();
+  if (tally_rt_papi_zero)
+    tally_rt_papi_zero ();
   drop_baseline ();
 }
 

@@ -109,6 +109,37 @@ void tally_rt_meas_zero (void) TALLY_HIDDEN;
 /* Close the calling thread's open frames now (the exit dump).  */
 void tally_rt_shadow_close_current (void) TALLY_HIDDEN;
 
+/* shadow.c: the measuring entry and exit (FLAGS: TALLY_SF_*), for
+   papi.c's hooks.  */
+#define TALLY_STACK_FRAMES ((size_t) 1 << 19) /* frames per thread: as deep
+                                                 as an 8 MiB stack of
+                                                 16-byte frames (reserved,
+                                                 not committed) */
+void tally_rt_enter (struct tally_module *m, uint32_t fn, void *cfa,
+                     uint32_t flags) TALLY_HIDDEN;
+void tally_rt_exit (struct tally_module *m, uint32_t fn, void *cfa)
+    TALLY_HIDDEN;
+
+/* papi.c: measure=papi.  Weak: a static link pulls papi.o (and needs
+   -lpapi) only when a measure=papi module calls __tally_enter_papi.  */
+#define TALLY_PAPI_MAX 8 /* events at most */
+/* Read the calling thread's events into EV; their number, or -1.  */
+int tally_rt_papi_read (uint64_t *ev) TALLY_HIDDEN __attribute__ ((weak));
+/* Note the events at the entry of frame IDX; 0, or -1 if this thread
+   has no events.  */
+int tally_rt_papi_push (size_t idx) TALLY_HIDDEN __attribute__ ((weak));
+/* Close frame IDX of function FN with the events EV read now.  */
+void tally_rt_papi_pop (size_t idx, uint32_t fn, const uint64_t *ev)
+    TALLY_HIDDEN __attribute__ ((weak));
+void tally_rt_papi_thread_gone (void) TALLY_HIDDEN __attribute__ ((weak));
+/* The events measured (their names in NAMES), 0 if none.  */
+unsigned tally_rt_papi_events (const char **names) TALLY_HIDDEN
+    __attribute__ ((weak));
+/* The totals of event EV for function FN.  */
+void tally_rt_papi_totals (uint32_t fn, unsigned ev, uint64_t *incl,
+                           uint64_t *excl) TALLY_HIDDEN __attribute__ ((weak));
+void tally_rt_papi_zero (void) TALLY_HIDDEN __attribute__ ((weak));
+
 /* paths.c: paths=on, the calling-context tree.  */
 #define TALLY_PATH_NONE UINT32_MAX
 struct tally_path_node

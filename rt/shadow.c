@@ -37,9 +37,7 @@
 
 #include "rt.h"
 
-/* Frames per thread: as deep as an 8 MiB stack of 16-byte frames.  The
-   array is reserved, not committed: a thread pays for the depth it uses.  */
-#define STACK_FRAMES ((size_t) 1 << 19)
+#define STACK_FRAMES TALLY_STACK_FRAMES
 
 /* Functions with measured totals; ids beyond are not measured.  Reserved
    address space only (16 bytes a function).  */
@@ -105,6 +103,8 @@ account (const struct tally_fn *fn, uint64_t d, uint64_t child, int atomic)
 static void
 close_frames (struct tally_sframe *new_top, uint64_t now)
 {
+  uint64_t ev[TALLY_PAPI_MAX]; /* read once, for every frame closed */
+  int have_ev = 0;
   struct tally_sframe *f = __tally_ss.top;
   while (f > new_top)
     {
@@ -119,6 +119,13 @@ close_frames (struct tally_sframe *new_top, uint64_t now)
       account (fn, d, child, 1); /* the slow path: atomic is cheap */
       if (node != TALLY_PATH_NONE)
         tally_rt_path_add (node, fn->id, d, d > child ? d - child : 0);
+      if ((f->flags & TALLY_SF_PAPI) && tally_rt_papi_pop)
+        {
+          if (!have_ev)
+            have_ev = tally_rt_papi_read (ev) >= 0;
+          if (have_ev)
+            tally_rt_papi_pop ((size_t) (f - ss_base), fn->id, ev);
+        }
     }
 }
 
@@ -132,6 +139,8 @@ thread_gone (void *base)
   close_frames (ss_base + 1, rdtsc ());
   __tally_ss.top = __tally_ss.end = &no_frames[1];
   ss_base = NULL;
+  if (tally_rt_papi_thread_gone)
+    tally_rt_papi_thread_gone ();
   munmap (base, STACK_FRAMES * sizeof (struct tally_sframe));
 }
 
@@ -197,7 +206,7 @@ on_alt_stack (void)
    is neither stale nor theirs.  */
 static inline void
 push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa,
-            uint32_t node)
+            uint32_t node, uint32_t flags)
 {
   top->cfa = UINT64_MAX;
   __atomic_signal_fence (__ATOMIC_SEQ_CST);
@@ -206,6 +215,11 @@ push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa,
   top->fn = fn;
   top->node = node;
   top->child = 0;
+  /* measure=papi: the events' values at entry, then the clock.  */
+  if ((flags & TALLY_SF_PAPI) && tally_rt_papi_push
+      && tally_rt_papi_push ((size_t) (top - ss_base)) != 0)
+    flags &= ~TALLY_SF_PAPI;
+  top->flags = flags;
   top->start = rdtsc ();
   __atomic_signal_fence (__ATOMIC_SEQ_CST);
   top->cfa = cfa;
@@ -223,7 +237,7 @@ path_of (struct tally_sframe *top, struct tally_fn *fn)
 }
 
 static void
-enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths)
+enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths, uint32_t flags)
 {
   int saved = errno;
   uint64_t cfa = (uint64_t) (uintptr_t) cfa_ptr;
@@ -243,7 +257,8 @@ enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths)
   if (top == __tally_ss.end)
     ss_overflow++;
   else
-    push_frame (top, fn, cfa, paths ? path_of (top, fn) : TALLY_PATH_NONE);
+    push_frame (top, fn, cfa, paths ? path_of (top, fn) : TALLY_PATH_NONE,
+                flags);
 out:
   errno = saved;
 }
@@ -251,7 +266,7 @@ out:
 void
 __tally_cyc_enter_slow (struct tally_fn *fn, void *cfa_ptr)
 {
-  enter_slow (fn, cfa_ptr, 0);
+  enter_slow (fn, cfa_ptr, 0, 0);
 }
 
 void
@@ -285,7 +300,7 @@ bump (struct tally_module *m, uint64_t *c)
 }
 
 void
-__tally_enter_cyc (struct tally_module *m, uint32_t fn, void *cfa)
+tally_rt_enter (struct tally_module *m, uint32_t fn, void *cfa, uint32_t flags)
 {
   struct tally_fn *f = m->fns[fn];
   bump (m, &f->counters[TALLY_C_ENTRIES]);
@@ -294,19 +309,19 @@ __tally_enter_cyc (struct tally_module *m, uint32_t fn, void *cfa)
   if (__builtin_expect (top != __tally_ss.end
                         && top[-1].cfa > (uint64_t) (uintptr_t) cfa, 1))
     push_frame (top, f, (uint64_t) (uintptr_t) cfa,
-                paths ? path_of (top, f) : TALLY_PATH_NONE);
+                paths ? path_of (top, f) : TALLY_PATH_NONE, flags);
   else
-    enter_slow (f, cfa, paths);
+    enter_slow (f, cfa, paths, flags);
 }
 
 void
-__tally_exit_cyc (struct tally_module *m, uint32_t fn, void *cfa)
+tally_rt_exit (struct tally_module *m, uint32_t fn, void *cfa)
 {
   uint64_t now = rdtsc ();
   struct tally_fn *f = m->fns[fn];
   struct tally_sframe *top = __tally_ss.top - 1;
-  if (__builtin_expect (top->cfa == (uint64_t) (uintptr_t) cfa && top->fn == f,
-                        1))
+  if (__builtin_expect (top->cfa == (uint64_t) (uintptr_t) cfa && top->fn == f
+                        && !(top->flags & TALLY_SF_PAPI), 1))
     {
       uint64_t d = now - top->start, child = top->child;
       uint32_t node = top->node;
@@ -320,8 +335,20 @@ __tally_exit_cyc (struct tally_module *m, uint32_t fn, void *cfa)
         tally_rt_path_add (node, f->id, d, d > child ? d - child : 0);
     }
   else
-    __tally_cyc_exit_slow (f, cfa, now);
+    __tally_cyc_exit_slow (f, cfa, now); /* also the frames with events */
   bump (m, &f->counters[TALLY_C_EXITS]);
+}
+
+void
+__tally_enter_cyc (struct tally_module *m, uint32_t fn, void *cfa)
+{
+  tally_rt_enter (m, fn, cfa, 0);
+}
+
+void
+__tally_exit_cyc (struct tally_module *m, uint32_t fn, void *cfa)
+{
+  tally_rt_exit (m, fn, cfa);
 }
 
 /* The exit dump: the dumping thread's open frames will not see their

@@ -362,6 +362,73 @@ def check_paths_limits(a, work):
                "%s on a file without paths: exit %d, %r" % (cmd, p.returncode, p.stderr))
 
 
+def check_papi(a, work):
+    x86_64()
+    if a.papi != "1":
+        raise Skip("the runtime was built without PAPI (libpapi-dev)")
+    for at in ("early", "late"):
+        what = "tree.c measure=papi at=%s" % at
+        exe = os.path.join(work, "tree-papi-" + at)
+        run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
+             "-fplugin-arg-tally-at=" + at, "-fplugin-arg-tally-measure=papi",
+             os.path.join(a.srcdir, "measure", "tree.c"), "-o", exe, a.runtime,
+             "-lpapi", "-lpthread"])
+        data = exe + ".data"
+        env = {"TALLY_OUTPUT": data,
+               "TALLY_PAPI_EVENTS": "perf::TASK-CLOCK,TALLY_NO_SUCH_EVENT,perf::PAGE-FAULTS"}
+        full = dict(os.environ)
+        full.pop("TALLY_OUTPUT", None)
+        full.update(env)
+        import subprocess
+        p = subprocess.Popen([exe], env=full, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        out, err = p.communicate()
+        expect(p.returncode == 0, "%s: exit %d: %s" % (what, p.returncode, err))
+        msgs = [l for l in err.splitlines() if l.strip()]
+        expect(len(msgs) == 1 and "TALLY_NO_SUCH_EVENT" in msgs[0]
+               and "measuring the others" in msgs[0],
+               "%s: want one message naming the missing event, got %r" % (what, err))
+        rep = json.loads(run([a.tally, "report", "--json", data]).stdout)
+        rows = {f["name"]: f for f in rep["functions"]}
+        check_counts(what, rows, {"main": (1, 1), "a": (200, 200),
+                                  "b": (400, 400), "c": (1200, 1200),
+                                  "d": (1, 1)})
+        for ev in ("perf::TASK-CLOCK", "perf::PAGE-FAULTS"):
+            ev_rows = {n: {"incl_cycles": r["events"][ev][0],
+                           "excl_cycles": r["events"][ev][1],
+                           "calls": r["calls"]} for n, r in rows.items()}
+            check_tree(what + " " + ev, ev_rows,
+                       {"main": ["a", "d"], "a": ["b"], "b": ["c"], "c": [], "d": []})
+            total = sum(r["excl_cycles"] for r in ev_rows.values())
+            expect(total == ev_rows["main"]["incl_cycles"],
+                   "%s: %s exclusive values add up to %d, main has %d"
+                   % (what, ev, total, ev_rows["main"]["incl_cycles"]))
+        # perf::TASK-CLOCK (ns on the CPU) against the kernel's own count of
+        # the process's CPU time (an independent oracle): main's inclusive
+        # time is inside the process's, and most of it (d loops 20000000
+        # times).
+        import resource
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        p = subprocess.run([exe], env=full, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu_ns = ((after.ru_utime + after.ru_stime)
+                  - (before.ru_utime + before.ru_stime)) * 1e9
+        rep = json.loads(run([a.tally, "report", "--json", data]).stdout)
+        main_tc = {f["name"]: f for f in rep["functions"]}["main"]["events"]["perf::TASK-CLOCK"][0]
+        expect(0.5 * cpu_ns - 5e6 <= main_tc <= cpu_ns + 5e6,
+               "%s: main's perf::TASK-CLOCK %d ns, the process used %d ns of CPU"
+               % (what, main_tc, cpu_ns))
+    # No event available: cycles only, one message.
+    p = run([exe], env={"TALLY_OUTPUT": data, "TALLY_PAPI_EVENTS": "TALLY_NO_SUCH_EVENT"})
+    expect("no event is available; measuring cycles only" in p.stderr,
+           "no usable event: %r" % p.stderr)
+    rep = json.loads(run([a.tally, "report", "--json", data]).stdout)
+    expect(all("events" not in f and f["incl_cycles"] > 0
+               for f in rep["functions"] if f["calls"]),
+           "no usable event: the report has events or no cycles")
+
+
 def check_errors(a, work):
     src = os.path.join(work, "x.c")
     with open(src, "w") as f:
@@ -369,19 +436,21 @@ def check_errors(a, work):
     base = [a.cc, "-fplugin=" + a.plugin, "-c", src, "-o", os.devnull]
     cases = [
         (["-fplugin-arg-tally-measure=time"],
-         "invalid value 'time' for '-fplugin-arg-tally-measure'; accepted values: count, cycles"),
+         "invalid value 'time' for '-fplugin-arg-tally-measure'; accepted values: count, cycles, papi"),
         (["-fplugin-arg-tally-measure"],
-         "'-fplugin-arg-tally-measure' needs a value; accepted values: count, cycles"),
+         "'-fplugin-arg-tally-measure' needs a value; accepted values: count, cycles, papi"),
+        (["-fplugin-arg-tally-measure=papi"],
+         "'-fplugin-arg-tally-measure=papi' needs '-fplugin-arg-tally-hooks=call'"),
         (["-fplugin-arg-tally-paths=yes"],
          "invalid value 'yes' for '-fplugin-arg-tally-paths'; accepted values: on, off"),
         (["-fplugin-arg-tally-paths=on", "-fplugin-arg-tally-measure=cycles"],
-         "'-fplugin-arg-tally-paths=on' needs '-fplugin-arg-tally-measure=cycles' and '-fplugin-arg-tally-hooks=call'"),
+         "'-fplugin-arg-tally-paths=on' needs '-fplugin-arg-tally-measure=cycles' (or 'papi') and '-fplugin-arg-tally-hooks=call'"),
         (["-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-hooks=user:h"],
          "'-fplugin-arg-tally-measure=cycles' needs '-fplugin-arg-tally-hooks=inline' or 'call'"),
     ]
     if platform.machine() == "x86_64":
         cases.append((["-fplugin-arg-tally-measure=cycles", "-m32"],
-                      "supports x86-64 only"))
+                      "support x86-64 only"))
     for flags, msg in cases:
         p = run(base + flags, check=False, env={"LC_ALL": "C"})
         text = p.stderr.replace("\u2018", "'").replace("\u2019", "'")
@@ -498,6 +567,7 @@ CHECKS = {
     "signals": check_signals,
     "paths": check_paths,
     "paths-limits": check_paths_limits,
+    "papi": check_papi,
     "errors": check_errors,
     "bad-meas": check_bad_meas,
 }
@@ -513,6 +583,7 @@ def main():
     ap.add_argument("--cxx", default="g++")
     ap.add_argument("--srcdir", required=True)
     ap.add_argument("--corpus-dir")
+    ap.add_argument("--papi", default="0", help="1 if the runtime has PAPI")
     a = ap.parse_args()
     if a.check == "corpus":
         write_corpus(a, a.corpus_dir)

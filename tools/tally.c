@@ -392,6 +392,8 @@ struct row
   uint64_t exits;
   uint64_t incl; /* measure=cycles: inclusive cycles */
   uint64_t excl; /* exclusive (self) cycles */
+  uint64_t ev[TALLY_MAX_MEAS][2]; /* measure=papi: inclusive and exclusive
+                                     values of struct merge.ev_names */
   char **clones; /* clone symbols folded into this row */
   size_t nclones, clones_cap;
 };
@@ -432,6 +434,10 @@ struct merge
   uint64_t calls;
   uint64_t exits;
   int measured;  /* some file has cycles (a MEAS record) */
+  const char *ev_names[TALLY_MAX_MEAS]; /* PAPI events seen (owned) */
+  unsigned nev;
+  unsigned ev_map[TALLY_MAX_MEAS]; /* the file being merged: its value
+                                      K + 1 is event ev_map[K] */
   uint64_t excl; /* sum of the exclusive cycles: the measured total */
 };
 
@@ -445,7 +451,8 @@ is_clone (const struct tally_data_fn *f)
 }
 
 static void
-merge_fn (struct merge *m, const struct tally_data_fn *f, int by_body)
+merge_fn (struct merge *m, const struct tally_data_fn *f, int by_body,
+          unsigned nvalues)
 {
   const char *key[3] = { by_body ? f->symbol : f->origin, f->file, NULL };
   int clone = is_clone (f);
@@ -491,6 +498,15 @@ merge_fn (struct merge *m, const struct tally_data_fn *f, int by_body)
       r->incl = add_sat (r->incl, f->meas[0]);
       r->excl = add_sat (r->excl, f->meas[1]);
       m->excl = add_sat (m->excl, f->meas[1]);
+      for (unsigned k = 0; k + 1 < nvalues; k++)
+        {
+          unsigned e = m->ev_map[k];
+          if (e < TALLY_MAX_MEAS)
+            {
+              r->ev[e][0] = add_sat (r->ev[e][0], f->meas[2 * (k + 1)]);
+              r->ev[e][1] = add_sat (r->ev[e][1], f->meas[2 * (k + 1) + 1]);
+            }
+        }
     }
 
   if (clone && !by_body)
@@ -524,11 +540,21 @@ merge_file (struct merge *m, const char *path, const struct tally_data *d,
   m->nmodules += d->nmodules;
   if (d->nmeas)
     m->measured = 1;
+  /* The file's events (values after the cycles), by name.  */
+  for (uint32_t k = 1; k < d->nmeas; k++)
+    {
+      unsigned e = 0;
+      while (e < m->nev && strcmp (m->ev_names[e], d->meas_names[k]) != 0)
+        e++;
+      if (e == m->nev && m->nev < TALLY_MAX_MEAS)
+        m->ev_names[m->nev++] = xstrdup (d->meas_names[k]);
+      m->ev_map[k - 1] = e < m->nev ? e : TALLY_MAX_MEAS;
+    }
   for (uint32_t i = 0; i < d->nmodules; i++)
     {
       m->user_modules += (d->modules[i].flags & TALLY_MOD_HOOKS_USER) != 0;
       for (uint32_t j = 0; j < d->modules[i].nfns; j++)
-        merge_fn (m, &d->modules[i].fns[j], by_body);
+        merge_fn (m, &d->modules[i].fns[j], by_body, d->nmeas);
     }
 }
 
@@ -551,6 +577,8 @@ merge_free (struct merge *m)
   free (m->clone_set.slots);
   for (size_t i = 0; i < m->nfiles; i++)
     free (m->files[i].program);
+  for (unsigned e = 0; e < m->nev; e++)
+    free ((char *) m->ev_names[e]);
   free (m->files);
 }
 
@@ -645,6 +673,17 @@ print_text (const struct merge *m, struct row **rows, size_t n)
             "excl-cyc", "excl%", wcalls, "calls", "incl/call", "excl/call");
   else
     printf ("%*s %8s ", wcalls, "calls", "%");
+  int wev[TALLY_MAX_MEAS];
+  for (unsigned e = 0; e < m->nev; e++)
+    {
+      wev[e] = (int) strlen (m->ev_names[e]) + 5;
+      for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++)
+          if (count_digits (rows[i]->ev[e][k]) > wev[e])
+            wev[e] = count_digits (rows[i]->ev[e][k]);
+      printf ("%*s-incl %*s-excl ", wev[e] - 5, m->ev_names[e], wev[e] - 5,
+              m->ev_names[e]);
+    }
   printf ("%*s  %-*s  %s\n", wexits, "exits", (int) wname, "function",
           "location");
   for (size_t i = 0; i < n; i++)
@@ -664,6 +703,9 @@ print_text (const struct merge *m, struct row **rows, size_t n)
         }
       else
         printf ("%*" PRIu64 " %7.2f%% ", wcalls, r->calls, pct);
+      for (unsigned e = 0; e < m->nev; e++)
+        printf ("%*" PRIu64 " %*" PRIu64 " ", wev[e], r->ev[e][0], wev[e],
+                r->ev[e][1]);
       printf ("%*" PRIu64 "  ", wexits, r->exits);
       size_t w = put_text (r->name);
       if (r->clone_body)
@@ -726,6 +768,18 @@ print_json (const struct merge *m, struct row **rows, size_t n)
       if (m->measured)
         printf (", \"incl_cycles\": %" PRIu64 ", \"excl_cycles\": %" PRIu64,
                 r->incl, r->excl);
+      if (m->nev)
+        {
+          fputs (", \"events\": {", stdout);
+          for (unsigned e = 0; e < m->nev; e++)
+            {
+              if (e)
+                fputs (", ", stdout);
+              put_json (m->ev_names[e]);
+              printf (": [%" PRIu64 ", %" PRIu64 "]", r->ev[e][0], r->ev[e][1]);
+            }
+          putchar ('}');
+        }
       fputs (", \"clones\": [", stdout);
       for (size_t k = 0; k < r->nclones; k++)
         {

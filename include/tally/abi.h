@@ -51,6 +51,8 @@ enum tally_counter
 #define TALLY_MOD_BLOCKS_TREE 0x400u   /* blocks counted on the edges off a
                                           spanning tree (placement=tree) */
 #define TALLY_MOD_PATHS 0x1000u        /* paths=on: a calling-context tree */
+#define TALLY_MOD_MEASURE_PAPI 0x2000u /* measure=papi: cycles and the
+                                          TALLY_PAPI_EVENTS per function */
 #define TALLY_MOD_MEASURE_CYCLES 0x800u /* measure=cycles: shadow stack,
                                            inclusive/exclusive TSC cycles */
 
@@ -112,8 +114,11 @@ struct tally_sframe
   struct tally_fn *fn;    /* the function */
   __UINT32_TYPE__ node;   /* paths=on: its calling-context node (rt/paths.c),
                              ~0 without */
-  __UINT32_TYPE__ pad;
+  __UINT32_TYPE__ flags;  /* TALLY_SF_*; 0 from inline code */
 };
+
+/* struct tally_sframe.flags */
+#define TALLY_SF_PAPI 0x1u /* PAPI events were read at entry (rt/papi.c) */
 
 /* The thread's shadow stack: frames [base + 1, top) are open, base[0] is a
    sentinel.  Before the first hook of a thread, top == end, which sends
@@ -153,6 +158,12 @@ TALLY_PUBLIC void __tally_enter_cyc (struct tally_module *m,
                                      __UINT32_TYPE__ fn, void *cfa);
 TALLY_PUBLIC void __tally_exit_cyc (struct tally_module *m,
                                     __UINT32_TYPE__ fn, void *cfa);
+/* measure=papi (hooks=call): the same, also reading the PAPI events
+   (rt/papi.c; link with -lpapi).  */
+TALLY_PUBLIC void __tally_enter_papi (struct tally_module *m,
+                                      __UINT32_TYPE__ fn, void *cfa);
+TALLY_PUBLIC void __tally_exit_papi (struct tally_module *m,
+                                     __UINT32_TYPE__ fn, void *cfa);
 /* measure=cycles, hooks=inline: the slow paths of the inline code (first
    hook of a thread, a full stack, stale frames, a frame that does not
    match).  The exit gets the time-stamp counter the inline code read.  */
