@@ -78,6 +78,8 @@ def main():
         ("tally call count", *tally("hooks=call"), {}),
         ("tally inline cycles", *tally("measure=cycles"), {}),
         ("tally call cycles", *tally("hooks=call", "measure=cycles"), {}),
+        ("tally call cycles exit=frames",
+         *tally("hooks=call", "measure=cycles", "exit=frames"), {}),
         ("tally call cycles paths=on",
          *tally("hooks=call", "measure=cycles", "paths=on"), {}),
     ]

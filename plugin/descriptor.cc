@@ -364,6 +364,8 @@ module_flags (void)
     flags |= TALLY_MOD_MEASURE_PAPI;
   if (tally_opts.paths)
     flags |= TALLY_MOD_PATHS;
+  if (tally_opts.exit_frames)
+    flags |= TALLY_MOD_EXIT_FRAMES;
   return flags;
 }
 

@@ -441,8 +441,16 @@ instrument_function (function *fun)
      measuring hook counts as well.  */
   bool cycles = tally_opts.measure != TALLY_MEASURE_COUNT;
   bool count_hooks = hooks && !(cycles && tally_opts.hooks == TALLY_HOOKS_CALL);
+  /* exit=frames: no exit hooks, the trampoline counts and measures.  */
+  const char *no_frames = NULL;
+  bool frames = tally_opts.exit_frames && tally_frames_ok (fun, &no_frames);
+  if (tally_opts.exit_frames && !frames && dump_file)
+    fprintf (dump_file, "tally: %s gets return-site exits: %s\n",
+             IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)), no_frames);
   for (gimple *ret : returns)
     {
+      if (frames)
+        break;
       if (count_hooks)
         {
           gimple_seq seq = NULL;
@@ -468,7 +476,7 @@ instrument_function (function *fun)
       gimple_stmt_iterator gsi = gsi_start_bb (b);
       gsi_insert_seq_before (&gsi, seq, GSI_NEW_STMT);
       add_call_edges (fun, seq, b);
-      tally_measure_entry (fun, fn, b);
+      tally_measure_entry (fun, fn, b, frames);
     }
   else if (count_hooks)
     {

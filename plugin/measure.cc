@@ -41,6 +41,7 @@
 static GTY (()) tree enter_cyc_decl;   /* __tally_enter_cyc */
 static GTY (()) tree exit_cyc_decl;    /* __tally_exit_cyc */
 static GTY (()) tree enter_papi_decl;  /* __tally_enter_papi */
+static GTY (()) tree enter_frames_decl; /* __tally_enter_frames */
 static GTY (()) tree exit_papi_decl;   /* __tally_exit_papi */
 static GTY (()) tree enter_slow_decl;  /* __tally_cyc_enter_slow */
 static GTY (()) tree exit_slow_decl;   /* __tally_cyc_exit_slow */
@@ -56,6 +57,8 @@ static const struct ggc_root_tab tally_measure_roots[]
         { &enter_papi_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
         { &exit_papi_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &enter_frames_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
         { &enter_slow_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
@@ -142,6 +145,7 @@ build_decls (void)
   exit_cyc_decl = runtime_fn ("__tally_exit_cyc", hook);
   enter_papi_decl = runtime_fn ("__tally_enter_papi", hook);
   exit_papi_decl = runtime_fn ("__tally_exit_papi", hook);
+  enter_frames_decl = runtime_fn ("__tally_enter_frames", hook);
   enter_slow_decl = runtime_fn (
       "__tally_cyc_enter_slow",
       build_function_type_list (void_type_node, ptr_type_node, ptr_type_node,
@@ -159,6 +163,7 @@ build_decls (void)
   add_field (&fields, "fn", ptr_type_node);
   add_field (&fields, "node", uint32_type_node);
   add_field (&fields, "flags", uint32_type_node);
+  add_field (&fields, "ret", uint64_type_node);
   frame_type_node = record ("tally_sframe", fields,
                             sizeof (struct tally_sframe));
   tree frame_ptr = build_pointer_type (frame_type_node);
@@ -230,10 +235,16 @@ ss_field (const char *name)
 }
 
 /* The CFA of the current activation, as a pointer.  */
+/* The name of the temporaries that hold our CFAs, so that the late fix-up
+   (tally_fix_inlined_cfa) finds them after inlining.  */
+#define CFA_TEMP "tally_cfa"
+
 static tree
 cfa (function *fun, gimple_seq *seq)
 {
-  tree t = make_temp (fun, ptr_type_node);
+  tree t = gimple_in_ssa_p (fun)
+               ? make_temp_ssa_name (ptr_type_node, NULL, CFA_TEMP)
+               : create_tmp_reg (ptr_type_node, CFA_TEMP);
   gcall *g = gimple_build_call (builtin_decl_explicit (BUILT_IN_DWARF_CFA), 0);
   gimple_call_set_lhs (g, t);
   gimple_seq_add_stmt (seq, g);
@@ -274,11 +285,20 @@ barrier (gimple_seq *seq)
   gimple_seq_add_stmt (seq, g);
 }
 
+/* LOC for every statement of SEQ, and a scope: the function's outermost
+   block when LOC has none (the entry hook), so that inlining puts the
+   statements in the inlined function's scope (tally_fix_inlined_cfa counts
+   those scopes).  */
 static void
 set_locations (gimple_seq seq, location_t loc)
 {
+  tree outer = cfun ? DECL_INITIAL (cfun->decl) : NULL_TREE;
   for (gimple_stmt_iterator i = gsi_start (seq); !gsi_end_p (i); gsi_next (&i))
-    gimple_set_location (gsi_stmt (i), loc);
+    {
+      gimple_set_location (gsi_stmt (i), loc);
+      if (!gimple_block (gsi_stmt (i)) && outer && TREE_CODE (outer) == BLOCK)
+        gimple_set_block (gsi_stmt (i), outer);
+    }
 }
 
 /* Give every call in SEQ (placed in BB) a call-graph edge (see hooks.cc).  */
@@ -364,6 +384,111 @@ add_total (function *fun, gimple_seq *seq, tree mem, tree fld, tree value)
   store (seq, unshare_expr (ref), new_val);
 }
 
+bool
+tally_frames_ok (function *fun, const char **why)
+{
+  /* The trampoline saves rax, rdx, xmm0 and xmm1: not x87 st0 (long
+     double) nor the upper halves of wider vectors.  */
+  tree type = TREE_TYPE (TREE_TYPE (fun->decl));
+  tree scalar = TREE_CODE (type) == COMPLEX_TYPE ? TREE_TYPE (type) : type;
+  if ((SCALAR_FLOAT_TYPE_P (scalar) && TYPE_PRECISION (scalar) > 64)
+      || (TREE_CODE (type) == VECTOR_TYPE && tree_fits_uhwi_p (TYPE_SIZE_UNIT (type))
+          && tree_to_uhwi (TYPE_SIZE_UNIT (type)) > 16))
+    {
+      *why = "exit=frames: returns a value the trampoline does not keep "
+             "(x87 or wider than 16 bytes)";
+      return false;
+    }
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
+         gsi_next (&gsi))
+      if (gimple_call_builtin_p (gsi_stmt (gsi), BUILT_IN_RETURN_ADDRESS)
+          || gimple_call_builtin_p (gsi_stmt (gsi), BUILT_IN_EH_RETURN)
+          || gimple_call_builtin_p (gsi_stmt (gsi), BUILT_IN_UNWIND_INIT))
+        {
+          *why = "exit=frames: reads or changes its own return address";
+          return false;
+        }
+  return true;
+}
+
+/* at=early: the hooks go in before inlining, so a function inlined into
+   another reads the CFA of the function it was inlined into, and its frame
+   would look like that function's (the entry would close it as stale).
+   After inlining, each of our CFAs is lowered by the number of inlined
+   scopes around it: a callee inlined at depth K gets CFA - K, still above
+   every real callee's CFA (at most CFA - 16) and below its caller's.  */
+unsigned
+tally_fix_inlined_cfa (function *fun)
+{
+  unsigned changed = 0;
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
+         gsi_next (&gsi))
+      {
+        gimple *stmt = gsi_stmt (gsi);
+        tree lhs = gimple_call_lhs (stmt);
+        if (!gimple_call_builtin_p (stmt, BUILT_IN_DWARF_CFA) || !lhs
+            || TREE_CODE (lhs) != SSA_NAME || !SSA_NAME_IDENTIFIER (lhs)
+            || strncmp (IDENTIFIER_POINTER (SSA_NAME_IDENTIFIER (lhs)),
+                        CFA_TEMP, strlen (CFA_TEMP)) != 0)
+          continue;
+        HOST_WIDE_INT depth = 0;
+        for (tree b = gimple_block (stmt); b && TREE_CODE (b) == BLOCK;
+             b = BLOCK_SUPERCONTEXT (b))
+          if (inlined_function_outer_scope_p (b))
+            depth++;
+        if (!depth)
+          continue;
+        tree raw = make_ssa_name (ptr_type_node);
+        gimple_call_set_lhs (stmt, raw);
+        gimple *adj = gimple_build_assign (lhs, POINTER_PLUS_EXPR, raw,
+                                           size_int (-depth));
+        gimple_set_location (adj, gimple_location (stmt));
+        gsi_insert_after (&gsi, adj, GSI_SAME_STMT);
+        update_stmt (stmt);
+        changed++;
+      }
+  if (changed && dump_file)
+    fprintf (dump_file, "tally: %u CFAs of inlined functions lowered\n",
+             changed);
+  return changed;
+}
+
+namespace {
+
+const pass_data tally_cfa_pass_data = {
+  GIMPLE_PASS,
+  "tally_cfa",     /* -fdump-tree-tally_cfa */
+  OPTGROUP_NONE,
+  TV_NONE,
+  PROP_ssa,
+  0, 0, 0, 0
+};
+
+class tally_cfa_pass : public gimple_opt_pass
+{
+public:
+  tally_cfa_pass (gcc::context *ctx) : gimple_opt_pass (tally_cfa_pass_data, ctx)
+  {
+  }
+  unsigned int execute (function *fun) final override
+  {
+    tally_fix_inlined_cfa (fun);
+    return 0;
+  }
+};
+
+} // namespace
+
+opt_pass *
+tally_make_cfa_pass (gcc::context *ctx)
+{
+  return new tally_cfa_pass (ctx);
+}
+
 /* &__tally.d.N as a void *.  */
 static tree
 desc_address (const tally_fn_info &fn)
@@ -390,13 +515,17 @@ call_hook (function *fun, const tally_fn_info &fn, bool entry)
 }
 
 void
-tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb)
+tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
+                     bool frames)
 {
   build_decls ();
   location_t loc = DECL_SOURCE_LOCATION (fun->decl);
   if (tally_opts.hooks == TALLY_HOOKS_CALL)
     {
       gimple_seq seq = call_hook (fun, fn, true);
+      if (frames)
+        gimple_call_set_fndecl (as_a<gcall *> (gimple_seq_last_stmt (seq)),
+                                enter_frames_decl);
       set_locations (seq, loc);
       gimple_stmt_iterator gsi = gsi_last_bb (bb);
       if (gsi_end_p (gsi))

@@ -35,6 +35,7 @@ struct tally_options
   enum tally_placement placement;
   enum tally_measure measure;
   bool paths; /* paths=on */
+  bool exit_frames; /* exit=frames */
 };
 extern struct tally_options tally_opts;
 
@@ -94,7 +95,14 @@ void tally_verbose_note (tree fndecl, const char *why);
    at the end of BB (which falls through to the function's first block);
    EXIT right before the return statement RET.  */
 void tally_measure_entry (function *fun, const tally_fn_info &fn,
-                          basic_block bb);
+                          basic_block bb, bool frames);
+/* at=early: lower the CFAs our hooks read in inlined functions (see
+   measure.cc); the pass that does it runs after "optimized".  */
+unsigned tally_fix_inlined_cfa (function *fun);
+opt_pass *tally_make_cfa_pass (gcc::context *ctx);
+/* Whether FUN can return through the exit=frames trampoline (else it gets
+   return-site exits); WHY says why not.  */
+bool tally_frames_ok (function *fun, const char **why);
 void tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret);
 const struct ggc_root_tab *tally_measure_gc_roots (void);
 

@@ -18,6 +18,9 @@
  *                        exclusive TSC cycles (and PAPI events) per
  *                        function (measure.cc)
  *   paths=on|off         a calling-context tree (measure=cycles, hooks=call)
+ *   exit=returns|frames  exit hooks at every return (default), or LOPI's
+ *                        return frames: the entry hook swaps the return
+ *                        address for a trampoline (x86-64, hooks=call)
  *   filter=FILE          include/exclude rules and a size threshold (filter.cc)
  *   verbose              a note per function: instrumented, or why not
  *   help                 print this list
@@ -33,7 +36,7 @@ int plugin_is_GPL_compatible;
 struct tally_options tally_opts
     = { TALLY_HOOKS_INLINE, TALLY_AT_LATE,     TALLY_UPDATE_SINGLE,
         NULL,               TALLY_BLOCKS_NONE, TALLY_PLACE_TREE,
-        TALLY_MEASURE_COUNT, false };
+        TALLY_MEASURE_COUNT, false, false };
 bool tally_emitting;
 
 static const char help_text[]
@@ -56,6 +59,10 @@ static const char help_text[]
       "(x86-64), and with papi the TALLY_PAPI_EVENTS (hooks=call, -lpapi)\n"
       "  -fplugin-arg-tally-paths=on|off        a calling-context tree: "
       "calls and cycles per call path (needs measure=cycles and hooks=call)\n"
+      "  -fplugin-arg-tally-exit=returns|frames  exit hooks before every "
+      "return (default), or LOPI return frames: the entry hook swaps the "
+      "return address for a trampoline (needs hooks=call, measure=cycles; "
+      "not with exceptions)\n"
       "  -fplugin-arg-tally-filter=FILE         which functions to instrument "
       "(rules: include|exclude function|file GLOB, min-statements N)\n"
       "  -fplugin-arg-tally-verbose             a note for every function: "
@@ -106,6 +113,8 @@ static const struct choice measure_choices[]
         { NULL, 0 } };
 static const struct choice paths_choices[]
     = { { "off", 0 }, { "on", 1 }, { NULL, 0 } };
+static const struct choice exit_choices[]
+    = { { "returns", 0 }, { "frames", 1 }, { NULL, 0 } };
 static const struct choice update_choices[]
     = { { "single", TALLY_UPDATE_SINGLE },
         { "atomic", TALLY_UPDATE_ATOMIC },
@@ -178,6 +187,12 @@ parse_options (const struct plugin_name_args *info)
                                    "on, off", &v)))
             tally_opts.paths = v != 0;
         }
+      else if (strcmp (arg->key, "exit") == 0)
+        {
+          if ((ok &= parse_choice (info->base_name, arg, exit_choices,
+                                   "returns, frames", &v)))
+            tally_opts.exit_frames = v != 0;
+        }
       else if (strcmp (arg->key, "blocks") == 0)
         {
           if ((ok &= parse_choice (info->base_name, arg, blocks_choices,
@@ -226,7 +241,7 @@ parse_options (const struct plugin_name_args *info)
         {
           error ("unknown option %<-fplugin-arg-%s-%s%>; accepted "
                  "options: hooks, blocks, placement, at, update, measure, "
-                 "paths, filter, verbose, help",
+                 "paths, exit, filter, verbose, help",
                  info->base_name, arg->key);
           ok = false;
         }
@@ -253,6 +268,13 @@ check_unit (void *, void *)
            "instrumented program without %<-flto%>");
   /* The inline code reads the time-stamp counter with x86-64 assembly and
      the frames hold 64-bit CFAs.  */
+  /* The unwinder finds each caller through the return addresses, and would
+     meet the trampoline instead.  */
+  if (tally_opts.exit_frames && flag_exceptions)
+    error ("%<-fplugin-arg-tally-exit=frames%> cannot be used with "
+           "exceptions (C++, or %<-fexceptions%>): the unwinder would find "
+           "the return trampoline instead of the caller; use "
+           "%<-fplugin-arg-tally-exit=returns%> (the default)");
   if (tally_opts.measure != TALLY_MEASURE_COUNT
       && TYPE_PRECISION (ptr_type_node) != 64)
     error ("%<-fplugin-arg-tally-measure=cycles%> and %<papi%> support "
@@ -313,6 +335,27 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
              info->base_name, info->base_name, info->base_name);
       return 1;
     }
+  if (tally_opts.exit_frames
+      && (tally_opts.measure != TALLY_MEASURE_CYCLES
+          || tally_opts.hooks != TALLY_HOOKS_CALL))
+    {
+      error ("%<-fplugin-arg-%s-exit=frames%> needs "
+             "%<-fplugin-arg-%s-hooks=call%> and "
+             "%<-fplugin-arg-%s-measure=cycles%>: the return trampoline is "
+             "in the runtime", info->base_name, info->base_name,
+             info->base_name);
+      return 1;
+    }
+  /* A function inlined into another has no return address of its own.  */
+  if (tally_opts.exit_frames && tally_opts.at == TALLY_AT_EARLY)
+    {
+      error ("%<-fplugin-arg-%s-exit=frames%> needs "
+             "%<-fplugin-arg-%s-at=late%>: with %<at=early%> functions are "
+             "inlined after the entry hook goes in, and an inlined function "
+             "has no return address to swap", info->base_name,
+             info->base_name);
+      return 1;
+    }
   /* 3. The pass.  "optimized" is the last GIMPLE pass at every -O level:
      after it, the set of function bodies is the one in the object file.
      "cfg" is the first pass with a CFG, before any inlining.  User hooks
@@ -326,6 +369,18 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
   pass.ref_pass_instance_number = 1;
   pass.pos_op = PASS_POS_INSERT_AFTER;
   register_callback (info->base_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &pass);
+  /* at=early measuring hooks: after inlining (after "optimized", like the
+     late pass), the CFAs read in inlined functions are told apart.  */
+  if (tally_opts.at == TALLY_AT_EARLY
+      && tally_opts.measure != TALLY_MEASURE_COUNT)
+    {
+      struct register_pass_info fix;
+      fix.pass = tally_make_cfa_pass (g);
+      fix.reference_pass_name = "optimized";
+      fix.ref_pass_instance_number = 1;
+      fix.pos_op = PASS_POS_INSERT_AFTER;
+      register_callback (info->base_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &fix);
+    }
   if (tally_opts.hooks == TALLY_HOOKS_USER)
     tally_user_register (info->base_name);
 

@@ -115,8 +115,11 @@ void tally_rt_shadow_close_current (void) TALLY_HIDDEN;
                                                  as an 8 MiB stack of
                                                  16-byte frames (reserved,
                                                  not committed) */
-void tally_rt_enter (struct tally_module *m, uint32_t fn, void *cfa,
-                     uint32_t flags) TALLY_HIDDEN;
+/* Returns the frame pushed, NULL if none (a full stack).  */
+struct tally_sframe *tally_rt_enter (struct tally_module *m, uint32_t fn,
+                                     void *cfa, uint32_t flags) TALLY_HIDDEN;
+/* exit=frames: called by the return trampoline (frames.c).  */
+uint64_t tally_rt_frames_exit (uint64_t cfa) TALLY_HIDDEN;
 void tally_rt_exit (struct tally_module *m, uint32_t fn, void *cfa)
     TALLY_HIDDEN;
 

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -236,10 +237,11 @@ path_of (struct tally_sframe *top, struct tally_fn *fn)
   return tally_rt_path_node (pnode, fn->id);
 }
 
-static void
+static struct tally_sframe *
 enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths, uint32_t flags)
 {
   int saved = errno;
+  struct tally_sframe *pushed = NULL;
   uint64_t cfa = (uint64_t) (uintptr_t) cfa_ptr;
   if (!ss_base && thread_init () != 0)
     goto out;
@@ -255,12 +257,21 @@ enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths, uint32_t flags)
       top = __tally_ss.top;
     }
   if (top == __tally_ss.end)
-    ss_overflow++;
+    {
+      /* An activation left out is matched by an exit that finds no frame;
+         with exit=frames none comes (no trampoline was put in).  */
+      if (!(flags & TALLY_SF_FRAMES))
+        ss_overflow++;
+    }
   else
-    push_frame (top, fn, cfa, paths ? path_of (top, fn) : TALLY_PATH_NONE,
-                flags);
+    {
+      push_frame (top, fn, cfa, paths ? path_of (top, fn) : TALLY_PATH_NONE,
+                  flags);
+      pushed = top;
+    }
 out:
   errno = saved;
+  return pushed;
 }
 
 void
@@ -299,7 +310,7 @@ bump (struct tally_module *m, uint64_t *c)
     ++*c;
 }
 
-void
+struct tally_sframe *
 tally_rt_enter (struct tally_module *m, uint32_t fn, void *cfa, uint32_t flags)
 {
   struct tally_fn *f = m->fns[fn];
@@ -308,10 +319,12 @@ tally_rt_enter (struct tally_module *m, uint32_t fn, void *cfa, uint32_t flags)
   int paths = (m->flags & TALLY_MOD_PATHS) != 0;
   if (__builtin_expect (top != __tally_ss.end
                         && top[-1].cfa > (uint64_t) (uintptr_t) cfa, 1))
-    push_frame (top, f, (uint64_t) (uintptr_t) cfa,
-                paths ? path_of (top, f) : TALLY_PATH_NONE, flags);
-  else
-    enter_slow (f, cfa, paths, flags);
+    {
+      push_frame (top, f, (uint64_t) (uintptr_t) cfa,
+                  paths ? path_of (top, f) : TALLY_PATH_NONE, flags);
+      return top;
+    }
+  return enter_slow (f, cfa, paths, flags);
 }
 
 void
@@ -349,6 +362,34 @@ void
 __tally_exit_cyc (struct tally_module *m, uint32_t fn, void *cfa)
 {
   tally_rt_exit (m, fn, cfa);
+}
+
+/* exit=frames: the trampoline's exit.  The frame with CFA is popped (the
+   frames above it, which longjmp or a signal handler skipped, closed
+   first), its exit counted, and its real return address returned.  */
+uint64_t
+tally_rt_frames_exit (uint64_t cfa)
+{
+  int saved = errno;
+  uint64_t now = rdtsc ();
+  struct tally_sframe *f = __tally_ss.top - 1;
+  while (ss_base && f > ss_base && f->cfa < cfa)
+    f--;
+  if (!ss_base || f <= ss_base || f->cfa != cfa || !(f->flags & TALLY_SF_FRAMES))
+    {
+      /* Only a stack switch (swapcontext, coroutines) that the CFA order
+         cannot see gets here: there is no address to return to.  */
+      tally_rt_error ("exit=frames: no return frame for the function "
+                      "returning at CFA %lu (a stack switch?); the program "
+                      "cannot continue", (unsigned long) cfa);
+      abort ();
+    }
+  uint64_t ret = f->ret;
+  struct tally_fn *fn = f->fn;
+  close_frames (f, now);
+  __atomic_fetch_add (&fn->counters[TALLY_C_EXITS], 1, __ATOMIC_RELAXED);
+  errno = saved;
+  return ret;
 }
 
 /* The exit dump: the dumping thread's open frames will not see their

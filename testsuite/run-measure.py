@@ -126,6 +126,22 @@ def check_tree_prog(a, work):
             check_sums(what, rows, ["main"])
 
 
+def check_inlined(a, work):
+    """at=early: functions inlined after their hooks went in share the CFA
+    of the function they are inlined into; the plugin tells them apart."""
+    x86_64()
+    for hooks in ("inline", "call"):
+        for opt in ("-O0", "-O2"):
+            what = "inlined.c %s at=early %s" % (hooks, opt)
+            _, rows = measure(a, build(a, work, "inlined.c", hooks, "early", opt), work)
+            check_counts(what, rows, {"main": (1, 1), "outer": (300, 300),
+                                      "in1": (300, 200), "in2": (300, 200),
+                                      "leaf": (400, 400)})
+            check_tree(what, rows, {"main": ["outer"], "outer": ["in1"],
+                                    "in1": ["in2"]})
+            check_sums(what, rows, ["main"])
+
+
 def skipped_frames(what, rows, chain, after):
     """The frames of CHAIN, skipped by a jump, are closed at the next hook
     (AFTER's entry), so AFTER's 200000-iteration loop is not in them."""
@@ -429,6 +445,63 @@ def check_papi(a, work):
            "no usable event: the report has events or no cycles")
 
 
+def check_frames(a, work):
+    """exit=frames (LOPI return frames) against return-site exits: the same
+    calls, exits and call tree; the same program output whatever the
+    functions return."""
+    x86_64()
+    for src in ("tree.c", "paths.c", "longjmp.c", "threads.c", "signals.c"):
+        for at in ("late",):
+            got = {}
+            for exit in ("returns", "frames"):
+                what = "%s exit=%s at=%s" % (src, exit, at)
+                exe = build(a, work, src, "call", at, extra=[
+                    "-fplugin-arg-tally-paths=on", "-fplugin-arg-tally-update=atomic",
+                    "-fplugin-arg-tally-exit=" + exit])
+                out, rows = measure(a, exe, work)
+                tree = tree_rows(a, exe + ".data")
+                folded = run([a.tally, "flame", "--folded", exe + ".data"]).stdout
+                check_tree_sums(what, rows, tree, folded)
+                roots = {"threads.c": ["main", "worker", "exiter"]}.get(src, ["main"])
+                slack = 0
+                if src == "signals.c":
+                    slack = sum(rows[h]["incl_cycles"] for h in ("on_alarm", "on_usr1", "on_usr2"))
+                check_sums(what, rows, roots, slack)
+                counts = {n: (r["calls"], r["exits"]) for n, r in rows.items()}
+                paths = {k: v[0] for k, v in tree.items()}
+                if src == "signals.c":
+                    # The number of SIGALRMs (and so of work calls) varies
+                    # from run to run: compare the rest.
+                    skip = ("on_alarm", "handler_work", "work")
+                    counts = {n: c for n, c in counts.items() if n not in skip}
+                    paths = {k: c for k, c in paths.items() if not set(k) & set(skip)}
+                got[exit] = (counts, paths)
+            expect(got["returns"] == got["frames"],
+                   "%s at=%s: exit=returns and exit=frames differ:\n%s\n%s"
+                   % (src, at, got["returns"], got["frames"]))
+    # Return values through the trampoline, and the functions left to
+    # return-site exits.
+    exe0 = os.path.join(work, "frames-plain")
+    run([a.cc, "-O2", os.path.join(a.srcdir, "measure", "frames.c"), "-o", exe0, "-lm"])
+    want = run([exe0]).stdout
+    for opt in ("-O0", "-O2"):
+        exe = build(a, work, "frames.c", "call", "late", opt,
+                    extra=["-fplugin-arg-tally-exit=frames", "-lm", "-fdump-tree-all"])
+        out, rows = measure(a, exe, work)
+        expect(out == want, "frames.c %s: output %r, uninstrumented %r" % (opt, out, want))
+        expect(all(r["calls"] == r["exits"] for r in rows.values()),
+               "frames.c %s: calls and exits differ: %s" % (opt, rows))
+        dumps = [f for f in os.listdir(work) if ".c." in f and f.startswith("frames")]
+        text = "".join(open(os.path.join(work, f)).read() for f in dumps
+                       if f.endswith(".tally"))
+        for fn, why in (("ret_ldouble", "returns a value the trampoline does not keep"),
+                        ("own_return_address", "reads or changes its own return address")):
+            expect("%s gets return-site exits: exit=frames: %s" % (fn, why) in text,
+                   "frames.c %s: no note that %s gets return-site exits" % (opt, fn))
+        for f in dumps:
+            os.unlink(os.path.join(work, f))
+
+
 def check_errors(a, work):
     src = os.path.join(work, "x.c")
     with open(src, "w") as f:
@@ -441,6 +514,16 @@ def check_errors(a, work):
          "'-fplugin-arg-tally-measure' needs a value; accepted values: count, cycles, papi"),
         (["-fplugin-arg-tally-measure=papi"],
          "'-fplugin-arg-tally-measure=papi' needs '-fplugin-arg-tally-hooks=call'"),
+        (["-fplugin-arg-tally-exit=trampoline"],
+         "invalid value 'trampoline' for '-fplugin-arg-tally-exit'; accepted values: returns, frames"),
+        (["-fplugin-arg-tally-exit=frames", "-fplugin-arg-tally-measure=cycles"],
+         "'-fplugin-arg-tally-exit=frames' needs '-fplugin-arg-tally-hooks=call' and '-fplugin-arg-tally-measure=cycles'"),
+        (["-fplugin-arg-tally-exit=frames", "-fplugin-arg-tally-measure=cycles",
+          "-fplugin-arg-tally-hooks=call", "-fexceptions"],
+         "'-fplugin-arg-tally-exit=frames' cannot be used with exceptions (C++, or '-fexceptions')"),
+        (["-fplugin-arg-tally-exit=frames", "-fplugin-arg-tally-measure=cycles",
+          "-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-at=early"],
+         "'-fplugin-arg-tally-exit=frames' needs '-fplugin-arg-tally-at=late'"),
         (["-fplugin-arg-tally-paths=yes"],
          "invalid value 'yes' for '-fplugin-arg-tally-paths'; accepted values: on, off"),
         (["-fplugin-arg-tally-paths=on", "-fplugin-arg-tally-measure=cycles"],
@@ -563,11 +646,13 @@ CHECKS = {
     "longjmp": check_longjmp,
     "exceptions": check_exceptions,
     "recursion": check_recursion,
+    "inlined": check_inlined,
     "threads": check_threads,
     "signals": check_signals,
     "paths": check_paths,
     "paths-limits": check_paths_limits,
     "papi": check_papi,
+    "frames": check_frames,
     "errors": check_errors,
     "bad-meas": check_bad_meas,
 }

@@ -51,6 +51,7 @@ enum tally_counter
 #define TALLY_MOD_BLOCKS_TREE 0x400u   /* blocks counted on the edges off a
                                           spanning tree (placement=tree) */
 #define TALLY_MOD_PATHS 0x1000u        /* paths=on: a calling-context tree */
+#define TALLY_MOD_EXIT_FRAMES 0x4000u  /* exit=frames: LOPI return frames */
 #define TALLY_MOD_MEASURE_PAPI 0x2000u /* measure=papi: cycles and the
                                           TALLY_PAPI_EVENTS per function */
 #define TALLY_MOD_MEASURE_CYCLES 0x800u /* measure=cycles: shadow stack,
@@ -115,10 +116,13 @@ struct tally_sframe
   __UINT32_TYPE__ node;   /* paths=on: its calling-context node (rt/paths.c),
                              ~0 without */
   __UINT32_TYPE__ flags;  /* TALLY_SF_*; 0 from inline code */
+  __UINT64_TYPE__ ret;    /* exit=frames: the real return address */
 };
 
 /* struct tally_sframe.flags */
-#define TALLY_SF_PAPI 0x1u /* PAPI events were read at entry (rt/papi.c) */
+#define TALLY_SF_PAPI 0x1u   /* PAPI events were read at entry (rt/papi.c) */
+#define TALLY_SF_FRAMES 0x2u /* exit=frames: the return address was swapped
+                                for the trampoline (rt/frames.c) */
 
 /* The thread's shadow stack: frames [base + 1, top) are open, base[0] is a
    sentinel.  Before the first hook of a thread, top == end, which sends
@@ -164,6 +168,12 @@ TALLY_PUBLIC void __tally_enter_papi (struct tally_module *m,
                                       __UINT32_TYPE__ fn, void *cfa);
 TALLY_PUBLIC void __tally_exit_papi (struct tally_module *m,
                                      __UINT32_TYPE__ fn, void *cfa);
+/* exit=frames (x86-64, hooks=call): count and push like
+   __tally_enter_cyc, then swap the activation's return address (at CFA - 8)
+   for the runtime's return trampoline, which runs the exit accounting and
+   returns to the real address (rt/frames.c).  No exit hooks.  */
+TALLY_PUBLIC void __tally_enter_frames (struct tally_module *m,
+                                        __UINT32_TYPE__ fn, void *cfa);
 /* measure=cycles, hooks=inline: the slow paths of the inline code (first
    hook of a thread, a full stack, stale frames, a frame that does not
    match).  The exit gets the time-stamp counter the inline code read.  */
