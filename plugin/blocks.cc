@@ -25,13 +25,17 @@
  * The flow graph the counts must satisfy:
  *   1. Blocks are split after every call that may not return (exit, longjmp,
  *      a throw), as GCC's own -fprofile-arcs does, so that a block's count
- *      is the count of each of its statements.
+ *      is the count of each of its statements.  (blocks=visited gives a byte
+ *      only to blocks no other block implies: see find_implied.)
  *   2. Each block B is two nodes, B.in and B.out, joined by B's "block edge"
  *      (its count is B's count).  CFG edges run from B.out to C.in.
  *   3. Edges that cannot carry code (exception and abnormal edges) are
  *      replaced by fake edges B.out -> EXIT ("left by a throw or longjmp")
  *      and ENTRY -> C.in ("arrived by one"); a block ending in a call that
  *      may not return, or with no successor, gets a fake edge to EXIT too.
+ *      (A second return from setjmp arrives after the call: resume_block.
+ *      The setjmp block itself always returns, and the edge out of it is
+ *      never counted: a counter there would see the second returns too.)
  *      EXIT flows back into ENTRY.
  *   4. Every edge that cannot be counted (fake edges, and edges into EXIT,
  *      which would go between the return value and the return) goes on a
@@ -86,6 +90,7 @@ struct plan_edge
   double cost;         /* what counting it would cost per run */
   bool can_count;
   bool on_tree;
+  bool implied;        /* visited: the value is another block's */
   unsigned value;      /* index into the function's values, or TALLY_MAP_NONE */
 };
 
@@ -289,6 +294,7 @@ add_edge (tally_block_plan *plan, int map_src, int map_dst, unsigned flags,
   pe.cost = cost;
   pe.can_count = can_count;
   pe.on_tree = false;
+  pe.implied = false;
   pe.value = TALLY_MAP_NONE;
   plan->edges.safe_push (pe);
 }
@@ -303,6 +309,76 @@ cmp_cost (const void *a, const void *b)
   return x < y ? -1 : x > y; /* stable: creation order */
 }
 
+/* blocks=visited: for each block, the block whose visited byte tells
+   whether it ran: itself, or, when its immediate postdominator C is a block
+   it dominates, C's (every path into C passes it, and every path from it
+   reaches C).  Postdominance is computed with a fake edge to EXIT from
+   every block with a call that may not return, so a block is never
+   implied across one.  IMPLIED[i] is the map number, by block index.  */
+static void
+find_implied (function *fun, const vec<int> &map_of, vec<int> *implied)
+{
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    (*implied)[bb->index] = map_of[bb->index];
+  FOR_EACH_BB_FN (bb, fun)
+    {
+      bool call = false;
+      for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
+           gsi_next (&gsi))
+        call |= may_not_return (gsi_stmt (gsi));
+      if (call && !find_edge (bb, EXIT_BLOCK_PTR_FOR_FN (fun)))
+        make_edge (bb, EXIT_BLOCK_PTR_FOR_FN (fun), EDGE_FAKE);
+    }
+  add_noreturn_fake_exit_edges ();
+  connect_infinite_loops_to_exit ();
+  calculate_dominance_info (CDI_DOMINATORS);
+  calculate_dominance_info (CDI_POST_DOMINATORS);
+  /* Follow each chain to its end: the chains follow postdominators, so
+     they have no cycle.  */
+  auto_vec<basic_block> next;
+  next.safe_grow_cleared (last_basic_block_for_fn (fun));
+  FOR_EACH_BB_FN (bb, fun)
+    {
+      basic_block c = get_immediate_dominator (CDI_POST_DOMINATORS, bb);
+      if (c && c != EXIT_BLOCK_PTR_FOR_FN (fun)
+          && dominated_by_p (CDI_DOMINATORS, c, bb))
+        next[bb->index] = c;
+    }
+  FOR_EACH_BB_FN (bb, fun)
+    {
+      basic_block c = bb;
+      while (next[c->index])
+        c = next[c->index];
+      (*implied)[bb->index] = map_of[c->index];
+    }
+  free_dominance_info (CDI_POST_DOMINATORS);
+  remove_fake_edges ();
+}
+
+/* Where control arriving over an abnormal edge into BB resumes, as a map
+   number: BB itself, except for the block of a setjmp-like call (GCC's
+   abnormal edges into it stand for the call's second return), where it is
+   the block after the call (step 1 made the call end its block).  */
+static unsigned
+resume_block (basic_block bb, const vec<int> &map_of)
+{
+  gimple_stmt_iterator gsi = gsi_after_labels (bb);
+  if (gsi_end_p (gsi) || is_gimple_debug (gsi_stmt (gsi)))
+    gsi = gsi_start_nondebug_after_labels_bb (bb);
+  gcall *call = gsi_end_p (gsi) ? NULL : dyn_cast<gcall *> (gsi_stmt (gsi));
+  if (call && (gimple_call_flags (call) & ECF_RETURNS_TWICE))
+    {
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, bb->succs)
+        if (!(e->flags & (EDGE_COMPLEX | EDGE_FAKE))
+            && e->dest != EXIT_BLOCK_PTR_FOR_FN (cfun))
+          return map_of[e->dest->index];
+    }
+  return map_of[bb->index];
+}
+
 tally_block_plan *
 tally_blocks_plan (function *fun, tally_fn_layout *layout)
 {
@@ -313,11 +389,11 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
                : per_block ? TALLY_MAP_BLOCK
                            : TALLY_MAP_TREE;
 
-  /* 1. Split after calls that may not return (counts only: a visited
-     byte says the block was reached).  */
+  /* 1. Split after calls that may not return (visited too, so that a
+     visited block is one whose statements all ran, and the blocks are the
+     same as with blocks=count).  */
   auto_bitmap call_ended;
-  if (!visited)
-    split_after_calls (fun, call_ended);
+  split_after_calls (fun, call_ended);
 
   /* Number the blocks: ENTRY 0, EXIT 1, the others in layout order.  */
   auto_vec<int> map_of;
@@ -333,6 +409,12 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
   map_of[ENTRY_BLOCK] = TALLY_MAP_ENTRY_NUM;
   map_of[EXIT_BLOCK] = TALLY_MAP_EXIT_NUM;
   unsigned nblocks = plan->blocks.length ();
+  auto_vec<int> implied;
+  if (visited)
+    {
+      implied.safe_grow_cleared (last_basic_block_for_fn (fun));
+      find_implied (fun, map_of, &implied);
+    }
   plan->block_flags.safe_grow_cleared (nblocks);
   plan->locs.safe_grow_cleared (nblocks);
 
@@ -364,6 +446,8 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
       unsigned leak = 0;
       edge e;
       edge_iterator ei;
+      bool setjmp_block = bb != ENTRY_BLOCK_PTR_FOR_FN (fun)
+                          && resume_block (bb, map_of) != map_of[bb->index];
       FOR_EACH_EDGE (e, ei, bb->succs)
         {
           unsigned m = map_of[e->dest->index];
@@ -376,7 +460,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
           if (e->flags & (EDGE_ABNORMAL | EDGE_FAKE))
             {
               leak |= TALLY_EDGE_ABNORMAL;
-              inject[m] |= TALLY_EDGE_ABNORMAL;
+              inject[resume_block (e->dest, map_of)] |= TALLY_EDGE_ABNORMAL;
               continue;
             }
           unsigned flags = 0;
@@ -388,13 +472,20 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
             flags |= TALLY_EDGE_FALSE;
           bool split = !single_pred_p (e->dest) && !single_succ_p (e->src);
           double cost = edge_weight (fun, e, profile) * (split ? 1.5 : 1.0);
+          /* A counter on the edge out of a setjmp block would also count
+             the second returns, which the map brings in from ENTRY.  */
           add_edge (plan, map_of[bb->index], m, flags, e, cost,
-                    e->dest != EXIT_BLOCK_PTR_FOR_FN (fun));
+                    e->dest != EXIT_BLOCK_PTR_FOR_FN (fun) && !setjmp_block);
         }
       if (bb == ENTRY_BLOCK_PTR_FOR_FN (fun))
         continue;
-      if (bitmap_bit_p (call_ended, bb->index) || EDGE_COUNT (bb->succs) == 0)
+      if ((bitmap_bit_p (call_ended, bb->index) && !setjmp_block)
+          || EDGE_COUNT (bb->succs) == 0)
         leak |= TALLY_EDGE_CALL;
+      /* setjmp returns (twice), and never leaves by a longjmp itself,
+         whatever abnormal edges GCC gives its call.  */
+      if (setjmp_block)
+        leak = 0;
       if (leak)
         add_edge (plan, map_of[bb->index], TALLY_MAP_EXIT_NUM,
                   TALLY_EDGE_FAKE | leak, NULL, 0, false);
@@ -415,6 +506,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
       pe.cost = block_weight (fun, pe.bb, profile);
       pe.can_count = true;
       pe.on_tree = false;
+      pe.implied = false;
       pe.value = TALLY_MAP_NONE;
       plan->edges.safe_push (pe);
     }
@@ -456,12 +548,29 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
   /* 6. Values: counters after the core ones, or visited bytes after
      them.  */
   unsigned next = 0;
+  auto_vec<unsigned> value_of; /* visited: by map number */
+  value_of.safe_grow_cleared (nblocks);
   for (plan_edge &pe : plan->edges)
     {
       bool counted = per_block ? pe.bb != NULL : pe.can_count && !pe.on_tree;
+      if (visited && counted)
+        {
+          /* Only blocks no other block implies get a byte.  */
+          unsigned m = (pe.src + 2) / 2;
+          counted = implied[pe.bb->index] == (int) m;
+          if (counted)
+            value_of[m] = TALLY_C_CORE + next;
+        }
       if (counted)
         pe.value = TALLY_C_CORE + next++;
     }
+  if (visited)
+    for (plan_edge &pe : plan->edges)
+      if (pe.bb && pe.value == TALLY_MAP_NONE)
+        {
+          pe.value = value_of[implied[pe.bb->index]];
+          pe.implied = true;
+        }
   if (visited)
     layout->nvisited = next;
   else
@@ -499,7 +608,7 @@ tally_blocks_insert (function *fun, tally_block_plan *plan,
   auto_vec<gcall *> calls;
   for (const plan_edge &pe : plan->edges)
     {
-      if (pe.value == TALLY_MAP_NONE)
+      if (pe.value == TALLY_MAP_NONE || pe.implied)
         continue;
       gimple_seq seq = NULL;
       if (fn.visited)
