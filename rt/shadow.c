@@ -370,9 +370,25 @@ __tally_exit_cyc (struct tally_module *m, uint32_t fn, void *cfa)
 uint64_t
 tally_rt_frames_exit (uint64_t cfa)
 {
-  int saved = errno;
   uint64_t now = rdtsc ();
   struct tally_sframe *f = __tally_ss.top - 1;
+  /* The usual case: the returning frame is on top.  */
+  if (__builtin_expect (f->cfa == cfa && f->flags == TALLY_SF_FRAMES, 1))
+    {
+      uint64_t d = now - f->start, child = f->child, ret = f->ret;
+      uint32_t node = f->node;
+      struct tally_fn *fn = f->fn;
+      __atomic_signal_fence (__ATOMIC_SEQ_CST);
+      __tally_ss.top = f;
+      __atomic_signal_fence (__ATOMIC_SEQ_CST);
+      f[-1].child += d;
+      account (fn, d, child, 1);
+      if (node != TALLY_PATH_NONE)
+        tally_rt_path_add (node, fn->id, d, d > child ? d - child : 0);
+      __atomic_fetch_add (&fn->counters[TALLY_C_EXITS], 1, __ATOMIC_RELAXED);
+      return ret;
+    }
+  int saved = errno;
   while (ss_base && f > ss_base && f->cfa < cfa)
     f--;
   if (!ss_base || f <= ss_base || f->cfa != cfa || !(f->flags & TALLY_SF_FRAMES))
