@@ -3,6 +3,7 @@
  *   tally report [OPTION]... FILE...   merged calls per function
  *   tally dump FILE...                 every record as stored
  *   tally merge [--force] -o OUT FILE...  sum files into one data file
+ *   tally run [OPTION]... -- COMMAND...   a build with the plugin (run.c)
  *
  * doc/cli.md describes the command line and the output.  Exit status: 0 on
  * success, 1 if a data file cannot be used or output fails, 2 for a usage
@@ -22,6 +23,7 @@
 #include "coverage.h"
 #include "datafile.h"
 #include "paths.h"
+#include "run.h"
 #include "tally/abi.h"
 #include "tally/format.h"
 
@@ -49,6 +51,9 @@ static const char usage_text[] =
   "                              paths=on programs, or collapsed stacks\n"
   "  lcov [-o OUT] FILE...       write an lcov tracefile (line, function and\n"
   "                              branch coverage) for genhtml\n"
+  "  run [OPTION]... [--] COMMAND [ARG]...\n"
+  "                              run a build with -fplugin=tally and the\n"
+  "                              runtime in CC and CXX (tally run --help)\n"
   "  help                        print this help\n"
   "\n"
   "Report options:\n"
@@ -2626,7 +2631,7 @@ main (int argc, char **argv)
   int status;
   if (argc < 2)
     {
-      error_msg ("no command given (commands: report, dump, merge, lcov, flame, help); try 'tally "
+      error_msg ("no command given (commands: report, dump, merge, lcov, flame, run, help); try 'tally "
              "--help'");
       return EXIT_USAGE;
     }
@@ -2652,6 +2657,8 @@ main (int argc, char **argv)
     status = cmd_flame (argc - 1, argv + 1);
   else if (strcmp (cmd, "lcov") == 0)
     status = cmd_lcov (argc - 1, argv + 1);
+  else if (strcmp (cmd, "run") == 0)
+    status = cmd_run (argc - 1, argv + 1);
   else
     {
       if (cmd[0] == '-')
