@@ -85,7 +85,8 @@ def main():
     ]
     if have_papi:
         variants.append(("tally call papi (perf::TASK-CLOCK)",
-                         *tally("hooks=call", "measure=papi", libs=[papi]),
+                         *tally("hooks=call", "measure=papi",
+                                libs=[os.path.join(a.build, "rt", "libtally-rt-papi.a"), papi]),
                          {"TALLY_PAPI_EVENTS": "perf::TASK-CLOCK"}))
     variants += [
         ("-finstrument-functions, empty hooks", ["-finstrument-functions"],

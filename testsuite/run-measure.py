@@ -388,7 +388,7 @@ def check_papi(a, work):
         run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
              "-fplugin-arg-tally-at=" + at, "-fplugin-arg-tally-measure=papi",
              os.path.join(a.srcdir, "measure", "tree.c"), "-o", exe, a.runtime,
-             "-lpapi", "-lpthread"])
+             a.runtime_papi, "-lpapi", "-lpthread"])
         data = exe + ".data"
         env = {"TALLY_OUTPUT": data,
                "TALLY_PAPI_EVENTS": "perf::TASK-CLOCK,TALLY_NO_SUCH_EVENT,perf::PAGE-FAULTS"}
@@ -669,6 +669,7 @@ def main():
     ap.add_argument("--srcdir", required=True)
     ap.add_argument("--corpus-dir")
     ap.add_argument("--papi", default="0", help="1 if the runtime has PAPI")
+    ap.add_argument("--runtime-papi", help="libtally-rt-papi.a")
     a = ap.parse_args()
     if a.check == "corpus":
         write_corpus(a, a.corpus_dir)

@@ -163,7 +163,8 @@ TALLY_PUBLIC void __tally_enter_cyc (struct tally_module *m,
 TALLY_PUBLIC void __tally_exit_cyc (struct tally_module *m,
                                     __UINT32_TYPE__ fn, void *cfa);
 /* measure=papi (hooks=call): the same, also reading the PAPI events
-   (rt/papi.c; link with -lpapi).  */
+   (rt/papi.c: in the shared runtime, or for static links in
+   libtally-rt-papi.a, with -lpapi).  */
 TALLY_PUBLIC void __tally_enter_papi (struct tally_module *m,
                                       __UINT32_TYPE__ fn, void *cfa);
 TALLY_PUBLIC void __tally_exit_papi (struct tally_module *m,
