@@ -230,6 +230,35 @@ def check_asan_runtime(a, work):
             expect("runtime error" not in p.stderr and "ERROR" not in p.stderr,
                    "sanitizer report:\n%s" % p.stderr)
             run([a.tally_asan, "report", data])
+    # The report's tables grow while several files are merged: 400
+    # functions with block maps, three data files, every output.
+    src = os.path.join(work, "many.c")
+    with open(src, "w") as f:
+        for i in range(400):
+            f.write("__attribute__((noinline)) int f%d (int x) { return x > %d ? x - 1 : x + %d; }\n"
+                    % (i, i, i))
+        f.write("int main (int argc, char **argv) { (void) argv; int s = 0;\n")
+        for i in range(400):
+            f.write("  s += f%d (argc + %d);\n" % (i, i % 7))
+        f.write("  return s == 12345; }\n")
+    exe = os.path.join(work, "many")
+    run([a.cc, "-O1", "-fplugin=" + a.plugin, "-fplugin-arg-tally-blocks=count", src,
+         "-o", exe, a.runtime])
+    datas = []
+    for k in range(3):
+        datas.append(os.path.join(work, "many.%d.data" % k))
+        run([exe] + ["x"] * k, env={"TALLY_OUTPUT": datas[-1]}, check=False)
+    env = {"ASAN_OPTIONS": "detect_leaks=1"}
+    for args in (["report"], ["report", "--csv", "--clones"], ["report", "--blocks"],
+                 ["report", "--json"], ["lcov", "-o", os.path.join(work, "many.info")]):
+        p = run([a.tally_asan, *args, *datas], env=env)
+        expect("ERROR" not in p.stderr and "runtime error" not in p.stderr,
+               "tally %s on three files: sanitizer report:\n%s" % (" ".join(args), p.stderr))
+    rows = run([a.tally, "report", "--csv", *datas]).stdout.splitlines()[1:]
+    calls = {r.split(",")[2]: int(r.split(",")[0]) for r in rows}
+    expect(calls.get("f399") == 3 and calls.get("main") == 3,
+           "three runs of 400 functions: f399 %s, main %s calls, expected 3 each"
+           % (calls.get("f399"), calls.get("main")))
 
 
 def check_install(a, work):

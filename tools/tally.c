@@ -408,7 +408,9 @@ struct body
 {
   char *name, *symbol, *origin, *file;
   char *source, *directory; /* of its module */
-  char ckey[17];            /* the module checksum in hex, for the table */
+  char *ckey;               /* the module checksum in hex, for the table
+                               (its own allocation: the table keeps a
+                               pointer, and the bodies array moves) */
   uint32_t line, flags, mod_flags, ncounters;
   uint64_t *counters;
   uint32_t map_size;
@@ -625,7 +627,7 @@ add_body (struct merge *m, const struct tally_data_module *mod,
   b->file = xstrdup (f->file);
   b->source = xstrdup (mod->source);
   b->directory = xstrdup (mod->directory);
-  memcpy (b->ckey, ckey, sizeof ckey);
+  b->ckey = xstrdup (ckey);
   b->line = f->line;
   b->flags = f->flags;
   b->mod_flags = mod->flags;
@@ -784,6 +786,7 @@ merge_free (struct merge *m)
       free (b->origin);
       free (b->file);
       free (b->source);
+      free (b->ckey);
       free (b->directory);
       free (b->counters);
       free (b->map);
