@@ -116,11 +116,11 @@ def check_tree_prog(a, work):
             what = "tree.c %s %s %s" % (hooks, at, " ".join(extra))
             exe = build(a, work, "tree.c", hooks, at, extra=extra)
             _, rows = measure(a, exe, work)
-            # (Calls derived from block counts are not in the report yet.)
-            if not (hooks == "inline" and "blocks" in extra[0]):
-                check_counts(what, rows, {"main": (1, 1), "a": (200, 200),
-                                          "b": (400, 400), "c": (1200, 1200),
-                                          "d": (1, 1)})
+            # (With hooks=inline and blocks=count the calls are derived
+            # from the block counts by the report.)
+            check_counts(what, rows, {"main": (1, 1), "a": (200, 200),
+                                      "b": (400, 400), "c": (1200, 1200),
+                                      "d": (1, 1)})
             check_tree(what, rows, {"main": ["a", "d"], "a": ["b"],
                                     "b": ["c"], "c": [], "d": []})
             check_sums(what, rows, ["main"])
