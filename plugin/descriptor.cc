@@ -358,6 +358,14 @@ module_flags (void)
     flags |= TALLY_MOD_BLOCKS_TREE;
   if (tally_opts.blocks == TALLY_BLOCKS_VISITED)
     flags |= TALLY_MOD_BLOCKS_VISITED;
+  if (tally_opts.measure != TALLY_MEASURE_COUNT)
+    flags |= TALLY_MOD_MEASURE_CYCLES;
+  if (tally_opts.measure == TALLY_MEASURE_PAPI)
+    flags |= TALLY_MOD_MEASURE_PAPI;
+  if (tally_opts.paths)
+    flags |= TALLY_MOD_PATHS;
+  if (tally_opts.exit_frames)
+    flags |= TALLY_MOD_EXIT_FRAMES;
   return flags;
 }
 

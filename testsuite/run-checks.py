@@ -36,7 +36,7 @@ def check_plugin_errors(a, work):
     src = os.path.join(a.srcdir, "progs", "s-abc.c")
     cases = [
         (["-fplugin-arg-tally-colour=red"],
-         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, blocks, placement, at, update, filter, verbose, help"),
+         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, blocks, placement, at, update, measure, paths, exit, filter, verbose, help"),
         (["-fplugin-arg-tally-hooks=fast"],
          r"invalid value 'fast' for '-fplugin-arg-tally-hooks'; accepted values: inline, call"),
         (["-fplugin-arg-tally-at"],
@@ -62,7 +62,8 @@ def check_plugin_errors(a, work):
     p = run([a.cc, "-c", "-fplugin=" + a.plugin, "-fplugin-arg-tally-help", src,
              "-o", os.path.join(work, "x.o")])
     for opt in ("hooks=inline|call|user:PREFIX|none", "blocks=none|count|visited",
-                "placement=tree|block", "at=late|early", "update=single|atomic|tls", "help"):
+                "placement=tree|block", "at=late|early", "update=single|atomic|tls",
+                "measure=count|cycles", "help"):
         expect(opt in p.stderr, "help text lacks %s:\n%s" % (opt, p.stderr))
 
 
