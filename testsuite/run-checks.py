@@ -107,6 +107,9 @@ def refix(d):
 
 def check_bad_files(a, work):
     good = valid_file(a, work)
+    # The runtime's CRC is the IEEE CRC-32 zlib computes.
+    expect(struct.unpack("<I", good[-12:-8])[0] == zlib.crc32(good[:-16]),
+           "the data file's CRC-32 is not zlib's crc32 of its bytes")
     version = bytearray(good)
     version[8:12] = struct.pack("<I", 99)
     endian = bytearray(good)
