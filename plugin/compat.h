@@ -45,6 +45,8 @@
 #include "options.h"
 #include "builtins.h"
 #include "ggc.h"
+#include "sreal.h"
+#include "cfgloop.h"
 #include "gtype-desc.h"
 
 /* The version the headers describe.  plugin-version.h defines it as a static

@@ -35,6 +35,8 @@ struct fn_record
 {
   char *name, *symbol, *origin, *file;
   unsigned line, flags;
+  unsigned ncounters, nvisited;
+  vec<unsigned char> map;
 };
 
 /* Records in function-id order.  */
@@ -43,6 +45,12 @@ static vec<fn_record> records;
 /* Counter arrays and descriptors in function-id order (GC-rooted below).  */
 static GTY (()) vec<tree, va_gc> *counter_decls;
 static GTY (()) vec<tree, va_gc> *desc_decls;
+/* update=tls: each function's thread-local counters; blocks=visited: its
+   visited bytes (NULL_TREE entries where there are none).  */
+static GTY (()) vec<tree, va_gc> *tls_decls;
+static GTY (()) vec<tree, va_gc> *visited_decls;
+/* update=tls: the thread-local word "this thread is attached".  */
+static GTY (()) tree tls_live;
 
 /* The module record variable; its address is what hooks=call passes.  */
 static GTY (()) tree module_decl;
@@ -59,6 +67,12 @@ static const struct ggc_root_tab tally_descriptor_roots[]
           &gt_pch_nx_vec_tree_va_gc_ },
         { &desc_decls, 1, sizeof (desc_decls), &gt_ggc_mx_vec_tree_va_gc_,
           &gt_pch_nx_vec_tree_va_gc_ },
+        { &tls_decls, 1, sizeof (tls_decls), &gt_ggc_mx_vec_tree_va_gc_,
+          &gt_pch_nx_vec_tree_va_gc_ },
+        { &visited_decls, 1, sizeof (visited_decls), &gt_ggc_mx_vec_tree_va_gc_,
+          &gt_pch_nx_vec_tree_va_gc_ },
+        { &tls_live, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
         { &module_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
         { &register_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
@@ -145,6 +159,11 @@ fn_type (void)
   add_field (&fields, "flags", uint32_type_node);
   add_field (&fields, "ncounters", uint32_type_node);
   add_field (&fields, "id", uint32_type_node);
+  add_field (&fields, "map_size", uint32_type_node);
+  add_field (&fields, "nvisited", uint32_type_node);
+  add_field (&fields, "map", pointer_to (build_qualified_type (
+                                 unsigned_char_type_node, TYPE_QUAL_CONST)));
+  add_field (&fields, "visited", pointer_to (unsigned_char_type_node));
   fn_type_node = finish_struct ("tally_fn", fields, sizeof (struct tally_fn));
   return fn_type_node;
 }
@@ -164,6 +183,7 @@ module_type (void)
   add_field (&fields, "flags", uint32_type_node);
   add_field (&fields, "next", ptr_type_node);
   add_field (&fields, "rt_state", uint64_type_node);
+  add_field (&fields, "tls_locate", ptr_type_node);
   return finish_struct ("tally_module", fields, sizeof (struct tally_module));
 }
 
@@ -192,18 +212,56 @@ symbol_name (tree decl)
   return targetm.strip_name_encoding (IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (decl)));
 }
 
+static void
+make_thread_local (tree decl)
+{
+  set_decl_tls_model (decl, decl_default_tls_model (decl));
+}
+
+tree
+tally_tls_live_decl (void)
+{
+  if (!tls_live)
+    {
+      tls_live = make_static_var ("__tally.tlive", uint64_type_node);
+      make_thread_local (tls_live);
+      varpool_node::finalize_decl (tls_live);
+    }
+  return tls_live;
+}
+
 tally_fn_info
-tally_add_function (tree fndecl)
+tally_add_function (tree fndecl, const tally_fn_layout &layout)
 {
   tally_fn_info info;
   info.id = records.length ();
 
   char name[32];
   snprintf (name, sizeof name, "__tally.c.%u", info.id);
-  tree type = build_array_type_nelts (uint64_type_node, TALLY_C_CORE);
+  tree type = build_array_type_nelts (uint64_type_node, layout.ncounters);
   info.counters = make_static_var (name, type);
   varpool_node::finalize_decl (info.counters);
   vec_safe_push (counter_decls, info.counters);
+  tree tls = NULL_TREE;
+  if (tally_opts.update == TALLY_UPDATE_TLS)
+    {
+      snprintf (name, sizeof name, "__tally.t.%u", info.id);
+      tls = make_static_var (name, type);
+      make_thread_local (tls);
+      varpool_node::finalize_decl (tls);
+      info.counters = tls;
+    }
+  vec_safe_push (tls_decls, tls);
+  info.visited = NULL_TREE;
+  if (layout.nvisited)
+    {
+      snprintf (name, sizeof name, "__tally.v.%u", info.id);
+      info.visited = make_static_var (
+          name, build_array_type_nelts (unsigned_char_type_node,
+                                        layout.nvisited));
+      varpool_node::finalize_decl (info.visited);
+    }
+  vec_safe_push (visited_decls, info.visited);
   snprintf (name, sizeof name, "__tally.d.%u", info.id);
   info.desc = make_static_var (name, fn_type ());
   vec_safe_push (desc_decls, info.desc);
@@ -220,6 +278,10 @@ tally_add_function (tree fndecl)
   r.line = loc.line;
   r.flags = (origin != fndecl || strcmp (symbol, origin_symbol) != 0)
                 ? TALLY_FN_CLONE : 0;
+  r.flags |= layout.flags;
+  r.ncounters = layout.ncounters;
+  r.nvisited = layout.nvisited;
+  r.map = layout.map.copy ();
   records.safe_push (r);
   return info;
 }
@@ -282,10 +344,20 @@ module_flags (void)
   unsigned flags = 0;
   flags |= tally_opts.hooks == TALLY_HOOKS_CALL   ? TALLY_MOD_HOOKS_CALL
            : tally_opts.hooks == TALLY_HOOKS_USER ? TALLY_MOD_HOOKS_USER
+           : tally_opts.hooks == TALLY_HOOKS_NONE ? TALLY_MOD_HOOKS_NONE
                                                   : TALLY_MOD_HOOKS_INLINE;
   flags |= tally_opts.at == TALLY_AT_EARLY ? TALLY_MOD_AT_EARLY : TALLY_MOD_AT_LATE;
   if (tally_opts.update == TALLY_UPDATE_ATOMIC)
     flags |= TALLY_MOD_UPDATE_ATOMIC;
+  if (tally_opts.update == TALLY_UPDATE_TLS)
+    flags |= TALLY_MOD_UPDATE_TLS;
+  if (tally_opts.blocks == TALLY_BLOCKS_COUNT)
+    flags |= TALLY_MOD_BLOCKS_COUNT;
+  if (tally_opts.blocks == TALLY_BLOCKS_COUNT
+      && tally_opts.placement == TALLY_PLACE_TREE)
+    flags |= TALLY_MOD_BLOCKS_TREE;
+  if (tally_opts.blocks == TALLY_BLOCKS_VISITED)
+    flags |= TALLY_MOD_BLOCKS_VISITED;
   return flags;
 }
 
@@ -297,6 +369,62 @@ runtime_fn (const char *name)
   tree decl = build_fn_decl (name, type);
   TREE_NOTHROW (decl) = 1;
   DECL_ARTIFICIAL (decl) = 1;
+  return decl;
+}
+
+/* update=tls: "uint64_t *__tally.tls_locate (uint64_t **out)" stores the
+   calling thread's address of each function's thread-local counters in
+   out[i] and returns the address of its __tally.tlive.  */
+static tree
+build_tls_locate (void)
+{
+  tree u64p = pointer_to (uint64_type_node);
+  tree type = build_function_type_list (u64p, pointer_to (u64p), NULL_TREE);
+  tree decl = build_decl (BUILTINS_LOCATION, FUNCTION_DECL,
+                          get_identifier ("__tally.tls_locate"), type);
+  tree result = build_decl (BUILTINS_LOCATION, RESULT_DECL, NULL_TREE, u64p);
+  DECL_ARTIFICIAL (result) = 1;
+  DECL_IGNORED_P (result) = 1;
+  DECL_CONTEXT (result) = decl;
+  DECL_RESULT (decl) = result;
+  tree out = build_decl (BUILTINS_LOCATION, PARM_DECL, get_identifier ("out"),
+                         pointer_to (u64p));
+  DECL_ARG_TYPE (out) = pointer_to (u64p);
+  DECL_CONTEXT (out) = decl;
+  DECL_ARGUMENTS (decl) = out;
+  TREE_STATIC (decl) = 1;
+  TREE_PUBLIC (decl) = 0;
+  TREE_USED (decl) = 1;
+  DECL_ARTIFICIAL (decl) = 1;
+  DECL_IGNORED_P (decl) = 1;
+  DECL_PRESERVE_P (decl) = 1;
+  DECL_NO_INSTRUMENT_FUNCTION_ENTRY_EXIT (decl) = 1;
+  DECL_UNINLINABLE (decl) = 1;
+
+  tree body = NULL_TREE;
+  for (unsigned i = 0; i < records.length (); i++)
+    {
+      tree slot = build2 (MEM_REF, u64p, out,
+                          build_int_cst (pointer_to (u64p), i * 8));
+      tree addr = fold_convert (u64p, build_fold_addr_expr ((*tls_decls)[i]));
+      append_to_statement_list (build2 (MODIFY_EXPR, u64p, slot, addr), &body);
+    }
+  tree ret = build2 (MODIFY_EXPR, u64p, result,
+                     build_fold_addr_expr (tally_tls_live_decl ()));
+  append_to_statement_list (build1 (RETURN_EXPR, void_type_node, ret), &body);
+  tree bind = build3 (BIND_EXPR, void_type_node, NULL_TREE, body,
+                      make_node (BLOCK));
+  BLOCK_SUPERCONTEXT (BIND_EXPR_BLOCK (bind)) = decl;
+  DECL_INITIAL (decl) = BIND_EXPR_BLOCK (bind);
+  DECL_SAVED_TREE (decl) = bind;
+
+  tree saved = current_function_decl;
+  current_function_decl = decl;
+  allocate_struct_function (decl, false);
+  gimplify_function_tree (decl);
+  cgraph_node::add_new_function (decl, false);
+  set_cfun (NULL);
+  current_function_decl = saved;
   return decl;
 }
 
@@ -335,8 +463,17 @@ tally_emit_module (void *, void *)
       ctor_add (&b, build_fold_addr_expr ((*counter_decls)[i]));
       ctor_add (&b, u32 (r.line));
       ctor_add (&b, u32 (r.flags));
-      ctor_add (&b, u32 (TALLY_C_CORE));
+      ctor_add (&b, u32 (r.ncounters));
       ctor_add (&b, u32 (0));
+      ctor_add (&b, u32 (r.map.length ()));
+      ctor_add (&b, u32 (r.nvisited));
+      ctor_add (&b, r.map.is_empty ()
+                        ? null_pointer_node
+                        : build_string_literal (r.map.length (),
+                                                (const char *) r.map.address ()));
+      ctor_add (&b, (*visited_decls)[i]
+                        ? build_fold_addr_expr ((*visited_decls)[i])
+                        : null_pointer_node);
       DECL_INITIAL (desc) = build_constructor (fn_type (), b.elts);
       TREE_STATIC (DECL_INITIAL (desc)) = 1;
       varpool_node::finalize_decl (desc);
@@ -345,6 +482,10 @@ tally_emit_module (void *, void *)
       h = hash_str (h, r.symbol);
       h = hash_str (h, r.file);
       h = hash_bytes (h, &r.line, sizeof r.line);
+      h = hash_bytes (h, &r.ncounters, sizeof r.ncounters);
+      h = hash_bytes (h, &r.nvisited, sizeof r.nvisited);
+      if (!r.map.is_empty ())
+        h = hash_bytes (h, r.map.address (), r.map.length ());
     }
   tree table_type = build_array_type_nelts (desc_ptr, n);
   tree table_decl = make_static_var ("__tally.fns", table_type);
@@ -369,6 +510,8 @@ tally_emit_module (void *, void *)
   ctor_add (&b, u32 (mflags));
   ctor_add (&b, null_pointer_node);
   ctor_add (&b, build_int_cstu (uint64_type_node, 0));
+  tree locate = tally_opts.update == TALLY_UPDATE_TLS ? build_tls_locate () : NULL_TREE;
+  ctor_add (&b, locate ? build_fold_addr_expr (locate) : null_pointer_node);
   DECL_INITIAL (module_decl) = build_constructor (mtype, b.elts);
   TREE_STATIC (DECL_INITIAL (module_decl)) = 1;
   varpool_node::finalize_decl (module_decl);
@@ -376,9 +519,13 @@ tally_emit_module (void *, void *)
   /* Counter arrays whose varpool entry was not written out yet (for
      instance under -fno-toplevel-reorder) are written now.  */
   for (unsigned i = 0; i < n; i++)
-    if (!TREE_ASM_WRITTEN ((*counter_decls)[i]))
-      if (varpool_node *node = varpool_node::get ((*counter_decls)[i]))
-        node->assemble_decl ();
+    {
+      tree decls[3] = { (*counter_decls)[i], (*tls_decls)[i], (*visited_decls)[i] };
+      for (tree d : decls)
+        if (d && !TREE_ASM_WRITTEN (d))
+          if (varpool_node *node = varpool_node::get (d))
+            node->assemble_decl ();
+    }
 
   /* 3. Constructor and destructor.  */
   if (!register_decl)

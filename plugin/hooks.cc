@@ -34,6 +34,8 @@
 /* __tally_enter and __tally_exit, built on first use.  */
 static GTY (()) tree enter_decl;
 static GTY (()) tree exit_decl;
+/* __tally_tls_attach (update=tls), built on first use.  */
+static GTY (()) tree attach_decl;
 
 /* The exec functions whose calls are redirected to the runtime's
    __tally_NAME, which writes the data file before the image is replaced
@@ -59,6 +61,8 @@ static const struct ggc_root_tab tally_hooks_roots[]
     = { { &enter_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
         { &exit_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &attach_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
         { &exec_decls[0], N_EXEC_FNS, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
@@ -135,12 +139,20 @@ build_hook (function *fun, const tally_fn_info &fn, unsigned k,
       return;
     }
 
-  tree ref = build4 (ARRAY_REF, uint64_type_node, fn.counters,
+  tally_build_increment (fun, fn.counters, k, loc, seq);
+}
+
+void
+tally_build_increment (function *fun, tree array, unsigned k, location_t loc,
+                       gimple_seq *seq)
+{
+  gimple *g;
+  tree ref = build4 (ARRAY_REF, uint64_type_node, array,
                      build_int_cst (integer_type_node, k), NULL_TREE, NULL_TREE);
   if (tally_opts.update == TALLY_UPDATE_ATOMIC)
     {
       tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_FETCH_ADD_8);
-      TREE_ADDRESSABLE (fn.counters) = 1;
+      TREE_ADDRESSABLE (array) = 1;
       g = gimple_build_call (f, 3, build_fold_addr_expr (ref),
                              build_int_cst (uint64_type_node, 1),
                              build_int_cst (integer_type_node, MEMMODEL_RELAXED));
@@ -291,6 +303,60 @@ redirect_exec_calls (function *fun)
   return changed;
 }
 
+/* update=tls: put "if (__tally.tlive == 0) __tally_tls_attach
+   (&__tally.module);" on the edge out of the entry block:
+
+     ENTRY -> COND -> JOIN -> (old first block)
+                \-> CALL -/                                            */
+static void
+insert_tls_attach (function *fun, location_t loc)
+{
+  if (!attach_decl)
+    {
+      tree type = build_function_type_list (void_type_node, ptr_type_node,
+                                            NULL_TREE);
+      attach_decl = build_fn_decl ("__tally_tls_attach", type);
+      TREE_NOTHROW (attach_decl) = 1;
+      DECL_ARTIFICIAL (attach_decl) = 1;
+      DECL_ATTRIBUTES (attach_decl)
+          = tree_cons (get_identifier ("leaf"), NULL_TREE,
+                       tree_cons (get_identifier ("cold"), NULL_TREE, NULL_TREE));
+    }
+  edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
+  basic_block cond_bb = split_edge (e);
+  basic_block join_bb = split_edge (single_succ_edge (cond_bb));
+  basic_block call_bb = create_empty_bb (cond_bb);
+  if (current_loops)
+    add_bb_to_loop (call_bb, cond_bb->loop_father);
+  edge skip = single_succ_edge (cond_bb);
+  skip->flags = (skip->flags & ~EDGE_FALLTHRU) | EDGE_FALSE_VALUE;
+  edge take = make_edge (cond_bb, call_bb, EDGE_TRUE_VALUE);
+  take->probability = profile_probability::very_unlikely ();
+  skip->probability = take->probability.invert ();
+  edge back = make_edge (call_bb, join_bb, EDGE_FALLTHRU);
+  back->probability = profile_probability::always ();
+  call_bb->count = take->count ();
+
+  gimple_stmt_iterator gsi = gsi_start_bb (cond_bb);
+  tree live = make_temp (fun, uint64_type_node);
+  gimple *g = gimple_build_assign (live, tally_tls_live_decl ());
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+  g = gimple_build_cond (EQ_EXPR, live, build_int_cst (uint64_type_node, 0),
+                         NULL_TREE, NULL_TREE);
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+
+  gsi = gsi_start_bb (call_bb);
+  g = gimple_build_call (attach_decl, 1, tally_module_address ());
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+  gimple_seq one = g;
+  add_call_edges (fun, one, call_bb);
+  free_dominance_info (CDI_DOMINATORS);
+  free_dominance_info (CDI_POST_DOMINATORS);
+}
+
 static unsigned int
 instrument_function (function *fun)
 {
@@ -329,8 +395,6 @@ instrument_function (function *fun)
       TREE_ADDRESSABLE (user_storage.frame) = 1;
       user = &user_storage;
     }
-  tally_fn_info fn = tally_add_function (fndecl);
-
   /* 1. Collect the returns first: inserting on the entry edge may split
      blocks.  */
   auto_vec<gimple *> returns;
@@ -342,7 +406,8 @@ instrument_function (function *fun)
         returns.safe_push (gsi_stmt (gsi));
     }
 
-  /* 2. Tail calls would jump past the exit hook, which now follows them.  */
+  /* 2. Tail calls would jump past the exit hook, which now follows them
+     (and past an edge counter on the way to the return).  */
   FOR_EACH_BB_FN (bb, fun)
     for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
          gsi_next (&gsi))
@@ -350,9 +415,32 @@ instrument_function (function *fun)
         if (gimple_call_tail_p (call))
           gimple_call_set_tail (call, false);
 
-  /* 3. Exit hooks, before each return.  */
+  /* 3. Plan the block counters (blocks.cc): this splits blocks after calls
+     that may not return and decides which blocks or edges get a counter,
+     so the counter array's size is known before it is made.  */
+  tally_fn_layout layout = tally_core_layout ();
+  tally_block_plan *plan = NULL;
+  if (tally_opts.blocks != TALLY_BLOCKS_NONE)
+    plan = tally_blocks_plan (fun, &layout);
+  /* Entries and exits follow from exact block counts: no separate counter
+     updates (hooks=call still calls the runtime, which counts them).  */
+  bool derived = plan && tally_opts.blocks == TALLY_BLOCKS_COUNT
+                 && tally_opts.hooks != TALLY_HOOKS_CALL && !user;
+  if (derived)
+    layout.flags |= TALLY_FN_CALLS_DERIVED;
+  bool hooks = !derived && tally_opts.hooks != TALLY_HOOKS_NONE;
+  tally_fn_info fn = tally_add_function (fndecl, layout);
+  layout.map.release ();
+
+  /* 4. Block counters.  */
+  if (plan)
+    tally_blocks_insert (fun, plan, fn);
+
+  /* 5. Exit hooks, before each return.  */
   for (gimple *ret : returns)
     {
+      if (!hooks)
+        break;
       gimple_seq seq = NULL;
       build_hook (fun, fn, TALLY_C_EXITS, user, gimple_location (ret), &seq);
       add_call_edges (fun, seq, gimple_bb (ret));
@@ -360,18 +448,28 @@ instrument_function (function *fun)
       gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
     }
 
-  /* 4. The entry hook, on the edge out of the entry block.  */
-  gimple_seq seq = NULL;
-  build_hook (fun, fn, TALLY_C_ENTRIES, user, DECL_SOURCE_LOCATION (fndecl),
-              &seq);
-  edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
-  add_call_edges (fun, seq, e->dest);
-  gsi_insert_seq_on_edge_immediate (e, seq);
+  /* 6. The entry hook, on the edge out of the entry block.  */
+  if (hooks)
+    {
+      gimple_seq seq = NULL;
+      build_hook (fun, fn, TALLY_C_ENTRIES, user, DECL_SOURCE_LOCATION (fndecl),
+                  &seq);
+      edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
+      add_call_edges (fun, seq, e->dest);
+      gsi_insert_seq_on_edge_immediate (e, seq);
+    }
+
+  /* 7. update=tls: before anything else, attach the thread to this unit's
+     counters the first time one of its functions runs in it.  */
+  if (tally_opts.update == TALLY_UPDATE_TLS && (hooks || plan)
+      && tally_opts.hooks != TALLY_HOOKS_CALL && !user)
+    insert_tls_attach (fun, DECL_SOURCE_LOCATION (fndecl));
 
   if (dump_file)
-    fprintf (dump_file, "tally: %s instrumented as function %u, %u exits\n",
+    fprintf (dump_file, "tally: %s instrumented as function %u, %u exits, "
+             "%u counters\n",
              IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)), fn.id,
-             returns.length ());
+             returns.length (), layout.ncounters);
 
   if (gimple_in_ssa_p (fun))
     {

@@ -4,9 +4,19 @@
 
 #include "compat.h"
 
-enum tally_hooks_mode { TALLY_HOOKS_INLINE, TALLY_HOOKS_CALL, TALLY_HOOKS_USER };
+#include "tally/abi.h"
+
+enum tally_hooks_mode
+{
+  TALLY_HOOKS_INLINE,
+  TALLY_HOOKS_CALL,
+  TALLY_HOOKS_USER,
+  TALLY_HOOKS_NONE
+};
 enum tally_at { TALLY_AT_LATE, TALLY_AT_EARLY };
-enum tally_update { TALLY_UPDATE_SINGLE, TALLY_UPDATE_ATOMIC };
+enum tally_update { TALLY_UPDATE_SINGLE, TALLY_UPDATE_ATOMIC, TALLY_UPDATE_TLS };
+enum tally_blocks { TALLY_BLOCKS_NONE, TALLY_BLOCKS_COUNT, TALLY_BLOCKS_VISITED };
+enum tally_placement { TALLY_PLACE_TREE, TALLY_PLACE_BLOCK };
 
 /* The options of this compilation, parsed once in plugin_init.  */
 struct tally_options
@@ -15,6 +25,8 @@ struct tally_options
   enum tally_at at;
   enum tally_update update;
   const char *user_prefix; /* hooks=user:PREFIX */
+  enum tally_blocks blocks;
+  enum tally_placement placement;
 };
 extern struct tally_options tally_opts;
 
@@ -26,11 +38,35 @@ extern bool tally_emitting;
 struct tally_fn_info
 {
   unsigned id;   /* index in the module's function table */
-  tree counters; /* the function's counter array (a static variable) */
+  tree counters; /* the counter array the code updates: a static variable,
+                    or a thread-local one with update=tls */
+  tree visited;  /* blocks=visited: the byte array, else NULL_TREE */
   tree desc;     /* its struct tally_fn (a static variable) */
 };
-tally_fn_info tally_add_function (tree fndecl);
+/* What the pass decided for one function: how many counters (at least
+   TALLY_C_CORE), visited bytes, the block map, TALLY_FN_* flags.  */
+struct tally_fn_layout
+{
+  unsigned ncounters;
+  unsigned nvisited;
+  vec<unsigned char> map; /* empty without blocks */
+  unsigned flags;
+};
+tally_fn_info tally_add_function (tree fndecl, const tally_fn_layout &layout);
+/* The layout of a function with entry/exit counters only.  */
+static inline tally_fn_layout
+tally_core_layout (void)
+{
+  tally_fn_layout l;
+  l.ncounters = TALLY_C_CORE;
+  l.nvisited = 0;
+  l.map = vNULL;
+  l.flags = 0;
+  return l;
+}
 tree tally_module_address (void);
+/* update=tls: the thread-local "attached" word of this unit.  */
+tree tally_tls_live_decl (void);
 void tally_emit_module (void *gcc_data, void *user_data);
 const struct ggc_root_tab *tally_descriptor_gc_roots (void);
 
@@ -46,7 +82,17 @@ bool tally_filter_load (const char *option, const char *path);
 const char *tally_filter_reason (tree fndecl, function *fun);
 void tally_verbose_note (tree fndecl, const char *why);
 
+/* blocks.cc: blocks=count|visited.  */
+struct tally_block_plan;
+tally_block_plan *tally_blocks_plan (function *fun, tally_fn_layout *layout);
+void tally_blocks_insert (function *fun, tally_block_plan *plan,
+                          const tally_fn_info &fn);
+
 /* hooks.cc: the entry/exit instrumentation pass.  */
+/* Append to *SEQ "ARRAY[K] += 1" (update=single|tls) or its relaxed atomic
+   form (update=atomic).  */
+void tally_build_increment (function *fun, tree array, unsigned k,
+                            location_t loc, gimple_seq *seq);
 opt_pass *tally_make_hooks_pass (gcc::context *ctx);
 const struct ggc_root_tab *tally_hooks_gc_roots (void);
 

@@ -1,11 +1,18 @@
 /* plugin/tally.cc - plugin_init and option parsing, nothing else.
  *
  * Options (-fplugin-arg-tally-KEY[=VALUE]):
- *   hooks=inline|call|user:PREFIX
+ *   hooks=inline|call|user:PREFIX|none
  *                        how entry/exit counting is emitted (default inline),
- *                        or calls to the user's PREFIX_enter/PREFIX_exit
+ *                        or calls to the user's PREFIX_enter/PREFIX_exit, or
+ *                        no entry/exit hooks at all
+ *   blocks=none|count|visited
+ *                        basic-block counters (blocks.cc): exact counts, or
+ *                        a byte per block set when it runs
+ *   placement=tree|block where blocks=count puts its counters: on the edges
+ *                        off a spanning tree (default) or one per block
  *   at=late|early        after IPA inlining (default) or before it
- *   update=single|atomic plain or relaxed-atomic counter updates
+ *   update=single|atomic|tls
+ *                        plain, relaxed-atomic or per-thread counters
  *   filter=FILE          include/exclude rules and a size threshold (filter.cc)
  *   verbose              a note per function: instrumented, or why not
  *   help                 print this list
@@ -18,19 +25,26 @@
 
 int plugin_is_GPL_compatible;
 
-struct tally_options tally_opts = { TALLY_HOOKS_INLINE, TALLY_AT_LATE,
-                                    TALLY_UPDATE_SINGLE, NULL };
+struct tally_options tally_opts
+    = { TALLY_HOOKS_INLINE, TALLY_AT_LATE,     TALLY_UPDATE_SINGLE,
+        NULL,               TALLY_BLOCKS_NONE, TALLY_PLACE_TREE };
 bool tally_emitting;
 
 static const char help_text[]
-    = "tally " TALLY_VERSION ": count function entries and exits.\n"
-      "  -fplugin-arg-tally-hooks=inline|call|user:PREFIX  emit counter "
-      "updates inline (default), as calls into the runtime, or as calls to "
-      "your own PREFIX_enter/PREFIX_exit (tally/hooks.h)\n"
+    = "tally " TALLY_VERSION ": count function entries and exits, and "
+      "basic blocks.\n"
+      "  -fplugin-arg-tally-hooks=inline|call|user:PREFIX|none  emit "
+      "entry/exit counter updates inline (default), as calls into the "
+      "runtime, as calls to your own PREFIX_enter/PREFIX_exit (tally/hooks.h), "
+      "or not at all\n"
+      "  -fplugin-arg-tally-blocks=none|count|visited  exact basic-block "
+      "counts, or a byte per block set when it runs (default none)\n"
+      "  -fplugin-arg-tally-placement=tree|block  blocks=count counters on "
+      "the edges off a spanning tree (default) or one per block\n"
       "  -fplugin-arg-tally-at=late|early       instrument after IPA inlining "
       "(default) or before it\n"
-      "  -fplugin-arg-tally-update=single|atomic plain (default) or "
-      "relaxed-atomic counter updates\n"
+      "  -fplugin-arg-tally-update=single|atomic|tls  plain (default), "
+      "relaxed-atomic or per-thread counter updates\n"
       "  -fplugin-arg-tally-filter=FILE         which functions to instrument "
       "(rules: include|exclude function|file GLOB, min-statements N)\n"
       "  -fplugin-arg-tally-verbose             a note for every function: "
@@ -68,11 +82,24 @@ parse_choice (const char *plugin, const struct plugin_argument *arg,
 }
 
 static const struct choice hooks_choices[]
-    = { { "inline", TALLY_HOOKS_INLINE }, { "call", TALLY_HOOKS_CALL }, { NULL, 0 } };
+    = { { "inline", TALLY_HOOKS_INLINE },
+        { "call", TALLY_HOOKS_CALL },
+        { "none", TALLY_HOOKS_NONE },
+        { NULL, 0 } };
 static const struct choice at_choices[]
     = { { "late", TALLY_AT_LATE }, { "early", TALLY_AT_EARLY }, { NULL, 0 } };
 static const struct choice update_choices[]
-    = { { "single", TALLY_UPDATE_SINGLE }, { "atomic", TALLY_UPDATE_ATOMIC }, { NULL, 0 } };
+    = { { "single", TALLY_UPDATE_SINGLE },
+        { "atomic", TALLY_UPDATE_ATOMIC },
+        { "tls", TALLY_UPDATE_TLS },
+        { NULL, 0 } };
+static const struct choice blocks_choices[]
+    = { { "none", TALLY_BLOCKS_NONE },
+        { "count", TALLY_BLOCKS_COUNT },
+        { "visited", TALLY_BLOCKS_VISITED },
+        { NULL, 0 } };
+static const struct choice placement_choices[]
+    = { { "tree", TALLY_PLACE_TREE }, { "block", TALLY_PLACE_BLOCK }, { NULL, 0 } };
 
 /* Parse every argument; report each bad one.  Returns false on any error.  */
 static bool
@@ -106,7 +133,7 @@ parse_options (const struct plugin_name_args *info)
       else if (strcmp (arg->key, "hooks") == 0)
         {
           if ((ok &= parse_choice (info->base_name, arg, hooks_choices,
-                                   "inline, call, user:PREFIX", &v)))
+                                   "inline, call, user:PREFIX, none", &v)))
             tally_opts.hooks = (enum tally_hooks_mode) v;
         }
       else if (strcmp (arg->key, "at") == 0)
@@ -118,8 +145,20 @@ parse_options (const struct plugin_name_args *info)
       else if (strcmp (arg->key, "update") == 0)
         {
           if ((ok &= parse_choice (info->base_name, arg, update_choices,
-                                   "single, atomic", &v)))
+                                   "single, atomic, tls", &v)))
             tally_opts.update = (enum tally_update) v;
+        }
+      else if (strcmp (arg->key, "blocks") == 0)
+        {
+          if ((ok &= parse_choice (info->base_name, arg, blocks_choices,
+                                   "none, count, visited", &v)))
+            tally_opts.blocks = (enum tally_blocks) v;
+        }
+      else if (strcmp (arg->key, "placement") == 0)
+        {
+          if ((ok &= parse_choice (info->base_name, arg, placement_choices,
+                                   "tree, block", &v)))
+            tally_opts.placement = (enum tally_placement) v;
         }
       else if (strcmp (arg->key, "filter") == 0)
         {
@@ -156,10 +195,20 @@ parse_options (const struct plugin_name_args *info)
       else
         {
           error ("unknown option %<-fplugin-arg-%s-%s%>; accepted "
-                 "options: hooks, at, update, filter, verbose, help",
+                 "options: hooks, blocks, placement, at, update, filter, "
+                 "verbose, help",
                  info->base_name, arg->key);
           ok = false;
         }
+    }
+  if (ok && tally_opts.hooks == TALLY_HOOKS_USER
+      && tally_opts.blocks != TALLY_BLOCKS_NONE)
+    {
+      error ("%<-fplugin-arg-%s-blocks%> cannot be combined with "
+             "%<-fplugin-arg-%s-hooks=user:%s%>; use hooks=inline, call or "
+             "none with blocks", info->base_name, info->base_name,
+             tally_opts.user_prefix);
+      ok = false;
     }
   return ok;
 }

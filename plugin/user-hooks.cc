@@ -157,7 +157,7 @@ wrap_body (void *gcc_data, void *)
   tally_verbose_note (fndecl, why);
   if (why || !tally_user_hooks (fndecl, &enter, &exit))
     return;
-  tally_fn_info fn = tally_add_function (fndecl);
+  tally_fn_info fn = tally_add_function (fndecl, tally_core_layout ());
 
   location_t loc = DECL_SOURCE_LOCATION (fndecl);
   tree args = TYPE_ARG_TYPES (TREE_TYPE (enter));

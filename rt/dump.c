@@ -147,6 +147,25 @@ module_live (struct tally_module *m)
   return __atomic_load_n (&m->rt_state, __ATOMIC_ACQUIRE) == TALLY_STATE_REGISTERED;
 }
 
+uint32_t
+tally_rt_fn_nvalues (const struct tally_fn *f)
+{
+  return f->ncounters + (f->visited ? f->nvisited : 0);
+}
+
+uint64_t
+tally_rt_fn_value (const struct tally_module *m, uint32_t fn, uint32_t k)
+{
+  const struct tally_fn *f = m->fns[fn];
+  if (k >= f->ncounters)
+    return __atomic_load_n (&f->visited[k - f->ncounters], __ATOMIC_RELAXED)
+           != 0;
+  uint64_t v = __atomic_load_n (&f->counters[k], __ATOMIC_RELAXED);
+  if (m->flags & TALLY_MOD_UPDATE_TLS)
+    v += tally_rt_tls_value (m, fn, k);
+  return v;
+}
+
 /* Emit the record of module M.  */
 static void
 put_module (struct writer *w, const struct tally_module *m)
@@ -167,10 +186,14 @@ put_module (struct writer *w, const struct tally_module *m)
       put_str (w, f->file);
       put_u32 (w, f->line);
       put_u32 (w, f->flags);
-      put_u32 (w, f->ncounters);
+      uint32_t nv = tally_rt_fn_nvalues (f);
+      put_u32 (w, nv);
       put_u32 (w, 0);
-      for (uint32_t k = 0; k < f->ncounters; k++)
-        put_u64 (w, __atomic_load_n (&f->counters[k], __ATOMIC_RELAXED));
+      for (uint32_t k = 0; k < nv; k++)
+        put_u64 (w, tally_rt_fn_value (m, i, k));
+      put_u32 (w, f->map ? f->map_size : 0);
+      if (f->map)
+        put (w, f->map, f->map_size);
     }
 }
 
@@ -485,6 +508,11 @@ put_merged (struct writer *w, const unsigned char *r, const unsigned char *b,
             }
           put_u64 (w, v);
         }
+      uint32_t map = tally_rt_get_u32 (p);
+      put (w, p, 4 + (size_t) map);
+      p += 4 + (size_t) map;
+      if (q)
+        q += 4 + (size_t) map;
     }
 }
 
@@ -553,6 +581,7 @@ sub_record (unsigned char *r, const unsigned char *b)
           for (int x = 0; x < 8; x++)
             r[off + x] = (unsigned char) (v >> (8 * x));
         }
+      off += 4 + (size_t) tally_rt_get_u32 (r + off); /* block map */
     }
 }
 
@@ -886,8 +915,8 @@ module_sum (const struct tally_module *m)
 {
   uint64_t sum = 0;
   for (uint32_t i = 0; i < m->nfns; i++)
-    for (uint32_t k = 0; k < m->fns[i]->ncounters; k++)
-      sum += __atomic_load_n (&m->fns[i]->counters[k], __ATOMIC_RELAXED);
+    for (uint32_t k = 0; k < tally_rt_fn_nvalues (m->fns[i]); k++)
+      sum += tally_rt_fn_value (m, i, k);
   return sum;
 }
 
@@ -1058,6 +1087,9 @@ tally_rt_module_gone (struct tally_module *m, int keep)
   int saved = errno;
   if (lock_dump (1) != 0)
     return;
+  /* Threads' copies (update=tls) join the counters while they exist.  */
+  if (m->flags & TALLY_MOD_UPDATE_TLS)
+    tally_rt_tls_module_gone (m);
   /* After the exit dump this is the last moment M's counters can be read:
      write the file again if they moved since (M is still in the list).  */
   if (!keep && exit_written && moved_locked (m))
@@ -1082,8 +1114,14 @@ zero_live (void)
   for (struct tally_module *m = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
        m; m = m->next)
     for (uint32_t i = 0; i < m->nfns; i++)
-      for (uint32_t k = 0; k < m->fns[i]->ncounters; k++)
-        __atomic_store_n (&m->fns[i]->counters[k], 0, __ATOMIC_RELAXED);
+      {
+        const struct tally_fn *f = m->fns[i];
+        for (uint32_t k = 0; k < f->ncounters; k++)
+          __atomic_store_n (&f->counters[k], 0, __ATOMIC_RELAXED);
+        for (uint32_t k = 0; f->visited && k < f->nvisited; k++)
+          __atomic_store_n (&f->visited[k], 0, __ATOMIC_RELAXED);
+      }
+  tally_rt_tls_zero ();
 }
 
 void
@@ -1125,6 +1163,7 @@ zero_retained (void)
           p += 16;
           memset (p, 0, (size_t) ncounters * 8);
           p += (size_t) ncounters * 8;
+          p += 4 + (size_t) tally_rt_get_u32 (p); /* block map */
         }
     }
 }
@@ -1140,6 +1179,7 @@ void
 tally_rt_fork_child (void)
 {
   __atomic_store_n (&dumping, 0, __ATOMIC_RELAXED);
+  tally_rt_tls_fork_child ();
   zero_live ();
   zero_retained ();
   drop_baseline ();

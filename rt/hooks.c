@@ -7,7 +7,9 @@
 static inline void
 bump (struct tally_module *m, uint64_t *c)
 {
-  if (m->flags & TALLY_MOD_UPDATE_ATOMIC)
+  /* update=tls counts the blocks per thread; the calls are counted here,
+     atomically.  */
+  if (m->flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS))
     __atomic_fetch_add (c, 1, __ATOMIC_RELAXED);
   else
     ++*c;

@@ -66,6 +66,13 @@ tally_rt_rec_size (const unsigned char *p, size_t avail)
       if (nc < TALLY_C_CORE || nc > (avail - pos) / 8)
         return 0;
       pos += (size_t) nc * 8;
+      if (avail - pos < 4)
+        return 0;
+      uint32_t map = tally_rt_get_u32 (p + pos);
+      pos += 4;
+      if (map > avail - pos)
+        return 0;
+      pos += map;
     }
   return pos;
 }
@@ -108,6 +115,11 @@ tally_rt_rec_match (const unsigned char *a, const unsigned char *b)
         return 0;
       a += 16 + (size_t) nc * 8;
       b += 16 + (size_t) nc * 8;
+      uint32_t map = tally_rt_get_u32 (a);
+      if (map != tally_rt_get_u32 (b) || memcmp (a + 4, b + 4, map) != 0)
+        return 0;
+      a += 4 + (size_t) map;
+      b += 4 + (size_t) map;
     }
   return 1;
 }

@@ -49,6 +49,8 @@ tally_rt_register_local (struct tally_module *m)
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     return; /* already registered */
 
+  if (m->flags & TALLY_MOD_UPDATE_TLS)
+    tally_rt_tls_init ();
   uint32_t base = __atomic_fetch_add (&next_id, m->nfns, __ATOMIC_RELAXED);
   for (uint32_t i = 0; i < m->nfns; i++)
     m->fns[i]->id = base + i;

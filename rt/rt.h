@@ -66,6 +66,23 @@ void tally_rt_exec_init (void) TALLY_HIDDEN;
 /* pthread_atfork child handler: the child starts counting from zero.  */
 void tally_rt_fork_child (void) TALLY_HIDDEN;
 
+/* tls.c: update=tls.  Init makes the thread-exit key (at the registration
+   of a module built with update=tls).  Value is the sum of the live
+   threads' copies of counter K of function FN of M.  */
+void tally_rt_tls_init (void) TALLY_HIDDEN;
+void tally_rt_tls_attach_local (struct tally_module *m) TALLY_HIDDEN;
+uint64_t tally_rt_tls_value (const struct tally_module *m, uint32_t fn,
+                             uint32_t k) TALLY_HIDDEN;
+void tally_rt_tls_module_gone (struct tally_module *m) TALLY_HIDDEN;
+void tally_rt_tls_zero (void) TALLY_HIDDEN;
+void tally_rt_tls_fork_child (void) TALLY_HIDDEN;
+
+/* dump.c: value K of function FN of M as the data file has it (counters,
+   then visited bytes as 0/1), and how many there are.  */
+uint64_t tally_rt_fn_value (const struct tally_module *m, uint32_t fn,
+                            uint32_t k) TALLY_HIDDEN;
+uint32_t tally_rt_fn_nvalues (const struct tally_fn *f) TALLY_HIDDEN;
+
 /* merge.c: module records in file format, for merge-on-write.  */
 uint32_t tally_rt_get_u32 (const unsigned char *p) TALLY_HIDDEN;
 uint64_t tally_rt_get_u64 (const unsigned char *p) TALLY_HIDDEN;
@@ -94,7 +111,7 @@ void tally_rt_pin_local (void) TALLY_HIDDEN;
 /* The entry points of one copy of the runtime.  A layout change bumps
    TALLY_RT_INSTANCE_VERSION.  */
 #define TALLY_RT_INSTANCE_MAGIC 0x49524c54u /* "TLRI" */
-#define TALLY_RT_INSTANCE_VERSION 1u
+#define TALLY_RT_INSTANCE_VERSION 2u
 struct tally_rt_instance
 {
   uint32_t magic;
@@ -104,6 +121,7 @@ struct tally_rt_instance
   int (*dump) (int at_exit);
   void (*reset) (void);
   void (*pin) (void);
+  void (*tls_attach) (struct tally_module *m);
 };
 
 /* This copy's entry points.  */

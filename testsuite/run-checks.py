@@ -36,13 +36,19 @@ def check_plugin_errors(a, work):
     src = os.path.join(a.srcdir, "progs", "s-abc.c")
     cases = [
         (["-fplugin-arg-tally-colour=red"],
-         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, at, update, filter, verbose, help"),
+         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, blocks, placement, at, update, filter, verbose, help"),
         (["-fplugin-arg-tally-hooks=fast"],
          r"invalid value 'fast' for '-fplugin-arg-tally-hooks'; accepted values: inline, call"),
         (["-fplugin-arg-tally-at"],
          r"'-fplugin-arg-tally-at' needs a value; accepted values: late, early"),
         (["-fplugin-arg-tally-update=relaxed"],
-         r"invalid value 'relaxed' for '-fplugin-arg-tally-update'; accepted values: single, atomic"),
+         r"invalid value 'relaxed' for '-fplugin-arg-tally-update'; accepted values: single, atomic, tls"),
+        (["-fplugin-arg-tally-blocks=all"],
+         r"invalid value 'all' for '-fplugin-arg-tally-blocks'; accepted values: none, count, visited"),
+        (["-fplugin-arg-tally-placement=edges"],
+         r"invalid value 'edges' for '-fplugin-arg-tally-placement'; accepted values: tree, block"),
+        (["-fplugin-arg-tally-hooks=user:u", "-fplugin-arg-tally-blocks=count"],
+         r"'-fplugin-arg-tally-blocks' cannot be combined with '-fplugin-arg-tally-hooks=user:u'"),
         (["-fplugin-arg-tally-help=yes"], r"'-fplugin-arg-tally-help' takes no value"),
         (["-flto"], r"does not support '-flto'"),
     ]
@@ -55,7 +61,8 @@ def check_plugin_errors(a, work):
         expect("internal compiler error" not in text, "%s: ICE:\n%s" % (flags, text))
     p = run([a.cc, "-c", "-fplugin=" + a.plugin, "-fplugin-arg-tally-help", src,
              "-o", os.path.join(work, "x.o")])
-    for opt in ("hooks=inline|call", "at=late|early", "update=single|atomic", "help"):
+    for opt in ("hooks=inline|call|user:PREFIX|none", "blocks=none|count|visited",
+                "placement=tree|block", "at=late|early", "update=single|atomic|tls", "help"):
         expect(opt in p.stderr, "help text lacks %s:\n%s" % (opt, p.stderr))
 
 

@@ -420,19 +420,23 @@ def check_merge_tool(a, work):
 
 
 def check_threads(a, work):
-    """update=atomic under threads: 16 joined threads give the exact total;
-    frames left by pthread_exit count their entry and no exit; detached
-    threads blocked (or still counting) when main returns, and a thread
-    that outlives a main ended by pthread_exit, are all in the file.  Each
-    of hooks inline and call, at late and early, static and shared runtime
-    (four builds covering every pair)."""
+    """update=atomic and update=tls under threads: 16 joined threads give
+    the exact total; frames left by pthread_exit count their entry and no
+    exit; detached threads blocked (or still counting) when main returns,
+    and a thread that outlives a main ended by pthread_exit, are all in the
+    file.  update=atomic: each of hooks inline and call, at late and early,
+    static and shared runtime (four builds covering every pair); update=tls
+    (per-thread counters added at thread exit and at the dump): inline
+    hooks, late with the static runtime and early with the shared one."""
     n = 200000
-    for hooks, at, rt_name in (("inline", "late", "static"), ("call", "late", "shared"),
-                               ("inline", "early", "shared"), ("call", "early", "static")):
-        tag = "hooks=%s at=%s %s runtime" % (hooks, at, rt_name)
-        exe = os.path.join(work, "threads-%s-%s-%s" % (hooks, at, rt_name))
+    for hooks, at, rt_name, update in (
+            ("inline", "late", "static", "atomic"), ("call", "late", "shared", "atomic"),
+            ("inline", "early", "shared", "atomic"), ("call", "early", "static", "atomic"),
+            ("inline", "late", "static", "tls"), ("inline", "early", "shared", "tls")):
+        tag = "hooks=%s at=%s update=%s %s runtime" % (hooks, at, update, rt_name)
+        exe = os.path.join(work, "threads-%s-%s-%s-%s" % (hooks, at, rt_name, update))
         run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
-             "-fplugin-arg-tally-at=" + at, "-fplugin-arg-tally-update=atomic",
+             "-fplugin-arg-tally-at=" + at, "-fplugin-arg-tally-update=" + update,
              os.path.join(a.srcdir, "lossless", "threads.c"), "-o", exe, "-pthread",
              *([a.runtime] if rt_name == "static" else shared_runtime(a))])
 

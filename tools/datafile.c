@@ -1,4 +1,5 @@
-/* Strict reader of the tally data file, version 1 (include/tally/format.h).
+/* Strict reader of the tally data file, versions 1 and 2
+   (include/tally/format.h).
  *
  * The file is checked from the outside in: magic, byte order, version, the
  * size the header promises against the size that is there, the trailer and
@@ -53,6 +54,7 @@ struct parser
   size_t pool_size;
   size_t pool_low;     /* bytes used by counters */
   size_t pool_high;    /* bytes used by strings */
+  uint32_t version;    /* of the file: 1 has no block maps */
   char *err;
   size_t errlen;
 };
@@ -215,6 +217,29 @@ parse_fn (struct parser *p, uint32_t mi, uint32_t fi,
       fn->counters[k] = get_u64 (p->buf + p->pos);
       p->pos += 8;
     }
+  fn->map = NULL;
+  fn->map_size = 0;
+  if (p->version < 2)
+    return 0;
+  size_t at = p->pos;
+  if (take_u32 (p, &fn->map_size, "block map size") != 0)
+    return -1;
+  if (fn->map_size > left (p))
+    return fail (p->err, p->errlen, "module %lu function %lu (%s): block map "
+                 "of %lu bytes at byte %zu runs past the end of the records: "
+                 "file is corrupt", (unsigned long) mi, (unsigned long) fi,
+                 printable (fn->symbol, sym, sizeof sym),
+                 (unsigned long) fn->map_size, at);
+  if (fn->map_size > p->pool_size - p->pool_low - p->pool_high)
+    return fail (p->err, p->errlen, "module %lu function %lu: internal "
+                 "error: pool exhausted", (unsigned long) mi,
+                 (unsigned long) fi);
+  p->pool_high += fn->map_size;
+  unsigned char *map = p->pool + (p->pool_size - p->pool_high);
+  memcpy (map, p->buf + p->pos, fn->map_size);
+  p->pos += fn->map_size;
+  if (fn->map_size)
+    fn->map = map;
   return 0;
 }
 
@@ -307,9 +332,10 @@ check_envelope (const unsigned char *buf, size_t len, char *err,
                  "0x%08lx): file is corrupt", (unsigned long) bom,
                  (unsigned long) TALLY_BYTE_ORDER_MARK);
   uint32_t version = get_u32 (buf + OFF_VERSION);
-  if (version != TALLY_FILE_VERSION)
+  if (version < TALLY_FILE_VERSION_MIN || version > TALLY_FILE_VERSION)
     return fail (err, errlen, "unsupported format version %lu (this tally "
-                 "reads version %u)", (unsigned long) version,
+                 "reads versions %u to %u)", (unsigned long) version,
+                 (unsigned) TALLY_FILE_VERSION_MIN,
                  (unsigned) TALLY_FILE_VERSION);
 
   uint64_t size = get_u64 (buf + OFF_SIZE);
@@ -406,7 +432,7 @@ tally_parse_buffer (const unsigned char *buf, size_t len,
       return fail (err, errlen, "out of memory");
     }
   struct parser p = { buf, TALLY_HEADER_FIXED, len - TALLY_TRAILER_SIZE,
-                      out->pool_, words * 8, 0, 0, err, errlen };
+                      out->pool_, words * 8, 0, 0, out->version, err, errlen };
   if (parse_records (&p, out) != 0)
     {
       tally_data_free (out);

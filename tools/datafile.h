@@ -22,6 +22,9 @@ struct tally_data_fn
   uint32_t flags;     /* TALLY_FN_* */
   uint32_t ncounters; /* at least TALLY_C_CORE */
   uint32_t reserved;  /* as stored; the writer puts 0 */
+  uint32_t map_size;  /* bytes at map; 0 without blocks (and in version 1) */
+  const unsigned char *map; /* the block map as stored, unchecked
+                               (tools/blockmap.h checks and decodes it) */
 };
 
 /* One module record (one instrumented translation unit).  */
@@ -39,7 +42,7 @@ struct tally_data_module
 /* A whole data file.  */
 struct tally_data
 {
-  uint32_t version;    /* always TALLY_FILE_VERSION once read */
+  uint32_t version;    /* TALLY_FILE_VERSION_MIN .. TALLY_FILE_VERSION */
   uint32_t byte_order; /* always TALLY_BYTE_ORDER_MARK once read */
   uint64_t file_size;
   uint64_t pid;

@@ -1,7 +1,9 @@
 /* libFuzzer target for the data file reader (tools/datafile.c).
  *
  * Built and run by `./dev fuzz [SECONDS]` with clang; the seed corpus is
- * tools/fuzz-corpus/.
+ * tools/fuzz-corpus/.  Every block map of a file that parses is decoded
+ * (blockmap.c), and those that decode are solved and turned into line
+ * counts (coverage.c), so the fuzzer reaches the map reader too.
  *
  * tally-fuzz-replay (fuzz_replay.c) runs the same function over files given
  * on its command line, so a corpus or a crash input can be replayed with any
@@ -10,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blockmap.h"
+#include "coverage.h"
 #include "datafile.h"
 #include "tally/abi.h"
 #include "tally/format.h"
@@ -28,6 +32,31 @@ put_u64 (unsigned char *p, uint64_t v)
 {
   put_u32 (p, (uint32_t) v);
   put_u32 (p + 4, (uint32_t) (v >> 32));
+}
+
+/* Decode, solve and count the lines of F's block map, if it has one.  */
+static void
+check_map (const struct tally_data_fn *f)
+{
+  struct tally_blockmap m;
+  struct tally_flow flow;
+  struct cov_result cov;
+  char err[256];
+  if (!f->map_size)
+    return;
+  if (tally_map_decode (f->map, f->map_size, f->ncounters, &m, err,
+                        sizeof err) != 0)
+    {
+      if (!memchr (err, 0, sizeof err) || !err[0])
+        abort ();
+      return;
+    }
+  tally_flow_solve (&m, f->counters, f->ncounters, &flow);
+  struct cov_body body = { &m, &flow, "/d", f->file, f->line };
+  cov_compute (&body, 1, &cov);
+  cov_free (&cov);
+  tally_flow_free (&flow);
+  tally_map_free (&m);
 }
 
 /* Parse BUF and check what the reader promises: on success every string
@@ -59,6 +88,7 @@ parse_once (const unsigned char *buf, size_t len)
             abort ();
           for (uint32_t k = 0; k < f->ncounters; k++)
             sum += f->counters[k];
+          check_map (f);
         }
     }
   /* Every string byte came from the input.  */

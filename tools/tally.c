@@ -7,6 +7,8 @@
  * doc/cli.md describes the command line and the output.  Exit status: 0 on
  * success, 1 if a data file cannot be used or output fails, 2 for a usage
  * error.  */
+/* getline, getcwd.  */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -16,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blockmap.h"
+#include "coverage.h"
 #include "datafile.h"
 #include "tally/abi.h"
 #include "tally/format.h"
@@ -39,6 +43,8 @@ static const char usage_text[] =
   "  dump FILE...                print every record of the files as stored\n"
   "  merge [--force] -o OUT FILE...\n"
   "                              sum the files into one data file OUT\n"
+  "  lcov [-o OUT] FILE...       write an lcov tracefile (line, function and\n"
+  "                              branch coverage) for genhtml\n"
   "  help                        print this help\n"
   "\n"
   "Report options:\n"
@@ -49,6 +55,10 @@ static const char usage_text[] =
   "                folding clones into their source function\n"
   "  --json        print one JSON object instead of a table\n"
   "  --csv         print CSV (calls,exits,function,symbol,origin,file,line)\n"
+  "  --blocks      print every block with its lines and count\n"
+  "                (modules built with -fplugin-arg-tally-blocks=...)\n"
+  "  --lines=FILE  print source FILE annotated with line counts, as gcov\n"
+  "                does; may be repeated\n"
   "  --            end of options\n"
   "\n"
   "Merge options:\n"
@@ -56,6 +66,9 @@ static const char usage_text[] =
   "                one of the inputs)\n"
   "  --force       also merge other builds of the same source (functions\n"
   "                pair by symbol); by default they stay separate modules\n"
+  "\n"
+  "Lcov options:\n"
+  "  -o OUT, --output=OUT  the tracefile to write (default: standard output)\n"
   "\n"
   "Options:\n"
   "  -h, --help    print this help and exit\n"
@@ -366,6 +379,31 @@ table_fill (struct table *t, struct slot *s, uint64_t hash,
   t->count++;
 }
 
+static const char *
+plural (uint64_t n, const char *one, const char *many)
+{
+  return n == 1 ? one : many;
+}
+
+/* One compiled function body, summed over every record of the same build
+   in the files read (same module checksum and source, same symbol, same
+   block map), with its block map decoded and solved.  */
+struct body
+{
+  char *name, *symbol, *origin, *file;
+  char *source, *directory; /* of its module */
+  char ckey[17];            /* the module checksum in hex, for the table */
+  uint32_t line, flags, mod_flags, ncounters;
+  uint64_t *counters;
+  uint32_t map_size;
+  unsigned char *map;       /* as stored, or NULL */
+  struct tally_blockmap bm; /* decoded map (when map) */
+  struct tally_flow flow;   /* solved counts (when map) */
+  int solved;
+  uint64_t calls, exits;    /* counted, or derived from the blocks */
+  int calls_unknown;        /* derived but undetermined */
+};
+
 /* One row of the report: a source function (origin, file), or with
    --clones one compiled body (symbol, file).  */
 struct row
@@ -374,6 +412,7 @@ struct row
   char *symbol; /* the origin when clones are folded */
   char *origin;
   char *file;
+  char *directory; /* of the first module seen with it */
   uint32_t line;
   int has_origin_body; /* name and line come from the origin's own body */
   int clone_body;      /* with --clones: a clone, shown with its symbol */
@@ -381,6 +420,8 @@ struct row
   uint64_t exits;
   char **clones; /* clone symbols folded into this row */
   size_t nclones, clones_cap;
+  size_t *bodies; /* indexes of the bodies folded into this row */
+  size_t nbodies, bodies_cap;
 };
 
 /* What was read from one data file, kept for the JSON output.  */
@@ -403,11 +444,17 @@ struct report_opts
   enum format format;
   size_t top; /* 0: all rows */
   int clones; /* one row per body */
+  int blocks; /* --blocks: block counts per body */
+  const char **lines; /* --lines FILE: annotated sources */
+  size_t nlines;
 };
 
-/* The merged data of every file given to `tally report`.  */
+/* The merged data of every file given to `tally report` or `tally lcov`.  */
 struct merge
 {
+  struct body *bodies;
+  size_t nbodies, bodies_cap;
+  struct table body_key;  /* (symbol, source, checksum) -> body index */
   struct row *rows;
   size_t nrows, rows_cap;
   struct table by_key;    /* (origin or symbol, file) -> row index */
@@ -418,20 +465,23 @@ struct merge
   uint64_t user_modules; /* built with hooks=user: tally counted nothing */
   uint64_t calls;
   uint64_t exits;
+  uint64_t negative;     /* block or edge counts that came out negative */
+  size_t underived;      /* bodies whose entries could not be derived */
 };
 
 /* A function body's symbol differs from its origin exactly when it is a
    clone or split part; the plugin also sets TALLY_FN_CLONE on those, but
    the names are what the folding relies on.  */
 static int
-is_clone (const struct tally_data_fn *f)
+is_clone (const struct body *f)
 {
   return strcmp (f->symbol, f->origin) != 0;
 }
 
 static void
-merge_fn (struct merge *m, const struct tally_data_fn *f, int by_body)
+merge_fn (struct merge *m, size_t bi, int by_body)
 {
+  const struct body *f = &m->bodies[bi];
   const char *key[3] = { by_body ? f->symbol : f->origin, f->file, NULL };
   int clone = is_clone (f);
   uint64_t h;
@@ -448,11 +498,11 @@ merge_fn (struct merge *m, const struct tally_data_fn *f, int by_body)
       r->symbol = xstrdup (key[0]);
       r->origin = xstrdup (f->origin);
       r->file = xstrdup (f->file);
+      r->directory = xstrdup (f->directory);
       r->line = f->line;
       r->has_origin_body = !clone;
       r->clone_body = by_body && clone;
-      /* Key the table by the row's copies: the file data is freed after
-         merging.  */
+      /* Key the table by the row's copies.  */
       const char *own[3] = { r->symbol, r->file, NULL };
       table_fill (&m->by_key, s, h, own, m->nrows++);
     }
@@ -465,12 +515,13 @@ merge_fn (struct merge *m, const struct tally_data_fn *f, int by_body)
       r->line = f->line;
       r->has_origin_body = 1;
     }
-  uint64_t calls = f->counters[TALLY_C_ENTRIES];
-  uint64_t exits = f->counters[TALLY_C_EXITS];
-  r->calls = add_sat (r->calls, calls);
-  r->exits = add_sat (r->exits, exits);
-  m->calls = add_sat (m->calls, calls);
-  m->exits = add_sat (m->exits, exits);
+  r->calls = add_sat (r->calls, f->calls);
+  r->exits = add_sat (r->exits, f->exits);
+  m->calls = add_sat (m->calls, f->calls);
+  m->exits = add_sat (m->exits, f->exits);
+  r->bodies = xgrow (r->bodies, &r->bodies_cap, r->nbodies + 1,
+                     sizeof *r->bodies);
+  r->bodies[r->nbodies++] = bi;
 
   if (clone && !by_body)
     {
@@ -488,10 +539,89 @@ merge_fn (struct merge *m, const struct tally_data_fn *f, int by_body)
     }
 }
 
-static void
-merge_file (struct merge *m, const char *path, const struct tally_data *d,
-            int by_body)
+static void *
+xdup_bytes (const void *p, size_t n)
 {
+  return memcpy (xmalloc (n), p, n);
+}
+
+/* Add the record F of module MOD to the body of the same build, or start
+   a new body.  */
+static void
+add_body (struct merge *m, const struct tally_data_module *mod,
+          const struct tally_data_fn *f)
+{
+  char ckey[17];
+  snprintf (ckey, sizeof ckey, "%016" PRIx64, mod->checksum);
+  const char *key[3] = { f->symbol, mod->source, ckey };
+  uint64_t h;
+  struct slot *s = table_find (&m->body_key, key, &h);
+  if (s->used)
+    {
+      struct body *b = &m->bodies[s->value];
+      if (b->ncounters == f->ncounters && b->map_size == f->map_size
+          && b->mod_flags == mod->flags
+          && (!b->map_size || memcmp (b->map, f->map, b->map_size) == 0))
+        {
+          for (uint32_t k = 0; k < f->ncounters; k++)
+            b->counters[k] = add_sat (b->counters[k], f->counters[k]);
+          return;
+        }
+      /* Same key, other contents (should not happen for one build): keep
+         it apart, unkeyed.  */
+      s = NULL;
+    }
+  m->bodies = xgrow (m->bodies, &m->bodies_cap, m->nbodies + 1,
+                     sizeof *m->bodies);
+  struct body *b = &m->bodies[m->nbodies];
+  memset (b, 0, sizeof *b);
+  b->name = xstrdup (f->name);
+  b->symbol = xstrdup (f->symbol);
+  b->origin = xstrdup (f->origin);
+  b->file = xstrdup (f->file);
+  b->source = xstrdup (mod->source);
+  b->directory = xstrdup (mod->directory);
+  memcpy (b->ckey, ckey, sizeof ckey);
+  b->line = f->line;
+  b->flags = f->flags;
+  b->mod_flags = mod->flags;
+  b->ncounters = f->ncounters;
+  b->counters = xdup_bytes (f->counters, f->ncounters * sizeof *f->counters);
+  b->map_size = f->map_size;
+  b->map = f->map_size ? (unsigned char *) xdup_bytes (f->map, f->map_size)
+                       : NULL;
+  if (s)
+    {
+      const char *own[3] = { b->symbol, b->source, b->ckey };
+      table_fill (&m->body_key, s, h, own, m->nbodies);
+    }
+  m->nbodies++;
+}
+
+/* Check the block maps of D (naming PATH in messages) and add its records
+   to the bodies.  Returns 0, or -1 after reporting a bad map.  */
+static int
+merge_file (struct merge *m, const char *path, const struct tally_data *d)
+{
+  for (uint32_t i = 0; i < d->nmodules; i++)
+    for (uint32_t j = 0; j < d->modules[i].nfns; j++)
+      {
+        const struct tally_data_fn *f = &d->modules[i].fns[j];
+        struct tally_blockmap bm;
+        char err[256];
+        if (!f->map_size)
+          continue;
+        if (tally_map_decode (f->map, f->map_size, f->ncounters, &bm, err,
+                              sizeof err) != 0)
+          {
+            error_msg ("%s: module %lu (%s) function %lu (%s): bad block map: "
+                       "%s: file is corrupt", path, (unsigned long) i,
+                       d->modules[i].source, (unsigned long) j, f->symbol,
+                       err);
+            return -1;
+          }
+        tally_map_free (&bm);
+      }
   m->files = xgrow (m->files, &m->files_cap, m->nfiles + 1,
                     sizeof *m->files);
   struct file_info *fi = &m->files[m->nfiles++];
@@ -505,7 +635,48 @@ merge_file (struct merge *m, const char *path, const struct tally_data *d,
     {
       m->user_modules += (d->modules[i].flags & TALLY_MOD_HOOKS_USER) != 0;
       for (uint32_t j = 0; j < d->modules[i].nfns; j++)
-        merge_fn (m, &d->modules[i].fns[j], by_body);
+        add_body (m, &d->modules[i], &d->modules[i].fns[j]);
+    }
+  return 0;
+}
+
+/* Decode and solve every body's map, set its calls and exits (derived
+   from the blocks where the plugin did not count them), and fold the
+   bodies into rows.  */
+static void
+merge_finish (struct merge *m, int by_body)
+{
+  for (size_t i = 0; i < m->nbodies; i++)
+    {
+      struct body *b = &m->bodies[i];
+      b->calls = b->counters[TALLY_C_ENTRIES];
+      b->exits = b->counters[TALLY_C_EXITS];
+      if (b->map)
+        {
+          char err[256];
+          /* Checked when read: this cannot fail.  */
+          if (tally_map_decode (b->map, b->map_size, b->ncounters, &b->bm,
+                                err, sizeof err) != 0)
+            {
+              error_msg ("internal error: %s: %s", b->symbol, err);
+              exit (EXIT_BAD_DATA);
+            }
+          tally_flow_solve (&b->bm, b->counters, b->ncounters, &b->flow);
+          b->solved = 1;
+          m->negative += b->flow.negative;
+          if ((b->flags & TALLY_FN_CALLS_DERIVED)
+              && b->bm.kind != TALLY_MAP_VISITED)
+            {
+              b->calls = b->flow.entries;
+              b->exits = b->flow.exits;
+              if (!b->flow.entries_known || !b->flow.exits_known)
+                {
+                  b->calls_unknown = 1;
+                  m->underived++;
+                }
+            }
+        }
+      merge_fn (m, i, by_body);
     }
 }
 
@@ -519,16 +690,85 @@ merge_free (struct merge *m)
       free (r->symbol);
       free (r->origin);
       free (r->file);
+      free (r->directory);
       for (size_t k = 0; k < r->nclones; k++)
         free (r->clones[k]);
       free (r->clones);
+      free (r->bodies);
     }
+  for (size_t i = 0; i < m->nbodies; i++)
+    {
+      struct body *b = &m->bodies[i];
+      free (b->name);
+      free (b->symbol);
+      free (b->origin);
+      free (b->file);
+      free (b->source);
+      free (b->directory);
+      free (b->counters);
+      free (b->map);
+      if (b->solved)
+        {
+          tally_map_free (&b->bm);
+          tally_flow_free (&b->flow);
+        }
+    }
+  free (m->bodies);
+  free (m->body_key.slots);
   free (m->rows);
   free (m->by_key.slots);
   free (m->clone_set.slots);
   for (size_t i = 0; i < m->nfiles; i++)
     free (m->files[i].program);
   free (m->files);
+}
+
+/* Read every file in PATHS into M, reporting each bad one.  Returns 0, or
+   EXIT_BAD_DATA if any was bad (M then holds nothing useful).  */
+static int
+merge_paths (struct merge *m, const char **paths, size_t npaths, int by_body)
+{
+  /* Read every file before printing anything: a report missing one of
+     them would look complete.  Each file is merged and dropped at once, so
+     memory follows the number of distinct functions, not of files.  */
+  int bad = 0;
+  for (size_t i = 0; i < npaths; i++)
+    {
+      struct tally_data d;
+      char err[256];
+      if (tally_read_file (paths[i], &d, err, sizeof err) != 0)
+        {
+          error_msg ("%s: %s", paths[i], err);
+          bad = 1;
+          continue;
+        }
+      if (!bad && merge_file (m, paths[i], &d) != 0)
+        bad = 1;
+      tally_data_free (&d);
+    }
+  if (bad)
+    return EXIT_BAD_DATA;
+  merge_finish (m, by_body);
+  return 0;
+}
+
+/* Notes on stderr about counts the report could not take as they are.  */
+static void
+merge_notes (const struct merge *m)
+{
+  if (m->negative)
+    fprintf (stderr, "tally: warning: %" PRIu64 " block or edge %s came out "
+             "negative and %s shown as 0 (update=single counts from several "
+             "threads race; use update=atomic or tls)\n", m->negative,
+             plural (m->negative, "count", "counts"),
+             plural (m->negative, "is", "are"));
+  if (m->underived)
+    fprintf (stderr, "tally: warning: the entries of %zu %s cannot be derived "
+             "from %s block counts (placement=block leaves some edges "
+             "undetermined); %s 0\n", m->underived,
+             m->underived == 1 ? "function" : "functions",
+             m->underived == 1 ? "its" : "their",
+             m->underived == 1 ? "it shows" : "they show");
 }
 
 /* Sort order for compare_rows: qsort takes no context argument.  */
@@ -570,12 +810,6 @@ count_digits (uint64_t v)
   while (v >= 10)
     v /= 10, n++;
   return n;
-}
-
-static const char *
-plural (uint64_t n, const char *one, const char *many)
-{
-  return n == 1 ? one : many;
 }
 
 static void
@@ -640,8 +874,278 @@ print_text (const struct merge *m, struct row **rows, size_t n)
     }
 }
 
+/* Name of a map kind, as the placement option spells it.  */
+static const char *
+kind_name (uint32_t kind)
+{
+  return kind == TALLY_MAP_TREE ? "tree"
+         : kind == TALLY_MAP_BLOCK ? "block" : "visited";
+}
+
+/* Write block count C of body B: yes/no for visited blocks, ? if
+   undetermined.  Returns the text width.  */
 static void
-print_json (const struct merge *m, struct row **rows, size_t n)
+put_block_count (const struct body *b, uint32_t blk, int width)
+{
+  if (!b->flow.block_known[blk])
+    printf ("%*s", width, "?");
+  else if (b->bm.kind == TALLY_MAP_VISITED)
+    printf ("%*s", width, b->flow.block[blk] ? "yes" : "no");
+  else
+    printf ("%*" PRIu64, width, b->flow.block[blk]);
+}
+
+/* --blocks as text: per body, its blocks with their lines and counts.  */
+static void
+print_blocks_text (const struct merge *m, struct row **rows, size_t n)
+{
+  int first = 1;
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < rows[i]->nbodies; k++)
+      {
+        const struct body *b = &m->bodies[rows[i]->bodies[k]];
+        if (!b->solved)
+          continue;
+        if (!first)
+          putchar ('\n');
+        first = 0;
+        put_text (b->name);
+        if (is_clone (b))
+          {
+            fputs (" [", stdout);
+            put_text (b->symbol);
+            putchar (']');
+          }
+        fputs ("  ", stdout);
+        put_text (b->file);
+        printf (":%lu  (%s, %lu blocks, %s", (unsigned long) b->line,
+                kind_name (b->bm.kind), (unsigned long) b->bm.nblocks - 2,
+                b->calls_unknown ? "entries undetermined" : "entries ");
+        if (!b->calls_unknown)
+          printf ("%" PRIu64, b->calls);
+        puts (")");
+        int w = 5;
+        for (uint32_t blk = 2; blk < b->bm.nblocks; blk++)
+          if (count_digits (b->flow.block[blk]) > w)
+            w = count_digits (b->flow.block[blk]);
+        printf ("  block %*s  lines\n", w, "count");
+        for (uint32_t blk = 2; blk < b->bm.nblocks; blk++)
+          {
+            const struct tally_map_block *mb = &b->bm.blocks[blk];
+            printf ("  %5lu ", (unsigned long) blk);
+            put_block_count (b, blk, w);
+            fputs ("  ", stdout);
+            for (uint32_t l = 0; l < mb->nlocs; l++)
+              {
+                int new_file = l == 0 || mb->locs[l].file != mb->locs[l - 1].file;
+                if (new_file)
+                  {
+                    if (l)
+                      putchar (' ');
+                    put_text (b->bm.files[mb->locs[l].file]);
+                    putchar (':');
+                  }
+                else
+                  putchar (',');
+                printf ("%lu", (unsigned long) mb->locs[l].line);
+              }
+            putchar ('\n');
+          }
+      }
+}
+
+/* The sources of C that ARG names: the same absolute path, or a path
+   ending in "/ARG".  Sets MATCH[i] for each; returns how many.  */
+static size_t
+match_sources (const struct cov_result *c, const char *arg,
+               unsigned char *match)
+{
+  char cwd[4096];
+  char *abs = cov_resolve_path (getcwd (cwd, sizeof cwd) ? cwd : "", arg);
+  size_t n = 0, na = strlen (arg);
+  for (size_t i = 0; i < c->nfiles; i++)
+    {
+      const char *p = c->files[i].path;
+      size_t np = strlen (p);
+      int hit = strcmp (p, abs) == 0
+                || (np > na && p[np - na - 1] == '/'
+                    && strcmp (p + np - na, arg) == 0);
+      if (hit && !match[i])
+        {
+          match[i] = 1;
+          n++;
+        }
+    }
+  free (abs);
+  return n;
+}
+
+/* Select the sources named by --lines; reports a name that matches none.
+   Returns 0 or EXIT_BAD_DATA.  */
+static int
+select_sources (const struct cov_result *c, const struct report_opts *o,
+                unsigned char *match)
+{
+  for (size_t i = 0; i < o->nlines; i++)
+    if (!match_sources (c, o->lines[i], match))
+      {
+        size_t any = 0;
+        for (size_t k = 0; k < c->nfiles; k++)
+          any += !match[k];
+        error_msg ("report: no line counts for '%s' in the data (%s%s)",
+                   o->lines[i],
+                   c->nfiles ? "sources with block counts: " : "no module was "
+                   "built with -fplugin-arg-tally-blocks=count or visited",
+                   c->nfiles ? "" : "");
+        if (c->nfiles)
+          for (size_t k = 0; k < c->nfiles && k < 20; k++)
+            fprintf (stderr, "  %s\n", c->files[k].path);
+        (void) any;
+        return EXIT_BAD_DATA;
+      }
+  return 0;
+}
+
+/* Annotated source of F, as gcov -t prints it: count, '#####' for lines
+   that never ran, '-' for lines without code, '?' for undetermined.  */
+static int
+print_source (const struct cov_file *f)
+{
+  FILE *in = fopen (f->path, "r");
+  if (!in)
+    {
+      error_msg ("report: cannot read the source %s: %s (line counts need "
+                 "the source file at the path it was compiled from)",
+                 f->path, strerror (errno));
+      return EXIT_BAD_DATA;
+    }
+  printf ("%9s:%5u:Source:", "-", 0u);
+  put_text (f->path);
+  putchar ('\n');
+  char *buf = NULL;
+  size_t cap = 0, li = 0;
+  uint32_t lineno = 0;
+  ssize_t len;
+  for (;;)
+    {
+      len = getline (&buf, &cap, in);
+      if (len < 0 && li >= f->nlines)
+        break;
+      lineno++;
+      while (li < f->nlines && f->lines[li].line < lineno)
+        li++;
+      char count[32] = "-";
+      if (li < f->nlines && f->lines[li].line == lineno)
+        {
+          const struct cov_line *l = &f->lines[li];
+          if (!l->known)
+            strcpy (count, "?");
+          else if (l->count == 0)
+            strcpy (count, "#####");
+          else
+            snprintf (count, sizeof count, "%" PRIu64, l->count);
+        }
+      printf ("%9s:%5lu:", count, (unsigned long) lineno);
+      if (len < 0)
+        fputs ("/*EOF*/", stdout);
+      else
+        {
+          if (len && buf[len - 1] == '\n')
+            buf[--len] = 0;
+          put_text (buf);
+        }
+      putchar ('\n');
+    }
+  free (buf);
+  fclose (in);
+  return 0;
+}
+
+static void
+put_json_lines (const struct cov_file *f)
+{
+  fputs ("{\"path\": ", stdout);
+  put_json (f->path);
+  fputs (", \"lines\": [", stdout);
+  for (size_t i = 0; i < f->nlines; i++)
+    {
+      const struct cov_line *l = &f->lines[i];
+      printf ("%s{\"line\": %lu, \"count\": ", i ? ", " : "",
+              (unsigned long) l->line);
+      if (l->known)
+        printf ("%" PRIu64, l->count);
+      else
+        fputs ("null", stdout);
+      printf (", \"unexecuted_block\": %s}", l->zero_block ? "true" : "false");
+    }
+  fputs ("], \"branches\": [", stdout);
+  for (size_t i = 0; i < f->nbranches; i++)
+    {
+      const struct cov_branch *b = &f->branches[i];
+      printf ("%s{\"line\": %lu, \"block\": %lu, \"branch\": %lu, \"taken\": "
+              "%" PRIu64 ", \"block_ran\": %s}", i ? ", " : "",
+              (unsigned long) b->line, (unsigned long) b->block,
+              (unsigned long) b->branch, b->taken, b->ran ? "true" : "false");
+    }
+  fputs ("]}", stdout);
+}
+
+/* The "blocks" member of a JSON row: every body's blocks and edges.  */
+static void
+put_json_blocks (const struct merge *m, const struct row *r)
+{
+  fputs (", \"blocks\": [", stdout);
+  int first = 1;
+  for (size_t k = 0; k < r->nbodies; k++)
+    {
+      const struct body *b = &m->bodies[r->bodies[k]];
+      if (!b->solved)
+        continue;
+      fputs (first ? "{\"symbol\": " : ", {\"symbol\": ", stdout);
+      first = 0;
+      put_json (b->symbol);
+      printf (", \"placement\": \"%s\", \"entries_derived\": %s, \"blocks\": [",
+              kind_name (b->bm.kind),
+              (b->flags & TALLY_FN_CALLS_DERIVED) ? "true" : "false");
+      for (uint32_t blk = 2; blk < b->bm.nblocks; blk++)
+        {
+          const struct tally_map_block *mb = &b->bm.blocks[blk];
+          printf ("%s{\"block\": %lu, \"count\": ", blk > 2 ? ", " : "",
+                  (unsigned long) blk);
+          if (b->flow.block_known[blk])
+            printf ("%" PRIu64, b->flow.block[blk]);
+          else
+            fputs ("null", stdout);
+          fputs (", \"locations\": [", stdout);
+          for (uint32_t l = 0; l < mb->nlocs; l++)
+            {
+              fputs (l ? ", {\"file\": " : "{\"file\": ", stdout);
+              put_json (b->bm.files[mb->locs[l].file]);
+              printf (", \"line\": %lu}", (unsigned long) mb->locs[l].line);
+            }
+          fputs ("]}", stdout);
+        }
+      fputs ("], \"edges\": [", stdout);
+      for (uint32_t e = 0; e < b->bm.nedges; e++)
+        {
+          const struct tally_map_edge *me = &b->bm.edges[e];
+          printf ("%s{\"from\": %lu, \"to\": %lu, \"flags\": %lu, \"count\": ",
+                  e ? ", " : "", (unsigned long) me->src,
+                  (unsigned long) me->dst, (unsigned long) me->flags);
+          if (b->flow.edge_known[e])
+            printf ("%" PRIu64 "}", b->flow.edge[e]);
+          else
+            fputs ("null}", stdout);
+        }
+      fputs ("]}", stdout);
+    }
+  putchar (']');
+}
+
+static void
+print_json (const struct merge *m, struct row **rows, size_t n,
+            const struct report_opts *o, const struct cov_result *c,
+            const unsigned char *match)
 {
   fputs ("{\n  \"files\": [", stdout);
   for (size_t i = 0; i < m->nfiles; i++)
@@ -678,9 +1182,45 @@ print_json (const struct merge *m, struct row **rows, size_t n)
             fputs (", ", stdout);
           put_json (r->clones[k]);
         }
-      fputs ("]}", stdout);
+      putchar (']');
+      if (o->blocks)
+        put_json_blocks (m, r);
+      putchar ('}');
     }
-  fputs (n ? "\n  ]\n}\n" : "]\n}\n", stdout);
+  fputs (n ? "\n  ]" : "]", stdout);
+  if (o->nlines)
+    {
+      fputs (",\n  \"sources\": [", stdout);
+      int first = 1;
+      for (size_t i = 0; i < c->nfiles; i++)
+        if (match[i])
+          {
+            fputs (first ? "\n    " : ",\n    ", stdout);
+            first = 0;
+            put_json_lines (&c->files[i]);
+          }
+      fputs (first ? "]" : "\n  ]", stdout);
+    }
+  fputs ("\n}\n", stdout);
+}
+
+/* The bodies of M that have solved maps, for cov_compute.  */
+static struct cov_body *
+cov_bodies (const struct merge *m, size_t *n)
+{
+  struct cov_body *cb = xmalloc ((m->nbodies ? m->nbodies : 1) * sizeof *cb);
+  *n = 0;
+  for (size_t i = 0; i < m->nbodies; i++)
+    if (m->bodies[i].solved)
+      {
+        cb[*n].map = &m->bodies[i].bm;
+        cb[*n].flow = &m->bodies[i].flow;
+        cb[*n].directory = m->bodies[i].directory;
+        cb[*n].fn_file = m->bodies[i].file;
+        cb[*n].fn_line = m->bodies[i].line;
+        (*n)++;
+      }
+  return cb;
 }
 
 static void
@@ -777,8 +1317,9 @@ classify_arg (const char *a, int *only_files)
 static int
 cmd_report (int argc, char **argv)
 {
-  struct report_opts opts = { SORT_CALLS, FORMAT_TEXT, 0, 0 };
+  struct report_opts opts = { SORT_CALLS, FORMAT_TEXT, 0, 0, 0, NULL, 0 };
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
+  opts.lines = xmalloc ((size_t) argc * sizeof *opts.lines);
   size_t npaths = 0;
   int json = 0, csv = 0, only_files = 0;
   for (int i = 1; i < argc; i++)
@@ -794,6 +1335,7 @@ cmd_report (int argc, char **argv)
         {
           fputs (usage_text, stdout);
           free (paths);
+          free (opts.lines);
           return 0;
         }
       else if (strcmp (a, "--json") == 0)
@@ -802,6 +1344,20 @@ cmd_report (int argc, char **argv)
         csv = 1;
       else if (strcmp (a, "--clones") == 0)
         opts.clones = 1;
+      else if (strcmp (a, "--blocks") == 0)
+        opts.blocks = 1;
+      else if ((r = option_value (argc, argv, &i, "--lines", &v)) != 0)
+        {
+          if (r < 0)
+            goto usage;
+          if (!*v)
+            {
+              error_msg ("report: --lines needs a source file name; try "
+                         "'tally --help'");
+              goto usage;
+            }
+          opts.lines[opts.nlines++] = v;
+        }
       else if ((r = option_value (argc, argv, &i, "--sort", &v)) != 0)
         {
           if (r < 0)
@@ -842,6 +1398,12 @@ cmd_report (int argc, char **argv)
              "--help'");
       goto usage;
     }
+  if (csv && (opts.blocks || opts.nlines))
+    {
+      error_msg ("report: --csv cannot be used with --blocks or --lines; try "
+                 "'tally --help'");
+      goto usage;
+    }
   opts.format = json ? FORMAT_JSON : csv ? FORMAT_CSV : FORMAT_TEXT;
   if (npaths == 0)
     {
@@ -849,30 +1411,13 @@ cmd_report (int argc, char **argv)
       goto usage;
     }
 
-  /* Read every file before printing anything: a report missing one of
-     them would look complete.  Each file is merged and dropped at once, so
-     memory follows the number of distinct functions, not of files.  */
   struct merge m;
   memset (&m, 0, sizeof m);
-  int bad = 0;
-  for (size_t i = 0; i < npaths; i++)
-    {
-      struct tally_data d;
-      char err[256];
-      if (tally_read_file (paths[i], &d, err, sizeof err) != 0)
-        {
-          error_msg ("%s: %s", paths[i], err);
-          bad = 1;
-          continue;
-        }
-      if (!bad)
-        merge_file (&m, paths[i], &d, opts.clones);
-      tally_data_free (&d);
-    }
-  if (bad)
+  if (merge_paths (&m, paths, npaths, opts.clones) != 0)
     {
       merge_free (&m);
       free (paths);
+      free (opts.lines);
       return EXIT_BAD_DATA;
     }
 
@@ -886,10 +1431,39 @@ cmd_report (int argc, char **argv)
       qsort (order[i]->clones, order[i]->nclones, sizeof (char *),
              compare_strings);
   size_t shown = opts.top && opts.top < m.nrows ? opts.top : m.nrows;
-  if (opts.format == FORMAT_JSON)
-    print_json (&m, order, shown);
+
+  struct cov_result cov;
+  unsigned char *match = NULL;
+  int status = 0;
+  memset (&cov, 0, sizeof cov);
+  if (opts.nlines)
+    {
+      size_t nb;
+      struct cov_body *cb = cov_bodies (&m, &nb);
+      cov_compute (cb, nb, &cov);
+      free (cb);
+      match = xmalloc (cov.nfiles + 1);
+      memset (match, 0, cov.nfiles + 1);
+      status = select_sources (&cov, &opts, match);
+    }
+  if (status)
+    ;
+  else if (opts.format == FORMAT_JSON)
+    print_json (&m, order, shown, &opts, &cov, match);
   else if (opts.format == FORMAT_CSV)
     print_csv (order, shown);
+  else if (opts.blocks || opts.nlines)
+    {
+      if (opts.blocks)
+        print_blocks_text (&m, order, shown);
+      for (size_t i = 0; i < cov.nfiles && !status; i++)
+        if (match[i])
+          {
+            if (opts.blocks || i)
+              putchar ('\n');
+            status = print_source (&cov.files[i]);
+          }
+    }
   else
     print_text (&m, order, shown);
   if (m.user_modules)
@@ -898,10 +1472,227 @@ cmd_report (int argc, char **argv)
              "hooks measured those functions, tally counted nothing there "
              "(their rows show 0)\n",
              m.user_modules, plural (m.user_modules, "module was", "modules were"));
+  merge_notes (&m);
+  free (match);
+  cov_free (&cov);
   free (order);
   merge_free (&m);
   free (paths);
-  return 0;
+  free (opts.lines);
+  return status;
+
+usage:
+  free (paths);
+  free (opts.lines);
+  return EXIT_USAGE;
+}
+
+/* tally lcov: an lcov tracefile (geninfo's format, read by lcov and
+   genhtml): one record per source file with its functions (FN, FNDA),
+   branches (BRDA) and lines (DA).  */
+
+struct sf_fn
+{
+  const struct row *row;
+  char *path; /* the row's file, resolved */
+};
+
+static int
+compare_sf_fn (const void *pa, const void *pb)
+{
+  const struct sf_fn *a = pa, *b = pb;
+  int c = strcmp (a->path, b->path);
+  if (!c)
+    c = (a->row->line > b->row->line) - (a->row->line < b->row->line);
+  if (!c)
+    c = strcmp (a->row->origin, b->row->origin);
+  return c;
+}
+
+/* Write the tracefile of M and C to OUT.  */
+static void
+write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
+{
+  struct sf_fn *fns = xmalloc ((m->nrows ? m->nrows : 1) * sizeof *fns);
+  for (size_t i = 0; i < m->nrows; i++)
+    {
+      fns[i].row = &m->rows[i];
+      fns[i].path = cov_resolve_path (m->rows[i].directory, m->rows[i].file);
+    }
+  qsort (fns, m->nrows, sizeof *fns, compare_sf_fn);
+  /* Walk the two sorted lists of files together.  */
+  size_t fi = 0, ci = 0;
+  while (fi < m->nrows || ci < c->nfiles)
+    {
+      const char *path;
+      if (ci < c->nfiles
+          && (fi >= m->nrows || strcmp (c->files[ci].path, fns[fi].path) <= 0))
+        path = c->files[ci].path;
+      else
+        path = fns[fi].path;
+      const struct cov_file *cf = ci < c->nfiles
+                                  && strcmp (c->files[ci].path, path) == 0
+                                  ? &c->files[ci++] : NULL;
+      size_t f0 = fi;
+      while (fi < m->nrows && strcmp (fns[fi].path, path) == 0)
+        fi++;
+      if (cf && !cf->nlines && f0 == fi)
+        continue;
+      fprintf (out, "TN:\nSF:%s\n", path);
+      size_t fnh = 0;
+      for (size_t k = f0; k < fi; k++)
+        fprintf (out, "FN:%lu,%s\n", (unsigned long) fns[k].row->line,
+                 fns[k].row->origin);
+      for (size_t k = f0; k < fi; k++)
+        {
+          fprintf (out, "FNDA:%" PRIu64 ",%s\n", fns[k].row->calls,
+                   fns[k].row->origin);
+          fnh += fns[k].row->calls != 0;
+        }
+      fprintf (out, "FNF:%zu\nFNH:%zu\n", fi - f0, fnh);
+      if (cf && cf->nbranches)
+        {
+          size_t brh = 0;
+          for (size_t k = 0; k < cf->nbranches; k++)
+            {
+              const struct cov_branch *b = &cf->branches[k];
+              fprintf (out, "BRDA:%lu,%lu,%lu,", (unsigned long) b->line,
+                       (unsigned long) b->block, (unsigned long) b->branch);
+              if (b->ran)
+                fprintf (out, "%" PRIu64 "\n", b->taken);
+              else
+                fputs ("-\n", out);
+              brh += b->taken != 0;
+            }
+          fprintf (out, "BRF:%zu\nBRH:%zu\n", cf->nbranches, brh);
+        }
+      size_t lf = 0, lh = 0;
+      if (cf)
+        for (size_t k = 0; k < cf->nlines; k++)
+          {
+            const struct cov_line *l = &cf->lines[k];
+            if (!l->known)
+              continue;
+            fprintf (out, "DA:%lu,%" PRIu64 "\n", (unsigned long) l->line,
+                     l->count);
+            lf++;
+            lh += l->count != 0;
+          }
+      fprintf (out, "LF:%zu\nLH:%zu\nend_of_record\n", lf, lh);
+    }
+  for (size_t i = 0; i < m->nrows; i++)
+    free (fns[i].path);
+  free (fns);
+}
+
+static int
+cmd_lcov (int argc, char **argv)
+{
+  const char *out = NULL;
+  const char **paths = xmalloc ((size_t) argc * sizeof *paths);
+  size_t npaths = 0;
+  int only_files = 0;
+  for (int i = 1; i < argc; i++)
+    {
+      const char *a = argv[i];
+      enum arg_kind kind = classify_arg (a, &only_files);
+      if (kind == ARG_FILE)
+        paths[npaths++] = a;
+      else if (kind == ARG_DONE)
+        ;
+      else if (kind == ARG_HELP)
+        {
+          fputs (usage_text, stdout);
+          free (paths);
+          return 0;
+        }
+      else if (strcmp (a, "-o") == 0 || strcmp (a, "--output") == 0)
+        {
+          if (i + 1 >= argc)
+            {
+              error_msg ("lcov: option '%s' needs a value; try 'tally --help'",
+                         a);
+              goto usage;
+            }
+          out = argv[++i];
+        }
+      else if (strncmp (a, "--output=", 9) == 0)
+        out = a + 9;
+      else
+        {
+          error_msg ("lcov: unknown option '%s'; try 'tally --help'", a);
+          goto usage;
+        }
+    }
+  if (out && !*out)
+    {
+      error_msg ("lcov: -o needs a file name; try 'tally --help'");
+      goto usage;
+    }
+  if (npaths == 0)
+    {
+      error_msg ("lcov: no data files given; try 'tally --help'");
+      goto usage;
+    }
+  struct merge m;
+  memset (&m, 0, sizeof m);
+  int status = merge_paths (&m, paths, npaths, 0);
+  if (!status)
+    {
+      size_t nb;
+      struct cov_body *cb = cov_bodies (&m, &nb);
+      struct cov_result cov;
+      cov_compute (cb, nb, &cov);
+      free (cb);
+      size_t unknown = 0;
+      for (size_t i = 0; i < cov.nfiles; i++)
+        for (size_t k = 0; k < cov.files[i].nlines; k++)
+          unknown += !cov.files[i].lines[k].known;
+      if (!out)
+        write_lcov (stdout, &m, &cov);
+      else
+        {
+          size_t n = strlen (out) + 32;
+          char *tmp = xmalloc (n);
+          snprintf (tmp, n, "%s.tmp.%ld", out, (long) getpid ());
+          FILE *f = fopen (tmp, "w");
+          if (!f)
+            {
+              error_msg ("lcov: cannot create %s: %s", tmp, strerror (errno));
+              status = EXIT_BAD_DATA;
+            }
+          else
+            {
+              write_lcov (f, &m, &cov);
+              int bad = ferror (f);
+              if (fclose (f) != 0 || bad)
+                {
+                  error_msg ("lcov: cannot write %s: %s", tmp,
+                             strerror (errno));
+                  remove (tmp);
+                  status = EXIT_BAD_DATA;
+                }
+              else if (rename (tmp, out) != 0)
+                {
+                  error_msg ("lcov: cannot rename %s to %s: %s", tmp, out,
+                             strerror (errno));
+                  remove (tmp);
+                  status = EXIT_BAD_DATA;
+                }
+            }
+          free (tmp);
+        }
+      if (unknown)
+        fprintf (stderr, "tally: warning: %zu %s left out: %s count could "
+                 "not be determined\n", unknown,
+                 unknown == 1 ? "line" : "lines",
+                 unknown == 1 ? "its" : "their");
+      merge_notes (&m);
+      cov_free (&cov);
+    }
+  merge_free (&m);
+  free (paths);
+  return status;
 
 usage:
   free (paths);
@@ -949,14 +1740,71 @@ static const struct flag_name module_flags[] = {
   { TALLY_MOD_AT_LATE, "at-late" },
   { TALLY_MOD_UPDATE_ATOMIC, "update-atomic" },
   { TALLY_MOD_HOOKS_USER, "hooks-user" },
+  { TALLY_MOD_BLOCKS_COUNT, "blocks-count" },
+  { TALLY_MOD_BLOCKS_VISITED, "blocks-visited" },
+  { TALLY_MOD_UPDATE_TLS, "update-tls" },
+  { TALLY_MOD_HOOKS_NONE, "hooks-none" },
+  { TALLY_MOD_BLOCKS_TREE, "placement-tree" },
 };
 
 /* Names of the function flags, for dump.  */
 static const struct flag_name fn_flags[] = {
   { TALLY_FN_CLONE, "clone" },
+  { TALLY_FN_CALLS_DERIVED, "calls-derived" },
 };
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])
+
+/* The block map of F as stored: one line per block and per edge.  */
+static void
+dump_map (const struct tally_data_fn *f)
+{
+  struct tally_blockmap m;
+  char err[256];
+  if (tally_map_decode (f->map, f->map_size, f->ncounters, &m, err,
+                        sizeof err) != 0)
+    {
+      printf ("    map %lu bytes: bad: ", (unsigned long) f->map_size);
+      put_text (err);
+      putchar ('\n');
+      return;
+    }
+  printf ("    map %lu bytes kind=%s blocks=%lu edges=%lu files:",
+          (unsigned long) f->map_size, kind_name (m.kind),
+          (unsigned long) m.nblocks, (unsigned long) m.nedges);
+  for (uint32_t i = 0; i < m.nfiles; i++)
+    {
+      putchar (' ');
+      put_quoted (m.files[i]);
+    }
+  putchar ('\n');
+  for (uint32_t b = 0; b < m.nblocks; b++)
+    {
+      const struct tally_map_block *mb = &m.blocks[b];
+      printf ("    block %lu value=", (unsigned long) b);
+      if (mb->value == TALLY_MAP_NONE)
+        putchar ('-');
+      else
+        printf ("%lu", (unsigned long) mb->value);
+      printf (" flags=0x%lx locations:", (unsigned long) mb->flags);
+      for (uint32_t l = 0; l < mb->nlocs; l++)
+        printf (" %lu:%lu", (unsigned long) mb->locs[l].file,
+                (unsigned long) mb->locs[l].line);
+      putchar ('\n');
+    }
+  for (uint32_t e = 0; e < m.nedges; e++)
+    {
+      const struct tally_map_edge *me = &m.edges[e];
+      printf ("    edge %lu %lu->%lu flags=0x%lx value=", (unsigned long) e,
+              (unsigned long) me->src, (unsigned long) me->dst,
+              (unsigned long) me->flags);
+      if (me->value == TALLY_MAP_NONE)
+        puts ("-");
+      else
+        printf ("%lu\n", (unsigned long) me->value);
+    }
+  tally_map_free (&m);
+}
 
 static void
 dump_data (const char *path, const struct tally_data *d)
@@ -1011,6 +1859,8 @@ dump_data (const char *path, const struct tally_data *d)
           for (uint32_t k = 0; k < f->ncounters; k++)
             printf (" %" PRIu64, f->counters[k]);
           putchar ('\n');
+          if (f->map_size)
+            dump_map (f);
         }
     }
   printf ("trailer tag=0x%08lx crc=0x%08lx size=%" PRIu64 "\n",
@@ -1087,6 +1937,8 @@ struct acc_fn
   char *name, *symbol, *origin, *file;
   uint32_t line, flags, ncounters;
   uint64_t *counters;
+  uint32_t map_size;
+  unsigned char *map; /* block map, or NULL */
 };
 
 struct acc_module
@@ -1118,12 +1970,39 @@ acc_fn_copy (struct acc_fn *to, const struct tally_data_fn *f)
   to->ncounters = f->ncounters;
   to->counters = xmalloc (f->ncounters * sizeof *to->counters);
   memcpy (to->counters, f->counters, f->ncounters * sizeof *to->counters);
+  to->map_size = f->map_size;
+  to->map = NULL;
+  if (f->map_size)
+    {
+      to->map = xmalloc (f->map_size);
+      memcpy (to->map, f->map, f->map_size);
+    }
 }
 
 /* Add the counters of F to T; a counter only one of them has is kept.  */
 static void
 acc_fn_add (struct acc_fn *t, const struct tally_data_fn *f)
 {
+  if (t->map_size != f->map_size
+      || (t->map_size && memcmp (t->map, f->map, t->map_size) != 0))
+    {
+      /* Two builds (--force) with other blocks: their block values do
+         not line up.  The entry and exit counts still add up.  */
+      static int said;
+      if (!said++)
+        error_msg ("merge: %s: the builds merged have different basic "
+                   "blocks; block counts dropped, call counts kept",
+                   t->symbol);
+      free (t->map);
+      t->map = NULL;
+      t->map_size = 0;
+      t->flags &= ~TALLY_FN_CALLS_DERIVED;
+      if (t->ncounters > TALLY_C_CORE)
+        t->ncounters = TALLY_C_CORE;
+      for (uint32_t k = 0; k < TALLY_C_CORE; k++)
+        t->counters[k] = add_sat (t->counters[k], f->counters[k]);
+      return;
+    }
   if (f->ncounters > t->ncounters)
     {
       t->counters = realloc (t->counters, f->ncounters * sizeof *t->counters);
@@ -1270,7 +2149,8 @@ write_merged (const char *path, const struct accumulator *acc,
       for (size_t j = 0; j < a->nfns; j++)
         size += str_bytes (a->fns[j].name) + str_bytes (a->fns[j].symbol)
                 + str_bytes (a->fns[j].origin) + str_bytes (a->fns[j].file)
-                + 16 + 8 * (uint64_t) a->fns[j].ncounters;
+                + 16 + 8 * (uint64_t) a->fns[j].ncounters + 4
+                + a->fns[j].map_size;
     }
   if (acc->n > UINT32_MAX)
     {
@@ -1319,6 +2199,9 @@ write_merged (const char *path, const struct accumulator *acc,
           out_u32 (&w, 0);
           for (uint32_t k = 0; k < f->ncounters; k++)
             out_u64 (&w, f->counters[k]);
+          out_u32 (&w, f->map_size);
+          if (f->map_size)
+            out_bytes (&w, f->map, f->map_size);
         }
     }
   uint32_t crc = w.crc;
@@ -1457,6 +2340,7 @@ cmd_merge (int argc, char **argv)
           free (a->fns[j].origin);
           free (a->fns[j].file);
           free (a->fns[j].counters);
+          free (a->fns[j].map);
         }
       free (a->fns);
       free (a->source);
@@ -1473,7 +2357,7 @@ main (int argc, char **argv)
   int status;
   if (argc < 2)
     {
-      error_msg ("no command given (commands: report, dump, merge, help); try 'tally "
+      error_msg ("no command given (commands: report, dump, merge, lcov, help); try 'tally "
              "--help'");
       return EXIT_USAGE;
     }
@@ -1495,6 +2379,8 @@ main (int argc, char **argv)
     status = cmd_dump (argc - 1, argv + 1);
   else if (strcmp (cmd, "merge") == 0)
     status = cmd_merge (argc - 1, argv + 1);
+  else if (strcmp (cmd, "lcov") == 0)
+    status = cmd_lcov (argc - 1, argv + 1);
   else
     {
       if (cmd[0] == '-')

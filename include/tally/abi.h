@@ -18,7 +18,7 @@
 #ifndef TALLY_ABI_H
 #define TALLY_ABI_H
 
-#define TALLY_ABI_VERSION 1u
+#define TALLY_ABI_VERSION 2u
 #define TALLY_MODULE_MAGIC 0x4d594c54u /* "TLYM" little-endian */
 
 /* Indexes into struct tally_fn.counters.  */
@@ -31,6 +31,9 @@ enum tally_counter
 
 /* struct tally_fn.flags */
 #define TALLY_FN_CLONE 0x1u /* a GCC clone or split part of `origin` */
+#define TALLY_FN_CALLS_DERIVED 0x2u /* counters[ENTRIES] and [EXITS] are not
+                                       updated: readers compute them from the
+                                       block counts (blocks=count) */
 
 /* struct tally_module.flags */
 #define TALLY_MOD_HOOKS_INLINE 0x1u /* counters updated by inline code */
@@ -40,6 +43,13 @@ enum tally_counter
 #define TALLY_MOD_UPDATE_ATOMIC 0x10u /* counters use relaxed atomic adds */
 #define TALLY_MOD_HOOKS_USER 0x20u  /* user hooks (hooks=user:PREFIX); the
                                        counters are not updated */
+#define TALLY_MOD_BLOCKS_COUNT 0x40u   /* blocks=count: exact block counts */
+#define TALLY_MOD_BLOCKS_VISITED 0x80u /* blocks=visited: a byte per block */
+#define TALLY_MOD_UPDATE_TLS 0x100u    /* counters are per thread (update=tls),
+                                          summed at thread exit and at dump */
+#define TALLY_MOD_HOOKS_NONE 0x200u    /* hooks=none: no entry/exit hooks */
+#define TALLY_MOD_BLOCKS_TREE 0x400u   /* blocks counted on the edges off a
+                                          spanning tree (placement=tree) */
 
 /* One instrumented function body.  Emitted writable by the plugin (the
    runtime fills in `id`); hooks=user hooks receive a pointer to it.  */
@@ -55,6 +65,12 @@ struct tally_fn
   __UINT32_TYPE__ ncounters; /* at least TALLY_C_CORE */
   __UINT32_TYPE__ id;        /* process-wide number, set at registration: unique
                          over all registered functions, dense from 0 */
+  __UINT32_TYPE__ map_size;  /* bytes at `map` */
+  __UINT32_TYPE__ nvisited;  /* bytes at `visited` */
+  const unsigned char *map;  /* block map (tally/format.h "block map"), or 0:
+                                the blocks and edges and which value counts
+                                each; copied verbatim into the data file */
+  unsigned char *visited;    /* blocks=visited: set to 1 when a block runs */
 };
 
 /* One instrumented translation unit.  The runtime links registered modules
@@ -71,6 +87,11 @@ struct tally_module
   __UINT32_TYPE__ flags;          /* TALLY_MOD_* */
   struct tally_module *next; /* runtime-owned: registration list */
   __UINT64_TYPE__ rt_state;       /* runtime-owned: registration state */
+  /* update=tls: fills fn_counters[i] with the address of this thread's copy
+     of fns[i]->counters and returns the address of this thread's "attached"
+     word, which the instrumented code tests at every function entry and
+     the runtime sets (__tally_tls_attach).  0 without update=tls.  */
+  __UINT64_TYPE__ *(*tls_locate) (__UINT64_TYPE__ **fn_counters);
 };
 
 #ifndef TALLY_PUBLIC
@@ -89,6 +110,10 @@ TALLY_PUBLIC void __tally_unregister (struct tally_module *m);
 /* hooks=call: function entry and normal exit.  */
 TALLY_PUBLIC void __tally_enter (struct tally_module *m, __UINT32_TYPE__ fn);
 TALLY_PUBLIC void __tally_exit (struct tally_module *m, __UINT32_TYPE__ fn);
+/* update=tls: called by the first instrumented function of M that runs in a
+   thread; the runtime finds the thread's counter copies (m->tls_locate), and
+   adds them to the module's counters when the thread exits.  */
+TALLY_PUBLIC void __tally_tls_attach (struct tally_module *m);
 /* The plugin redirects direct calls to the exec functions to these: they
    write the data file, then call the real function (rt/exec.c).  */
 TALLY_PUBLIC int __tally_execve (const char *, char *const[], char *const[]);

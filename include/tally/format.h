@@ -1,4 +1,4 @@
-/* tally/format.h - layout of the tally data file (version 1).
+/* tally/format.h - layout of the tally data file (version 2).
  *
  * Written by the runtime (rt/dump.c), read by the `tally` command
  * (tools/datafile.c).  doc/data-format.md is the prose description; keep the
@@ -11,10 +11,30 @@
  *   module   u32 TALLY_TAG_MODULE, u32 abi version, u64 compile checksum,
  *            u32 module flags, u32 function count, str source, str directory,
  *            then per function: str name, str symbol, str origin, str file,
- *            u32 line, u32 flags, u32 counter count, u32 reserved,
- *            u64 counters[counter count]
+ *            u32 line, u32 flags, u32 value count, u32 reserved,
+ *            u64 values[value count], u32 map size, u8 map[map size]
+ *            (values: the function's counters, then its visited bytes
+ *            widened to u64; map: the block map below, or empty)
  *   trailer  u32 TALLY_TAG_END, u32 CRC-32 (IEEE) of every byte before the
  *            trailer, u64 file size (same as in the header)
+ *
+ * Version 1 files are the same without the map size and map.
+ *
+ * Block map (emitted by the plugin as a constant, copied verbatim by the
+ * runtime; readers must check every field):
+ *   u32 TALLY_MAP_VERSION, u32 kind (TALLY_MAP_*), u32 block count (blocks
+ *   0 = ENTRY and 1 = EXIT included), u32 edge count, u32 file count,
+ *   str file[file count],
+ *   per block: u32 value (index into values, or TALLY_MAP_NONE),
+ *              u32 flags (TALLY_BLOCK_*), u32 location count,
+ *              (u32 file index, u32 line) x location count
+ *   per edge:  u32 source block, u32 destination block, u32 flags
+ *              (TALLY_EDGE_*), u32 value (index into values, or
+ *              TALLY_MAP_NONE)
+ * A block's value counts the times it started; an edge's value the times it
+ * was taken.  Every count the map does not give is implied by flow
+ * conservation (into a block = out of it, EXIT feeding back to ENTRY):
+ * doc/data-format.md says how readers solve it.
  */
 #ifndef TALLY_FORMAT_H
 #define TALLY_FORMAT_H
@@ -24,7 +44,8 @@
 
 #define TALLY_FILE_MAGIC "TALLYDAT"
 #define TALLY_FILE_MAGIC_LEN 8
-#define TALLY_FILE_VERSION 1u
+#define TALLY_FILE_VERSION 2u
+#define TALLY_FILE_VERSION_MIN 1u /* oldest version readers still accept */
 #define TALLY_BYTE_ORDER_MARK 0x01020304u
 #define TALLY_TAG_MODULE 0x4c444f4du /* "MODL" */
 #define TALLY_TAG_END 0x444e4554u    /* "TEND" */
@@ -33,6 +54,26 @@
 
 /* header flags */
 #define TALLY_FILE_AT_EXIT 0x1u /* written by the final dump at process exit */
+
+/* Block map.  */
+#define TALLY_MAP_VERSION 1u
+#define TALLY_MAP_BLOCK 1u   /* kind: a counter per block */
+#define TALLY_MAP_TREE 2u    /* kind: counters on the edges off a spanning tree */
+#define TALLY_MAP_VISITED 3u /* kind: a 0/1 value per block */
+#define TALLY_MAP_NONE 0xffffffffu
+#define TALLY_MAP_ENTRY 0u   /* block numbers of the entry and exit blocks */
+#define TALLY_MAP_EXIT 1u
+#define TALLY_BLOCK_CALL 0x1u /* ends with a call that may not return */
+#define TALLY_EDGE_FAKE 0x1u     /* not a jump: stands for leaving through a
+                                    call that did not return, an exception or
+                                    longjmp (to EXIT), or arriving by one
+                                    (from ENTRY) */
+#define TALLY_EDGE_FALLTHRU 0x2u
+#define TALLY_EDGE_TRUE 0x4u     /* taken when the condition holds */
+#define TALLY_EDGE_FALSE 0x8u
+#define TALLY_EDGE_EH 0x10u      /* fake edge standing for exception edges */
+#define TALLY_EDGE_ABNORMAL 0x20u /* fake edge for setjmp/nonlocal goto edges */
+#define TALLY_EDGE_CALL 0x40u    /* fake edge after a call that may not return */
 
 /* A string longer than this is corrupt (both writer and reader enforce it). */
 #define TALLY_MAX_STRING 65536u

@@ -1,0 +1,644 @@
+/* plugin/blocks.cc - basic-block counters (blocks=count|visited).
+ *
+ * Options: blocks=none|count|visited, placement=tree|block,
+ * update=single|atomic|tls (hooks.cc builds the increments).
+ *
+ * blocks=count gives the exact number of times every basic block ran, and
+ * blocks=visited a byte per block set to 1 when it runs.  Each function
+ * also gets a block map (tally/format.h): its blocks with their source lines,
+ * its edges, and which value counts what.  The report tools solve the
+ * counts the map leaves out, so a count never has to be added at run time
+ * when it follows from others:
+ *
+ *   int f (int n)                       int f (int n)
+ *   {                                   {
+ *     int s = 0;                          int s = 0;
+ *     for (int i = 0; i < n; i++)         for (int i = 0; i < n; i++)
+ *       s += g (i);                         { s += g (i); __tally.c.3[2]++; }
+ *     return s;                           return s;
+ *   }                                   }
+ *
+ * (placement=tree: only the edge around the loop is counted; f's entry
+ * count, the loop test's and the exit's follow from it and from the
+ * caller's counters.  placement=block counts every block at its start.)
+ *
+ * The flow graph the counts must satisfy:
+ *   1. Blocks are split after every call that may not return (exit, longjmp,
+ *      a throw), as GCC's own -fprofile-arcs does, so that a block's count
+ *      is the count of each of its statements.  (blocks=visited gives a byte
+ *      only to blocks no other block implies: see find_implied.)
+ *   2. Each block B is two nodes, B.in and B.out, joined by B's "block edge"
+ *      (its count is B's count).  CFG edges run from B.out to C.in.
+ *   3. Edges that cannot carry code (exception and abnormal edges) are
+ *      replaced by fake edges B.out -> EXIT ("left by a throw or longjmp")
+ *      and ENTRY -> C.in ("arrived by one"); a block ending in a call that
+ *      may not return, or with no successor, gets a fake edge to EXIT too.
+ *      (A second return from setjmp arrives after the call: resume_block.
+ *      The setjmp block itself always returns, and the edge out of it is
+ *      never counted: a counter there would see the second returns too.)
+ *      EXIT flows back into ENTRY.
+ *   4. Every edge that cannot be counted (fake edges, and edges into EXIT,
+ *      which would go between the return value and the return) goes on a
+ *      spanning tree first.  Fake edges from distinct nodes all meet the
+ *      ENTRY/EXIT node, so they never close a cycle.
+ *   5. The rest of the tree is a maximum spanning tree weighted by how often
+ *      each edge is expected to run (GCC's estimated profile after
+ *      optimisation, loop depth before it), with edges that would need a new
+ *      block (critical edges) weighted higher: the hot edges go uncounted.
+ *   6. Every edge off the tree gets a counter.  Flow conservation at each
+ *      node then determines every tree edge, hence every block, exactly
+ *      (the Knuth-Stevenson / Ball-Larus result that gcov relies on).
+ * Locations are recorded as gcov records them (each statement's line once
+ * per block, the function's own line in its first block, the goto locus of a
+ * block's only successor), so tally's line counts can be checked against
+ * gcov's.  */
+#include "tally-plugin.h"
+
+#include "tally/abi.h"
+
+/* The constants of the block map; format.h itself includes system headers
+   that GCC's system.h has already dealt with.  */
+#define TALLY_MAP_VERSION 1u
+#define TALLY_MAP_BLOCK 1u
+#define TALLY_MAP_TREE 2u
+#define TALLY_MAP_VISITED 3u
+#define TALLY_MAP_NONE 0xffffffffu
+#define TALLY_BLOCK_CALL 0x1u
+#define TALLY_EDGE_FAKE 0x1u
+#define TALLY_EDGE_FALLTHRU 0x2u
+#define TALLY_EDGE_TRUE 0x4u
+#define TALLY_EDGE_FALSE 0x8u
+#define TALLY_EDGE_EH 0x10u
+#define TALLY_EDGE_ABNORMAL 0x20u
+#define TALLY_EDGE_CALL 0x40u
+
+#define TALLY_MAP_ENTRY_NUM 0
+#define TALLY_MAP_EXIT_NUM 1
+#define ENTRY_NODE 0
+#define EXIT_NODE 1
+/* Map block M (>= 2) is graph nodes IN (M) and OUT (M).  */
+#define IN_NODE(m) (2 * (m) - 2)
+#define OUT_NODE(m) (2 * (m) - 1)
+
+struct plan_edge
+{
+  int src, dst;        /* graph nodes */
+  int map_src, map_dst; /* map block numbers; -1 for a block edge */
+  unsigned flags;      /* TALLY_EDGE_* */
+  edge e;              /* the CFG edge, or NULL (fake or block edge) */
+  basic_block bb;      /* block edge: its block */
+  double cost;         /* what counting it would cost per run */
+  bool can_count;
+  bool on_tree;
+  bool implied;        /* visited: the value is another block's */
+  unsigned value;      /* index into the function's values, or TALLY_MAP_NONE */
+};
+
+struct block_loc
+{
+  unsigned file, line;
+};
+
+struct tally_block_plan
+{
+  auto_vec<plan_edge> edges;
+  auto_vec<basic_block> blocks;      /* map number -> block (0, 1: NULL) */
+  auto_vec<unsigned> block_flags;    /* map number -> TALLY_BLOCK_* */
+  auto_vec<vec<block_loc> > locs;    /* map number -> locations */
+  auto_vec<const char *> files;
+  unsigned kind;
+};
+
+/* 1. Whether control may fail to come back from STMT to the next statement
+   of its block (it may exit, longjmp or throw), so that the rest of the
+   block needs its own count.  The same test as GCC's need_fake_edge_p.  */
+static bool
+may_not_return (gimple *stmt)
+{
+  gcall *call = dyn_cast<gcall *> (stmt);
+  if (!call || gimple_call_internal_p (call))
+    return false;
+  tree fndecl = gimple_call_fndecl (call);
+  int flags = gimple_call_flags (call);
+  if (fndecl && fndecl_built_in_p (fndecl) && (flags & ECF_NOTHROW)
+      && !(flags & ECF_RETURNS_TWICE)
+      && !fndecl_built_in_p (fndecl, BUILT_IN_FORK))
+    return false;
+  if ((flags & (ECF_PURE | ECF_CONST)) && !(flags & ECF_LOOPING_CONST_OR_PURE))
+    return false;
+  return true;
+}
+
+/* Split FUN's blocks after calls that may not return; set bit N of
+   CALL_ENDED for each block that ends with such a call.  */
+static void
+split_after_calls (function *fun, bitmap call_ended)
+{
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
+         gsi_next (&gsi))
+      {
+        gimple *stmt = gsi_stmt (gsi);
+        if (!may_not_return (stmt))
+          continue;
+        bitmap_set_bit (call_ended, bb->index);
+        gimple_stmt_iterator next = gsi;
+        gsi_next_nondebug (&next);
+        if (!gsi_end_p (next))
+          split_block (bb, stmt); /* the rest is the next block visited */
+        break;
+      }
+}
+
+/* How often BB is expected to run, relative to the function's entry.  */
+static double
+block_weight (function *fun, basic_block bb, bool profile)
+{
+  if (profile)
+    return bb->count.to_sreal_scale (ENTRY_BLOCK_PTR_FOR_FN (fun)->count)
+        .to_double ();
+  double w = 1;
+  if (current_loops && bb->loop_father)
+    for (unsigned d = bb_loop_depth (bb); d > 0; d--)
+      w *= 8;
+  return w;
+}
+
+static double
+edge_weight (function *fun, edge e, bool profile)
+{
+  if (profile)
+    return e->count ().to_sreal_scale (ENTRY_BLOCK_PTR_FOR_FN (fun)->count)
+        .to_double ();
+  double a = block_weight (fun, e->src, false);
+  double b = block_weight (fun, e->dest, false);
+  return a < b ? a : b;
+}
+
+/* Union-find over graph nodes.  */
+static int
+find_root (vec<int> &parent, int x)
+{
+  while (parent[x] != x)
+    {
+      parent[x] = parent[parent[x]];
+      x = parent[x];
+    }
+  return x;
+}
+
+static bool
+join (vec<int> &parent, int a, int b)
+{
+  a = find_root (parent, a);
+  b = find_root (parent, b);
+  if (a == b)
+    return false;
+  parent[a] = b;
+  return true;
+}
+
+static unsigned
+file_index (tally_block_plan *plan, const char *file)
+{
+  for (unsigned i = 0; i < plan->files.length (); i++)
+    if (strcmp (plan->files[i], file) == 0)
+      return i;
+  plan->files.safe_push (file);
+  return plan->files.length () - 1;
+}
+
+/* Record LOC for map block M, once per (file, line).  */
+static void
+add_location (tally_block_plan *plan, unsigned m, location_t loc)
+{
+  if (RESERVED_LOCATION_P (loc))
+    return;
+  expanded_location x = expand_location (loc);
+  if (!x.file || x.line <= 0)
+    return;
+  block_loc l = { file_index (plan, x.file), (unsigned) x.line };
+  for (const block_loc &o : plan->locs[m])
+    if (o.file == l.file && o.line == l.line)
+      return;
+  plan->locs[m].safe_push (l);
+}
+
+static void
+put_u32 (vec<unsigned char> *out, unsigned v)
+{
+  for (int i = 0; i < 4; i++)
+    out->safe_push ((v >> (8 * i)) & 0xff);
+}
+
+static void
+serialize (tally_block_plan *plan, vec<unsigned char> *out)
+{
+  unsigned nblocks = plan->blocks.length ();
+  unsigned nmapped = 0;
+  for (const plan_edge &pe : plan->edges)
+    nmapped += pe.bb == NULL;
+  put_u32 (out, TALLY_MAP_VERSION);
+  put_u32 (out, plan->kind);
+  put_u32 (out, nblocks);
+  put_u32 (out, nmapped);
+  put_u32 (out, plan->files.length ());
+  for (const char *f : plan->files)
+    {
+      size_t n = strlen (f);
+      put_u32 (out, n);
+      for (size_t i = 0; i < n; i++)
+        out->safe_push ((unsigned char) f[i]);
+    }
+  auto_vec<unsigned> block_value;
+  block_value.safe_grow_cleared (nblocks);
+  for (unsigned m = 0; m < nblocks; m++)
+    block_value[m] = TALLY_MAP_NONE;
+  for (const plan_edge &pe : plan->edges)
+    if (pe.bb)
+      block_value[(pe.src + 2) / 2] = pe.value; /* src is IN_NODE (m) */
+  for (unsigned m = 0; m < nblocks; m++)
+    {
+      put_u32 (out, block_value[m]);
+      put_u32 (out, plan->block_flags[m]);
+      put_u32 (out, plan->locs[m].length ());
+      for (const block_loc &l : plan->locs[m])
+        {
+          put_u32 (out, l.file);
+          put_u32 (out, l.line);
+        }
+    }
+  for (const plan_edge &pe : plan->edges)
+    if (!pe.bb)
+      {
+        put_u32 (out, pe.map_src);
+        put_u32 (out, pe.map_dst);
+        put_u32 (out, pe.flags);
+        put_u32 (out, pe.value);
+      }
+}
+
+static void
+add_edge (tally_block_plan *plan, int map_src, int map_dst, unsigned flags,
+          edge e, double cost, bool can_count)
+{
+  plan_edge pe;
+  pe.map_src = map_src;
+  pe.map_dst = map_dst;
+  pe.src = map_src == TALLY_MAP_ENTRY_NUM ? ENTRY_NODE : OUT_NODE (map_src);
+  pe.dst = map_dst == TALLY_MAP_EXIT_NUM ? EXIT_NODE : IN_NODE (map_dst);
+  pe.flags = flags;
+  pe.e = e;
+  pe.bb = NULL;
+  pe.cost = cost;
+  pe.can_count = can_count;
+  pe.on_tree = false;
+  pe.implied = false;
+  pe.value = TALLY_MAP_NONE;
+  plan->edges.safe_push (pe);
+}
+
+static int
+cmp_cost (const void *a, const void *b)
+{
+  const plan_edge *x = *(const plan_edge *const *) a;
+  const plan_edge *y = *(const plan_edge *const *) b;
+  if (x->cost != y->cost)
+    return x->cost > y->cost ? -1 : 1;
+  return x < y ? -1 : x > y; /* stable: creation order */
+}
+
+/* blocks=visited: for each block, the block whose visited byte tells
+   whether it ran: itself, or, when its immediate postdominator C is a block
+   it dominates, C's (every path into C passes it, and every path from it
+   reaches C).  Postdominance is computed with a fake edge to EXIT from
+   every block with a call that may not return, so a block is never
+   implied across one.  IMPLIED[i] is the map number, by block index.  */
+static void
+find_implied (function *fun, const vec<int> &map_of, vec<int> *implied)
+{
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    (*implied)[bb->index] = map_of[bb->index];
+  FOR_EACH_BB_FN (bb, fun)
+    {
+      bool call = false;
+      for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
+           gsi_next (&gsi))
+        call |= may_not_return (gsi_stmt (gsi));
+      if (call && !find_edge (bb, EXIT_BLOCK_PTR_FOR_FN (fun)))
+        make_edge (bb, EXIT_BLOCK_PTR_FOR_FN (fun), EDGE_FAKE);
+    }
+  add_noreturn_fake_exit_edges ();
+  connect_infinite_loops_to_exit ();
+  calculate_dominance_info (CDI_DOMINATORS);
+  calculate_dominance_info (CDI_POST_DOMINATORS);
+  /* Follow each chain to its end: the chains follow postdominators, so
+     they have no cycle.  */
+  auto_vec<basic_block> next;
+  next.safe_grow_cleared (last_basic_block_for_fn (fun));
+  FOR_EACH_BB_FN (bb, fun)
+    {
+      basic_block c = get_immediate_dominator (CDI_POST_DOMINATORS, bb);
+      if (c && c != EXIT_BLOCK_PTR_FOR_FN (fun)
+          && dominated_by_p (CDI_DOMINATORS, c, bb))
+        next[bb->index] = c;
+    }
+  FOR_EACH_BB_FN (bb, fun)
+    {
+      basic_block c = bb;
+      while (next[c->index])
+        c = next[c->index];
+      (*implied)[bb->index] = map_of[c->index];
+    }
+  free_dominance_info (CDI_POST_DOMINATORS);
+  remove_fake_edges ();
+}
+
+/* Where control arriving over an abnormal edge into BB resumes, as a map
+   number: BB itself, except for the block of a setjmp-like call (GCC's
+   abnormal edges into it stand for the call's second return), where it is
+   the block after the call (step 1 made the call end its block).  */
+static unsigned
+resume_block (basic_block bb, const vec<int> &map_of)
+{
+  gimple_stmt_iterator gsi = gsi_after_labels (bb);
+  if (gsi_end_p (gsi) || is_gimple_debug (gsi_stmt (gsi)))
+    gsi = gsi_start_nondebug_after_labels_bb (bb);
+  gcall *call = gsi_end_p (gsi) ? NULL : dyn_cast<gcall *> (gsi_stmt (gsi));
+  if (call && (gimple_call_flags (call) & ECF_RETURNS_TWICE))
+    {
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, bb->succs)
+        if (!(e->flags & (EDGE_COMPLEX | EDGE_FAKE))
+            && e->dest != EXIT_BLOCK_PTR_FOR_FN (cfun))
+          return map_of[e->dest->index];
+    }
+  return map_of[bb->index];
+}
+
+tally_block_plan *
+tally_blocks_plan (function *fun, tally_fn_layout *layout)
+{
+  tally_block_plan *plan = new tally_block_plan;
+  bool visited = tally_opts.blocks == TALLY_BLOCKS_VISITED;
+  bool per_block = visited || tally_opts.placement == TALLY_PLACE_BLOCK;
+  plan->kind = visited ? TALLY_MAP_VISITED
+               : per_block ? TALLY_MAP_BLOCK
+                           : TALLY_MAP_TREE;
+
+  /* 1. Split after calls that may not return (visited too, so that a
+     visited block is one whose statements all ran, and the blocks are the
+     same as with blocks=count).  */
+  auto_bitmap call_ended;
+  split_after_calls (fun, call_ended);
+
+  /* Number the blocks: ENTRY 0, EXIT 1, the others in layout order.  */
+  auto_vec<int> map_of;
+  map_of.safe_grow_cleared (last_basic_block_for_fn (fun));
+  plan->blocks.safe_push (NULL);
+  plan->blocks.safe_push (NULL);
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    {
+      map_of[bb->index] = plan->blocks.length ();
+      plan->blocks.safe_push (bb);
+    }
+  map_of[ENTRY_BLOCK] = TALLY_MAP_ENTRY_NUM;
+  map_of[EXIT_BLOCK] = TALLY_MAP_EXIT_NUM;
+  unsigned nblocks = plan->blocks.length ();
+  auto_vec<int> implied;
+  if (visited)
+    {
+      implied.safe_grow_cleared (last_basic_block_for_fn (fun));
+      find_implied (fun, map_of, &implied);
+    }
+  plan->block_flags.safe_grow_cleared (nblocks);
+  plan->locs.safe_grow_cleared (nblocks);
+
+  /* Locations, as gcov records them.  */
+  FOR_EACH_BB_FN (bb, fun)
+    {
+      unsigned m = map_of[bb->index];
+      if (bb == ENTRY_BLOCK_PTR_FOR_FN (fun)->next_bb)
+        add_location (plan, m, DECL_SOURCE_LOCATION (fun->decl));
+      for (gimple_stmt_iterator gsi = gsi_start_nondebug_bb (bb);
+           !gsi_end_p (gsi); gsi_next_nondebug (&gsi))
+        add_location (plan, m, gimple_location (gsi_stmt (gsi)));
+      if (single_succ_p (bb))
+        add_location (plan, m, single_succ_edge (bb)->goto_locus);
+      if (bitmap_bit_p (call_ended, bb->index))
+        plan->block_flags[m] |= TALLY_BLOCK_CALL;
+    }
+
+  bool profile = ENTRY_BLOCK_PTR_FOR_FN (fun)->count.initialized_p ()
+                 && ENTRY_BLOCK_PTR_FOR_FN (fun)->count.nonzero_p ();
+
+  /* 2, 3. The edges.  */
+  auto_vec<unsigned> inject;
+  inject.safe_grow_cleared (nblocks);
+  FOR_ALL_BB_FN (bb, fun)
+    {
+      if (bb == EXIT_BLOCK_PTR_FOR_FN (fun))
+        continue;
+      unsigned leak = 0;
+      edge e;
+      edge_iterator ei;
+      bool setjmp_block = bb != ENTRY_BLOCK_PTR_FOR_FN (fun)
+                          && resume_block (bb, map_of) != map_of[bb->index];
+      FOR_EACH_EDGE (e, ei, bb->succs)
+        {
+          unsigned m = map_of[e->dest->index];
+          if (e->flags & EDGE_EH)
+            {
+              leak |= TALLY_EDGE_EH;
+              inject[m] |= TALLY_EDGE_EH;
+              continue;
+            }
+          if (e->flags & (EDGE_ABNORMAL | EDGE_FAKE))
+            {
+              leak |= TALLY_EDGE_ABNORMAL;
+              inject[resume_block (e->dest, map_of)] |= TALLY_EDGE_ABNORMAL;
+              continue;
+            }
+          unsigned flags = 0;
+          if (e->flags & EDGE_FALLTHRU)
+            flags |= TALLY_EDGE_FALLTHRU;
+          if (e->flags & EDGE_TRUE_VALUE)
+            flags |= TALLY_EDGE_TRUE;
+          if (e->flags & EDGE_FALSE_VALUE)
+            flags |= TALLY_EDGE_FALSE;
+          bool split = !single_pred_p (e->dest) && !single_succ_p (e->src);
+          double cost = edge_weight (fun, e, profile) * (split ? 1.5 : 1.0);
+          /* A counter on the edge out of a setjmp block would also count
+             the second returns, which the map brings in from ENTRY.  */
+          add_edge (plan, map_of[bb->index], m, flags, e, cost,
+                    e->dest != EXIT_BLOCK_PTR_FOR_FN (fun) && !setjmp_block);
+        }
+      if (bb == ENTRY_BLOCK_PTR_FOR_FN (fun))
+        continue;
+      if ((bitmap_bit_p (call_ended, bb->index) && !setjmp_block)
+          || EDGE_COUNT (bb->succs) == 0)
+        leak |= TALLY_EDGE_CALL;
+      /* setjmp returns (twice), and never leaves by a longjmp itself,
+         whatever abnormal edges GCC gives its call.  */
+      if (setjmp_block)
+        leak = 0;
+      if (leak)
+        add_edge (plan, map_of[bb->index], TALLY_MAP_EXIT_NUM,
+                  TALLY_EDGE_FAKE | leak, NULL, 0, false);
+    }
+  for (unsigned m = 2; m < nblocks; m++)
+    if (inject[m])
+      add_edge (plan, TALLY_MAP_ENTRY_NUM, m, TALLY_EDGE_FAKE | inject[m], NULL,
+                0, false);
+  for (unsigned m = 2; m < nblocks; m++)
+    {
+      plan_edge pe;
+      pe.src = IN_NODE (m);
+      pe.dst = OUT_NODE (m);
+      pe.map_src = pe.map_dst = -1;
+      pe.flags = 0;
+      pe.e = NULL;
+      pe.bb = plan->blocks[m];
+      pe.cost = block_weight (fun, pe.bb, profile);
+      pe.can_count = true;
+      pe.on_tree = false;
+      pe.implied = false;
+      pe.value = TALLY_MAP_NONE;
+      plan->edges.safe_push (pe);
+    }
+
+  /* 4, 5. The spanning tree.  */
+  if (!per_block)
+    {
+      auto_vec<int> parent;
+      parent.safe_grow (2 * nblocks);
+      for (unsigned i = 0; i < 2 * nblocks; i++)
+        parent[i] = i;
+      join (parent, EXIT_NODE, ENTRY_NODE);
+      bool stuck = false;
+      for (plan_edge &pe : plan->edges)
+        if (!pe.can_count)
+          {
+            pe.on_tree = join (parent, pe.src, pe.dst);
+            stuck |= !pe.on_tree;
+          }
+      auto_vec<plan_edge *> rest;
+      for (plan_edge &pe : plan->edges)
+        if (pe.can_count)
+          rest.safe_push (&pe);
+      rest.qsort (cmp_cost);
+      for (plan_edge *pe : rest)
+        pe->on_tree = join (parent, pe->src, pe->dst);
+      if (stuck)
+        {
+          /* An edge that cannot be counted closes a cycle of such edges
+             (not expected, see step 4): count every block instead.  */
+          if (dump_file)
+            fprintf (dump_file, "tally: uncountable cycle, a counter per "
+                     "block instead\n");
+          per_block = true;
+          plan->kind = TALLY_MAP_BLOCK;
+        }
+    }
+
+  /* 6. Values: counters after the core ones, or visited bytes after
+     them.  */
+  unsigned next = 0;
+  auto_vec<unsigned> value_of; /* visited: by map number */
+  value_of.safe_grow_cleared (nblocks);
+  for (plan_edge &pe : plan->edges)
+    {
+      bool counted = per_block ? pe.bb != NULL : pe.can_count && !pe.on_tree;
+      if (visited && counted)
+        {
+          /* Only blocks no other block implies get a byte.  */
+          unsigned m = (pe.src + 2) / 2;
+          counted = implied[pe.bb->index] == (int) m;
+          if (counted)
+            value_of[m] = TALLY_C_CORE + next;
+        }
+      if (counted)
+        pe.value = TALLY_C_CORE + next++;
+    }
+  if (visited)
+    for (plan_edge &pe : plan->edges)
+      if (pe.bb && pe.value == TALLY_MAP_NONE)
+        {
+          pe.value = value_of[implied[pe.bb->index]];
+          pe.implied = true;
+        }
+  if (visited)
+    layout->nvisited = next;
+  else
+    layout->ncounters = TALLY_C_CORE + next;
+  serialize (plan, &layout->map);
+
+  if (dump_file)
+    fprintf (dump_file, "tally: %u blocks, %u edges, %u %s\n", nblocks - 2,
+             plan->edges.length () - (nblocks - 2), next,
+             visited ? "visited bytes" : "counters");
+  return plan;
+}
+
+/* Append to *SEQ "VISITED[I] = 1" as a relaxed atomic byte store (a plain
+   byte store on every target that has one).  */
+static void
+build_visit (tree visited, unsigned i, gimple_seq *seq)
+{
+  tree ref = build4 (ARRAY_REF, unsigned_char_type_node, visited,
+                     build_int_cst (integer_type_node, i), NULL_TREE, NULL_TREE);
+  TREE_ADDRESSABLE (visited) = 1;
+  tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_STORE_1);
+  gimple *g = gimple_build_call (f, 3, build_fold_addr_expr (ref),
+                                 build_int_cst (unsigned_char_type_node, 1),
+                                 build_int_cst (integer_type_node,
+                                                MEMMODEL_RELAXED));
+  gimple_seq_add_stmt (seq, g);
+}
+
+void
+tally_blocks_insert (function *fun, tally_block_plan *plan,
+                     const tally_fn_info &fn)
+{
+  bool edges = false;
+  auto_vec<gcall *> calls;
+  for (const plan_edge &pe : plan->edges)
+    {
+      if (pe.value == TALLY_MAP_NONE || pe.implied)
+        continue;
+      gimple_seq seq = NULL;
+      if (fn.visited)
+        build_visit (fn.visited, pe.value - TALLY_C_CORE, &seq);
+      else
+        tally_build_increment (fun, fn.counters, pe.value, UNKNOWN_LOCATION,
+                               &seq);
+      for (gimple_stmt_iterator i = gsi_start (seq); !gsi_end_p (i); gsi_next (&i))
+        if (gcall *call = dyn_cast<gcall *> (gsi_stmt (i)))
+          calls.safe_push (call);
+      if (pe.bb)
+        {
+          gimple_stmt_iterator gsi = gsi_after_labels (pe.bb);
+          gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
+        }
+      else
+        {
+          gsi_insert_seq_on_edge (pe.e, seq);
+          edges = true;
+        }
+    }
+  if (edges)
+    gsi_commit_edge_inserts ();
+  /* After the "cgraph" pass every call needs a call-graph edge.  */
+  if (gimple_in_ssa_p (fun))
+    {
+      cgraph_node *caller = cgraph_node::get (fun->decl);
+      for (gcall *call : calls)
+        caller->create_edge (cgraph_node::get_create (gimple_call_fndecl (call)),
+                             call, gimple_bb (call)->count);
+    }
+  delete plan;
+}

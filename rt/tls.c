@@ -1,0 +1,283 @@
+/* Per-thread counters (-fplugin-arg-tally-update=tls).
+ *
+ * With update=tls the plugin gives every instrumented function a
+ * thread-local copy of its counters, and makes the code update that copy:
+ * no atomic instruction, no cache line shared between threads, and still
+ * exact.  The module's ordinary counters (struct tally_fn.counters) receive
+ * each thread's counts when the thread exits.
+ *
+ * The first instrumented function of a module that runs in a thread finds
+ * the module's thread-local word __tally.tlive at 0 and calls
+ * __tally_tls_attach, which records an "attachment": the module, the
+ * addresses of this thread's copies (the module's tls_locate function says
+ * where they are) and the thread.  Then:
+ *   - thread exit (a pthread key destructor): the thread's attachments are
+ *     added to the module's counters and released for reuse;
+ *   - a dump: each value written is the module's counter plus the copies of
+ *     every live attachment (tally_rt_tls_value), so threads still running
+ *     and the main thread (whose key destructors never run) are counted;
+ *   - a module going away (dlclose, or the end of the process): its live
+ *     attachments are added to its counters first, and dropped;
+ *   - tally_reset: the copies are zeroed with the counters;
+ *   - fork: in the child, only the forking thread exists; the others'
+ *     attachments are dropped, and the counters start from zero.
+ *
+ * Attachments live in mmap'ed memory (no malloc), are published on a
+ * push-only lock-free list, and change state with compare-and-swap, so
+ * attaching is safe from signal handlers and from any thread.  A dump that
+ * races with a thread's exit may miss or repeat that thread's counts in
+ * that one snapshot; the final counts are exact.  */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "rt.h"
+
+enum
+{
+  ATT_FREE,   /* reusable by any thread for a module of the same size */
+  ATT_LIVE,   /* counting for its owner thread */
+  ATT_BUSY    /* being set up, flushed or dropped */
+};
+
+struct attachment
+{
+  struct attachment *next; /* the all-attachments list; never unlinked */
+  struct tally_module *m;
+  const void *owner;       /* the owner thread's `self_tag` */
+  uint64_t *live;          /* the owner's __tally.tlive for m */
+  uint32_t state;
+  uint32_t nfns;
+  uint64_t **copies;       /* nfns addresses, right after this struct */
+};
+
+static struct attachment *all;
+static pthread_key_t exit_key;
+static int key_state; /* 0 none, 1 being made, 2 made, 3 failed */
+
+/* Its address tells threads apart (unique among live threads).  */
+static __thread char self_tag;
+/* Set while this thread is inside attach: a signal handler's instrumented
+   code must not recurse into it (its counts go to the copies, which the
+   interrupted attach is about to publish, or was: nothing is lost).  */
+static __thread int attaching;
+
+/* Bump allocator over mmap'ed chunks; lock-free.  Each chunk starts with
+   its header; `chunk` is the one being bumped.  */
+struct chunk
+{
+  size_t used, cap;
+};
+static struct chunk *chunk;
+
+static void *
+alloc (size_t size)
+{
+  size = (size + 15) & ~(size_t) 15;
+  for (;;)
+    {
+      struct chunk *c = __atomic_load_n (&chunk, __ATOMIC_ACQUIRE);
+      if (c)
+        {
+          size_t used = __atomic_load_n (&c->used, __ATOMIC_ACQUIRE);
+          if (used + size <= c->cap)
+            {
+              if (__atomic_compare_exchange_n (&c->used, &used, used + size, 0,
+                                               __ATOMIC_ACQ_REL,
+                                               __ATOMIC_ACQUIRE))
+                return (unsigned char *) c + used;
+              continue;
+            }
+        }
+      size_t head = (sizeof (struct chunk) + 15) & ~(size_t) 15;
+      size_t cap = head + size > ((size_t) 1 << 20) ? head + size
+                                                    : (size_t) 1 << 20;
+      struct chunk *n = mmap (NULL, cap, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (n == MAP_FAILED)
+        return NULL;
+      n->used = head + size;
+      n->cap = cap;
+      if (__atomic_compare_exchange_n (&chunk, &c, n, 0, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_ACQUIRE))
+        return (unsigned char *) n + head;
+      munmap (n, cap); /* another thread installed a chunk: use that */
+    }
+}
+
+/* Add the copies of A into its module's counters and zero them.  */
+static void
+flush (struct attachment *a)
+{
+  for (uint32_t i = 0; i < a->nfns; i++)
+    {
+      struct tally_fn *f = a->m->fns[i];
+      uint64_t *c = a->copies[i];
+      for (uint32_t k = 0; k < f->ncounters; k++)
+        {
+          uint64_t v = __atomic_exchange_n (&c[k], 0, __ATOMIC_RELAXED);
+          if (v)
+            __atomic_fetch_add (&f->counters[k], v, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+/* pthread key destructor: the thread is exiting.  */
+static void
+thread_exit (void *unused)
+{
+  (void) unused;
+  int saved = errno;
+  for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
+       a = a->next)
+    {
+      uint32_t live = ATT_LIVE;
+      if (a->owner != &self_tag
+          || !__atomic_compare_exchange_n (&a->state, &live, ATT_BUSY, 0,
+                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        continue;
+      flush (a);
+      /* Instrumented code run by a later destructor attaches again.  */
+      __atomic_store_n (a->live, 0, __ATOMIC_RELAXED);
+      a->owner = NULL;
+      __atomic_store_n (&a->state, ATT_FREE, __ATOMIC_RELEASE);
+    }
+  errno = saved;
+}
+
+void
+tally_rt_tls_init (void)
+{
+  int none = 0;
+  if (!__atomic_compare_exchange_n (&key_state, &none, 1, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+    return;
+  if (pthread_key_create (&exit_key, thread_exit) != 0)
+    {
+      tally_rt_error ("pthread_key_create failed: the per-thread counts "
+                      "(update=tls) of threads that exit before the process "
+                      "are lost");
+      __atomic_store_n (&key_state, 3, __ATOMIC_RELEASE);
+      return;
+    }
+  __atomic_store_n (&key_state, 2, __ATOMIC_RELEASE);
+}
+
+void
+__tally_tls_attach (struct tally_module *m)
+{
+  tally_rt_primary ()->tls_attach (m);
+}
+
+void
+tally_rt_tls_attach_local (struct tally_module *m)
+{
+  if (!m->tls_locate || attaching)
+    return;
+  int saved = errno;
+  attaching = 1;
+  struct attachment *a = NULL;
+  /* Reuse a free attachment of this module...  */
+  for (struct attachment *p = __atomic_load_n (&all, __ATOMIC_ACQUIRE); p;
+       p = p->next)
+    {
+      uint32_t free_ = ATT_FREE;
+      if (p->m == m
+          && __atomic_compare_exchange_n (&p->state, &free_, ATT_BUSY, 0,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        {
+          a = p;
+          break;
+        }
+    }
+  /* ... or make one.  */
+  if (!a)
+    {
+      a = alloc (sizeof *a + (size_t) m->nfns * sizeof (uint64_t *));
+      if (!a)
+        {
+          static int said;
+          if (!__atomic_exchange_n (&said, 1, __ATOMIC_RELAXED))
+            tally_rt_error ("no memory for a thread's counters (update=tls); "
+                            "its counts are not kept");
+          attaching = 0;
+          errno = saved;
+          return;
+        }
+      a->m = m;
+      a->nfns = m->nfns;
+      a->copies = (uint64_t **) (a + 1);
+      a->state = ATT_BUSY;
+      struct attachment *head = __atomic_load_n (&all, __ATOMIC_ACQUIRE);
+      do
+        a->next = head;
+      while (!__atomic_compare_exchange_n (&all, &head, a, 0, __ATOMIC_ACQ_REL,
+                                           __ATOMIC_ACQUIRE));
+    }
+  a->owner = &self_tag;
+  a->live = m->tls_locate (a->copies);
+  if (__atomic_load_n (&key_state, __ATOMIC_ACQUIRE) == 2)
+    pthread_setspecific (exit_key, &self_tag);
+  __atomic_store_n (a->live, 1, __ATOMIC_RELAXED);
+  __atomic_store_n (&a->state, ATT_LIVE, __ATOMIC_RELEASE);
+  attaching = 0;
+  errno = saved;
+}
+
+uint64_t
+tally_rt_tls_value (const struct tally_module *m, uint32_t fn, uint32_t k)
+{
+  uint64_t v = 0;
+  for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
+       a = a->next)
+    if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
+      v += __atomic_load_n (&a->copies[fn][k], __ATOMIC_RELAXED);
+  return v;
+}
+
+void
+tally_rt_tls_module_gone (struct tally_module *m)
+{
+  for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
+       a = a->next)
+    {
+      if (a->m != m)
+        continue;
+      uint32_t live = ATT_LIVE;
+      if (__atomic_compare_exchange_n (&a->state, &live, ATT_BUSY, 0,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        flush (a);
+      /* Never reused: a later module may be loaded at the same address
+         with another layout.  */
+      a->m = NULL;
+      __atomic_store_n (&a->state, ATT_BUSY, __ATOMIC_RELEASE);
+    }
+}
+
+void
+tally_rt_tls_zero (void)
+{
+  for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
+       a = a->next)
+    if (__atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
+      for (uint32_t i = 0; i < a->nfns; i++)
+        for (uint32_t k = 0; k < a->m->fns[i]->ncounters; k++)
+          __atomic_store_n (&a->copies[i][k], 0, __ATOMIC_RELAXED);
+}
+
+void
+tally_rt_tls_fork_child (void)
+{
+  for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
+       a = a->next)
+    if (a->state == ATT_LIVE && a->owner != &self_tag)
+      {
+        /* That thread does not exist here; its copies are the parent's.  */
+        a->owner = NULL;
+        a->state = ATT_FREE;
+      }
+    else if (a->state == ATT_BUSY && a->m && a->owner != &self_tag)
+      a->state = ATT_FREE; /* caught mid-attach or mid-flush by the fork */
+  tally_rt_tls_zero ();
+}

@@ -1,0 +1,82 @@
+/* blockmap.h - strict decoder of a function's block map and its flow solver.
+ *
+ * The block map (include/tally/format.h, doc/data-format.md "The block
+ * map") lists a function's basic blocks with their source lines, its edges,
+ * and which of the function's values counts what.  tally_map_decode checks
+ * every field against the bytes present and the function's value count,
+ * so a damaged map gives a one-line message, never a crash.
+ * tally_flow_solve derives every count the map leaves out from flow
+ * conservation: exact for kind TREE, as far as determined for kind BLOCK.  */
+#ifndef TALLY_TOOLS_BLOCKMAP_H
+#define TALLY_TOOLS_BLOCKMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tally_map_loc
+{
+  uint32_t file; /* index into files */
+  uint32_t line;
+};
+
+struct tally_map_block
+{
+  uint32_t value; /* index into the values, or TALLY_MAP_NONE */
+  uint32_t flags; /* TALLY_BLOCK_* */
+  uint32_t nlocs;
+  const struct tally_map_loc *locs; /* nlocs locations, in order */
+};
+
+struct tally_map_edge
+{
+  uint32_t src, dst; /* block numbers */
+  uint32_t flags;    /* TALLY_EDGE_* */
+  uint32_t value;    /* index into the values, or TALLY_MAP_NONE */
+};
+
+/* A decoded, checked map.  */
+struct tally_blockmap
+{
+  uint32_t kind; /* TALLY_MAP_BLOCK, _TREE or _VISITED */
+  uint32_t nblocks, nedges, nfiles;
+  char **files;  /* NUL-terminated copies */
+  struct tally_map_block *blocks;
+  struct tally_map_edge *edges;
+  struct tally_map_loc *locs_; /* storage of every block's locations */
+};
+
+/* Decode the SIZE bytes at MAP of a function with NVALUES values.  Returns
+   0, or -1 with a one-line message in ERR (ERRLEN bytes at most) and *OUT
+   empty.  Besides the layout it checks that value indexes are below
+   NVALUES, block numbers below the block count, file indexes below the
+   file count, that no edge leaves EXIT or enters ENTRY, and that ENTRY
+   and EXIT carry neither a value nor locations.  */
+int tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
+                      struct tally_blockmap *out, char *err, size_t errlen);
+
+/* Release what a successful decode stored; safe on a zeroed struct.  */
+void tally_map_free (struct tally_blockmap *m);
+
+/* The solved counts of one function.  */
+struct tally_flow
+{
+  uint64_t *block;           /* nblocks: times each block started; ENTRY's
+                                and EXIT's are every arrival and departure,
+                                fake edges included */
+  uint64_t *edge;            /* nedges: times each edge was taken */
+  unsigned char *block_known; /* nblocks: 1 where block[] is determined */
+  unsigned char *edge_known;  /* nedges */
+  uint64_t entries, exits;   /* normal edges out of ENTRY, into EXIT */
+  int entries_known, exits_known;
+  uint32_t negative;         /* counts that came out negative, shown as 0 */
+  uint32_t unknown_blocks;   /* blocks (ENTRY, EXIT excluded) undetermined */
+};
+
+/* Solve M against the function's NVALUES values.  For kind VISITED the
+   block values are taken as they are (0 or 1) and no edge is known.  */
+void tally_flow_solve (const struct tally_blockmap *m, const uint64_t *values,
+                       uint32_t nvalues, struct tally_flow *out);
+
+void tally_flow_free (struct tally_flow *f);
+
+#endif /* TALLY_TOOLS_BLOCKMAP_H */
