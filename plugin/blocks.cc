@@ -447,7 +447,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
       edge e;
       edge_iterator ei;
       bool setjmp_block = bb != ENTRY_BLOCK_PTR_FOR_FN (fun)
-                          && resume_block (bb, map_of) != map_of[bb->index];
+                          && resume_block (bb, map_of) != (unsigned) map_of[bb->index];
       FOR_EACH_EDGE (e, ei, bb->succs)
         {
           unsigned m = map_of[e->dest->index];

@@ -26,6 +26,7 @@
 #include "cgraph.h"
 #include "gimple-iterator.h"
 #include "gimple-ssa.h"
+#include "cfgloop.h"
 #include "tree-cfg.h"
 #include "tree-iterator.h"
 #include "memmodel.h"
@@ -46,7 +47,6 @@
 #include "builtins.h"
 #include "ggc.h"
 #include "sreal.h"
-#include "cfgloop.h"
 #include "gtype-desc.h"
 
 /* The version the headers describe.  plugin-version.h defines it as a static

@@ -74,14 +74,9 @@ tally_hooks_gc_roots (void)
   return tally_hooks_roots;
 }
 
-/* void NAME (void *module, unsigned fn): external, nothrow and leaf (the
-   runtime never calls back into this unit), so GCC keeps its assumptions
-   about the caller's memory around the call.  */
-static tree
-build_hook_decl (const char *name)
+tree
+tally_runtime_decl (const char *name, tree type)
 {
-  tree type = build_function_type_list (void_type_node, ptr_type_node,
-                                        uint32_type_node, NULL_TREE);
   tree decl = build_fn_decl (name, type);
   TREE_NOTHROW (decl) = 1;
   DECL_ARTIFICIAL (decl) = 1;
@@ -89,6 +84,15 @@ build_hook_decl (const char *name)
       = tree_cons (get_identifier ("leaf"), NULL_TREE,
                    tree_cons (get_identifier ("nothrow"), NULL_TREE, NULL_TREE));
   return decl;
+}
+
+/* void NAME (void *module, unsigned fn).  */
+static tree
+build_hook_decl (const char *name)
+{
+  return tally_runtime_decl (name, build_function_type_list (
+                                       void_type_node, ptr_type_node,
+                                       uint32_type_node, NULL_TREE));
 }
 
 static tree
@@ -313,14 +317,11 @@ insert_tls_attach (function *fun, location_t loc)
 {
   if (!attach_decl)
     {
-      tree type = build_function_type_list (void_type_node, ptr_type_node,
-                                            NULL_TREE);
-      attach_decl = build_fn_decl ("__tally_tls_attach", type);
-      TREE_NOTHROW (attach_decl) = 1;
-      DECL_ARTIFICIAL (attach_decl) = 1;
-      DECL_ATTRIBUTES (attach_decl)
-          = tree_cons (get_identifier ("leaf"), NULL_TREE,
-                       tree_cons (get_identifier ("cold"), NULL_TREE, NULL_TREE));
+      attach_decl = tally_runtime_decl (
+          "__tally_tls_attach",
+          build_function_type_list (void_type_node, ptr_type_node, NULL_TREE));
+      DECL_ATTRIBUTES (attach_decl) = tree_cons (get_identifier ("cold"), NULL_TREE,
+                                                 DECL_ATTRIBUTES (attach_decl));
     }
   edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
   basic_block cond_bb = split_edge (e);
@@ -436,25 +437,50 @@ instrument_function (function *fun)
   if (plan)
     tally_blocks_insert (fun, plan, fn);
 
-  /* 5. Exit hooks, before each return.  */
+  /* 5. Exit hooks, before each return.  With measure=cycles (measure.cc)
+     the frame is popped after the count; with hooks=call the runtime's
+     measuring hook counts as well.  */
+  bool cycles = tally_opts.measure != TALLY_MEASURE_COUNT;
+  bool count_hooks = hooks && !(cycles && tally_opts.hooks == TALLY_HOOKS_CALL);
+  /* exit=frames: no exit hooks, the trampoline counts and measures.  */
+  const char *no_frames = NULL;
+  bool frames = tally_opts.exit_frames && tally_frames_ok (fun, &no_frames);
+  if (tally_opts.exit_frames && !frames && dump_file)
+    fprintf (dump_file, "tally: %s gets return-site exits: %s\n",
+             IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)), no_frames);
   for (gimple *ret : returns)
     {
-      if (!hooks)
+      if (frames)
         break;
-      gimple_seq seq = NULL;
-      build_hook (fun, fn, TALLY_C_EXITS, user, gimple_location (ret), &seq);
-      add_call_edges (fun, seq, gimple_bb (ret));
-      gimple_stmt_iterator gsi = gsi_for_stmt (ret);
-      gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
+      if (count_hooks)
+        {
+          gimple_seq seq = NULL;
+          build_hook (fun, fn, TALLY_C_EXITS, user, gimple_location (ret), &seq);
+          add_call_edges (fun, seq, gimple_bb (ret));
+          gimple_stmt_iterator gsi = gsi_for_stmt (ret);
+          gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
+        }
+      if (cycles)
+        tally_measure_exit (fun, fn, ret);
     }
 
-  /* 6. The entry hook, on the edge out of the entry block.  */
-  if (hooks)
+  /* 6. The entry hook, on the edge out of the entry block; the push
+     after the count, in a block of its own that its branch can end.  */
+  gimple_seq seq = NULL;
+  if (count_hooks)
+    build_hook (fun, fn, TALLY_C_ENTRIES, user, DECL_SOURCE_LOCATION (fndecl),
+                &seq);
+  edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
+  if (cycles)
     {
-      gimple_seq seq = NULL;
-      build_hook (fun, fn, TALLY_C_ENTRIES, user, DECL_SOURCE_LOCATION (fndecl),
-                  &seq);
-      edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
+      basic_block b = split_edge (e);
+      gimple_stmt_iterator gsi = gsi_start_bb (b);
+      gsi_insert_seq_before (&gsi, seq, GSI_NEW_STMT);
+      add_call_edges (fun, seq, b);
+      tally_measure_entry (fun, fn, b, frames);
+    }
+  else if (count_hooks)
+    {
       add_call_edges (fun, seq, e->dest);
       gsi_insert_seq_on_edge_immediate (e, seq);
     }

@@ -17,6 +17,12 @@ enum tally_at { TALLY_AT_LATE, TALLY_AT_EARLY };
 enum tally_update { TALLY_UPDATE_SINGLE, TALLY_UPDATE_ATOMIC, TALLY_UPDATE_TLS };
 enum tally_blocks { TALLY_BLOCKS_NONE, TALLY_BLOCKS_COUNT, TALLY_BLOCKS_VISITED };
 enum tally_placement { TALLY_PLACE_TREE, TALLY_PLACE_BLOCK };
+enum tally_measure
+{
+  TALLY_MEASURE_COUNT,
+  TALLY_MEASURE_CYCLES,
+  TALLY_MEASURE_PAPI /* cycles too, through the runtime's PAPI hooks */
+};
 
 /* The options of this compilation, parsed once in plugin_init.  */
 struct tally_options
@@ -27,6 +33,9 @@ struct tally_options
   const char *user_prefix; /* hooks=user:PREFIX */
   enum tally_blocks blocks;
   enum tally_placement placement;
+  enum tally_measure measure;
+  bool paths; /* paths=on */
+  bool exit_frames; /* exit=frames */
 };
 extern struct tally_options tally_opts;
 
@@ -65,6 +74,11 @@ tally_core_layout (void)
   return l;
 }
 tree tally_module_address (void);
+/* Building the records of include/tally/abi.h as GCC types: add a field to
+   the chain *FIELDS (built in reverse), then lay the record out, checking
+   that it has the size the C compiler gives the struct.  */
+void tally_add_field (tree *fields, const char *name, tree type);
+tree tally_finish_struct (const char *name, tree fields, unsigned expected_size);
 /* update=tls: the thread-local "attached" word of this unit.  */
 tree tally_tls_live_decl (void);
 void tally_emit_module (void *gcc_data, void *user_data);
@@ -82,6 +96,21 @@ bool tally_filter_load (const char *option, const char *path);
 const char *tally_filter_reason (tree fndecl, function *fun);
 void tally_verbose_note (tree fndecl, const char *why);
 
+/* measure.cc: measure=cycles, the shadow stack push and pop.  ENTRY goes
+   at the end of BB (which falls through to the function's first block);
+   EXIT right before the return statement RET.  */
+void tally_measure_entry (function *fun, const tally_fn_info &fn,
+                          basic_block bb, bool frames);
+/* at=early: lower the CFAs our hooks read in inlined functions (see
+   measure.cc); the pass that does it runs after "optimized".  */
+unsigned tally_fix_inlined_cfa (function *fun);
+opt_pass *tally_make_cfa_pass (gcc::context *ctx);
+/* Whether FUN can return through the exit=frames trampoline (else it gets
+   return-site exits); WHY says why not.  */
+bool tally_frames_ok (function *fun, const char **why);
+void tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret);
+const struct ggc_root_tab *tally_measure_gc_roots (void);
+
 /* blocks.cc: blocks=count|visited.  */
 struct tally_block_plan;
 tally_block_plan *tally_blocks_plan (function *fun, tally_fn_layout *layout);
@@ -89,6 +118,10 @@ void tally_blocks_insert (function *fun, tally_block_plan *plan,
                           const tally_fn_info &fn);
 
 /* hooks.cc: the entry/exit instrumentation pass.  */
+/* An external runtime function NAME of TYPE: nothrow and leaf (the runtime
+   never calls back into the instrumented unit), so GCC keeps its
+   assumptions about the caller's memory around the call.  */
+tree tally_runtime_decl (const char *name, tree type);
 /* Append to *SEQ "ARRAY[K] += 1" (update=single|tls) or its relaxed atomic
    form (update=atomic).  */
 void tally_build_increment (function *fun, tree array, unsigned k,

@@ -13,6 +13,14 @@
  *   at=late|early        after IPA inlining (default) or before it
  *   update=single|atomic|tls
  *                        plain, relaxed-atomic or per-thread counters
+ *   measure=count|cycles|papi
+ *                        only count (default), or also inclusive and
+ *                        exclusive TSC cycles (and PAPI events) per
+ *                        function (measure.cc)
+ *   paths=on|off         a calling-context tree (measure=cycles, hooks=call)
+ *   exit=returns|frames  exit hooks at every return (default), or LOPI's
+ *                        return frames: the entry hook swaps the return
+ *                        address for a trampoline (x86-64, hooks=call)
  *   filter=FILE          include/exclude rules and a size threshold (filter.cc)
  *   verbose              a note per function: instrumented, or why not
  *   help                 print this list
@@ -27,7 +35,8 @@ int plugin_is_GPL_compatible;
 
 struct tally_options tally_opts
     = { TALLY_HOOKS_INLINE, TALLY_AT_LATE,     TALLY_UPDATE_SINGLE,
-        NULL,               TALLY_BLOCKS_NONE, TALLY_PLACE_TREE };
+        NULL,               TALLY_BLOCKS_NONE, TALLY_PLACE_TREE,
+        TALLY_MEASURE_COUNT, false, false };
 bool tally_emitting;
 
 static const char help_text[]
@@ -45,6 +54,15 @@ static const char help_text[]
       "(default) or before it\n"
       "  -fplugin-arg-tally-update=single|atomic|tls  plain (default), "
       "relaxed-atomic or per-thread counter updates\n"
+      "  -fplugin-arg-tally-measure=count|cycles|papi count calls only "
+      "(default), or also inclusive and exclusive cycles per function "
+      "(x86-64), and with papi the TALLY_PAPI_EVENTS (hooks=call, -lpapi)\n"
+      "  -fplugin-arg-tally-paths=on|off        a calling-context tree: "
+      "calls and cycles per call path (needs measure=cycles and hooks=call)\n"
+      "  -fplugin-arg-tally-exit=returns|frames  exit hooks before every "
+      "return (default), or LOPI return frames: the entry hook swaps the "
+      "return address for a trampoline (needs hooks=call, measure=cycles; "
+      "not with exceptions)\n"
       "  -fplugin-arg-tally-filter=FILE         which functions to instrument "
       "(rules: include|exclude function|file GLOB, min-statements N)\n"
       "  -fplugin-arg-tally-verbose             a note for every function: "
@@ -88,6 +106,15 @@ static const struct choice hooks_choices[]
         { NULL, 0 } };
 static const struct choice at_choices[]
     = { { "late", TALLY_AT_LATE }, { "early", TALLY_AT_EARLY }, { NULL, 0 } };
+static const struct choice measure_choices[]
+    = { { "count", TALLY_MEASURE_COUNT },
+        { "cycles", TALLY_MEASURE_CYCLES },
+        { "papi", TALLY_MEASURE_PAPI },
+        { NULL, 0 } };
+static const struct choice paths_choices[]
+    = { { "off", 0 }, { "on", 1 }, { NULL, 0 } };
+static const struct choice exit_choices[]
+    = { { "returns", 0 }, { "frames", 1 }, { NULL, 0 } };
 static const struct choice update_choices[]
     = { { "single", TALLY_UPDATE_SINGLE },
         { "atomic", TALLY_UPDATE_ATOMIC },
@@ -148,6 +175,24 @@ parse_options (const struct plugin_name_args *info)
                                    "single, atomic, tls", &v)))
             tally_opts.update = (enum tally_update) v;
         }
+      else if (strcmp (arg->key, "measure") == 0)
+        {
+          if ((ok &= parse_choice (info->base_name, arg, measure_choices,
+                                   "count, cycles, papi", &v)))
+            tally_opts.measure = (enum tally_measure) v;
+        }
+      else if (strcmp (arg->key, "paths") == 0)
+        {
+          if ((ok &= parse_choice (info->base_name, arg, paths_choices,
+                                   "on, off", &v)))
+            tally_opts.paths = v != 0;
+        }
+      else if (strcmp (arg->key, "exit") == 0)
+        {
+          if ((ok &= parse_choice (info->base_name, arg, exit_choices,
+                                   "returns, frames", &v)))
+            tally_opts.exit_frames = v != 0;
+        }
       else if (strcmp (arg->key, "blocks") == 0)
         {
           if ((ok &= parse_choice (info->base_name, arg, blocks_choices,
@@ -195,8 +240,8 @@ parse_options (const struct plugin_name_args *info)
       else
         {
           error ("unknown option %<-fplugin-arg-%s-%s%>; accepted "
-                 "options: hooks, blocks, placement, at, update, filter, "
-                 "verbose, help",
+                 "options: hooks, blocks, placement, at, update, measure, "
+                 "paths, exit, filter, verbose, help",
                  info->base_name, arg->key);
           ok = false;
         }
@@ -221,6 +266,21 @@ check_unit (void *, void *)
   if (flag_lto || in_lto_p)
     error ("%<-fplugin=tally%> does not support %<-flto%> yet; build the "
            "instrumented program without %<-flto%>");
+  /* The inline code reads the time-stamp counter with x86-64 assembly and
+     the frames hold 64-bit CFAs.  */
+  /* The unwinder finds each caller through the return addresses, and would
+     meet the trampoline instead.  */
+  if (tally_opts.exit_frames && flag_exceptions)
+    error ("%<-fplugin-arg-tally-exit=frames%> cannot be used with "
+           "exceptions (C++, or %<-fexceptions%>): the unwinder would find "
+           "the return trampoline instead of the caller; use "
+           "%<-fplugin-arg-tally-exit=returns%> (the default)");
+  if (tally_opts.measure != TALLY_MEASURE_COUNT
+      && TYPE_PRECISION (ptr_type_node) != 64)
+    error ("%<-fplugin-arg-tally-measure=cycles%> and %<papi%> support "
+           "x86-64 only "
+           "(this compilation has %d-bit pointers)",
+           (int) TYPE_PRECISION (ptr_type_node));
 }
 
 int
@@ -242,6 +302,60 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
     return 1;
   register_callback (info->base_name, PLUGIN_INFO, NULL, &tally_info);
 
+  /* measure=cycles reads the x86-64 time-stamp counter and keeps its own
+     frames: user hooks measure for themselves.  */
+  if (tally_opts.measure == TALLY_MEASURE_PAPI
+      && tally_opts.hooks != TALLY_HOOKS_CALL)
+    {
+      error ("%<-fplugin-arg-%s-measure=papi%> needs "
+             "%<-fplugin-arg-%s-hooks=call%>: the events are read by the "
+             "hooks in the runtime", info->base_name, info->base_name);
+      return 1;
+    }
+  if (tally_opts.measure == TALLY_MEASURE_CYCLES
+      && (tally_opts.hooks == TALLY_HOOKS_USER
+          || tally_opts.hooks == TALLY_HOOKS_NONE))
+    {
+      error ("%<-fplugin-arg-%s-measure=cycles%> needs "
+             "%<-fplugin-arg-%s-hooks=inline%> or %<call%>; user hooks "
+             "(%<hooks=user:PREFIX%>) measure what they like themselves, "
+             "and %<hooks=none%> has no entry and exit to measure",
+             info->base_name, info->base_name);
+      return 1;
+    }
+  /* The tree is kept by the runtime's hooks, which know the caller's
+     frame; the inline fast path does not look paths up.  */
+  if (tally_opts.paths
+      && (tally_opts.measure == TALLY_MEASURE_COUNT
+          || tally_opts.hooks != TALLY_HOOKS_CALL))
+    {
+      error ("%<-fplugin-arg-%s-paths=on%> needs "
+             "%<-fplugin-arg-%s-measure=cycles%> (or %<papi%>) and "
+             "%<-fplugin-arg-%s-hooks=call%>",
+             info->base_name, info->base_name, info->base_name);
+      return 1;
+    }
+  if (tally_opts.exit_frames
+      && (tally_opts.measure != TALLY_MEASURE_CYCLES
+          || tally_opts.hooks != TALLY_HOOKS_CALL))
+    {
+      error ("%<-fplugin-arg-%s-exit=frames%> needs "
+             "%<-fplugin-arg-%s-hooks=call%> and "
+             "%<-fplugin-arg-%s-measure=cycles%>: the return trampoline is "
+             "in the runtime", info->base_name, info->base_name,
+             info->base_name);
+      return 1;
+    }
+  /* A function inlined into another has no return address of its own.  */
+  if (tally_opts.exit_frames && tally_opts.at == TALLY_AT_EARLY)
+    {
+      error ("%<-fplugin-arg-%s-exit=frames%> needs "
+             "%<-fplugin-arg-%s-at=late%>: with %<at=early%> functions are "
+             "inlined after the entry hook goes in, and an inlined function "
+             "has no return address to swap", info->base_name,
+             info->base_name);
+      return 1;
+    }
   /* 3. The pass.  "optimized" is the last GIMPLE pass at every -O level:
      after it, the set of function bodies is the one in the object file.
      "cfg" is the first pass with a CFG, before any inlining.  User hooks
@@ -255,6 +369,18 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
   pass.ref_pass_instance_number = 1;
   pass.pos_op = PASS_POS_INSERT_AFTER;
   register_callback (info->base_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &pass);
+  /* at=early measuring hooks: after inlining (after "optimized", like the
+     late pass), the CFAs read in inlined functions are told apart.  */
+  if (tally_opts.at == TALLY_AT_EARLY
+      && tally_opts.measure != TALLY_MEASURE_COUNT)
+    {
+      struct register_pass_info fix;
+      fix.pass = tally_make_cfa_pass (g);
+      fix.reference_pass_name = "optimized";
+      fix.ref_pass_instance_number = 1;
+      fix.pos_op = PASS_POS_INSERT_AFTER;
+      register_callback (info->base_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &fix);
+    }
   if (tally_opts.hooks == TALLY_HOOKS_USER)
     tally_user_register (info->base_name);
 
@@ -266,5 +392,7 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
                      (void *) tally_descriptor_gc_roots ());
   register_callback (info->base_name, PLUGIN_REGISTER_GGC_ROOTS, NULL,
                      (void *) tally_hooks_gc_roots ());
+  register_callback (info->base_name, PLUGIN_REGISTER_GGC_ROOTS, NULL,
+                     (void *) tally_measure_gc_roots ());
   return 0;
 }

@@ -51,6 +51,11 @@ static unsigned char *retained;
 static size_t retained_len, retained_cap;
 static uint32_t retained_count;
 
+/* The function id of the first function of each retained record, for its
+   measured values (shadow.c); RETAINED_IDS_MAX entries reserved.  */
+#define RETAINED_IDS_MAX ((size_t) 1 << 16)
+static uint32_t *retained_ids;
+
 /* Each live module's counter sum at the last at-exit dump, in list order
    (see "Counts made after the exit dump" below); guarded by `dumping`.  */
 struct exit_sum
@@ -227,6 +232,133 @@ put_records (struct writer *w, struct tally_module *head, uint32_t nlive)
         put_module (w, m);
       }
   put (w, retained, retained_len);
+}
+
+/* The NEV PAPI event totals (inclusive, exclusive) of function ID.  */
+static void
+put_events (struct writer *w, uint32_t id, unsigned nev)
+{
+  for (unsigned e = 0; e < nev; e++)
+    {
+      uint64_t incl = 0, excl = 0;
+      if (id != UINT32_MAX)
+        tally_rt_papi_totals (id, e, &incl, &excl);
+      put_u64 (w, incl);
+      put_u64 (w, excl);
+    }
+}
+
+/* The measured values (measure=cycles) of NMODULES module records: the
+   live modules in HEAD's list order, then the retained ones, as
+   put_records writes them.  Written only when some module measures.  */
+static void
+put_meas (struct writer *w, struct tally_module *head, uint32_t nlive)
+{
+  uint32_t cap;
+  const struct tally_meas *meas = tally_rt_meas (&cap);
+  const char *ev_names[TALLY_PAPI_MAX];
+  unsigned nev = tally_rt_papi_events ? tally_rt_papi_events (ev_names) : 0;
+  put_u32 (w, TALLY_TAG_MEAS);
+  put_u32 (w, 1 + nev);
+  put_str (w, "cycles");
+  for (unsigned e = 0; e < nev; e++)
+    put_str (w, ev_names[e]);
+  put_u32 (w, nlive + retained_count);
+  uint32_t written = 0;
+  for (struct tally_module *m = head; m && written < nlive; m = m->next)
+    if (module_live (m))
+      {
+        written++;
+        put_u32 (w, m->nfns);
+        for (uint32_t i = 0; i < m->nfns; i++)
+          {
+            uint32_t id = m->fns[i]->id;
+            put_u64 (w, id < cap ? meas[id].incl : 0);
+            put_u64 (w, id < cap ? meas[id].excl : 0);
+            put_events (w, id, nev);
+          }
+      }
+  /* The retained records, walked like zero_retained does.  */
+  const unsigned char *p = retained, *end = retained + retained_len;
+  for (uint32_t r = 0; p && p < end; r++)
+    {
+      uint32_t nfns = tally_rt_get_u32 (p + 20);
+      uint32_t base = retained_ids && r < RETAINED_IDS_MAX ? retained_ids[r]
+                                                           : UINT32_MAX;
+      put_u32 (w, nfns);
+      p = skip_str (skip_str ((unsigned char *) p + 24));
+      for (uint32_t i = 0; i < nfns; i++)
+        {
+          for (int s = 0; s < 4; s++)
+            p = skip_str ((unsigned char *) p);
+          p += 16 + (size_t) tally_rt_get_u32 (p + 8) * 8;
+          p += 4 + (size_t) tally_rt_get_u32 (p); /* block map */
+          uint64_t id = (uint64_t) base + i;
+          put_u64 (w, base != UINT32_MAX && id < cap ? meas[id].incl : 0);
+          put_u64 (w, base != UINT32_MAX && id < cap ? meas[id].excl : 0);
+          put_events (w, base != UINT32_MAX && id < UINT32_MAX ? (uint32_t) id
+                                                               : UINT32_MAX,
+                      nev);
+        }
+    }
+}
+
+/* The calling-context tree (paths=on): the function-id base of each module
+   record, in put_records' order, then the nodes after the root.  */
+static void
+put_paths (struct writer *w, struct tally_module *head, uint32_t nlive)
+{
+  uint32_t n, depth;
+  uint64_t lost;
+  const struct tally_path_node *nodes = tally_rt_paths (&n, &depth, &lost);
+  put_u32 (w, TALLY_TAG_PATH);
+  put_u32 (w, depth);
+  put_u64 (w, lost);
+  put_u32 (w, nlive + retained_count);
+  uint32_t written = 0;
+  for (struct tally_module *m = head; m && written < nlive; m = m->next)
+    if (module_live (m))
+      {
+        written++;
+        put_u32 (w, m->nfns ? m->fns[0]->id : UINT32_MAX);
+      }
+  for (uint32_t r = 0; r < retained_count; r++)
+    put_u32 (w, retained_ids && r < RETAINED_IDS_MAX ? retained_ids[r]
+                                                     : UINT32_MAX);
+  put_u32 (w, n ? n - 1 : 0);
+  for (uint32_t i = 1; i < n; i++)
+    {
+      /* A node being made right now is written as an empty child of the
+         root with no function; readers skip those.  */
+      uint32_t fn1 = __atomic_load_n (&nodes[i].fn_plus1, __ATOMIC_ACQUIRE);
+      uint32_t parent = fn1 ? nodes[i].parent : 0;
+      put_u32 (w, parent < i ? parent : 0);
+      put_u32 (w, fn1 ? fn1 - 1 : UINT32_MAX);
+      put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].calls, __ATOMIC_RELAXED) : 0);
+      put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].incl, __ATOMIC_RELAXED) : 0);
+      put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].excl, __ATOMIC_RELAXED) : 0);
+    }
+}
+
+static int
+any_paths (void)
+{
+  uint32_t n, depth;
+  uint64_t lost;
+  return tally_rt_paths (&n, &depth, &lost) != NULL;
+}
+
+/* Whether any module, live or retained, measures (TALLY_MOD_MEASURE_*).  */
+static int
+any_measured (struct tally_module *head)
+{
+  uint32_t cap;
+  if (!tally_rt_meas (&cap))
+    return 0;
+  for (struct tally_module *m = head; m; m = m->next)
+    if (module_live (m) && (m->flags & TALLY_MOD_MEASURE_CYCLES))
+      return 1;
+  return retained_count != 0; /* their flags are in the records: keep it simple */
 }
 
 /* getenv without locks or allocation (getenv itself is not
@@ -843,9 +975,15 @@ dump_locked (int at_exit)
 
   uint32_t flags = at_exit ? TALLY_FILE_AT_EXIT : 0;
   uint32_t nmodules = nlive + retained_count;
+  int meas = any_measured (head);
+  int paths = any_paths ();
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_header (&w, 0, nmodules, flags, program);
   put_records (&w, head, nlive);
+  if (meas)
+    put_meas (&w, head, nlive);
+  if (paths)
+    put_paths (&w, head, nlive);
   uint64_t file_size = w.total + TALLY_TRAILER_SIZE;
 
   w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
@@ -854,6 +992,10 @@ dump_locked (int at_exit)
     return -1;
   put_header (&w, file_size, nmodules, flags, program);
   put_records (&w, head, nlive);
+  if (meas)
+    put_meas (&w, head, nlive);
+  if (paths)
+    put_paths (&w, head, nlive);
   if (finish_file (&w, file_size, tmp, path) != 0)
     return -1;
   if (tally_rt_env ("TALLY_VERBOSE"))
@@ -1058,6 +1200,15 @@ retain_locked (struct tally_module *m)
         if (base_entries[i].m == m)
           base_entries[i].m = NULL;
     }
+  if (!retained_ids)
+    {
+      void *p = mmap (NULL, RETAINED_IDS_MAX * sizeof *retained_ids,
+                      PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      retained_ids = p == MAP_FAILED ? NULL : (uint32_t *) p;
+    }
+  if (retained_ids && retained_count < RETAINED_IDS_MAX)
+    retained_ids[retained_count] = m->nfns ? m->fns[0]->id : UINT32_MAX;
   retained_len += (size_t) w.total;
   retained_count++;
   return 0;
@@ -1130,6 +1281,10 @@ tally_rt_reset_local (void)
   if (lock_dump (1) != 0)
     return;
   zero_live ();
+  tally_rt_meas_zero ();
+  tally_rt_paths_zero ();
+  if (tally_rt_papi_zero)
+    tally_rt_papi_zero ();
   /* The counts merged so far stay in the file; from zero, everything is
      new.  */
   drop_baseline ();
@@ -1182,6 +1337,10 @@ tally_rt_fork_child (void)
   tally_rt_tls_fork_child ();
   zero_live ();
   zero_retained ();
+  tally_rt_meas_zero ();
+  tally_rt_paths_zero ();
+  if (tally_rt_papi_zero)
+    tally_rt_papi_zero ();
   drop_baseline ();
 }
 

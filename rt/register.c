@@ -109,6 +109,9 @@ tally_rt_exit_dump (void)
   /* A copy that forwarded everything to a primary has nothing to write.  */
   if (!__atomic_load_n (&atexit_installed, __ATOMIC_ACQUIRE))
     return;
+  /* This thread's activations (main, or the caller of exit) never see
+     their exits now.  */
+  tally_rt_shadow_close_current ();
   /* The second of the pair (atexit handler, destructor) comes later:
      code that ran in between may have counted.  */
   if (__atomic_exchange_n (&tally_exit_dumped, 1, __ATOMIC_ACQ_REL))

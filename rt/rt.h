@@ -101,6 +101,72 @@ const char *tally_rt_check_file (const unsigned char *buf, size_t len,
                                  size_t *records, uint32_t *nmodules)
     TALLY_HIDDEN;
 
+/* shadow.c: measure=cycles.  The per-function totals indexed by function
+   id, and their number in *NFNS (NULL and 0 until something measured).  */
+const struct tally_meas *tally_rt_meas (uint32_t *nfns) TALLY_HIDDEN;
+/* Zero them (tally_reset, the fork child).  */
+void tally_rt_meas_zero (void) TALLY_HIDDEN;
+/* Close the calling thread's open frames now (the exit dump).  */
+void tally_rt_shadow_close_current (void) TALLY_HIDDEN;
+
+/* shadow.c: the measuring entry and exit (FLAGS: TALLY_SF_*), for
+   papi.c's hooks.  */
+#define TALLY_STACK_FRAMES ((size_t) 1 << 19) /* frames per thread: as deep
+                                                 as an 8 MiB stack of
+                                                 16-byte frames (reserved,
+                                                 not committed) */
+/* Returns the frame pushed, NULL if none (a full stack).  */
+struct tally_sframe *tally_rt_enter (struct tally_module *m, uint32_t fn,
+                                     void *cfa, uint32_t flags) TALLY_HIDDEN;
+/* exit=frames: called by the return trampoline (frames.c).  */
+uint64_t tally_rt_frames_exit (uint64_t cfa) TALLY_HIDDEN;
+void tally_rt_exit (struct tally_module *m, uint32_t fn, void *cfa)
+    TALLY_HIDDEN;
+
+/* papi.c: measure=papi.  Weak: a static link pulls papi.o (and needs
+   -lpapi) only when a measure=papi module calls __tally_enter_papi.  */
+#define TALLY_PAPI_MAX 8 /* events at most */
+/* Read the calling thread's events into EV; their number, or -1.  */
+int tally_rt_papi_read (uint64_t *ev) TALLY_HIDDEN __attribute__ ((weak));
+/* Note the events at the entry of frame IDX; 0, or -1 if this thread
+   has no events.  */
+int tally_rt_papi_push (size_t idx) TALLY_HIDDEN __attribute__ ((weak));
+/* Close frame IDX of function FN with the events EV read now.  */
+void tally_rt_papi_pop (size_t idx, uint32_t fn, const uint64_t *ev)
+    TALLY_HIDDEN __attribute__ ((weak));
+void tally_rt_papi_thread_gone (void) TALLY_HIDDEN __attribute__ ((weak));
+/* The events measured (their names in NAMES), 0 if none.  */
+unsigned tally_rt_papi_events (const char **names) TALLY_HIDDEN
+    __attribute__ ((weak));
+/* The totals of event EV for function FN.  */
+void tally_rt_papi_totals (uint32_t fn, unsigned ev, uint64_t *incl,
+                           uint64_t *excl) TALLY_HIDDEN __attribute__ ((weak));
+void tally_rt_papi_zero (void) TALLY_HIDDEN __attribute__ ((weak));
+
+/* paths.c: paths=on, the calling-context tree.  */
+#define TALLY_PATH_NONE UINT32_MAX
+struct tally_path_node
+{
+  uint32_t parent;   /* node index; the root (0) has UINT32_MAX */
+  uint32_t fn_plus1; /* function id + 1; 0 until the node is filled */
+  uint32_t depth;    /* the root is 0 */
+  uint32_t pad;
+  uint64_t calls, incl, excl;
+};
+/* The node of function FN called on the path of node PARENT (0: the
+   root), made if new; TALLY_PATH_NONE if the tree is full.  */
+uint32_t tally_rt_path_node (uint32_t parent, uint32_t fn) TALLY_HIDDEN;
+/* NODE if it is a node of function FN, else 0 (the root).  */
+uint32_t tally_rt_path_owner (uint32_t node, uint32_t fn) TALLY_HIDDEN;
+/* Add one closed activation to NODE (if it is FN's).  */
+void tally_rt_path_add (uint32_t node, uint32_t fn, uint64_t d, uint64_t self)
+    TALLY_HIDDEN;
+/* The nodes (*N of them, the root first), the depth limit and the number
+   of activations lost to a full tree; NULL before any path.  */
+const struct tally_path_node *tally_rt_paths (uint32_t *n, uint32_t *depth,
+                                              uint64_t *lost) TALLY_HIDDEN;
+void tally_rt_paths_zero (void) TALLY_HIDDEN;
+
 /* What this copy of the runtime does itself, as opposed to the public
    entry points, which go to the primary copy (instance.c).  */
 void tally_rt_register_local (struct tally_module *m) TALLY_HIDDEN;

@@ -114,6 +114,11 @@ def main():
     if os.path.exists(base + ".flags"):
         for flag in open(base + ".flags").read().split():
             (plugin_extra if flag.startswith("-fplugin-arg-") else extra).append(flag)
+    # PROG.sources: more translation units of the same program.
+    srcs = [prog]
+    if os.path.exists(base + ".sources"):
+        srcs += [os.path.join(os.path.dirname(prog), f)
+                 for f in open(base + ".sources").read().split()]
     want = read_expected(base + ".expected")
     # Entries of -1 name functions that must not be instrumented at all.
     skipped = {k for k, v in want.items() if v[0] < 0}
@@ -123,22 +128,25 @@ def main():
     try:
         # The uninstrumented program's output is the reference behaviour.
         plain = os.path.join(work, "plain")
-        run([compiler, opt, prog, "-o", plain] + extra)
+        run([compiler, opt, *srcs, "-o", plain] + extra)
         reference = run([plain]).stdout
 
-        # The program's own function symbols, from its object file.
-        obj = os.path.join(work, "prog.o")
-        run([compiler, opt, "-c", prog, "-o", obj] + extra)
+        # The program's own function symbols, from its object files.
         own = set()
-        for names in nm_functions(obj).values():
-            own |= names
+        for i, src in enumerate(srcs):
+            obj = os.path.join(work, "prog%d.o" % i)
+            run([compiler, opt, "-c", src, "-o", obj] + extra)
+            for names in nm_functions(obj).values():
+                own |= names
 
+        # Inline and call hooks; and inline hooks with -g, which must not
+        # change what is counted.
         reports = {}
-        for hooks in ("inline", "call"):
+        for hooks, debug in (("inline-g", ["-g"]), ("inline", []), ("call", [])):
             exe = os.path.join(work, hooks)
-            run([compiler, opt, "-fplugin=" + args.plugin,
-                 "-fplugin-arg-tally-hooks=" + hooks,
-                 "-fplugin-arg-tally-at=" + args.at, prog, "-o", exe]
+            run([compiler, opt, *debug, "-fplugin=" + args.plugin,
+                 "-fplugin-arg-tally-hooks=" + hooks.split("-")[0],
+                 "-fplugin-arg-tally-at=" + args.at, *srcs, "-o", exe]
                 + extra + plugin_extra + [args.runtime])
             data = os.path.join(work, hooks + ".data")
             out = run([exe], env={"TALLY_OUTPUT": data}).stdout
@@ -147,6 +155,8 @@ def main():
                               % (hooks, out, reference))
             reports[hooks] = report_rows(args.tally, data)
         inline_sym = by_key(reports["inline"], "symbol")
+        compare("the build with -g", inline_sym, by_key(reports["inline-g"], "symbol"),
+                set(inline_sym) | set(by_key(reports["inline-g"], "symbol")))
         compare("hooks=call", inline_sym, by_key(reports["call"], "symbol"),
                 set(inline_sym) | set(by_key(reports["call"], "symbol")))
 
@@ -170,7 +180,7 @@ def main():
             exe = os.path.join(work, "cyg")
             oracle_obj = os.path.join(work, "cyg-count.o")
             run([args.cc, "-O2", "-c", args.oracle, "-o", oracle_obj])
-            run([compiler, opt, "-finstrument-functions", prog, oracle_obj,
+            run([compiler, opt, "-finstrument-functions", *srcs, oracle_obj,
                  "-o", exe] + extra)
             counts_file = os.path.join(work, "cyg.txt")
             out = run([exe], env={"CYG_COUNT_OUTPUT": counts_file}).stdout

@@ -36,7 +36,7 @@ def check_plugin_errors(a, work):
     src = os.path.join(a.srcdir, "progs", "s-abc.c")
     cases = [
         (["-fplugin-arg-tally-colour=red"],
-         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, blocks, placement, at, update, filter, verbose, help"),
+         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, blocks, placement, at, update, measure, paths, exit, filter, verbose, help"),
         (["-fplugin-arg-tally-hooks=fast"],
          r"invalid value 'fast' for '-fplugin-arg-tally-hooks'; accepted values: inline, call"),
         (["-fplugin-arg-tally-at"],
@@ -62,7 +62,8 @@ def check_plugin_errors(a, work):
     p = run([a.cc, "-c", "-fplugin=" + a.plugin, "-fplugin-arg-tally-help", src,
              "-o", os.path.join(work, "x.o")])
     for opt in ("hooks=inline|call|user:PREFIX|none", "blocks=none|count|visited",
-                "placement=tree|block", "at=late|early", "update=single|atomic|tls", "help"):
+                "placement=tree|block", "at=late|early", "update=single|atomic|tls",
+                "measure=count|cycles", "help"):
         expect(opt in p.stderr, "help text lacks %s:\n%s" % (opt, p.stderr))
 
 
@@ -229,6 +230,35 @@ def check_asan_runtime(a, work):
             expect("runtime error" not in p.stderr and "ERROR" not in p.stderr,
                    "sanitizer report:\n%s" % p.stderr)
             run([a.tally_asan, "report", data])
+    # The report's tables grow while several files are merged: 400
+    # functions with block maps, three data files, every output.
+    src = os.path.join(work, "many.c")
+    with open(src, "w") as f:
+        for i in range(400):
+            f.write("__attribute__((noinline)) int f%d (int x) { return x > %d ? x - 1 : x + %d; }\n"
+                    % (i, i, i))
+        f.write("int main (int argc, char **argv) { (void) argv; int s = 0;\n")
+        for i in range(400):
+            f.write("  s += f%d (argc + %d);\n" % (i, i % 7))
+        f.write("  return s == 12345; }\n")
+    exe = os.path.join(work, "many")
+    run([a.cc, "-O1", "-fplugin=" + a.plugin, "-fplugin-arg-tally-blocks=count", src,
+         "-o", exe, a.runtime])
+    datas = []
+    for k in range(3):
+        datas.append(os.path.join(work, "many.%d.data" % k))
+        run([exe] + ["x"] * k, env={"TALLY_OUTPUT": datas[-1]}, check=False)
+    env = {"ASAN_OPTIONS": "detect_leaks=1"}
+    for args in (["report"], ["report", "--csv", "--clones"], ["report", "--blocks"],
+                 ["report", "--json"], ["lcov", "-o", os.path.join(work, "many.info")]):
+        p = run([a.tally_asan, *args, *datas], env=env)
+        expect("ERROR" not in p.stderr and "runtime error" not in p.stderr,
+               "tally %s on three files: sanitizer report:\n%s" % (" ".join(args), p.stderr))
+    rows = run([a.tally, "report", "--csv", *datas]).stdout.splitlines()[1:]
+    calls = {r.split(",")[2]: int(r.split(",")[0]) for r in rows}
+    expect(calls.get("f399") == 3 and calls.get("main") == 3,
+           "three runs of 400 functions: f399 %s, main %s calls, expected 3 each"
+           % (calls.get("f399"), calls.get("main")))
 
 
 def check_install(a, work):
@@ -245,7 +275,10 @@ def check_install(a, work):
     expect(len(pcs) == 1, "tally.pc installed %d times" % len(pcs))
     env = {"PKG_CONFIG_SYSROOT_DIR": dest, "PKG_CONFIG_PATH": os.path.dirname(pcs[0])}
     libs = run(["pkg-config", "--libs", "tally"], env=env).stdout.split()
-    cflags = run(["pkg-config", "--cflags", "tally"], env=env).stdout.split()
+    # --cflags names the plugin by its installed path (outside DESTDIR);
+    # this check loads it by its short name (run-dropin.py tests --cflags).
+    cflags = [f for f in run(["pkg-config", "--cflags", "tally"], env=env).stdout.split()
+              if not f.startswith("-fplugin=")]
     libdir = [f[2:] for f in libs if f.startswith("-L")][0]
     exe = os.path.join(work, "abc")
     run([a.cc, "-O0", "-iplugindir=" + dest + plugin_dir, "-fplugin=tally",
@@ -345,7 +378,47 @@ def check_filter(a, work):
                "%s: want /%s/:\n%s" % (opt, pattern, text))
 
 
+def render_man(page):
+    """PAGE as plain text; groff's warnings (all enabled) are a failure."""
+    p = run(["groff", "-man", "-Tutf8", "-ww", "-z", page], env={"LC_ALL": "C.UTF-8"})
+    expect(p.stderr == "", "groff warns about %s:\n%s" % (page, p.stderr))
+    text = run(["groff", "-man", "-Tascii", "-P-cbou", page]).stdout
+    # Join words the formatter hyphenated at line ends.
+    return re.sub(r"(\w)-\n\s+", r"\1", text)
+
+
+def check_man_pages(a, work):
+    """tally(1) and tally-plugin(7) render without warnings, and describe
+    every option the plugin's help lists and every command and option of
+    `tally --help` and `tally run --help`, so they cannot drift silently."""
+    if not shutil.which("groff"):
+        raise Skip("groff is not installed")
+    man = os.path.join(a.build_dir, "doc", "man")
+    plugin_page = render_man(os.path.join(man, "tally-plugin.7"))
+    tool_page = render_man(os.path.join(man, "tally.1"))
+    version = run([a.tally, "--version"]).stdout.split()[-1]
+    for page in (plugin_page, tool_page):
+        expect(version in page, "the man page does not name version %s" % version)
+    p = run([a.cc, "-c", "-fplugin=" + a.plugin, "-fplugin-arg-tally-help", "-x", "c",
+             "/dev/null", "-o", os.path.join(work, "x.o")])
+    options = re.findall(r"-fplugin-arg-tally-(\S+)", p.stderr)
+    expect(len(options) >= 6, "plugin help lists %s" % options)
+    missing = [o for o in options
+               if not re.search(r"^ {7}%s(\s|$)" % re.escape(o), plugin_page, re.M)]
+    expect(not missing, "tally-plugin(7) has no entry for these plugin options "
+           "(from -fplugin-arg-tally-help): %s" % missing)
+    usage = run([a.tally, "--help"]).stdout
+    commands = re.findall(r"^  ([a-z]+)\b", usage.split("Commands:")[1].split("\n\n")[0], re.M)
+    expect("report" in commands and "run" in commands, "commands in tally --help: %s" % commands)
+    missing = [c for c in commands if not re.search(r"^ {7}%s(\s|$)" % c, tool_page, re.M)]
+    expect(not missing, "tally(1) has no entry for these commands: %s" % missing)
+    words = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", usage + run([a.tally, "run", "--help"]).stdout))
+    missing = sorted(w for w in words if w not in tool_page)
+    expect(not missing, "tally(1) does not mention these options: %s" % missing)
+
+
 CHECKS = {
+    "man-pages": check_man_pages,
     "filter": check_filter,
     "multi-runtime": check_multi_runtime,
     "version-mismatch": check_version_mismatch,

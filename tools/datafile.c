@@ -59,12 +59,14 @@ struct parser
   size_t errlen;
 };
 
-static uint32_t
-get_u32 (const unsigned char *p)
+uint32_t
+tally_le32 (const unsigned char *p)
 {
   return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16
          | (uint32_t) p[3] << 24;
 }
+
+#define get_u32 tally_le32
 
 static uint64_t
 get_u64 (const unsigned char *p)
@@ -72,9 +74,8 @@ get_u64 (const unsigned char *p)
   return (uint64_t) get_u32 (p) | (uint64_t) get_u32 (p + 4) << 32;
 }
 
-/* Store a message in ERR; returns -1 so callers can `return fail (...)`.  */
-static int
-fail (char *err, size_t errlen, const char *fmt, ...)
+int
+tally_errf (char *err, size_t errlen, const char *fmt, ...)
 {
   if (err && errlen)
     {
@@ -85,6 +86,7 @@ fail (char *err, size_t errlen, const char *fmt, ...)
     }
   return -1;
 }
+#define fail tally_errf
 
 /* Copy S into BUF (SIZE bytes) for use in a message: at most SIZE - 4
    bytes of it, cut at a character boundary and marked "...", with control
@@ -293,6 +295,7 @@ tally_data_free (struct tally_data *d)
     for (uint32_t i = 0; i < d->nmodules; i++)
       free (d->modules[i].fns);
   free (d->modules);
+  free (d->paths);
   free (d->pool_);
   memset (d, 0, sizeof *d);
 }
@@ -370,6 +373,169 @@ check_envelope (const unsigned char *buf, size_t len, char *err,
   return 0;
 }
 
+/* The optional MEAS record (measure=cycles) after the modules: per module
+   record, in order, its functions' inclusive and exclusive values.  */
+static int
+parse_meas (struct parser *p, struct tally_data *d)
+{
+  size_t at = p->pos;
+  uint32_t tag, nvalues, nrecords;
+  if (take_u32 (p, &tag, "measurement tag") != 0
+      || take_u32 (p, &nvalues, "measurement value count") != 0)
+    return -1;
+  if (nvalues == 0 || nvalues > TALLY_MAX_MEAS)
+    return fail (p->err, p->errlen, "measurement record at byte %zu: %lu "
+                 "values per function, expected 1 to %u: file is corrupt",
+                 at, (unsigned long) nvalues, (unsigned) TALLY_MAX_MEAS);
+  for (uint32_t v = 0; v < nvalues; v++)
+    if (take_str (p, &d->meas_names[v], "measurement value name") != 0)
+      return -1;
+  if (take_u32 (p, &nrecords, "measurement module count") != 0)
+    return -1;
+  if (nrecords != d->nmodules)
+    return fail (p->err, p->errlen, "measurement record at byte %zu covers "
+                 "%lu modules, the file holds %lu: file is corrupt", at,
+                 (unsigned long) nrecords, (unsigned long) d->nmodules);
+  for (uint32_t mi = 0; mi < d->nmodules; mi++)
+    {
+      struct tally_data_module *m = &d->modules[mi];
+      uint32_t nfns;
+      if (take_u32 (p, &nfns, "measurement function count") != 0)
+        return -1;
+      if (nfns != m->nfns)
+        return fail (p->err, p->errlen, "measurement record: module %lu has "
+                     "%lu functions, the record gives %lu: file is corrupt",
+                     (unsigned long) mi, (unsigned long) m->nfns,
+                     (unsigned long) nfns);
+      size_t per_fn = (size_t) nvalues * 16;
+      if (nfns > left (p) / per_fn)
+        return fail (p->err, p->errlen, "measurement record: module %lu's "
+                     "values run past the end of the records: file is "
+                     "corrupt", (unsigned long) mi);
+      for (uint32_t fi = 0; fi < nfns; fi++)
+        {
+          if (per_fn > p->pool_size - p->pool_low - p->pool_high)
+            return fail (p->err, p->errlen, "internal error: measurement "
+                         "pool exhausted");
+          uint64_t *vals = (uint64_t *) (void *) (p->pool + p->pool_low);
+          p->pool_low += per_fn;
+          for (uint32_t k = 0; k < 2 * nvalues; k++)
+            {
+              vals[k] = get_u64 (p->buf + p->pos);
+              p->pos += 8;
+            }
+          for (uint32_t v = 0; v < nvalues; v++)
+            if (vals[2 * v + 1] > vals[2 * v])
+              return fail (p->err, p->errlen, "measurement record: module "
+                           "%lu function %lu: exclusive %s above inclusive: "
+                           "file is corrupt", (unsigned long) mi,
+                           (unsigned long) fi, d->meas_names[v]);
+          m->fns[fi].meas = vals;
+        }
+    }
+  d->nmeas = nvalues;
+  return 0;
+}
+
+/* The optional PATH record (paths=on), after MEAS.  */
+static int
+parse_paths (struct parser *p, struct tally_data *d)
+{
+  size_t at = p->pos;
+  uint32_t tag, nrecords, n;
+  if (take_u32 (p, &tag, "path tag") != 0
+      || take_u32 (p, &d->path_depth, "path depth limit") != 0
+      || take_u64 (p, &d->path_lost, "lost path count") != 0
+      || take_u32 (p, &nrecords, "path module count") != 0)
+    return -1;
+  if (nrecords != d->nmodules)
+    return fail (p->err, p->errlen, "path record at byte %zu covers %lu "
+                 "modules, the file holds %lu: file is corrupt", at,
+                 (unsigned long) nrecords, (unsigned long) d->nmodules);
+  if (nrecords > left (p) / 4)
+    return fail (p->err, p->errlen, "path record at byte %zu: module bases "
+                 "run past the end of the records: file is corrupt", at);
+  uint32_t *bases = calloc (nrecords + 1, sizeof *bases);
+  if (!bases)
+    return fail (p->err, p->errlen, "out of memory");
+  for (uint32_t i = 0; i < nrecords; i++)
+    {
+      bases[i] = get_u32 (p->buf + p->pos);
+      p->pos += 4;
+    }
+  int rc = -1;
+  if (take_u32 (p, &n, "path node count") != 0)
+    goto out;
+  if (n > left (p) / 32)
+    {
+      fail (p->err, p->errlen, "path record at byte %zu: %lu nodes cannot "
+            "fit in the %zu bytes left: file is corrupt", at,
+            (unsigned long) n, left (p));
+      goto out;
+    }
+  d->paths = calloc ((size_t) n + 1, sizeof *d->paths);
+  if (!d->paths)
+    {
+      fail (p->err, p->errlen, "out of memory");
+      goto out;
+    }
+  d->paths[0].parent = d->paths[0].module = d->paths[0].fn = UINT32_MAX;
+  for (uint32_t i = 1; i <= n; i++)
+    {
+      struct tally_data_path *q = &d->paths[i];
+      const unsigned char *b = p->buf + p->pos;
+      uint32_t id = get_u32 (b + 4);
+      q->parent = get_u32 (b);
+      q->calls = get_u64 (b + 8);
+      q->incl = get_u64 (b + 16);
+      q->excl = get_u64 (b + 24);
+      p->pos += 32;
+      q->module = q->fn = UINT32_MAX;
+      if (q->parent >= i)
+        {
+          fail (p->err, p->errlen, "path node %lu: parent %lu is not an "
+                "earlier node: file is corrupt", (unsigned long) i,
+                (unsigned long) q->parent);
+          goto out;
+        }
+      if (q->excl > q->incl)
+        {
+          fail (p->err, p->errlen, "path node %lu: exclusive cycles above "
+                "inclusive: file is corrupt", (unsigned long) i);
+          goto out;
+        }
+      if (id == UINT32_MAX)
+        {
+          if (q->calls || q->incl)
+            {
+              fail (p->err, p->errlen, "path node %lu has values but no "
+                    "function: file is corrupt", (unsigned long) i);
+              goto out;
+            }
+          continue;
+        }
+      for (uint32_t m = 0; m < nrecords && q->module == UINT32_MAX; m++)
+        if (bases[m] != UINT32_MAX && id >= bases[m]
+            && id - bases[m] < d->modules[m].nfns)
+          {
+            q->module = m;
+            q->fn = id - bases[m];
+          }
+      if (q->module == UINT32_MAX)
+        {
+          fail (p->err, p->errlen, "path node %lu: function id %lu is in no "
+                "module: file is corrupt", (unsigned long) i,
+                (unsigned long) id);
+          goto out;
+        }
+    }
+  d->npaths = n + 1;
+  rc = 0;
+out:
+  free (bases);
+  return rc;
+}
+
 static int
 parse_records (struct parser *p, struct tally_data *d)
 {
@@ -398,6 +564,12 @@ parse_records (struct parser *p, struct tally_data *d)
     return fail (p->err, p->errlen, "module count in the header is %lu, "
                  "but the file holds more: file is corrupt",
                  (unsigned long) d->nmodules);
+  if (left (p) >= 4 && get_u32 (p->buf + p->pos) == TALLY_TAG_MEAS
+      && parse_meas (p, d) != 0)
+    return -1;
+  if (left (p) >= 4 && get_u32 (p->buf + p->pos) == TALLY_TAG_PATH
+      && parse_paths (p, d) != 0)
+    return -1;
   if (left (p) != 0)
     return fail (p->err, p->errlen, "%zu unexpected bytes at byte %zu, "
                  "before the trailer: file is corrupt", left (p), p->pos);

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tally/format.h"
+
 /* One function record.  The strings are NUL-terminated copies.  */
 struct tally_data_fn
 {
@@ -22,6 +24,8 @@ struct tally_data_fn
   uint32_t flags;     /* TALLY_FN_* */
   uint32_t ncounters; /* at least TALLY_C_CORE */
   uint32_t reserved;  /* as stored; the writer puts 0 */
+  uint64_t *meas;     /* nmeas pairs {inclusive, exclusive} from the MEAS
+                         record (measure=cycles), NULL without one */
   uint32_t map_size;  /* bytes at map; 0 without blocks (and in version 1) */
   const unsigned char *map; /* the block map as stored, unchecked
                                (tools/blockmap.h checks and decodes it) */
@@ -39,6 +43,16 @@ struct tally_data_module
   struct tally_data_fn *fns;
 };
 
+/* One node of the calling-context tree (PATH record, paths=on).  Node 0
+   is the root; every other node's parent has a smaller index.  */
+struct tally_data_path
+{
+  uint32_t parent;       /* node index (UINT32_MAX for the root) */
+  uint32_t module, fn;   /* its function; module UINT32_MAX for the root
+                            and for nodes the writer had not finished */
+  uint64_t calls, incl, excl;
+};
+
 /* A whole data file.  */
 struct tally_data
 {
@@ -51,9 +65,24 @@ struct tally_data
   uint32_t flags;      /* TALLY_FILE_* */
   const char *program;
   struct tally_data_module *modules;
+  uint32_t nmeas;      /* measured values per function (MEAS), 0 if none */
+  const char *meas_names[TALLY_MAX_MEAS]; /* "cycles", ... */
+  uint32_t npaths;     /* nodes of the calling-context tree, root included;
+                          0 without a PATH record */
+  struct tally_data_path *paths;
+  uint32_t path_depth; /* the writer's depth limit */
+  uint64_t path_lost;  /* activations the writer's full tree did not hold */
   uint32_t crc;        /* CRC-32 stored in (and verified against) the trailer */
   void *pool_;         /* private: storage of the strings and counters */
 };
+
+/* The little-endian u32 at P.  */
+uint32_t tally_le32 (const unsigned char *p);
+
+/* Store a message in ERR (ERRLEN bytes at most) like snprintf; returns -1,
+   so that a parser can `return tally_errf (...)`.  */
+int tally_errf (char *err, size_t errlen, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
 
 /* Parse LEN bytes at BUF into *OUT.  Returns 0, or -1 with a one-line
    message (no trailing newline, no file name) in ERR, ERRLEN bytes at most,

@@ -3,6 +3,7 @@
  *   tally report [OPTION]... FILE...   merged calls per function
  *   tally dump FILE...                 every record as stored
  *   tally merge [--force] -o OUT FILE...  sum files into one data file
+ *   tally run [OPTION]... -- COMMAND...   a build with the plugin (run.c)
  *
  * doc/cli.md describes the command line and the output.  Exit status: 0 on
  * success, 1 if a data file cannot be used or output fails, 2 for a usage
@@ -21,6 +22,8 @@
 #include "blockmap.h"
 #include "coverage.h"
 #include "datafile.h"
+#include "paths.h"
+#include "run.h"
 #include "tally/abi.h"
 #include "tally/format.h"
 
@@ -43,23 +46,36 @@ static const char usage_text[] =
   "  dump FILE...                print every record of the files as stored\n"
   "  merge [--force] -o OUT FILE...\n"
   "                              sum the files into one data file OUT\n"
+  "  flame [--folded] [-o OUT] FILE...\n"
+  "                              a flame graph (SVG) of the call paths of\n"
+  "                              paths=on programs, or collapsed stacks\n"
   "  lcov [-o OUT] FILE...       write an lcov tracefile (line, function and\n"
   "                              branch coverage) for genhtml\n"
+  "  run [OPTION]... [--] COMMAND [ARG]...\n"
+  "                              run a build with -fplugin=tally and the\n"
+  "                              runtime in CC and CXX (tally run --help)\n"
   "  help                        print this help\n"
   "\n"
   "Report options:\n"
   "  --sort=KEY    order rows by KEY: calls (default, most first),\n"
-  "                exits (most first) or name\n"
+  "                exits (most first), name, or with measure=cycles incl\n"
+  "                or excl (inclusive or exclusive cycles, most first)\n"
   "  --top=N       print only the first N rows\n"
   "  --clones      one row per compiled body (\"f.constprop.0\") instead of\n"
   "                folding clones into their source function\n"
   "  --json        print one JSON object instead of a table\n"
   "  --csv         print CSV (calls,exits,function,symbol,origin,file,line)\n"
+  "  --tree        print the calling-context tree of paths=on programs\n"
   "  --blocks      print every block with its lines and count\n"
   "                (modules built with -fplugin-arg-tally-blocks=...)\n"
   "  --lines=FILE  print source FILE annotated with line counts, as gcov\n"
   "                does; may be repeated\n"
   "  --            end of options\n"
+  "\n"
+  "Flame options:\n"
+  "  -o OUT, --output=OUT  write to OUT instead of standard output\n"
+  "  --folded      collapsed stacks (\"main;f;g 1234\", exclusive cycles)\n"
+  "                instead of SVG, for other flame graph viewers\n"
   "\n"
   "Merge options:\n"
   "  -o OUT, --output=OUT  the file to write (replaced atomically; may be\n"
@@ -392,7 +408,9 @@ struct body
 {
   char *name, *symbol, *origin, *file;
   char *source, *directory; /* of its module */
-  char ckey[17];            /* the module checksum in hex, for the table */
+  char *ckey;               /* the module checksum in hex, for the table
+                               (its own allocation: the table keeps a
+                               pointer, and the bodies array moves) */
   uint32_t line, flags, mod_flags, ncounters;
   uint64_t *counters;
   uint32_t map_size;
@@ -402,6 +420,9 @@ struct body
   int solved;
   uint64_t calls, exits;    /* counted, or derived from the blocks */
   int calls_unknown;        /* derived but undetermined */
+  int measured;             /* meas holds values (MEAS record) */
+  uint64_t meas[2 * TALLY_MAX_MEAS + 2]; /* cycles (inclusive, exclusive),
+                                            then struct merge.ev_names' */
 };
 
 /* One row of the report: a source function (origin, file), or with
@@ -418,6 +439,10 @@ struct row
   int clone_body;      /* with --clones: a clone, shown with its symbol */
   uint64_t calls;
   uint64_t exits;
+  uint64_t incl; /* measure=cycles: inclusive cycles */
+  uint64_t excl; /* exclusive (self) cycles */
+  uint64_t ev[TALLY_MAX_MEAS][2]; /* measure=papi: inclusive and exclusive
+                                     values of struct merge.ev_names */
   char **clones; /* clone symbols folded into this row */
   size_t nclones, clones_cap;
   size_t *bodies; /* indexes of the bodies folded into this row */
@@ -434,7 +459,7 @@ struct file_info
   uint32_t nmodules;
 };
 
-enum sort_key { SORT_CALLS, SORT_EXITS, SORT_NAME };
+enum sort_key { SORT_CALLS, SORT_EXITS, SORT_NAME, SORT_INCL, SORT_EXCL };
 enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_CSV };
 
 /* Options of `tally report`.  */
@@ -465,6 +490,12 @@ struct merge
   uint64_t user_modules; /* built with hooks=user: tally counted nothing */
   uint64_t calls;
   uint64_t exits;
+  int measured;  /* some file has cycles (a MEAS record) */
+  const char *ev_names[TALLY_MAX_MEAS]; /* PAPI events seen (owned) */
+  unsigned nev;
+  unsigned ev_map[TALLY_MAX_MEAS]; /* the file being merged: its value
+                                      K + 1 is event ev_map[K] */
+  uint64_t excl; /* sum of the exclusive cycles: the measured total */
   uint64_t negative;     /* block or edge counts that came out negative */
   size_t underived;      /* bodies whose entries could not be derived */
 };
@@ -522,6 +553,17 @@ merge_fn (struct merge *m, size_t bi, int by_body)
   r->bodies = xgrow (r->bodies, &r->bodies_cap, r->nbodies + 1,
                      sizeof *r->bodies);
   r->bodies[r->nbodies++] = bi;
+  if (f->measured)
+    {
+      r->incl = add_sat (r->incl, f->meas[0]);
+      r->excl = add_sat (r->excl, f->meas[1]);
+      m->excl = add_sat (m->excl, f->meas[1]);
+      for (unsigned e = 0; e < m->nev; e++)
+        {
+          r->ev[e][0] = add_sat (r->ev[e][0], f->meas[2 + 2 * e]);
+          r->ev[e][1] = add_sat (r->ev[e][1], f->meas[3 + 2 * e]);
+        }
+    }
 
   if (clone && !by_body)
     {
@@ -547,9 +589,12 @@ xdup_bytes (const void *p, size_t n)
 
 /* Add the record F of module MOD to the body of the same build, or start
    a new body.  */
+static void add_body_meas (struct merge *m, struct body *b,
+                           const struct tally_data_fn *f, unsigned nvalues);
+
 static void
 add_body (struct merge *m, const struct tally_data_module *mod,
-          const struct tally_data_fn *f)
+          const struct tally_data_fn *f, unsigned nvalues)
 {
   char ckey[17];
   snprintf (ckey, sizeof ckey, "%016" PRIx64, mod->checksum);
@@ -565,6 +610,7 @@ add_body (struct merge *m, const struct tally_data_module *mod,
         {
           for (uint32_t k = 0; k < f->ncounters; k++)
             b->counters[k] = add_sat (b->counters[k], f->counters[k]);
+          add_body_meas (m, b, f, nvalues);
           return;
         }
       /* Same key, other contents (should not happen for one build): keep
@@ -581,7 +627,7 @@ add_body (struct merge *m, const struct tally_data_module *mod,
   b->file = xstrdup (f->file);
   b->source = xstrdup (mod->source);
   b->directory = xstrdup (mod->directory);
-  memcpy (b->ckey, ckey, sizeof ckey);
+  b->ckey = xstrdup (ckey);
   b->line = f->line;
   b->flags = f->flags;
   b->mod_flags = mod->flags;
@@ -590,12 +636,36 @@ add_body (struct merge *m, const struct tally_data_module *mod,
   b->map_size = f->map_size;
   b->map = f->map_size ? (unsigned char *) xdup_bytes (f->map, f->map_size)
                        : NULL;
+  add_body_meas (m, b, f, nvalues);
   if (s)
     {
       const char *own[3] = { b->symbol, b->source, b->ckey };
       table_fill (&m->body_key, s, h, own, m->nbodies);
     }
   m->nbodies++;
+}
+
+/* Add F's measured values (NVALUES of them: cycles, then the file's
+   events, mapped to struct merge.ev_names by merge_file) to body B.  */
+static void
+add_body_meas (struct merge *m, struct body *b, const struct tally_data_fn *f,
+               unsigned nvalues)
+{
+  if (!f->meas)
+    return;
+  b->measured = 1;
+  b->meas[0] = add_sat (b->meas[0], f->meas[0]);
+  b->meas[1] = add_sat (b->meas[1], f->meas[1]);
+  for (unsigned k = 0; k + 1 < nvalues; k++)
+    {
+      unsigned e = m->ev_map[k];
+      if (e < TALLY_MAX_MEAS)
+        {
+          b->meas[2 + 2 * e] = add_sat (b->meas[2 + 2 * e], f->meas[2 * (k + 1)]);
+          b->meas[3 + 2 * e] = add_sat (b->meas[3 + 2 * e],
+                                        f->meas[2 * (k + 1) + 1]);
+        }
+    }
 }
 
 /* Check the block maps of D (naming PATH in messages) and add its records
@@ -631,11 +701,23 @@ merge_file (struct merge *m, const char *path, const struct tally_data *d)
   fi->time = d->time;
   fi->nmodules = d->nmodules;
   m->nmodules += d->nmodules;
+  if (d->nmeas)
+    m->measured = 1;
+  /* The file's events (values after the cycles), by name.  */
+  for (uint32_t k = 1; k < d->nmeas; k++)
+    {
+      unsigned e = 0;
+      while (e < m->nev && strcmp (m->ev_names[e], d->meas_names[k]) != 0)
+        e++;
+      if (e == m->nev && m->nev < TALLY_MAX_MEAS)
+        m->ev_names[m->nev++] = xstrdup (d->meas_names[k]);
+      m->ev_map[k - 1] = e < m->nev ? e : TALLY_MAX_MEAS;
+    }
   for (uint32_t i = 0; i < d->nmodules; i++)
     {
       m->user_modules += (d->modules[i].flags & TALLY_MOD_HOOKS_USER) != 0;
       for (uint32_t j = 0; j < d->modules[i].nfns; j++)
-        add_body (m, &d->modules[i], &d->modules[i].fns[j]);
+        add_body (m, &d->modules[i], &d->modules[i].fns[j], d->nmeas);
     }
   return 0;
 }
@@ -704,6 +786,7 @@ merge_free (struct merge *m)
       free (b->origin);
       free (b->file);
       free (b->source);
+      free (b->ckey);
       free (b->directory);
       free (b->counters);
       free (b->map);
@@ -720,6 +803,8 @@ merge_free (struct merge *m)
   free (m->clone_set.slots);
   for (size_t i = 0; i < m->nfiles; i++)
     free (m->files[i].program);
+  for (unsigned e = 0; e < m->nev; e++)
+    free ((char *) m->ev_names[e]);
   free (m->files);
 }
 
@@ -790,6 +875,10 @@ compare_rows (const void *pa, const void *pb)
     c = compare_u64_desc (a->calls, b->calls);
   else if (sort_key == SORT_EXITS)
     c = compare_u64_desc (a->exits, b->exits);
+  else if (sort_key == SORT_INCL)
+    c = compare_u64_desc (a->incl, b->incl);
+  else if (sort_key == SORT_EXCL)
+    c = compare_u64_desc (a->excl, b->excl);
   /* Then by name, file and line, and by symbol so that the order is total
      and the output the same on every run.  */
   if (!c)
@@ -839,15 +928,53 @@ print_text (const struct merge *m, struct row **rows, size_t n)
   if (wname > 40)
     wname = 40;
 
-  printf ("%*s %8s %*s  %-*s  %s\n", wcalls, "calls", "%", wexits, "exits",
-          (int) wname, "function", "location");
+  int wincl = 10, wexcl = 10;
+  for (size_t i = 0; i < n && m->measured; i++)
+    {
+      if (count_digits (rows[i]->incl) > wincl)
+        wincl = count_digits (rows[i]->incl);
+      if (count_digits (rows[i]->excl) > wexcl)
+        wexcl = count_digits (rows[i]->excl);
+    }
+  if (m->measured)
+    printf ("%*s %*s %7s %*s %12s %12s ", wincl, "incl-cyc", wexcl,
+            "excl-cyc", "excl%", wcalls, "calls", "incl/call", "excl/call");
+  else
+    printf ("%*s %8s ", wcalls, "calls", "%");
+  int wev[TALLY_MAX_MEAS];
+  for (unsigned e = 0; e < m->nev; e++)
+    {
+      wev[e] = (int) strlen (m->ev_names[e]) + 5;
+      for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++)
+          if (count_digits (rows[i]->ev[e][k]) > wev[e])
+            wev[e] = count_digits (rows[i]->ev[e][k]);
+      printf ("%*s-incl %*s-excl ", wev[e] - 5, m->ev_names[e], wev[e] - 5,
+              m->ev_names[e]);
+    }
+  printf ("%*s  %-*s  %s\n", wexits, "exits", (int) wname, "function",
+          "location");
   for (size_t i = 0; i < n; i++)
     {
       const struct row *r = rows[i];
       double pct = m->calls ? 100.0 * (double) r->calls / (double) m->calls
                             : 0.0;
-      printf ("%*" PRIu64 " %7.2f%% %*" PRIu64 "  ", wcalls, r->calls, pct,
-              wexits, r->exits);
+      if (m->measured)
+        {
+          double epct = m->excl ? 100.0 * (double) r->excl / (double) m->excl
+                                : 0.0;
+          double ipc = r->calls ? (double) r->incl / (double) r->calls : 0.0;
+          double epc = r->calls ? (double) r->excl / (double) r->calls : 0.0;
+          printf ("%*" PRIu64 " %*" PRIu64 " %6.2f%% %*" PRIu64
+                  " %12.1f %12.1f ", wincl, r->incl, wexcl, r->excl, epct,
+                  wcalls, r->calls, ipc, epc);
+        }
+      else
+        printf ("%*" PRIu64 " %7.2f%% ", wcalls, r->calls, pct);
+      for (unsigned e = 0; e < m->nev; e++)
+        printf ("%*" PRIu64 " %*" PRIu64 " ", wev[e], r->ev[e][0], wev[e],
+                r->ev[e][1]);
+      printf ("%*" PRIu64 "  ", wexits, r->exits);
       size_t w = put_text (r->name);
       if (r->clone_body)
         {
@@ -1174,8 +1301,24 @@ print_json (const struct merge *m, struct row **rows, size_t n,
       put_json (r->origin);
       fputs (", \"file\": ", stdout);
       put_json (r->file);
-      printf (", \"line\": %lu, \"calls\": %" PRIu64 ", \"exits\": %" PRIu64
-              ", \"clones\": [", (unsigned long) r->line, r->calls, r->exits);
+      printf (", \"line\": %lu, \"calls\": %" PRIu64 ", \"exits\": %" PRIu64,
+              (unsigned long) r->line, r->calls, r->exits);
+      if (m->measured)
+        printf (", \"incl_cycles\": %" PRIu64 ", \"excl_cycles\": %" PRIu64,
+                r->incl, r->excl);
+      if (m->nev)
+        {
+          fputs (", \"events\": {", stdout);
+          for (unsigned e = 0; e < m->nev; e++)
+            {
+              if (e)
+                fputs (", ", stdout);
+              put_json (m->ev_names[e]);
+              printf (": [%" PRIu64 ", %" PRIu64 "]", r->ev[e][0], r->ev[e][1]);
+            }
+          putchar ('}');
+        }
+      fputs (", \"clones\": [", stdout);
       for (size_t k = 0; k < r->nclones; k++)
         {
           if (k)
@@ -1314,6 +1457,121 @@ classify_arg (const char *a, int *only_files)
   return ARG_OPTION;
 }
 
+/* Read FILES into one calling-context tree and print it (OUT NULL), or
+   write its flame graph or collapsed stacks to OUT ("-": standard
+   output).  */
+static int
+tree_command (const char *what, const char **files, size_t nfiles,
+              const char *out, int folded)
+{
+  struct tally_tree *t = tally_tree_new ();
+  int bad = 0;
+  for (size_t i = 0; i < nfiles; i++)
+    {
+      struct tally_data d;
+      char err[256];
+      if (tally_read_file (files[i], &d, err, sizeof err) != 0)
+        {
+          error_msg ("%s: %s", files[i], err);
+          bad = 1;
+          continue;
+        }
+      if (!d.npaths)
+        {
+          error_msg ("%s: %s: no call paths in this file (build the program "
+                     "with -fplugin-arg-tally-paths=on)", what, files[i]);
+          bad = 1;
+        }
+      else if (d.path_lost)
+        fprintf (stderr, "tally: note: %s: %" PRIu64 " calls on paths that "
+                 "did not fit in the program's tree (TALLY_PATH_NODES) are "
+                 "not in it\n", files[i], d.path_lost);
+      if (!bad)
+        tally_tree_add (t, &d);
+      tally_data_free (&d);
+    }
+  if (bad)
+    {
+      tally_tree_free (t);
+      return EXIT_BAD_DATA;
+    }
+  int rc = 0;
+  if (!out)
+    tally_tree_print (t, stdout);
+  else
+    {
+      FILE *f = strcmp (out, "-") == 0 ? stdout : fopen (out, "w");
+      if (!f)
+        {
+          error_msg ("%s: cannot write %s: %s", what, out, strerror (errno));
+          tally_tree_free (t);
+          return EXIT_BAD_DATA;
+        }
+      if (folded)
+        tally_tree_folded (t, f);
+      else
+        tally_tree_svg (t, f, nfiles == 1 ? files[0] : "tally flame");
+      if (f != stdout && fclose (f) != 0)
+        {
+          error_msg ("%s: cannot write %s: %s", what, out, strerror (errno));
+          rc = EXIT_BAD_DATA;
+        }
+    }
+  tally_tree_free (t);
+  return rc;
+}
+
+/* tally flame [--folded] [-o OUT] FILE...  */
+static int
+cmd_flame (int argc, char **argv)
+{
+  const char **files = xmalloc ((size_t) argc * sizeof *files);
+  size_t nfiles = 0;
+  const char *out = "-";
+  int folded = 0, only_files = 0, r;
+  for (int i = 1; i < argc; i++)
+    {
+      const char *a = argv[i], *v;
+      enum arg_kind kind = classify_arg (a, &only_files);
+      if (kind == ARG_FILE)
+        files[nfiles++] = a;
+      else if (kind == ARG_DONE)
+        ;
+      else if (kind == ARG_HELP)
+        {
+          fputs (usage_text, stdout);
+          free (files);
+          return 0;
+        }
+      else if (strcmp (a, "--folded") == 0)
+        folded = 1;
+      else if (strcmp (a, "-o") == 0 && i + 1 < argc)
+        out = argv[++i];
+      else if ((r = option_value (argc, argv, &i, "--output", &v)) != 0)
+        {
+          if (r < 0)
+            goto usage;
+          out = v;
+        }
+      else
+        {
+          error_msg ("flame: unknown option '%s'; try 'tally --help'", a);
+          goto usage;
+        }
+    }
+  if (nfiles == 0)
+    {
+      error_msg ("flame: no data files given; try 'tally --help'");
+      goto usage;
+    }
+  r = tree_command ("flame", files, nfiles, out, folded);
+  free (files);
+  return r;
+usage:
+  free (files);
+  return EXIT_USAGE;
+}
+
 static int
 cmd_report (int argc, char **argv)
 {
@@ -1321,7 +1579,7 @@ cmd_report (int argc, char **argv)
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   opts.lines = xmalloc ((size_t) argc * sizeof *opts.lines);
   size_t npaths = 0;
-  int json = 0, csv = 0, only_files = 0;
+  int json = 0, csv = 0, tree = 0, only_files = 0;
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i], *v;
@@ -1344,6 +1602,8 @@ cmd_report (int argc, char **argv)
         csv = 1;
       else if (strcmp (a, "--clones") == 0)
         opts.clones = 1;
+      else if (strcmp (a, "--tree") == 0)
+        tree = 1;
       else if (strcmp (a, "--blocks") == 0)
         opts.blocks = 1;
       else if ((r = option_value (argc, argv, &i, "--lines", &v)) != 0)
@@ -1368,10 +1628,14 @@ cmd_report (int argc, char **argv)
             opts.sort = SORT_EXITS;
           else if (strcmp (v, "name") == 0)
             opts.sort = SORT_NAME;
+          else if (strcmp (v, "incl") == 0)
+            opts.sort = SORT_INCL;
+          else if (strcmp (v, "excl") == 0)
+            opts.sort = SORT_EXCL;
           else
             {
-              error_msg ("report: unknown sort key '%s' (use calls, exits or "
-                     "name); try 'tally --help'", v);
+              error_msg ("report: unknown sort key '%s' (use calls, exits, "
+                     "name, incl or excl); try 'tally --help'", v);
               goto usage;
             }
         }
@@ -1398,6 +1662,12 @@ cmd_report (int argc, char **argv)
              "--help'");
       goto usage;
     }
+  if (tree && (json || csv))
+    {
+      error_msg ("report: --tree prints text only; it cannot be used with "
+                 "--json or --csv; try 'tally --help'");
+      goto usage;
+    }
   if (csv && (opts.blocks || opts.nlines))
     {
       error_msg ("report: --csv cannot be used with --blocks or --lines; try "
@@ -1409,6 +1679,12 @@ cmd_report (int argc, char **argv)
     {
       error_msg ("report: no data files given; try 'tally --help'");
       goto usage;
+    }
+  if (tree)
+    {
+      int rc = tree_command ("report --tree", paths, npaths, NULL, 0);
+      free (paths);
+      return rc;
     }
 
   struct merge m;
@@ -1740,6 +2016,7 @@ static const struct flag_name module_flags[] = {
   { TALLY_MOD_AT_LATE, "at-late" },
   { TALLY_MOD_UPDATE_ATOMIC, "update-atomic" },
   { TALLY_MOD_HOOKS_USER, "hooks-user" },
+  { TALLY_MOD_MEASURE_CYCLES, "measure-cycles" },
   { TALLY_MOD_BLOCKS_COUNT, "blocks-count" },
   { TALLY_MOD_BLOCKS_VISITED, "blocks-visited" },
   { TALLY_MOD_UPDATE_TLS, "update-tls" },
@@ -2357,7 +2634,7 @@ main (int argc, char **argv)
   int status;
   if (argc < 2)
     {
-      error_msg ("no command given (commands: report, dump, merge, lcov, help); try 'tally "
+      error_msg ("no command given (commands: report, dump, merge, lcov, flame, run, help); try 'tally "
              "--help'");
       return EXIT_USAGE;
     }
@@ -2379,8 +2656,12 @@ main (int argc, char **argv)
     status = cmd_dump (argc - 1, argv + 1);
   else if (strcmp (cmd, "merge") == 0)
     status = cmd_merge (argc - 1, argv + 1);
+  else if (strcmp (cmd, "flame") == 0)
+    status = cmd_flame (argc - 1, argv + 1);
   else if (strcmp (cmd, "lcov") == 0)
     status = cmd_lcov (argc - 1, argv + 1);
+  else if (strcmp (cmd, "run") == 0)
+    status = cmd_run (argc - 1, argv + 1);
   else
     {
       if (cmd[0] == '-')

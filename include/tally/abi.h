@@ -50,6 +50,12 @@ enum tally_counter
 #define TALLY_MOD_HOOKS_NONE 0x200u    /* hooks=none: no entry/exit hooks */
 #define TALLY_MOD_BLOCKS_TREE 0x400u   /* blocks counted on the edges off a
                                           spanning tree (placement=tree) */
+#define TALLY_MOD_PATHS 0x1000u        /* paths=on: a calling-context tree */
+#define TALLY_MOD_EXIT_FRAMES 0x4000u  /* exit=frames: LOPI return frames */
+#define TALLY_MOD_MEASURE_PAPI 0x2000u /* measure=papi: cycles and the
+                                          TALLY_PAPI_EVENTS per function */
+#define TALLY_MOD_MEASURE_CYCLES 0x800u /* measure=cycles: shadow stack,
+                                           inclusive/exclusive TSC cycles */
 
 /* One instrumented function body.  Emitted writable by the plugin (the
    runtime fills in `id`); hooks=user hooks receive a pointer to it.  */
@@ -94,6 +100,46 @@ struct tally_module
   __UINT64_TYPE__ *(*tls_locate) (__UINT64_TYPE__ **fn_counters);
 };
 
+/* measure=cycles (rt/shadow.c).  Every thread has a shadow stack of the
+   activations entered and not yet left; inline code pushes and pops it
+   itself on the fast path and calls the runtime for everything else.  A
+   frame is identified by the CFA of its activation (the stack pointer
+   before the call), so frames that longjmp, an exception or pthread_exit
+   skipped are recognised (their CFA is below the current one) and closed
+   at the next hook.  */
+struct tally_sframe
+{
+  __UINT64_TYPE__ start;  /* time-stamp counter at entry */
+  __UINT64_TYPE__ child;  /* inclusive cycles of the callees that returned */
+  __UINT64_TYPE__ cfa;    /* the activation's canonical frame address */
+  struct tally_fn *fn;    /* the function */
+  __UINT32_TYPE__ node;   /* paths=on: its calling-context node (rt/paths.c),
+                             ~0 without */
+  __UINT32_TYPE__ flags;  /* TALLY_SF_*; 0 from inline code */
+  __UINT64_TYPE__ ret;    /* exit=frames: the real return address */
+};
+
+/* struct tally_sframe.flags */
+#define TALLY_SF_PAPI 0x1u   /* PAPI events were read at entry (rt/papi.c) */
+#define TALLY_SF_FRAMES 0x2u /* exit=frames: the return address was swapped
+                                for the trampoline (rt/frames.c) */
+
+/* The thread's shadow stack: frames [base + 1, top) are open, base[0] is a
+   sentinel.  Before the first hook of a thread, top == end, which sends
+   the inline entry to the runtime (that maps the stack).  */
+struct tally_sstack
+{
+  struct tally_sframe *top;
+  struct tally_sframe *end;
+};
+
+/* What measure=cycles accumulates per function, indexed by tally_fn.id.  */
+struct tally_meas
+{
+  __UINT64_TYPE__ incl; /* cycles from entry to exit, callees included */
+  __UINT64_TYPE__ excl; /* the same less the callees' inclusive cycles */
+};
+
 #ifndef TALLY_PUBLIC
 /* Exported from the runtime even when it is built with hidden visibility.  */
 #define TALLY_PUBLIC __attribute__ ((visibility ("default")))
@@ -110,6 +156,36 @@ TALLY_PUBLIC void __tally_unregister (struct tally_module *m);
 /* hooks=call: function entry and normal exit.  */
 TALLY_PUBLIC void __tally_enter (struct tally_module *m, __UINT32_TYPE__ fn);
 TALLY_PUBLIC void __tally_exit (struct tally_module *m, __UINT32_TYPE__ fn);
+/* measure=cycles, hooks=call: count, then push (enter) or pop (exit) the
+   frame of the activation whose CFA is given.  */
+TALLY_PUBLIC void __tally_enter_cyc (struct tally_module *m,
+                                     __UINT32_TYPE__ fn, void *cfa);
+TALLY_PUBLIC void __tally_exit_cyc (struct tally_module *m,
+                                    __UINT32_TYPE__ fn, void *cfa);
+/* measure=papi (hooks=call): the same, also reading the PAPI events
+   (rt/papi.c: in the shared runtime, or for static links in
+   libtally-rt-papi.a, with -lpapi).  */
+TALLY_PUBLIC void __tally_enter_papi (struct tally_module *m,
+                                      __UINT32_TYPE__ fn, void *cfa);
+TALLY_PUBLIC void __tally_exit_papi (struct tally_module *m,
+                                     __UINT32_TYPE__ fn, void *cfa);
+/* exit=frames (x86-64, hooks=call): count and push like
+   __tally_enter_cyc, then swap the activation's return address (at CFA - 8)
+   for the runtime's return trampoline, which runs the exit accounting and
+   returns to the real address (rt/frames.c).  No exit hooks.  */
+TALLY_PUBLIC void __tally_enter_frames (struct tally_module *m,
+                                        __UINT32_TYPE__ fn, void *cfa);
+/* measure=cycles, hooks=inline: the slow paths of the inline code (first
+   hook of a thread, a full stack, stale frames, a frame that does not
+   match).  The exit gets the time-stamp counter the inline code read.  */
+TALLY_PUBLIC void __tally_cyc_enter_slow (struct tally_fn *fn, void *cfa);
+TALLY_PUBLIC void __tally_cyc_exit_slow (struct tally_fn *fn, void *cfa,
+                                         __UINT64_TYPE__ now);
+/* The calling thread's shadow stack (initial-exec TLS) and the per-function
+   totals (NULL-safe: points at a dummy until a module measures).  */
+extern TALLY_PUBLIC __thread struct tally_sstack __tally_ss
+    __attribute__ ((tls_model ("initial-exec")));
+extern TALLY_PUBLIC struct tally_meas *__tally_meas;
 /* update=tls: called by the first instrumented function of M that runs in a
    thread; the runtime finds the thread's counter copies (m->tls_locate), and
    adds them to the module's counters when the thread exits.  */

@@ -15,6 +15,18 @@
  *            u64 values[value count], u32 map size, u8 map[map size]
  *            (values: the function's counters, then its visited bytes
  *            widened to u64; map: the block map below, or empty)
+ *   meas     optional, after the modules (measure=cycles): u32 TALLY_TAG_MEAS,
+ *            u32 value count V (1..TALLY_MAX_MEAS), V x str value name
+ *            ("cycles"), u32 record count (= module count), then per module
+ *            record in file order: u32 function count (= the module's), then
+ *            per function V x (u64 inclusive, u64 exclusive)
+ *   path     optional, after meas (paths=on): u32 TALLY_TAG_PATH, u32 depth
+ *            limit, u64 activations lost to a full tree, u32 record count
+ *            (= module count), u32 function-id base per module record (its
+ *            first function's id; ~0 if unknown), u32 node count N, then N
+ *            nodes (1..N; 0 is the implicit root): u32 parent (< own index),
+ *            u32 function id (~0: a node being made at the dump, all zero),
+ *            u64 calls, u64 inclusive cycles, u64 exclusive cycles
  *   trailer  u32 TALLY_TAG_END, u32 CRC-32 (IEEE) of every byte before the
  *            trailer, u64 file size (same as in the header)
  *
@@ -49,11 +61,16 @@
 #define TALLY_BYTE_ORDER_MARK 0x01020304u
 #define TALLY_TAG_MODULE 0x4c444f4du /* "MODL" */
 #define TALLY_TAG_END 0x444e4554u    /* "TEND" */
+#define TALLY_TAG_MEAS 0x5341454du   /* "MEAS" */
+#define TALLY_TAG_PATH 0x48544150u   /* "PATH" */
 #define TALLY_HEADER_FIXED 48u       /* header bytes before the program string */
 #define TALLY_TRAILER_SIZE 16u
 
 /* header flags */
 #define TALLY_FILE_AT_EXIT 0x1u /* written by the final dump at process exit */
+
+/* Most values a MEAS record may carry per function.  */
+#define TALLY_MAX_MEAS 16u
 
 /* Block map.  */
 #define TALLY_MAP_VERSION 1u

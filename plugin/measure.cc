@@ -1,0 +1,623 @@
+/* plugin/measure.cc - measure=cycles: the shadow-stack push at entry and
+ * pop at exit (include/tally/abi.h, rt/shadow.c).
+ *
+ * Options: measure=count|cycles, with hooks=inline|call.
+ *
+ * hooks=call: one call per hook, which also counts:
+ *
+ *   f () { body; return; }  =>  f () { __tally_enter_cyc (&__tally.module, 7,
+ *                                                        __builtin_dwarf_cfa ());
+ *                                      body;
+ *                                      __tally_exit_cyc (&__tally.module, 7,
+ *                                                        __builtin_dwarf_cfa ());
+ *                                      return; }
+ *
+ * hooks=inline: the counters as usual, then the fast path written into
+ * the function and a call to the runtime on its cold side:
+ *
+ *   entry:  top = __tally_ss.top; cfa = __builtin_dwarf_cfa ();
+ *           if (top == __tally_ss.end | top[-1].cfa <= cfa)
+ *             __tally_cyc_enter_slow (&__tally.d.7, cfa);
+ *           else
+ *             { top->cfa = ~0; __tally_ss.top = top + 1; top->fn = &__tally.d.7;
+ *               top->child = 0; top->start = rdtsc; top->cfa = cfa; }
+ *   exit:   now = rdtsc; f = __tally_ss.top - 1; cfa = __builtin_dwarf_cfa ();
+ *           if (f->cfa != cfa | f->fn != &__tally.d.7)
+ *             __tally_cyc_exit_slow (&__tally.d.7, cfa, now);
+ *           else
+ *             { d = now - f->start; c = f->child; __tally_ss.top = f;
+ *               (compiler barriers around that store: see below)
+ *               f[-1].child += d; m = &__tally_meas[__tally.d.7.id];
+ *               m->incl += d; m->excl += MAX (d, c) - c; }
+ *
+ * The CFA (the stack pointer before the call) names the activation, so the
+ * runtime can tell frames that longjmp or an exception skipped; GCC
+ * computes it from the stack pointer, no frame pointer is needed.  */
+#include "tally-plugin.h"
+
+#include "tally/abi.h"
+
+/* Declarations built on first use (GC-rooted below).  */
+static GTY (()) tree enter_cyc_decl;   /* __tally_enter_cyc */
+static GTY (()) tree exit_cyc_decl;    /* __tally_exit_cyc */
+static GTY (()) tree enter_papi_decl;  /* __tally_enter_papi */
+static GTY (()) tree enter_frames_decl; /* __tally_enter_frames */
+static GTY (()) tree exit_papi_decl;   /* __tally_exit_papi */
+static GTY (()) tree enter_slow_decl;  /* __tally_cyc_enter_slow */
+static GTY (()) tree exit_slow_decl;   /* __tally_cyc_exit_slow */
+static GTY (()) tree ss_decl;          /* __tally_ss, TLS */
+static GTY (()) tree meas_decl;        /* __tally_meas */
+static GTY (()) tree frame_type_node;  /* struct tally_sframe */
+
+static const struct ggc_root_tab tally_measure_roots[]
+    = { { &enter_cyc_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &exit_cyc_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &enter_papi_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &exit_papi_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &enter_frames_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &enter_slow_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &exit_slow_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &ss_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &meas_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &frame_type_node, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        LAST_GGC_ROOT_TAB };
+
+const struct ggc_root_tab *
+tally_measure_gc_roots (void)
+{
+  return tally_measure_roots;
+}
+
+static tree
+runtime_var (const char *name, tree type)
+{
+  tree decl = build_decl (BUILTINS_LOCATION, VAR_DECL, get_identifier (name),
+                          type);
+  TREE_PUBLIC (decl) = 1;
+  DECL_EXTERNAL (decl) = 1;
+  DECL_ARTIFICIAL (decl) = 1;
+  TREE_USED (decl) = 1;
+  return decl;
+}
+
+static tree
+field (tree type, const char *name)
+{
+  for (tree f = TYPE_FIELDS (type); f; f = DECL_CHAIN (f))
+    if (DECL_NAME (f) && strcmp (IDENTIFIER_POINTER (DECL_NAME (f)), name) == 0)
+      return f;
+  gcc_unreachable ();
+}
+
+static void
+build_decls (void)
+{
+  if (enter_cyc_decl)
+    return;
+  tree hook = build_function_type_list (void_type_node, ptr_type_node,
+                                        uint32_type_node, ptr_type_node,
+                                        NULL_TREE);
+  enter_cyc_decl = tally_runtime_decl ("__tally_enter_cyc", hook);
+  exit_cyc_decl = tally_runtime_decl ("__tally_exit_cyc", hook);
+  enter_papi_decl = tally_runtime_decl ("__tally_enter_papi", hook);
+  exit_papi_decl = tally_runtime_decl ("__tally_exit_papi", hook);
+  enter_frames_decl = tally_runtime_decl ("__tally_enter_frames", hook);
+  enter_slow_decl = tally_runtime_decl (
+      "__tally_cyc_enter_slow",
+      build_function_type_list (void_type_node, ptr_type_node, ptr_type_node,
+                                NULL_TREE));
+  exit_slow_decl = tally_runtime_decl (
+      "__tally_cyc_exit_slow",
+      build_function_type_list (void_type_node, ptr_type_node, ptr_type_node,
+                                uint64_type_node, NULL_TREE));
+
+  /* struct tally_sframe, struct tally_sstack, struct tally_meas.  */
+  tree fields = NULL_TREE;
+  tally_add_field (&fields, "start", uint64_type_node);
+  tally_add_field (&fields, "child", uint64_type_node);
+  tally_add_field (&fields, "cfa", uint64_type_node);
+  tally_add_field (&fields, "fn", ptr_type_node);
+  tally_add_field (&fields, "node", uint32_type_node);
+  tally_add_field (&fields, "flags", uint32_type_node);
+  tally_add_field (&fields, "ret", uint64_type_node);
+  frame_type_node = tally_finish_struct ("tally_sframe", fields,
+                            sizeof (struct tally_sframe));
+  tree frame_ptr = build_pointer_type (frame_type_node);
+  fields = NULL_TREE;
+  tally_add_field (&fields, "top", frame_ptr);
+  tally_add_field (&fields, "end", frame_ptr);
+  tree ss_type = tally_finish_struct ("tally_sstack", fields, sizeof (struct tally_sstack));
+  fields = NULL_TREE;
+  tally_add_field (&fields, "incl", uint64_type_node);
+  tally_add_field (&fields, "excl", uint64_type_node);
+  tree meas_type = tally_finish_struct ("tally_meas", fields, sizeof (struct tally_meas));
+
+  ss_decl = runtime_var ("__tally_ss", ss_type);
+  /* Initial-exec: one %fs-relative access, no __tls_get_addr call.  The
+     variable is in the runtime, loaded with the program.  */
+  set_decl_tls_model (ss_decl, TLS_MODEL_INITIAL_EXEC);
+  meas_decl = runtime_var ("__tally_meas", build_pointer_type (meas_type));
+  varpool_node::get_create (ss_decl);
+  varpool_node::get_create (meas_decl);
+}
+
+static tree
+make_temp (function *fun, tree type)
+{
+  if (gimple_in_ssa_p (fun))
+    return make_ssa_name (type);
+  return create_tmp_reg (type, "tally");
+}
+
+/* Append "LHS = RHS" (or an operation) to SEQ.  */
+static tree
+assign (function *fun, gimple_seq *seq, tree type, tree rhs)
+{
+  tree lhs = make_temp (fun, type);
+  gimple_seq_add_stmt (seq, gimple_build_assign (lhs, rhs));
+  return lhs;
+}
+
+static tree
+op (function *fun, gimple_seq *seq, tree type, enum tree_code code, tree a,
+    tree b)
+{
+  tree lhs = make_temp (fun, type);
+  gimple_seq_add_stmt (seq, gimple_build_assign (lhs, code, a, b));
+  return lhs;
+}
+
+static void
+store (gimple_seq *seq, tree ref, tree value)
+{
+  gimple_seq_add_stmt (seq, gimple_build_assign (ref, value));
+}
+
+/* FIELD of the frame at PTR + OFFSET bytes.  */
+static tree
+frame_field (tree ptr, HOST_WIDE_INT offset, const char *name)
+{
+  tree mem = build2 (MEM_REF, frame_type_node, ptr,
+                     build_int_cst (TREE_TYPE (ptr), offset));
+  tree f = field (frame_type_node, name);
+  return build3 (COMPONENT_REF, TREE_TYPE (f), mem, f, NULL_TREE);
+}
+
+static tree
+ss_field (const char *name)
+{
+  tree f = field (TREE_TYPE (ss_decl), name);
+  return build3 (COMPONENT_REF, TREE_TYPE (f), ss_decl, f, NULL_TREE);
+}
+
+/* The CFA of the current activation, as a pointer.  */
+/* The name of the temporaries that hold our CFAs, so that the late fix-up
+   (tally_fix_inlined_cfa) finds them after inlining.  */
+#define CFA_TEMP "tally_cfa"
+
+static tree
+cfa (function *fun, gimple_seq *seq)
+{
+  tree t = gimple_in_ssa_p (fun)
+               ? make_temp_ssa_name (ptr_type_node, NULL, CFA_TEMP)
+               : create_tmp_reg (ptr_type_node, CFA_TEMP);
+  gcall *g = gimple_build_call (builtin_decl_explicit (BUILT_IN_DWARF_CFA), 0);
+  gimple_call_set_lhs (g, t);
+  gimple_seq_add_stmt (seq, g);
+  return t;
+}
+
+/* The time-stamp counter (volatile asm, so it is neither merged nor
+   moved across other volatile code).  */
+static tree
+rdtsc (function *fun, gimple_seq *seq)
+{
+  tree t = make_temp (fun, uint64_type_node);
+  vec<tree, va_gc> *outputs = NULL, *clobbers = NULL;
+  vec_safe_push (outputs,
+                 build_tree_list (build_tree_list (NULL_TREE,
+                                                   build_string (3, "=a")),
+                                  t));
+  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (4, "rdx")));
+  gasm *g = gimple_build_asm_vec ("rdtsc\n\tsalq\t$32, %%rdx\n\torq\t%%rdx, %0",
+                                  NULL, outputs, clobbers, NULL);
+  gimple_asm_set_volatile (g, true);
+  if (TREE_CODE (t) == SSA_NAME)
+    SSA_NAME_DEF_STMT (t) = g;
+  gimple_seq_add_stmt (seq, g);
+  return t;
+}
+
+/* A compiler barrier (an empty volatile asm clobbering memory): the
+   stores around it stay in order, as a signal handler on this thread
+   sees them.  */
+static void
+barrier (gimple_seq *seq)
+{
+  vec<tree, va_gc> *clobbers = NULL;
+  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (7, "memory")));
+  gasm *g = gimple_build_asm_vec ("", NULL, NULL, clobbers, NULL);
+  gimple_asm_set_volatile (g, true);
+  gimple_seq_add_stmt (seq, g);
+}
+
+/* LOC for every statement of SEQ, and a scope: the function's outermost
+   block when LOC has none (the entry hook), so that inlining puts the
+   statements in the inlined function's scope (tally_fix_inlined_cfa counts
+   those scopes).  */
+static void
+set_locations (gimple_seq seq, location_t loc)
+{
+  tree outer = cfun ? DECL_INITIAL (cfun->decl) : NULL_TREE;
+  for (gimple_stmt_iterator i = gsi_start (seq); !gsi_end_p (i); gsi_next (&i))
+    {
+      gimple_set_location (gsi_stmt (i), loc);
+      if (!gimple_block (gsi_stmt (i)) && outer && TREE_CODE (outer) == BLOCK)
+        gimple_set_block (gsi_stmt (i), outer);
+    }
+}
+
+/* Give every call in SEQ (placed in BB) a call-graph edge (see hooks.cc).  */
+static void
+add_call_edges (function *fun, gimple_seq seq, basic_block bb)
+{
+  if (!gimple_in_ssa_p (fun))
+    return;
+  cgraph_node *caller = cgraph_node::get (fun->decl);
+  for (gimple_stmt_iterator i = gsi_start (seq); !gsi_end_p (i); gsi_next (&i))
+    if (gcall *call = dyn_cast<gcall *> (gsi_stmt (i)))
+      if (tree callee = gimple_call_fndecl (call))
+        if (!fndecl_built_in_p (callee))
+          caller->create_edge (cgraph_node::get_create (callee), call,
+                               bb->count);
+}
+
+/* Append PRE and "if (FLAG) SLOW else FAST" to BB, which falls through to
+   its single successor; both arms join there.  */
+static void
+add_diamond (function *fun, basic_block bb, gimple_seq pre, tree flag,
+             gimple_seq fast, gimple_seq slow, location_t loc)
+{
+  gcond *cond = gimple_build_cond (NE_EXPR, flag,
+                                   build_zero_cst (TREE_TYPE (flag)),
+                                   NULL_TREE, NULL_TREE);
+  gimple_seq_add_stmt (&pre, cond);
+  set_locations (pre, loc);
+  set_locations (fast, loc);
+  set_locations (slow, loc);
+  gimple_stmt_iterator gsi = gsi_last_bb (bb);
+  if (gsi_end_p (gsi))
+    {
+      gsi = gsi_start_bb (bb);
+      gsi_insert_seq_before (&gsi, pre, GSI_NEW_STMT);
+    }
+  else
+    gsi_insert_seq_after (&gsi, pre, GSI_NEW_STMT);
+  add_call_edges (fun, pre, bb);
+
+  edge e = single_succ_edge (bb);
+  basic_block join = e->dest;
+  e->flags = (e->flags & ~EDGE_FALLTHRU) | EDGE_FALSE_VALUE;
+  e->probability = profile_probability::very_likely ();
+  basic_block fast_bb = split_edge (e);
+  basic_block slow_bb = create_empty_bb (bb);
+  edge t = make_edge (bb, slow_bb, EDGE_TRUE_VALUE);
+  t->probability = profile_probability::very_unlikely ();
+  slow_bb->count = t->count ();
+  make_single_succ_edge (slow_bb, join, EDGE_FALLTHRU);
+  if (current_loops)
+    add_bb_to_loop (slow_bb, bb->loop_father);
+
+  gsi = gsi_start_bb (fast_bb);
+  gsi_insert_seq_before (&gsi, fast, GSI_NEW_STMT);
+  add_call_edges (fun, fast, fast_bb);
+  gsi = gsi_start_bb (slow_bb);
+  gsi_insert_seq_before (&gsi, slow, GSI_NEW_STMT);
+  add_call_edges (fun, slow, slow_bb);
+  free_dominance_info (CDI_DOMINATORS);
+  free_dominance_info (CDI_POST_DOMINATORS);
+}
+
+/* Add VALUE to field FLD of the struct tally_meas MEM: plain, or a
+   relaxed atomic add with update=atomic (threads sharing a function).  */
+static void
+add_total (function *fun, gimple_seq *seq, tree mem, tree fld, tree value)
+{
+  tree ref = build3 (COMPONENT_REF, uint64_type_node, unshare_expr (mem), fld,
+                     NULL_TREE);
+  /* update=tls keeps per-thread counters, but the totals are shared.  */
+  if (tally_opts.update == TALLY_UPDATE_ATOMIC
+      || tally_opts.update == TALLY_UPDATE_TLS)
+    {
+      tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_FETCH_ADD_8);
+      gimple_seq_add_stmt (seq, gimple_build_call (
+          f, 3, build_fold_addr_expr (ref), value,
+          build_int_cst (integer_type_node, MEMMODEL_RELAXED)));
+      return;
+    }
+  tree old_val = assign (fun, seq, uint64_type_node, ref);
+  tree new_val = op (fun, seq, uint64_type_node, PLUS_EXPR, old_val, value);
+  store (seq, unshare_expr (ref), new_val);
+}
+
+bool
+tally_frames_ok (function *fun, const char **why)
+{
+  /* The trampoline saves rax, rdx, xmm0 and xmm1: not x87 st0 (long
+     double) nor the upper halves of wider vectors.  */
+  tree type = TREE_TYPE (TREE_TYPE (fun->decl));
+  tree scalar = TREE_CODE (type) == COMPLEX_TYPE ? TREE_TYPE (type) : type;
+  if ((SCALAR_FLOAT_TYPE_P (scalar) && TYPE_PRECISION (scalar) > 64)
+      || (TREE_CODE (type) == VECTOR_TYPE && tree_fits_uhwi_p (TYPE_SIZE_UNIT (type))
+          && tree_to_uhwi (TYPE_SIZE_UNIT (type)) > 16))
+    {
+      *why = "exit=frames: returns a value the trampoline does not keep "
+             "(x87 or wider than 16 bytes)";
+      return false;
+    }
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
+         gsi_next (&gsi))
+      if (gimple_call_builtin_p (gsi_stmt (gsi), BUILT_IN_RETURN_ADDRESS)
+          || gimple_call_builtin_p (gsi_stmt (gsi), BUILT_IN_EH_RETURN)
+          || gimple_call_builtin_p (gsi_stmt (gsi), BUILT_IN_UNWIND_INIT))
+        {
+          *why = "exit=frames: reads or changes its own return address";
+          return false;
+        }
+  return true;
+}
+
+/* at=early: the hooks go in before inlining, so a function inlined into
+   another reads the CFA of the function it was inlined into, and its frame
+   would look like that function's (the entry would close it as stale).
+   After inlining, each of our CFAs is lowered by the number of inlined
+   scopes around it: a callee inlined at depth K gets CFA - K, still above
+   every real callee's CFA (at most CFA - 16) and below its caller's.  */
+unsigned
+tally_fix_inlined_cfa (function *fun)
+{
+  unsigned changed = 0;
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
+         gsi_next (&gsi))
+      {
+        gimple *stmt = gsi_stmt (gsi);
+        tree lhs = gimple_call_lhs (stmt);
+        if (!gimple_call_builtin_p (stmt, BUILT_IN_DWARF_CFA) || !lhs
+            || TREE_CODE (lhs) != SSA_NAME || !SSA_NAME_IDENTIFIER (lhs)
+            || strncmp (IDENTIFIER_POINTER (SSA_NAME_IDENTIFIER (lhs)),
+                        CFA_TEMP, strlen (CFA_TEMP)) != 0)
+          continue;
+        HOST_WIDE_INT depth = 0;
+        for (tree b = gimple_block (stmt); b && TREE_CODE (b) == BLOCK;
+             b = BLOCK_SUPERCONTEXT (b))
+          if (inlined_function_outer_scope_p (b))
+            depth++;
+        if (!depth)
+          continue;
+        tree raw = make_ssa_name (ptr_type_node);
+        gimple_call_set_lhs (stmt, raw);
+        gimple *adj = gimple_build_assign (lhs, POINTER_PLUS_EXPR, raw,
+                                           size_int (-depth));
+        gimple_set_location (adj, gimple_location (stmt));
+        gsi_insert_after (&gsi, adj, GSI_SAME_STMT);
+        update_stmt (stmt);
+        changed++;
+      }
+  if (changed && dump_file)
+    fprintf (dump_file, "tally: %u CFAs of inlined functions lowered\n",
+             changed);
+  return changed;
+}
+
+namespace {
+
+const pass_data tally_cfa_pass_data = {
+  GIMPLE_PASS,
+  "tally_cfa",     /* -fdump-tree-tally_cfa */
+  OPTGROUP_NONE,
+  TV_NONE,
+  PROP_ssa,
+  0, 0, 0, 0
+};
+
+class tally_cfa_pass : public gimple_opt_pass
+{
+public:
+  tally_cfa_pass (gcc::context *ctx) : gimple_opt_pass (tally_cfa_pass_data, ctx)
+  {
+  }
+  unsigned int execute (function *fun) final override
+  {
+    tally_fix_inlined_cfa (fun);
+    return 0;
+  }
+};
+
+} // namespace
+
+opt_pass *
+tally_make_cfa_pass (gcc::context *ctx)
+{
+  return new tally_cfa_pass (ctx);
+}
+
+/* &__tally.d.N as a void *.  */
+static tree
+desc_address (const tally_fn_info &fn)
+{
+  TREE_ADDRESSABLE (fn.desc) = 1;
+  return build1 (ADDR_EXPR, ptr_type_node, fn.desc);
+}
+
+/* measure=cycles, hooks=call: __tally_enter_cyc or __tally_exit_cyc (the
+   _papi ones with measure=papi).  */
+static gimple_seq
+call_hook (function *fun, const tally_fn_info &fn, bool entry)
+{
+  gimple_seq seq = NULL;
+  tree c = cfa (fun, &seq);
+  bool papi = tally_opts.measure == TALLY_MEASURE_PAPI;
+  tree callee = entry ? (papi ? enter_papi_decl : enter_cyc_decl)
+                      : (papi ? exit_papi_decl : exit_cyc_decl);
+  gcall *g = gimple_build_call (callee, 3,
+                                tally_module_address (),
+                                build_int_cstu (uint32_type_node, fn.id), c);
+  gimple_seq_add_stmt (&seq, g);
+  return seq;
+}
+
+void
+tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
+                     bool frames)
+{
+  build_decls ();
+  location_t loc = DECL_SOURCE_LOCATION (fun->decl);
+  if (tally_opts.hooks == TALLY_HOOKS_CALL)
+    {
+      gimple_seq seq = call_hook (fun, fn, true);
+      if (frames)
+        gimple_call_set_fndecl (as_a<gcall *> (gimple_seq_last_stmt (seq)),
+                                enter_frames_decl);
+      set_locations (seq, loc);
+      gimple_stmt_iterator gsi = gsi_last_bb (bb);
+      if (gsi_end_p (gsi))
+        {
+          gsi = gsi_start_bb (bb);
+          gsi_insert_seq_before (&gsi, seq, GSI_NEW_STMT);
+        }
+      else
+        gsi_insert_seq_after (&gsi, seq, GSI_NEW_STMT);
+      add_call_edges (fun, seq, bb);
+      return;
+    }
+  tree frame_ptr = build_pointer_type (frame_type_node);
+  tree desc = desc_address (fn);
+  gimple_seq pre = NULL, fast = NULL, slow = NULL;
+  tree top = assign (fun, &pre, frame_ptr, ss_field ("top"));
+  tree end = assign (fun, &pre, frame_ptr, ss_field ("end"));
+  tree prev_cfa = assign (fun, &pre, uint64_type_node,
+                          frame_field (top, -(HOST_WIDE_INT) sizeof (struct tally_sframe), "cfa"));
+  tree c = cfa (fun, &pre);
+  tree cu = make_temp (fun, uint64_type_node);
+  gimple_seq_add_stmt (&pre, gimple_build_assign (cu, NOP_EXPR, c));
+  tree full = op (fun, &pre, boolean_type_node, EQ_EXPR, top, end);
+  tree stale = op (fun, &pre, boolean_type_node, LE_EXPR, prev_cfa, cu);
+  tree flag = op (fun, &pre, boolean_type_node, BIT_IOR_EXPR, full, stale);
+
+  /* 1. Fast.  A signal handler's hooks push at the top too, so the slot
+     is claimed first, marked with a CFA above every frame (never stale,
+     never matched), and the real CFA goes in last: a handler that runs in
+     between finds a consistent stack and charges its cycles to us.  */
+  store (&fast, frame_field (top, 0, "cfa"),
+         build_int_cst (uint64_type_node, -1));
+  barrier (&fast);
+  tree next = op (fun, &fast, frame_ptr, POINTER_PLUS_EXPR, top,
+                  size_int (sizeof (struct tally_sframe)));
+  store (&fast, ss_field ("top"), next);
+  barrier (&fast);
+  store (&fast, frame_field (top, 0, "fn"), desc);
+  store (&fast, frame_field (top, 0, "node"),
+         build_int_cst (uint32_type_node, -1));
+  store (&fast, frame_field (top, 0, "flags"), build_zero_cst (uint32_type_node));
+  store (&fast, frame_field (top, 0, "child"), build_zero_cst (uint64_type_node));
+  tree now = rdtsc (fun, &fast);
+  store (&fast, frame_field (top, 0, "start"), now);
+  barrier (&fast);
+  store (&fast, frame_field (top, 0, "cfa"), cu);
+
+  /* 2. Slow: the runtime.  */
+  gimple_seq_add_stmt (&slow, gimple_build_call (enter_slow_decl, 2, desc, c));
+  add_diamond (fun, bb, pre, flag, fast, slow, loc);
+}
+
+void
+tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
+{
+  build_decls ();
+  location_t loc = gimple_location (ret);
+  gimple_stmt_iterator gsi = gsi_for_stmt (ret);
+  if (tally_opts.hooks == TALLY_HOOKS_CALL)
+    {
+      gimple_seq seq = call_hook (fun, fn, false);
+      set_locations (seq, loc);
+      gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
+      add_call_edges (fun, seq, gimple_bb (ret));
+      return;
+    }
+  /* The block before the return, falling through to it.  */
+  basic_block bb = gimple_bb (ret);
+  gsi_prev (&gsi);
+  edge e = gsi_end_p (gsi) ? split_block_after_labels (bb)
+                           : split_block (bb, gsi_stmt (gsi));
+  bb = e->src;
+
+  tree frame_ptr = build_pointer_type (frame_type_node);
+  tree desc = desc_address (fn);
+  const HOST_WIDE_INT fsize = sizeof (struct tally_sframe);
+  gimple_seq pre = NULL, fast = NULL, slow = NULL;
+  tree now = rdtsc (fun, &pre);
+  tree top = assign (fun, &pre, frame_ptr, ss_field ("top"));
+  tree f = op (fun, &pre, frame_ptr, POINTER_PLUS_EXPR, top,
+               size_int (-fsize));
+  tree fcfa = assign (fun, &pre, uint64_type_node, frame_field (f, 0, "cfa"));
+  tree ffn = assign (fun, &pre, ptr_type_node, frame_field (f, 0, "fn"));
+  tree c = cfa (fun, &pre);
+  tree cu = make_temp (fun, uint64_type_node);
+  gimple_seq_add_stmt (&pre, gimple_build_assign (cu, NOP_EXPR, c));
+  tree other = op (fun, &pre, boolean_type_node, NE_EXPR, fcfa, cu);
+  tree other_fn = op (fun, &pre, boolean_type_node, NE_EXPR, ffn,
+                      desc);
+  tree flag = op (fun, &pre, boolean_type_node, BIT_IOR_EXPR, other, other_fn);
+
+  /* 1. Fast: read the frame before giving it up (a signal handler may
+     push over it), pop, charge the parent, add the totals.  */
+  tree start = assign (fun, &fast, uint64_type_node, frame_field (f, 0, "start"));
+  tree child = assign (fun, &fast, uint64_type_node, frame_field (f, 0, "child"));
+  tree d = op (fun, &fast, uint64_type_node, MINUS_EXPR, now, start);
+  barrier (&fast);
+  store (&fast, ss_field ("top"), f);
+  barrier (&fast);
+  tree pc = assign (fun, &fast, uint64_type_node, frame_field (f, -fsize, "child"));
+  tree pc2 = op (fun, &fast, uint64_type_node, PLUS_EXPR, pc, d);
+  store (&fast, frame_field (f, -fsize, "child"), pc2);
+  tree id_field = NULL_TREE;
+  for (tree x = TYPE_FIELDS (TREE_TYPE (fn.desc)); x; x = DECL_CHAIN (x))
+    if (DECL_NAME (x) && strcmp (IDENTIFIER_POINTER (DECL_NAME (x)), "id") == 0)
+      id_field = x;
+  tree id = assign (fun, &fast, uint32_type_node,
+                    build3 (COMPONENT_REF, uint32_type_node, fn.desc, id_field,
+                            NULL_TREE));
+  tree meas_ptr_type = TREE_TYPE (meas_decl);
+  tree base = assign (fun, &fast, meas_ptr_type, meas_decl);
+  tree idx = make_temp (fun, sizetype);
+  gimple_seq_add_stmt (&fast, gimple_build_assign (idx, NOP_EXPR, id));
+  tree off = op (fun, &fast, sizetype, MULT_EXPR, idx,
+                 size_int (sizeof (struct tally_meas)));
+  tree m = op (fun, &fast, meas_ptr_type, POINTER_PLUS_EXPR, base, off);
+  tree meas_type = TREE_TYPE (meas_ptr_type);
+  tree mem = build2 (MEM_REF, meas_type, m, build_int_cst (meas_ptr_type, 0));
+  tree fi = field (meas_type, "incl"), fe = field (meas_type, "excl");
+  tree hi = op (fun, &fast, uint64_type_node, MAX_EXPR, d, child);
+  tree self = op (fun, &fast, uint64_type_node, MINUS_EXPR, hi, child);
+  add_total (fun, &fast, mem, fi, d);
+  add_total (fun, &fast, mem, fe, self);
+
+  /* 2. Slow: the runtime.  */
+  gimple_seq_add_stmt (&slow,
+                       gimple_build_call (exit_slow_decl, 3, desc, c, now));
+  add_diamond (fun, bb, pre, flag, fast, slow, loc);
+}

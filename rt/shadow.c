@@ -1,0 +1,437 @@
+/* The shadow return-frame stack and measure=cycles (LOPI's "return
+ * frames" kept beside the real stack rather than in it).
+ *
+ * Each thread has a fixed array of frames, mmap'ed on its first hook (no
+ * malloc), and an index: __tally_ss.top.  Entry pushes {start time, 0,
+ * CFA, function}; exit pops the frame, adds its inclusive cycles to its
+ * parent's `child` and both totals of the function to __tally_meas[id].
+ * With hooks=inline the plugin writes that fast path into the function and
+ * calls the *_slow functions below for anything else; with hooks=call
+ * __tally_enter_cyc/__tally_exit_cyc do it all.
+ *
+ * Lazy reconciliation.  A frame is the activation whose CFA (stack pointer
+ * before its call) it records.  The live activations of a thread have
+ * strictly decreasing CFAs from the bottom of the stack up, so:
+ *   1. at an entry with CFA c, a frame whose CFA is <= c cannot be live (the
+ *      new activation occupies its place): longjmp, an exception or a
+ *      signal handler that never returned skipped its exit;
+ *   2. at an exit with CFA c, the frame with CFA c and the same function is
+ *      the one to pop, and any frame above it is stale the same way.
+ * Stale frames are closed at the current time, so the time until the next
+ * hook (unwinding, the handler) is charged to them, and every total stays
+ * consistent: a parent's inclusive cycles are its exclusive cycles plus its
+ * callees' inclusive cycles, exactly.  A handler running on an alternate
+ * signal stack (sigaltstack) breaks the ordering; frames are then pushed
+ * without reconciliation.  A thread's frames still open when it ends
+ * (pthread_exit, or returning from its start routine through uninstrumented
+ * code) are closed by a thread-specific-data destructor, those of the thread
+ * that runs the exit dump by the dump.
+ *
+ * A stack that is full counts the activations it could not hold
+ * (`overflow`) and matches them with exits that find no frame.  */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "rt.h"
+
+#define STACK_FRAMES TALLY_STACK_FRAMES
+
+/* Functions with measured totals; ids beyond are not measured.  Reserved
+   address space only (16 bytes a function).  */
+#define MEAS_FNS ((size_t) 1 << 22)
+
+/* A sentinel every thread's stack starts at: top == end sends the first
+   hook to the runtime, and CFA 0 never matches an exit.  */
+static struct tally_sframe no_frames[1];
+
+__thread struct tally_sstack __tally_ss
+    __attribute__ ((tls_model ("initial-exec")))
+    = { &no_frames[1], &no_frames[1] };
+
+/* Where inline exits add; a dummy until the first measuring hook maps the
+   real array (inline code only adds after a push, which maps it).  */
+static struct tally_meas no_meas[1];
+struct tally_meas *__tally_meas = no_meas;
+
+/* The thread's mapped frames (NULL before its first hook) and the number
+   of activations a full stack could not hold.  */
+static __thread struct tally_sframe *ss_base
+    __attribute__ ((tls_model ("initial-exec")));
+static __thread uint64_t ss_overflow
+    __attribute__ ((tls_model ("initial-exec")));
+
+/* The key whose destructor closes a thread's frames; created once.  */
+static pthread_key_t ss_key;
+static pthread_once_t ss_key_once = PTHREAD_ONCE_INIT;
+static int ss_key_ok;
+
+static inline uint64_t
+rdtsc (void)
+{
+  uint32_t lo, hi;
+  __asm__ __volatile__ ("rdtsc" : "=a"(lo), "=d"(hi));
+  return ((uint64_t) hi << 32) | lo;
+}
+
+/* Add one closed activation of FN: D cycles, CHILD of them in callees.  */
+static inline void
+account (const struct tally_fn *fn, uint64_t d, uint64_t child, int atomic)
+{
+  uint32_t id = fn->id;
+  if (id >= MEAS_FNS || __tally_meas == no_meas)
+    return;
+  struct tally_meas *m = &__tally_meas[id];
+  uint64_t self = d > child ? d - child : 0; /* TSC skew across CPUs */
+  if (atomic)
+    {
+      __atomic_fetch_add (&m->incl, d, __ATOMIC_RELAXED);
+      __atomic_fetch_add (&m->excl, self, __ATOMIC_RELAXED);
+    }
+  else
+    {
+      m->incl += d;
+      m->excl += self;
+    }
+}
+
+/* Close the frames above NEW_TOP at time NOW, innermost first: read the
+   frame, pop it, then charge its parent (a signal handler may push over a
+   popped frame).  */
+static void
+close_frames (struct tally_sframe *new_top, uint64_t now)
+{
+  uint64_t ev[TALLY_PAPI_MAX]; /* read once, for every frame closed */
+  int have_ev = 0;
+  struct tally_sframe *f = __tally_ss.top;
+  while (f > new_top)
+    {
+      f--;
+      uint64_t d = now - f->start, child = f->child;
+      struct tally_fn *fn = f->fn;
+      uint32_t node = f->node;
+      __atomic_signal_fence (__ATOMIC_SEQ_CST);
+      __tally_ss.top = f;
+      __atomic_signal_fence (__ATOMIC_SEQ_CST);
+      f[-1].child += d;
+      account (fn, d, child, 1); /* the slow path: atomic is cheap */
+      if (node != TALLY_PATH_NONE)
+        tally_rt_path_add (node, fn->id, d, d > child ? d - child : 0);
+      if ((f->flags & TALLY_SF_PAPI) && tally_rt_papi_pop)
+        {
+          if (!have_ev)
+            have_ev = tally_rt_papi_read (ev) >= 0;
+          if (have_ev)
+            tally_rt_papi_pop ((size_t) (f - ss_base), fn->id, ev);
+        }
+    }
+}
+
+/* Thread-specific-data destructor: the thread ends with these frames
+   open.  */
+static void
+thread_gone (void *base)
+{
+  if (base != ss_base || !ss_base)
+    return;
+  close_frames (ss_base + 1, rdtsc ());
+  __tally_ss.top = __tally_ss.end = &no_frames[1];
+  ss_base = NULL;
+  if (tally_rt_papi_thread_gone)
+    tally_rt_papi_thread_gone ();
+  munmap (base, STACK_FRAMES * sizeof (struct tally_sframe));
+}
+
+static void
+make_key (void)
+{
+  ss_key_ok = pthread_key_create (&ss_key, thread_gone) == 0;
+}
+
+/* Map the per-function totals, once per process.  */
+static void
+map_meas (void)
+{
+  if (__atomic_load_n (&__tally_meas, __ATOMIC_ACQUIRE) != no_meas)
+    return;
+  void *p = mmap (NULL, MEAS_FNS * sizeof (struct tally_meas),
+                  PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return;
+  struct tally_meas *expected = no_meas;
+  if (!__atomic_compare_exchange_n (&__tally_meas, &expected,
+                                    (struct tally_meas *) p, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    munmap (p, MEAS_FNS * sizeof (struct tally_meas));
+}
+
+/* Give the calling thread its stack.  Returns 0, or -1 if it cannot be
+   mapped (then nothing is measured in this thread).  */
+static int
+thread_init (void)
+{
+  map_meas ();
+  void *p = mmap (NULL, STACK_FRAMES * sizeof (struct tally_sframe),
+                  PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return -1;
+  ss_base = (struct tally_sframe *) p;
+  ss_base[0].cfa = UINT64_MAX; /* above every live frame: never stale */
+  ss_base[0].fn = NULL;
+  ss_base[0].node = 0;
+  ss_overflow = 0;
+  __tally_ss.end = ss_base + STACK_FRAMES;
+  __tally_ss.top = ss_base + 1;
+  pthread_once (&ss_key_once, make_key);
+  if (ss_key_ok)
+    pthread_setspecific (ss_key, ss_base);
+  return 0;
+}
+
+/* Whether the thread runs on its alternate signal stack, where CFAs do not
+   order against the frames below.  */
+static int
+on_alt_stack (void)
+{
+  stack_t ss;
+  return sigaltstack (NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+}
+
+/* The slot is claimed before it is filled and gets its real CFA last (see
+   plugin/measure.cc): a signal handler's hooks in between see a frame that
+   is neither stale nor theirs.  */
+static inline void
+push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa,
+            uint32_t node, uint32_t flags)
+{
+  top->cfa = UINT64_MAX;
+  __atomic_signal_fence (__ATOMIC_SEQ_CST);
+  __tally_ss.top = top + 1;
+  __atomic_signal_fence (__ATOMIC_SEQ_CST);
+  top->fn = fn;
+  top->node = node;
+  top->child = 0;
+  /* measure=papi: the events' values at entry, then the clock.  */
+  if ((flags & TALLY_SF_PAPI) && tally_rt_papi_push
+      && tally_rt_papi_push ((size_t) (top - ss_base)) != 0)
+    flags &= ~TALLY_SF_PAPI;
+  top->flags = flags;
+  top->start = rdtsc ();
+  __atomic_signal_fence (__ATOMIC_SEQ_CST);
+  top->cfa = cfa;
+}
+
+/* paths=on: the node of FN called from the frame below TOP.  */
+static inline uint32_t
+path_of (struct tally_sframe *top, struct tally_fn *fn)
+{
+  struct tally_sframe *parent = top - 1;
+  uint32_t pnode = parent->fn ? tally_rt_path_owner (parent->node,
+                                                     parent->fn->id)
+                              : 0;
+  return tally_rt_path_node (pnode, fn->id);
+}
+
+static struct tally_sframe *
+enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths, uint32_t flags)
+{
+  int saved = errno;
+  struct tally_sframe *pushed = NULL;
+  uint64_t cfa = (uint64_t) (uintptr_t) cfa_ptr;
+  if (!ss_base && thread_init () != 0)
+    goto out;
+  struct tally_sframe *top = __tally_ss.top;
+  /* 1. Stale frames: every frame whose CFA is not above ours.  */
+  if (top[-1].cfa <= cfa && top - 1 > ss_base && !on_alt_stack ())
+    {
+      struct tally_sframe *f = top - 1;
+      while (f > ss_base && f->cfa <= cfa)
+        f--;
+      close_frames (f + 1, rdtsc ());
+      ss_overflow = 0; /* deeper than any frame kept, so dead too */
+      top = __tally_ss.top;
+    }
+  if (top == __tally_ss.end)
+    {
+      /* An activation left out is matched by an exit that finds no frame;
+         with exit=frames none comes (no trampoline was put in).  */
+      if (!(flags & TALLY_SF_FRAMES))
+        ss_overflow++;
+    }
+  else
+    {
+      push_frame (top, fn, cfa, paths ? path_of (top, fn) : TALLY_PATH_NONE,
+                  flags);
+      pushed = top;
+    }
+out:
+  errno = saved;
+  return pushed;
+}
+
+void
+__tally_cyc_enter_slow (struct tally_fn *fn, void *cfa_ptr)
+{
+  enter_slow (fn, cfa_ptr, 0, 0);
+}
+
+void
+__tally_cyc_exit_slow (struct tally_fn *fn, void *cfa_ptr, uint64_t now)
+{
+  uint64_t cfa = (uint64_t) (uintptr_t) cfa_ptr;
+  if (!ss_base)
+    return; /* entered before this thread had a stack: nothing to pop */
+  /* 2. Our frame is the nearest one whose CFA is not below ours.  */
+  struct tally_sframe *f = __tally_ss.top - 1;
+  while (f > ss_base && f->cfa < cfa)
+    f--;
+  if (f > ss_base && f->cfa == cfa && f->fn == fn)
+    {
+      close_frames (f, now);
+      return;
+    }
+  if (ss_overflow)
+    ss_overflow--;
+  /* else an exit without its entry (a handler on the alternate stack
+     that longjmp'ed, say): left alone.  */
+}
+
+static inline void
+bump (struct tally_module *m, uint64_t *c)
+{
+  if (m->flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS))
+    __atomic_fetch_add (c, 1, __ATOMIC_RELAXED);
+  else
+    ++*c;
+}
+
+struct tally_sframe *
+tally_rt_enter (struct tally_module *m, uint32_t fn, void *cfa, uint32_t flags)
+{
+  struct tally_fn *f = m->fns[fn];
+  bump (m, &f->counters[TALLY_C_ENTRIES]);
+  struct tally_sframe *top = __tally_ss.top;
+  int paths = (m->flags & TALLY_MOD_PATHS) != 0;
+  if (__builtin_expect (top != __tally_ss.end
+                        && top[-1].cfa > (uint64_t) (uintptr_t) cfa, 1))
+    {
+      push_frame (top, f, (uint64_t) (uintptr_t) cfa,
+                  paths ? path_of (top, f) : TALLY_PATH_NONE, flags);
+      return top;
+    }
+  return enter_slow (f, cfa, paths, flags);
+}
+
+void
+tally_rt_exit (struct tally_module *m, uint32_t fn, void *cfa)
+{
+  uint64_t now = rdtsc ();
+  struct tally_fn *f = m->fns[fn];
+  struct tally_sframe *top = __tally_ss.top - 1;
+  if (__builtin_expect (top->cfa == (uint64_t) (uintptr_t) cfa && top->fn == f
+                        && !(top->flags & TALLY_SF_PAPI), 1))
+    {
+      uint64_t d = now - top->start, child = top->child;
+      uint32_t node = top->node;
+      __atomic_signal_fence (__ATOMIC_SEQ_CST);
+      __tally_ss.top = top;
+      __atomic_signal_fence (__ATOMIC_SEQ_CST);
+      top[-1].child += d;
+      account (f, d, child,
+               m->flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS));
+      if (node != TALLY_PATH_NONE)
+        tally_rt_path_add (node, f->id, d, d > child ? d - child : 0);
+    }
+  else
+    __tally_cyc_exit_slow (f, cfa, now); /* also the frames with events */
+  bump (m, &f->counters[TALLY_C_EXITS]);
+}
+
+void
+__tally_enter_cyc (struct tally_module *m, uint32_t fn, void *cfa)
+{
+  tally_rt_enter (m, fn, cfa, 0);
+}
+
+void
+__tally_exit_cyc (struct tally_module *m, uint32_t fn, void *cfa)
+{
+  tally_rt_exit (m, fn, cfa);
+}
+
+/* exit=frames: the trampoline's exit.  The frame with CFA is popped (the
+   frames above it, which longjmp or a signal handler skipped, closed
+   first), its exit counted, and its real return address returned.  */
+uint64_t
+tally_rt_frames_exit (uint64_t cfa)
+{
+  uint64_t now = rdtsc ();
+  struct tally_sframe *f = __tally_ss.top - 1;
+  /* The usual case: the returning frame is on top.  */
+  if (__builtin_expect (f->cfa == cfa && f->flags == TALLY_SF_FRAMES, 1))
+    {
+      uint64_t d = now - f->start, child = f->child, ret = f->ret;
+      uint32_t node = f->node;
+      struct tally_fn *fn = f->fn;
+      __atomic_signal_fence (__ATOMIC_SEQ_CST);
+      __tally_ss.top = f;
+      __atomic_signal_fence (__ATOMIC_SEQ_CST);
+      f[-1].child += d;
+      account (fn, d, child, 1);
+      if (node != TALLY_PATH_NONE)
+        tally_rt_path_add (node, fn->id, d, d > child ? d - child : 0);
+      __atomic_fetch_add (&fn->counters[TALLY_C_EXITS], 1, __ATOMIC_RELAXED);
+      return ret;
+    }
+  int saved = errno;
+  while (ss_base && f > ss_base && f->cfa < cfa)
+    f--;
+  if (!ss_base || f <= ss_base || f->cfa != cfa || !(f->flags & TALLY_SF_FRAMES))
+    {
+      /* Only a stack switch (swapcontext, coroutines) that the CFA order
+         cannot see gets here: there is no address to return to.  */
+      tally_rt_error ("exit=frames: no return frame for the function "
+                      "returning at CFA %lu (a stack switch?); the program "
+                      "cannot continue", (unsigned long) cfa);
+      abort ();
+    }
+  uint64_t ret = f->ret;
+  struct tally_fn *fn = f->fn;
+  close_frames (f, now);
+  __atomic_fetch_add (&fn->counters[TALLY_C_EXITS], 1, __ATOMIC_RELAXED);
+  errno = saved;
+  return ret;
+}
+
+/* The exit dump: the dumping thread's open frames will not see their
+   exits (exit() called below main, or main itself still open).  */
+void
+tally_rt_shadow_close_current (void)
+{
+  if (ss_base)
+    close_frames (ss_base + 1, rdtsc ());
+}
+
+const struct tally_meas *
+tally_rt_meas (uint32_t *nfns)
+{
+  struct tally_meas *m = __atomic_load_n (&__tally_meas, __ATOMIC_ACQUIRE);
+  *nfns = m == no_meas ? 0 : (uint32_t) MEAS_FNS;
+  return m == no_meas ? NULL : m;
+}
+
+void
+tally_rt_meas_zero (void)
+{
+  struct tally_meas *m = __atomic_load_n (&__tally_meas, __ATOMIC_ACQUIRE);
+  if (m == no_meas)
+    return;
+  /* Only the pages touched so far hold values; madvise gives back zeroed
+     pages without touching the rest.  */
+  madvise (m, MEAS_FNS * sizeof *m, MADV_DONTNEED);
+}

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""Drop-in use: the example project of testsuite/dropin/ (a shared C
+library, a C program, a C++ template) built by make, autoconf's configure,
+CMake and Meson, first through `tally run` from the build tree, then through
+pkg-config (and `tally run`) from an installed tree; the man pages.
+
+The oracle is the program itself: each function of the example counts its
+own calls and the program prints "NAME CALLS" lines, which tally's report
+must equal (doc/drop-in.md).
+
+Usage: run-dropin.py CHECK --tally T --srcdir DIR --cc CC --cxx CXX
+                     --meson M --build-dir DIR --docdir DIR
+Exit status: 0 pass, 1 fail, 77 skip.
+"""
+import argparse
+import csv
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from checklib import Failure, Skip, expect, run, run_check
+
+# Report rows (by function or origin) for the names the program prints.
+ROW_OF = {"area": "area", "perimeter": "perimeter", "helper": "helper",
+          "twice": "_Z5twiceIiET_S0_"}
+
+
+def compiler_env(a, extra=None):
+    env = {"CC": a.cc, "CXX": a.cxx}
+    env.update(extra or {})
+    return env
+
+
+def check_counts(a, exe, work, at, env=None, tally=None, name="demo"):
+    """Run EXE; its own counts must equal tally's.  With at=late the static
+    helper may have been inlined (then it has no row)."""
+    data = os.path.join(work, name + ".data")
+    if os.path.exists(data):
+        os.unlink(data)
+    full = {"TALLY_OUTPUT": data}
+    full.update(env or {})
+    out = run([exe], env=full).stdout
+    own = {}
+    for line in out.splitlines():
+        key, value = line.split()
+        if key != "sum":
+            own[key] = int(value)
+    expect(own.get("area", 0) > 0, "%s: the program printed %r" % (name, out))
+    expect(os.path.exists(data), "%s: no data file written (nothing instrumented?)" % name)
+    rows = list(csv.DictReader(io.StringIO(
+        run([tally or a.tally, "report", "--csv", data]).stdout)))
+    calls = {}
+    for r in rows:
+        for key in (r["function"], r["origin"]):
+            calls[key] = (int(r["calls"]), int(r["exits"]))
+    problems = []
+    for key, want in own.items():
+        got = calls.get(ROW_OF[key])
+        if got is None and key == "helper" and at == "late":
+            continue
+        if got != (want, want):
+            problems.append("  %s: tally %s, the program counted %d" % (key, got, want))
+    expect(calls.get("main") == (1, 1), "%s: main counted %s" % (name, calls.get("main")))
+    if problems:
+        raise Failure("%s: counts differ:\n%s" % (name, "\n".join(problems)))
+    return calls
+
+
+def copy_project(a, work, name):
+    dest = os.path.join(work, name)
+    shutil.copytree(os.path.join(a.srcdir, "dropin"), dest)
+    return dest
+
+
+def needed(path):
+    out = run(["readelf", "-d", path]).stdout
+    return re.findall(r"\(NEEDED\).*\[(.*)\]", out)
+
+
+def check_run_make(a, work):
+    """A hand-written Makefile: `tally run -- make`, options passed on,
+    `make CC=...` still instrumented, the static runtime, and a Makefile
+    that sets CC itself (instrumented only with --override)."""
+    d = copy_project(a, work, "make")
+    run([a.tally, "run", "--", "make", "-s"], cwd=d, env=compiler_env(a))
+    check_counts(a, os.path.join(d, "demo"), work, "late", name="make")
+    expect(any(n.startswith("libtally-rt.so") for n in needed(os.path.join(d, "demo"))),
+           "demo does not link the shared runtime: %s" % needed(os.path.join(d, "demo")))
+    run(["make", "-s", "clean"], cwd=d)
+    # CC on make's command line beats the environment: tally run extends it.
+    run([a.tally, "run", "--hooks=call", "--at=early", "--runtime=static", "--",
+         "make", "-s", "CC=" + a.cc], cwd=d, env=compiler_env(a))
+    calls = check_counts(a, os.path.join(d, "demo"), work, "early", name="make-early")
+    expect("helper" in calls, "at=early did not reach the compiler: no helper row")
+    for lib in ("demo", "libshapes.so"):
+        expect(not any("tally" in n for n in needed(os.path.join(d, lib))),
+               "--runtime=static: %s needs %s" % (lib, needed(os.path.join(d, lib))))
+    # A Makefile that sets CC and CXX itself ignores the environment's.
+    run(["make", "-s", "clean"], cwd=d)
+    with open(os.path.join(d, "Makefile")) as f:
+        text = f.read()
+    with open(os.path.join(d, "Makefile.hard"), "w") as f:
+        f.write("CC = %s\nCXX = %s\n" % (a.cc, a.cxx) + text)
+    run([a.tally, "run", "--", "make", "-s", "-f", "Makefile.hard"], cwd=d)
+    data = os.path.join(work, "hard.data")
+    run([os.path.join(d, "demo")], env={"TALLY_OUTPUT": data})
+    expect(not os.path.exists(data), "Makefile.hard without --override was instrumented?")
+    run(["make", "-s", "-f", "Makefile.hard", "clean"], cwd=d)
+    run([a.tally, "run", "--override", "--", "make", "-s", "-f", "Makefile.hard"], cwd=d)
+    check_counts(a, os.path.join(d, "demo"), work, "late", name="make-override")
+
+
+def check_run_autotools(a, work):
+    """autoconf's configure: its compiler checks link with the runtime, and
+    the project's default CFLAGS (-g -O2) are kept."""
+    if not shutil.which("autoconf"):
+        raise Skip("autoconf is not installed")
+    d = copy_project(a, work, "autotools")
+    run(["autoconf"], cwd=d)
+    env = compiler_env(a, {"TALLY_OUTPUT": os.path.join(work, "conftest.%p.data")})
+    env.pop("CFLAGS", None)
+    p = run([a.tally, "run", "--at=early", "--", "./configure"], cwd=d, env=env)
+    expect("checking whether the C compiler works... yes" in p.stdout, p.stdout)
+    mk = open(os.path.join(d, "Makefile.autoconf")).read()
+    expect(re.search(r"^CFLAGS = -g -O2$", mk, re.M),
+           "configure's default CFLAGS were not kept:\n%s" % mk)
+    expect(re.search(r"^CC = .*-fplugin=\S+tally\.so", mk, re.M), "CC without the plugin:\n%s" % mk)
+    run(["make", "-s", "-f", "Makefile.autoconf"], cwd=d)
+    check_counts(a, os.path.join(d, "demo"), work, "early", name="autotools")
+
+
+def check_run_cmake(a, work):
+    """CMake: the configure step under `tally run` records CC and CXX with
+    their flags; the build runs without it.  blocks=count: the calls are
+    derived from the block counts."""
+    if not shutil.which("cmake"):
+        raise Skip("cmake is not installed")
+    b = os.path.join(work, "cmake-build")
+    run([a.tally, "run", "--at=early", "--blocks=count", "--", "cmake", "-S", os.path.join(a.srcdir, "dropin"),
+         "-B", b, "-DCMAKE_BUILD_TYPE=Release"], env=compiler_env(a))
+    run(["cmake", "--build", b])
+    calls = check_counts(a, os.path.join(b, "demo"), work, "early", name="cmake")
+    expect("helper" in calls, "at=early did not reach the compiler: no helper row")
+
+
+def check_run_meson(a, work):
+    """Meson: `tally run -- meson setup`; meson adds -Wl,--as-needed and
+    -Wl,--no-undefined, which the runtime in CC must survive.  With
+    blocks=visited beside the call hooks."""
+    b = os.path.join(work, "meson-build")
+    run([a.tally, "run", "--hooks=call", "--blocks=visited", "--", a.meson, "setup", b,
+         os.path.join(a.srcdir, "dropin")], env=compiler_env(a))
+    run([a.meson, "compile", "-C", b])
+    check_counts(a, os.path.join(b, "demo"), work, "late", name="meson")
+
+
+def check_run_errors(a, work):
+    """Bad options stop tally run before the command runs, with the
+    plugin's own message."""
+    marker = os.path.join(work, "ran")
+    cases = [
+        (["--hooks=fast"], r"invalid value 'fast' for '-fplugin-arg-tally-hooks'; accepted values: inline, call"),
+        (["--colour=red"], r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, "),
+        (["--runtime=dynamic"], r"invalid value 'dynamic' for --runtime; accepted values: shared, static"),
+        (["--output"], r"--output needs a value"),
+        (["--filter=" + os.path.join(work, "missing")], r"filter file .*missing.*No such file"),
+        (["-x"], r"unknown option '-x'"),
+        (["--override"], r"--override changes a make command line"),
+    ]
+    for opts, pattern in cases:
+        p = run([a.tally, "run", *opts, "--", "touch", marker], env=compiler_env(a, {"LC_ALL": "C"}),
+                check=False)
+        text = p.stderr.replace("\u2018", "'").replace("\u2019", "'")
+        expect(p.returncode != 0, "%s: exit 0" % opts)
+        expect(re.search(pattern, text), "%s: want /%s/ in:\n%s" % (opts, pattern, text))
+        expect(not os.path.exists(marker), "%s: the command ran" % opts)
+    p = run([a.tally, "run"], check=False)
+    expect(p.returncode == 2 and "no command given" in p.stderr, "no command: %r" % p.stderr)
+    p = run([a.tally, "run", "--", "no-such-command-here"], env=compiler_env(a), check=False)
+    expect(p.returncode == 127 and "cannot run 'no-such-command-here'" in p.stderr,
+           "missing command: %d %r" % (p.returncode, p.stderr))
+    # The command's exit status is tally run's, and TALLY_OUTPUT is set.
+    p = run([a.tally, "run", "--output=x-%p.data", "--", "sh", "-c",
+             'echo "$TALLY_OUTPUT"; exit 3'], env=compiler_env(a), check=False)
+    expect(p.returncode == 3 and p.stdout.strip() == "x-%p.data", "status/output: %d %r"
+           % (p.returncode, p.stdout))
+    p = run([a.tally, "run", "--print-env", "--at=early"], env=compiler_env(a))
+    m = re.search(r"^CC='%s -fplugin=(\S+) -fplugin-arg-tally-at=early -Wl,\S+'$"
+                  % re.escape(a.cc), p.stdout, re.M)
+    expect(m and os.path.isfile(m.group(1)), "--print-env:\n%s" % p.stdout)
+
+
+def install_tree(a, work):
+    """meson install into WORK/dest; returns (dest, the directory of a
+    tally.pc rewritten for the relocated tree, libdir)."""
+    dest = os.path.join(work, "dest")
+    run([a.meson, "install", "-C", a.build_dir, "--destdir", dest, "--no-rebuild", "--quiet"])
+    pcs = [os.path.join(d, f) for d, _, fs in os.walk(dest) for f in fs if f == "tally.pc"]
+    expect(len(pcs) == 1, "tally.pc installed %d times" % len(pcs))
+    # Relocate: every absolute directory in the variables gains DEST.
+    text = re.sub(r"^(prefix|plugindir)=/", lambda m: "%s=%s/" % (m.group(1), dest),
+                  open(pcs[0]).read(), flags=re.M)
+    pcdir = os.path.join(work, "pc")
+    os.mkdir(pcdir)
+    with open(os.path.join(pcdir, "tally.pc"), "w") as f:
+        f.write(text)
+    libdir = run(["pkg-config", "--variable=libdir", "tally"],
+                 env={"PKG_CONFIG_PATH": pcdir}).stdout.strip()
+    return dest, pcdir, libdir
+
+
+def check_pkg_config(a, work):
+    """The installed tally.pc: --cflags loads the plugin, --libs links the
+    runtime, the variables name real files; the example built with it by
+    make, CMake and Meson; the installed `tally run` finds its plugin."""
+    dest, pcdir, libdir = install_tree(a, work)
+    env = compiler_env(a, {"PKG_CONFIG_PATH": pcdir, "LD_LIBRARY_PATH": libdir})
+    cflags = run(["pkg-config", "--cflags", "tally"], env=env).stdout.split()
+    plugin = [f[len("-fplugin="):] for f in cflags if f.startswith("-fplugin=")]
+    expect(len(plugin) == 1 and os.path.isfile(plugin[0]), "--cflags: %s" % cflags)
+    for var in ("plugin", "static_runtime"):
+        path = run(["pkg-config", "--variable=" + var, "tally"], env=env).stdout.strip()
+        expect(os.path.isfile(path), "--variable=%s: %r is not a file" % (var, path))
+    libs = run(["pkg-config", "--libs", "tally"], env=env).stdout.split()
+    expect("-ltally-rt" in libs and "-L" + libdir in libs, "--libs: %s" % libs)
+
+    d = copy_project(a, work, "make")
+    run(["make", "-s", "TALLY=1"], cwd=d, env=env)
+    check_counts(a, os.path.join(d, "demo"), work, "late", env=env, name="pc-make")
+    if shutil.which("cmake"):
+        b = os.path.join(work, "cmake-build")
+        run(["cmake", "-S", os.path.join(a.srcdir, "dropin"), "-B", b,
+             "-DUSE_TALLY=ON", "-DCMAKE_BUILD_TYPE=Release"], env=env)
+        run(["cmake", "--build", b], env=env)
+        check_counts(a, os.path.join(b, "demo"), work, "late", env=env, name="pc-cmake")
+    b = os.path.join(work, "meson-build")
+    run([a.meson, "setup", b, os.path.join(a.srcdir, "dropin"), "-Dtally=enabled"], env=env)
+    run([a.meson, "compile", "-C", b], env=env)
+    check_counts(a, os.path.join(b, "demo"), work, "late", env=env, name="pc-meson")
+
+    # The installed tally, moved with its tree, finds the installed plugin.
+    tool = [os.path.join(r, f) for r, _, fs in os.walk(dest) for f in fs
+            if f == "tally" and os.path.basename(r) == "bin"]
+    expect(len(tool) == 1, "tally command installed %d times" % len(tool))
+    p = run([tool[0], "run", "--print-env"], env=compiler_env(a))
+    expect("-fplugin=" + plugin[0] + " " in p.stdout, "installed tally run:\n%s" % p.stdout)
+    run(["make", "-s", "clean"], cwd=d)
+    run([tool[0], "run", "--at=early", "--", "make", "-s"], cwd=d, env=compiler_env(a))
+    check_counts(a, os.path.join(d, "demo"), work, "early", tally=tool[0], name="installed-run")
+
+
+CHECKS = {
+    "run-make": check_run_make,
+    "run-autotools": check_run_autotools,
+    "run-cmake": check_run_cmake,
+    "run-meson": check_run_meson,
+    "run-errors": check_run_errors,
+    "pkg-config": check_pkg_config,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("check", choices=sorted(CHECKS))
+    ap.add_argument("--tally", required=True)
+    ap.add_argument("--srcdir", required=True)
+    ap.add_argument("--cc", default="gcc")
+    ap.add_argument("--cxx", default="g++")
+    ap.add_argument("--meson", default="meson")
+    ap.add_argument("--build-dir", default=".")
+    a = ap.parse_args()
+    a.tally = os.path.abspath(a.tally)
+    a.srcdir = os.path.abspath(a.srcdir)
+    return run_check(CHECKS, a.check, a, "tally-dropin-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

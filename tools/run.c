@@ -1,0 +1,399 @@
+/* tools/run.c - `tally run [OPTION]... [--] COMMAND [ARG]...`: run a build
+ * that was not written for tally with the plugin and the runtime added.
+ *
+ * The flags go into CC and CXX, not CFLAGS and LDFLAGS:
+ *
+ *   CC=gcc  ->  CC='gcc -fplugin=/P/tally.so -fplugin-arg-tally-at=early
+ *                   -Wl,--push-state,--no-as-needed,/L/libtally-rt.so,--pop-state,-rpath,/L'
+ *
+ * Every compile and every link of make, autoconf's configure, libtool, CMake
+ * and Meson goes through $CC, so this reaches the link tests of configure
+ * scripts that ignore LDFLAGS, libtool links (which drop unknown flags given
+ * in LDFLAGS) and shared libraries, and it leaves CFLAGS to the project: an
+ * unset CFLAGS keeps meaning the project's default (autoconf's "-g -O2"),
+ * where an injected CFLAGS would silently replace it.  GCC ignores -Wl
+ * options when it does not link.  The shared runtime is given by path
+ * between --push-state,--no-as-needed and --pop-state, so it is linked
+ * wherever the link line puts $CC's own words and whatever --as-needed state
+ * the build uses; --runtime=static links libtally-rt.a --whole-archive
+ * instead (for -static links).
+ *
+ * Steps: 1. options; 2. where the plugin and runtime are (the build tree
+ * this tally was built in, or the installed tree, relocated if the whole
+ * install moved, e.g. by DESTDIR); 3. the new CC and CXX; 4. one compile of
+ * an empty unit with them, so a bad plugin option or a plugin built for
+ * another GCC is reported before a long build starts; 5. `make CC=X`
+ * arguments get the flags too (a command-line CC beats the environment's),
+ * and with --override CC= and CXX= are added to a make command line; 6. exec
+ * the command.  doc/drop-in.md is the user's guide.  */
+#define _GNU_SOURCE /* realpath, setenv, readlink, PATH_MAX */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "run.h"
+
+#ifndef TALLY_BINDIR
+#error "meson defines TALLY_BINDIR, TALLY_LIBDIR, TALLY_PLUGINDIR, TALLY_CC and TALLY_CXX"
+#endif
+
+#define EXIT_USAGE 2
+
+static const char run_usage[] =
+  "usage: tally run [OPTION]... [--] COMMAND [ARG]...\n"
+  "\n"
+  "Run COMMAND (a build: make, ./configure, cmake, meson setup, ...) with\n"
+  "-fplugin=tally and the tally runtime added to CC and CXX.\n"
+  "\n"
+  "Options:\n"
+  "  --KEY[=VALUE]           passed to the plugin as -fplugin-arg-tally-KEY[=VALUE]\n"
+  "                          (--hooks=call, --at=early, --blocks=count,\n"
+  "                          --update=atomic, --filter=FILE, --verbose;\n"
+  "                          see tally-plugin(7))\n"
+  "  -fplugin-arg-tally-KEY[=VALUE]  the same, as the compiler spells it\n"
+  "  --runtime=shared|static link the shared runtime (default) or the static\n"
+  "                          one, whole, into every program and library\n"
+  "  --output=PATTERN        set TALLY_OUTPUT for COMMAND (where the programs\n"
+  "                          it runs write their data files)\n"
+  "  --override              for a make command: also pass CC= and CXX= on its\n"
+  "                          command line, which beat a Makefile's own CC\n"
+  "  --print-env             print the variables as shell assignments and exit\n"
+  "  -h, --help              print this help and exit\n"
+  "\n"
+  "CC and CXX from the environment are kept and extended (default: "
+  TALLY_CC " and " TALLY_CXX ").\n";
+
+/* Characters that would be split or interpreted on their way through CC:
+   make and configure hand CC to sh, and CMake splits it at spaces.  (-Wl
+   splits at commas: the runtime's directory must have none.)  */
+static const char unsafe_chars[] = " \t\n'\"\\$`;&|<>(){}*?[]#~!";
+
+static void
+run_error (const char *fmt, const char *a, const char *b)
+{
+  fputs ("tally: run: ", stderr);
+  fprintf (stderr, fmt, a, b);
+  fputc ('\n', stderr);
+}
+
+/* A growing string.  */
+struct buf
+{
+  char *s;
+  size_t len, cap;
+};
+
+static void
+buf_add (struct buf *b, const char *s)
+{
+  size_t n = strlen (s);
+  if (b->len + n + 1 > b->cap)
+    {
+      size_t cap = (b->len + n + 1) * 2;
+      char *p = realloc (b->s, cap);
+      if (!p)
+        {
+          fputs ("tally: out of memory\n", stderr);
+          exit (1);
+        }
+      b->s = p;
+      b->cap = cap;
+    }
+  memcpy (b->s + b->len, s, n + 1);
+  b->len += n;
+}
+
+static int
+is_file (const char *path)
+{
+  struct stat st;
+  return stat (path, &st) == 0 && S_ISREG (st.st_mode);
+}
+
+/* 2. Where the plugin and the runtime are.  In the build tree: tally is
+   build/tools/tally, beside build/plugin/tally.so and build/rt.  Installed:
+   tally is in TALLY_BINDIR; if the directory it is in only ends with
+   TALLY_BINDIR, the whole tree moved (DESTDIR) and the plugin and the
+   runtime are looked for under the same root.  */
+static int
+locate (char *plugin, char *libdir)
+{
+  char self[PATH_MAX], dir[PATH_MAX], try_[PATH_MAX + 64];
+  ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    {
+      run_error ("cannot find where tally itself is (/proc/self/exe: %s)%s",
+                 strerror (errno), "");
+      return -1;
+    }
+  self[n] = 0;
+  strcpy (dir, self);
+  char *slash = strrchr (dir, '/');
+  *slash = 0;
+
+  snprintf (try_, sizeof try_, "%s/../plugin/tally.so", dir);
+  if (is_file (try_))
+    {
+      char rt[PATH_MAX + 64];
+      snprintf (rt, sizeof rt, "%s/../rt/libtally-rt.so", dir);
+      if (is_file (rt) && realpath (try_, plugin))
+        {
+          snprintf (rt, sizeof rt, "%s/../rt", dir);
+          if (realpath (rt, libdir))
+            return 0;
+        }
+    }
+  size_t dl = strlen (dir), bl = strlen (TALLY_BINDIR);
+  if (dl >= bl && strcmp (dir + dl - bl, TALLY_BINDIR) == 0)
+    {
+      int root = (int) (dl - bl);
+      snprintf (plugin, PATH_MAX, "%.*s%s/tally.so", root, dir, TALLY_PLUGINDIR);
+      snprintf (libdir, PATH_MAX, "%.*s%s", root, dir, TALLY_LIBDIR);
+      if (is_file (plugin))
+        return 0;
+      run_error ("the plugin is not installed: %s is missing%s", plugin, "");
+      return -1;
+    }
+  run_error ("cannot find the plugin: tally (%s) is neither in its build "
+             "tree nor installed in " TALLY_BINDIR "%s", self, "");
+  return -1;
+}
+
+/* Append " WORD" to B, refusing words CC cannot carry.  */
+static int
+add_word (struct buf *b, const char *word)
+{
+  if (word[strcspn (word, unsafe_chars)])
+    {
+      run_error ("'%s' contains a space, quote or shell character, "
+                 "which cannot be passed through CC%s", word, "");
+      return -1;
+    }
+  buf_add (b, " ");
+  buf_add (b, word);
+  return 0;
+}
+
+/* Is ARG0 a make program?  */
+static int
+is_make (const char *arg0)
+{
+  const char *base = strrchr (arg0, '/');
+  base = base ? base + 1 : arg0;
+  return strcmp (base, "make") == 0 || strcmp (base, "gmake") == 0;
+}
+
+static char *
+concat (const char *a, const char *b)
+{
+  struct buf r = { NULL, 0, 0 };
+  buf_add (&r, a);
+  buf_add (&r, b);
+  return r.s;
+}
+
+/* Print NAME='VALUE' for sh.  */
+static void
+print_assignment (const char *name, const char *value)
+{
+  printf ("%s='", name);
+  for (const char *c = value; *c; c++)
+    if (*c == '\'')
+      fputs ("'\\''", stdout);
+    else
+      putchar (*c);
+  printf ("'\n");
+}
+
+int
+cmd_run (int argc, char **argv)
+{
+  /* 1. Options, up to "--" or the first word that is not one.  */
+  struct buf flags = { NULL, 0, 0 };
+  const char *runtime = "shared", *output = NULL;
+  int override = 0, print_env = 0, i;
+  buf_add (&flags, "");
+  for (i = 1; i < argc && argv[i][0] == '-'; i++)
+    {
+      const char *a = argv[i];
+      if (strcmp (a, "--") == 0)
+        {
+          i++;
+          break;
+        }
+      if (strcmp (a, "-h") == 0 || strcmp (a, "--help") == 0)
+        {
+          fputs (run_usage, stdout);
+          return 0;
+        }
+      if (strncmp (a, "--runtime=", 10) == 0)
+        {
+          runtime = a + 10;
+          if (strcmp (runtime, "shared") != 0 && strcmp (runtime, "static") != 0)
+            {
+              run_error ("invalid value '%s' for --runtime; accepted values: "
+                         "shared, static%s", runtime, "");
+              return EXIT_USAGE;
+            }
+        }
+      else if (strncmp (a, "--output=", 9) == 0)
+        output = a + 9;
+      else if (strcmp (a, "--override") == 0)
+        override = 1;
+      else if (strcmp (a, "--print-env") == 0)
+        print_env = 1;
+      else if (strcmp (a, "--runtime") == 0 || strcmp (a, "--output") == 0)
+        {
+          run_error ("%s needs a value: %s=VALUE", a, a);
+          return EXIT_USAGE;
+        }
+      else if (strncmp (a, "--", 2) == 0 || strncmp (a, "-fplugin-arg-tally-", 19) == 0)
+        {
+          /* A plugin option: the plugin itself checks it in step 4.  */
+          const char *kv = a[1] == '-' ? a + 2 : a + 19;
+          char *word = concat ("-fplugin-arg-tally-", kv);
+          if (strncmp (kv, "filter=", 7) == 0 && kv[7])
+            {
+              /* The compiles run in other directories.  */
+              char abs[PATH_MAX];
+              if (!realpath (kv + 7, abs))
+                {
+                  run_error ("filter file '%s': %s", kv + 7, strerror (errno));
+                  return EXIT_USAGE;
+                }
+              free (word);
+              word = concat ("-fplugin-arg-tally-filter=", abs);
+            }
+          int bad = add_word (&flags, word);
+          free (word);
+          if (bad)
+            return EXIT_USAGE;
+        }
+      else
+        {
+          run_error ("unknown option '%s'; try 'tally run --help'%s", a, "");
+          return EXIT_USAGE;
+        }
+    }
+  if (i >= argc && !print_env)
+    {
+      run_error ("no command given; try 'tally run --help'%s%s", "", "");
+      return EXIT_USAGE;
+    }
+  if (i < argc && print_env)
+    {
+      run_error ("--print-env takes no command (got '%s')%s", argv[i], "");
+      return EXIT_USAGE;
+    }
+  if (override && !print_env && !is_make (argv[i]))
+    {
+      run_error ("--override changes a make command line, and '%s' is not "
+                 "make%s", argv[i], "");
+      return EXIT_USAGE;
+    }
+
+  /* 2. The plugin and the runtime.  */
+  char plugin[PATH_MAX], libdir[PATH_MAX];
+  if (locate (plugin, libdir) != 0)
+    return 1;
+
+  /* 3. The words added to CC and CXX.  */
+  struct buf add = { NULL, 0, 0 };
+  buf_add (&add, "");
+  char *word = concat ("-fplugin=", plugin);
+  int bad = add_word (&add, word);
+  free (word);
+  buf_add (&add, flags.s);
+  if (strchr (libdir, ','))
+    {
+      run_error ("the runtime's directory '%s' contains a comma, which "
+                 "cannot be passed through -Wl%s", libdir, "");
+      return 1;
+    }
+  struct buf link = { NULL, 0, 0 };
+  if (strcmp (runtime, "shared") == 0)
+    {
+      buf_add (&link, "-Wl,--push-state,--no-as-needed,");
+      buf_add (&link, libdir);
+      buf_add (&link, "/libtally-rt.so,--pop-state,-rpath,");
+      buf_add (&link, libdir);
+    }
+  else
+    {
+      buf_add (&link, "-Wl,--push-state,--whole-archive,");
+      buf_add (&link, libdir);
+      buf_add (&link, "/libtally-rt.a,--pop-state");
+    }
+  bad |= add_word (&add, link.s);
+  if (bad)
+    return 1;
+  const char *cc = getenv ("CC"), *cxx = getenv ("CXX");
+  char *new_cc = concat (cc && *cc ? cc : TALLY_CC, add.s);
+  char *new_cxx = concat (cxx && *cxx ? cxx : TALLY_CXX, add.s);
+
+  /* 4. One empty compile: the plugin loads into this compiler and accepts
+     the options, or says why not (on stderr) before COMMAND starts.  */
+  char *check = concat (new_cc, " -x c -c -o /dev/null /dev/null");
+  int status = system (check);
+  free (check);
+  if (status != 0)
+    {
+      run_error ("'%s' cannot compile with the plugin and these options "
+                 "(see above); nothing was run%s", cc && *cc ? cc : TALLY_CC, "");
+      return 1;
+    }
+
+  if (print_env)
+    {
+      print_assignment ("CC", new_cc);
+      print_assignment ("CXX", new_cxx);
+      if (output)
+        print_assignment ("TALLY_OUTPUT", output);
+      printf ("export CC CXX%s\n", output ? " TALLY_OUTPUT" : "");
+      return 0;
+    }
+  if (setenv ("CC", new_cc, 1) != 0 || setenv ("CXX", new_cxx, 1) != 0
+      || (output && setenv ("TALLY_OUTPUT", output, 1) != 0))
+    {
+      run_error ("cannot set the environment: %s%s", strerror (errno), "");
+      return 1;
+    }
+
+  /* 5. make's command line: CC=X and CXX=X beat the environment, so they
+     get the flags too; --override adds them.  */
+  char **cmd = calloc ((size_t) (argc - i + 3), sizeof *cmd);
+  if (!cmd)
+    return 1;
+  int n = 0, have_cc = 0, have_cxx = 0, make = is_make (argv[i]);
+  for (int j = i; j < argc; j++)
+    {
+      const char *a = argv[j];
+      if (make && j > i && strncmp (a, "CC=", 3) == 0)
+        {
+          cmd[n++] = concat (a, add.s);
+          have_cc = 1;
+        }
+      else if (make && j > i && strncmp (a, "CXX=", 4) == 0)
+        {
+          cmd[n++] = concat (a, add.s);
+          have_cxx = 1;
+        }
+      else
+        cmd[n++] = argv[j];
+    }
+  if (make && override && !have_cc)
+    cmd[n++] = concat ("CC=", new_cc);
+  if (make && override && !have_cxx)
+    cmd[n++] = concat ("CXX=", new_cxx);
+  cmd[n] = NULL;
+
+  /* 6. The command replaces tally; its exit status is the result.  */
+  fflush (stdout);
+  execvp (cmd[0], cmd);
+  run_error ("cannot run '%s': %s", cmd[0], strerror (errno));
+  return errno == ENOENT ? 127 : 126;
+}
