@@ -331,6 +331,9 @@ put_paths (struct writer *w, struct tally_module *head, uint32_t nlive)
       /* A node being made right now is written as an empty child of the
          root with no function; readers skip those.  */
       uint32_t fn1 = __atomic_load_n (&nodes[i].fn_plus1, __ATOMIC_ACQUIRE);
+      /* So is the node of an outside frame this dump's FRMS lacks.  */
+      if (fn1 > TALLY_FRAME_ID_BASE && !tally_rt_frame_dumped (fn1 - 1))
+        fn1 = 0;
       uint32_t parent = fn1 ? nodes[i].parent : 0;
       put_u32 (w, parent < i ? parent : 0);
       put_u32 (w, fn1 ? fn1 - 1 : UINT32_MAX);
@@ -338,6 +341,27 @@ put_paths (struct writer *w, struct tally_module *head, uint32_t nlive)
       put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].incl, __ATOMIC_RELAXED) : 0);
       put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].excl, __ATOMIC_RELAXED) : 0);
     }
+}
+
+/* The functions of outside frames on the paths (unwind.c), NFRAMES of
+   them, as tally_rt_frames_snapshot fixed them for this dump.  */
+static void
+put_frames (struct writer *w, uint32_t nframes)
+{
+  put_u32 (w, TALLY_TAG_FRAMES);
+  put_u32 (w, nframes);
+  uint64_t addr;
+  const char *name;
+  uint32_t len;
+  for (uint32_t i = 0; nframes; i++)
+    if (tally_rt_frame_get (i, &addr, &name, &len))
+      {
+        nframes--;
+        put_u32 (w, TALLY_FRAME_ID_BASE + i);
+        put_u64 (w, addr);
+        put_u32 (w, len);
+        put (w, name, len);
+      }
 }
 
 static int
@@ -977,11 +1001,14 @@ dump_locked (int at_exit)
   uint32_t nmodules = nlive + retained_count;
   int meas = any_measured (head);
   int paths = any_paths ();
+  uint32_t nframes = paths ? tally_rt_frames_snapshot () : 0;
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_header (&w, 0, nmodules, flags, program);
   put_records (&w, head, nlive);
   if (meas)
     put_meas (&w, head, nlive);
+  if (nframes)
+    put_frames (&w, nframes);
   if (paths)
     put_paths (&w, head, nlive);
   uint64_t file_size = w.total + TALLY_TRAILER_SIZE;
@@ -994,6 +1021,8 @@ dump_locked (int at_exit)
   put_records (&w, head, nlive);
   if (meas)
     put_meas (&w, head, nlive);
+  if (nframes)
+    put_frames (&w, nframes);
   if (paths)
     put_paths (&w, head, nlive);
   if (finish_file (&w, file_size, tmp, path) != 0)

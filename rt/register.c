@@ -51,6 +51,11 @@ tally_rt_register_local (struct tally_module *m)
 
   if (m->flags & TALLY_MOD_UPDATE_TLS)
     tally_rt_tls_init ();
+  /* paths=on: libunwind finds the frames below a thread's first
+     instrumented call; the static runtime may have to load it, which a
+     hook cannot do.  */
+  if (m->flags & TALLY_MOD_PATHS)
+    tally_rt_unwind_load ();
   uint32_t base = __atomic_fetch_add (&next_id, m->nfns, __ATOMIC_RELAXED);
   for (uint32_t i = 0; i < m->nfns; i++)
     m->fns[i]->id = base + i;

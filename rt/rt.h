@@ -167,6 +167,22 @@ const struct tally_path_node *tally_rt_paths (uint32_t *n, uint32_t *depth,
                                               uint64_t *lost) TALLY_HIDDEN;
 void tally_rt_paths_zero (void) TALLY_HIDDEN;
 
+/* unwind.c: libunwind.  Find it (linked, or loaded with dlopen by the
+   static runtime); not async-signal-safe.  Whether it was found.  */
+void tally_rt_unwind_load (void) TALLY_HIDDEN;
+int tally_rt_have_unwind (void) TALLY_HIDDEN;
+/* paths=on: the node under which an entry with CFA CFA that finds its
+   thread's shadow stack empty goes: its unwound callers' innermost node,
+   or 0 (the root) without libunwind.  */
+uint32_t tally_rt_unwind_base (uint64_t cfa) TALLY_HIDDEN;
+/* The dump: fix which outside frames this dump writes (their number);
+   whether pseudo function ID is one of them; frame I's start address and
+   name (LEN bytes, no NUL), 0 if it is not written.  */
+uint32_t tally_rt_frames_snapshot (void) TALLY_HIDDEN;
+int tally_rt_frame_dumped (uint32_t id) TALLY_HIDDEN;
+int tally_rt_frame_get (uint32_t i, uint64_t *addr, const char **name,
+                        uint32_t *len) TALLY_HIDDEN;
+
 /* What this copy of the runtime does itself, as opposed to the public
    entry points, which go to the primary copy (instance.c).  */
 void tally_rt_register_local (struct tally_module *m) TALLY_HIDDEN;

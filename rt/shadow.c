@@ -226,14 +226,15 @@ push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa,
   top->cfa = cfa;
 }
 
-/* paths=on: the node of FN called from the frame below TOP.  */
+/* paths=on: the node of FN, with CFA CFA, called from the frame below
+   TOP; on an empty stack, under the callers libunwind finds (unwind.c).  */
 static inline uint32_t
-path_of (struct tally_sframe *top, struct tally_fn *fn)
+path_of (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa)
 {
   struct tally_sframe *parent = top - 1;
   uint32_t pnode = parent->fn ? tally_rt_path_owner (parent->node,
                                                      parent->fn->id)
-                              : 0;
+                              : tally_rt_unwind_base (cfa);
   return tally_rt_path_node (pnode, fn->id);
 }
 
@@ -265,7 +266,7 @@ enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths, uint32_t flags)
     }
   else
     {
-      push_frame (top, fn, cfa, paths ? path_of (top, fn) : TALLY_PATH_NONE,
+      push_frame (top, fn, cfa, paths ? path_of (top, fn, cfa) : TALLY_PATH_NONE,
                   flags);
       pushed = top;
     }
@@ -321,7 +322,9 @@ tally_rt_enter (struct tally_module *m, uint32_t fn, void *cfa, uint32_t flags)
                         && top[-1].cfa > (uint64_t) (uintptr_t) cfa, 1))
     {
       push_frame (top, f, (uint64_t) (uintptr_t) cfa,
-                  paths ? path_of (top, f) : TALLY_PATH_NONE, flags);
+                  paths ? path_of (top, f, (uint64_t) (uintptr_t) cfa)
+                        : TALLY_PATH_NONE,
+                  flags);
       return top;
     }
   return enter_slow (f, cfa, paths, flags);

@@ -238,8 +238,14 @@ def check_signals(a, work):
         check_sums(what, rows, ["main"], slack)
 
 
-def tree_rows(a, data, env=None):
-    """`tally report --tree DATA` as {path tuple: (calls, incl, excl)}."""
+OUTSIDE = "[uninstrumented] "
+
+
+def tree_rows(a, data, env=None, outside=False):
+    """`tally report --tree DATA` as {path tuple: (calls, incl, excl)}.
+    Unless OUTSIDE, the frames libunwind found below the first
+    instrumented ones ("[uninstrumented] ...") are left out of the paths
+    (and their own rows, which have no values, dropped)."""
     out = run([a.tally, "report", "--tree", data], env=env).stdout.splitlines()
     res, stack = {}, []
     for line in out[1:]:
@@ -252,7 +258,20 @@ def tree_rows(a, data, env=None):
         key = tuple(stack)
         expect(key not in res, "%s: path %s twice in the tree" % (data, key))
         res[key] = (calls, incl, excl)
-    return res
+    if outside:
+        return res
+    cut = {}
+    for key, v in res.items():
+        k = 0
+        while k < len(key) and key[k].startswith(OUTSIDE):
+            k += 1
+        if k == len(key):
+            expect(v == (0, 0, 0), "%s: outside frame %s has values %s"
+                   % (data, key, v))
+            continue
+        old = cut.get(key[k:], (0, 0, 0))
+        cut[key[k:]] = tuple(x + y for x, y in zip(old, v))
+    return cut
 
 
 def check_tree_sums(what, rows, tree, folded):
@@ -343,9 +362,11 @@ def check_paths(a, work):
 def check_paths_limits(a, work):
     x86_64()
     # Depth: recursion 100000 deep (and 700000 in a thread) cut at 16.
+    # (TALLY_UNWIND=off: the frames below main would count in the limits.)
     exe = paths_build(a, work, "recursion.c", "late")
     data = exe + ".data"
-    run([exe], env={"TALLY_OUTPUT": data, "TALLY_PATH_DEPTH": "16"})
+    run([exe], env={"TALLY_OUTPUT": data, "TALLY_PATH_DEPTH": "16",
+                    "TALLY_UNWIND": "off"})
     tree = tree_rows(a, data)
     expect(max(len(k) for k in tree) == 16, "recursion.c: deepest path %d "
            "frames, TALLY_PATH_DEPTH=16" % max(len(k) for k in tree))
@@ -358,7 +379,8 @@ def check_paths_limits(a, work):
     # and said so.
     exe = paths_build(a, work, "paths.c", "late")
     data = exe + ".data"
-    p = run([exe], env={"TALLY_OUTPUT": data, "TALLY_PATH_NODES": "4"})
+    p = run([exe], env={"TALLY_OUTPUT": data, "TALLY_PATH_NODES": "4",
+                        "TALLY_UNWIND": "off"})
     expect(p.stderr == "", "TALLY_PATH_NODES=4: %r" % p.stderr)
     p = run([a.tally, "report", "--tree", data])
     expect("did not fit" in p.stderr, "TALLY_PATH_NODES=4: no note about lost "
@@ -376,6 +398,99 @@ def check_paths_limits(a, work):
         p = run([a.tally] + cmd + [exe + ".data"], check=False)
         expect(p.returncode == 1 and "paths=on" in p.stderr,
                "%s on a file without paths: exit %d, %r" % (cmd, p.returncode, p.stderr))
+
+
+def need_unwind(a):
+    x86_64()
+    if a.unwind != "1":
+        raise Skip("the runtime was built without libunwind (libunwind-dev)")
+
+
+def nm_symbols(exe):
+    """[(start, name)] of EXE's functions, sorted."""
+    syms = []
+    for line in run(["nm", "-S", exe]).stdout.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[2] in "tTW":
+            syms.append((int(f[0], 16), int(f[1], 16), f[3]))
+    return sorted(syms)
+
+
+def check_unwind(a, work):
+    """tally_backtrace gives the return addresses glibc's backtrace gives
+    (glibc unwinds with libgcc's unwinder, not libunwind), with the static
+    runtime linked with -lunwind and without it (loaded by dlopen); and a
+    paths=on function called from uninstrumented code is rooted under its
+    uninstrumented callers."""
+    need_unwind(a)
+    src = os.path.join(a.srcdir, "measure", "backtrace.c")
+    inc = os.path.join(a.srcdir, os.pardir, "include")
+    for libs in ([], ["-lunwind"], ["-Wl,--no-as-needed", "-lunwind"]):
+        what = "backtrace.c %s" % " ".join(libs)
+        exe = os.path.join(work, "backtrace%d" % len(libs))
+        run([a.cc, "-O2", "-fno-omit-frame-pointer", "-I" + inc, src, "-o", exe,
+             a.runtime, *libs, "-no-pie"])
+        p = run([exe])
+        expect(p.stderr == "", "%s: %r" % (what, p.stderr))
+        lines = p.stdout.splitlines()
+        ours = [int(x, 16) for x in lines[0].split()[1:]]
+        glibc = [int(x, 16) for x in lines[1].split()[1:]]
+        expect(len(ours) >= 4 and len(ours) == len(glibc) and ours[1:] == glibc[1:],
+               "%s: tally_backtrace %s, glibc %s" % (what, [hex(x) for x in ours],
+                                                     [hex(x) for x in glibc]))
+        # [0]: the two calls' own return addresses, both in b3; then b2,
+        # b1, main.
+        syms = nm_symbols(exe)
+
+        def fn(addr):
+            for start, size, name in syms:
+                if start <= addr < start + size:
+                    return name
+            return None
+        got = [fn(x) for x in ours[:4]]
+        expect(got == ["b3", "b2", "b1", "main"] and fn(glibc[0]) == "b3",
+               "%s: frames in %s, want b3 b2 b1 main" % (what, got))
+        printed = [l.split()[2].split("+")[0] for l in lines[2:] if len(l.split()) > 2]
+        expect(printed[:4] == ["b3", "b2", "b1", "main"],
+               "%s: tally_backtrace_print named %s" % (what, printed))
+    # Uninstrumented callers.
+    main_o = os.path.join(work, "outside-main.o")
+    run([a.cc, "-O2", "-fno-optimize-sibling-calls", "-c",
+         os.path.join(a.srcdir, "measure", "outside-main.c"), "-o", main_o])
+    for at in ("early", "late"):
+        what = "outside-*.c paths=on at=%s" % at
+        exe = os.path.join(work, "outside-" + at)
+        run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
+             "-fplugin-arg-tally-at=" + at, "-fplugin-arg-tally-measure=cycles",
+             "-fplugin-arg-tally-paths=on",
+             os.path.join(a.srcdir, "measure", "outside-work.c"), main_o,
+             "-o", exe, a.runtime])
+        data = exe + ".data"
+        p = run([exe], env={"TALLY_OUTPUT": data})
+        expect(p.stderr == "", "%s: %r" % (what, p.stderr))
+        tree = tree_rows(a, data, outside=True)
+        calls = {}
+        for k, v in tree.items():
+            if k[-1] in ("work", "leaf"):
+                expect(k[0].startswith(OUTSIDE), "%s: path %s starts at an "
+                       "instrumented function" % (what, k))
+                tail = tuple(n for n in k if n in (OUTSIDE + "main", OUTSIDE
+                                                   + "outside", "work", "leaf"))
+                calls[tail] = calls.get(tail, 0) + v[0]
+        want = {(OUTSIDE + "main", "work"): 2, (OUTSIDE + "main", "work", "leaf"): 2,
+                (OUTSIDE + "main", OUTSIDE + "outside", "work"): 3,
+                (OUTSIDE + "main", OUTSIDE + "outside", "work", "leaf"): 3}
+        expect(calls == want, "%s: paths %s, want %s" % (what, calls, want))
+        # The direct parents, exactly.
+        parents = {k[-2]: v[0] for k, v in tree.items() if k[-1] == "work"}
+        expect(parents == {OUTSIDE + "main": 2, OUTSIDE + "outside": 3},
+               "%s: work's parents %s" % (what, parents))
+        # TALLY_UNWIND=off: as without libunwind, work is a root.
+        run([exe], env={"TALLY_OUTPUT": data, "TALLY_UNWIND": "off"})
+        tree = tree_rows(a, data, outside=True)
+        expect(tree.get(("work",), (0,))[0] == 5 and not any(
+            n.startswith(OUTSIDE) for k in tree for n in k),
+            "TALLY_UNWIND=off: %s" % sorted(tree))
 
 
 def check_papi(a, work):
@@ -652,6 +767,7 @@ CHECKS = {
     "paths": check_paths,
     "paths-limits": check_paths_limits,
     "papi": check_papi,
+    "unwind": check_unwind,
     "frames": check_frames,
     "errors": check_errors,
     "bad-meas": check_bad_meas,
@@ -670,6 +786,7 @@ def main():
     ap.add_argument("--corpus-dir")
     ap.add_argument("--papi", default="0", help="1 if the runtime has PAPI")
     ap.add_argument("--runtime-papi", help="libtally-rt-papi.a")
+    ap.add_argument("--unwind", default="0", help="1 if the runtime has libunwind")
     a = ap.parse_args()
     if a.check == "corpus":
         write_corpus(a, a.corpus_dir)

@@ -296,6 +296,7 @@ tally_data_free (struct tally_data *d)
       free (d->modules[i].fns);
   free (d->modules);
   free (d->paths);
+  free (d->frames);
   free (d->pool_);
   memset (d, 0, sizeof *d);
 }
@@ -437,7 +438,58 @@ parse_meas (struct parser *p, struct tally_data *d)
   return 0;
 }
 
-/* The optional PATH record (paths=on), after MEAS.  */
+/* The optional FRMS record (paths=on with libunwind), before PATH.  */
+static int
+parse_frames (struct parser *p, struct tally_data *d)
+{
+  size_t at = p->pos;
+  uint32_t tag, n;
+  if (take_u32 (p, &tag, "frames tag") != 0
+      || take_u32 (p, &n, "frame count") != 0)
+    return -1;
+  if (n == 0 || n > left (p) / 16)
+    return fail (p->err, p->errlen, "frames record at byte %zu: %lu frames "
+                 "cannot be, or fit in the %zu bytes left: file is corrupt",
+                 at, (unsigned long) n, left (p));
+  d->frames = calloc (n, sizeof *d->frames);
+  if (!d->frames)
+    return fail (p->err, p->errlen, "out of memory");
+  d->nframes = n;
+  for (uint32_t i = 0; i < n; i++)
+    {
+      struct tally_data_frame *f = &d->frames[i];
+      if (take_u32 (p, &f->id, "frame id") != 0
+          || take_u64 (p, &f->addr, "frame address") != 0
+          || take_str (p, &f->name, "frame name") != 0)
+        return -1;
+      if (f->id < TALLY_FRAME_ID_BASE || (i && f->id <= f[-1].id))
+        return fail (p->err, p->errlen, "frame %lu: id %#lx is below %#lx "
+                     "or not above the one before: file is corrupt",
+                     (unsigned long) i, (unsigned long) f->id,
+                     (unsigned long) TALLY_FRAME_ID_BASE);
+    }
+  return 0;
+}
+
+/* The index of the frame with id ID in D's FRMS record, or UINT32_MAX.  */
+static uint32_t
+find_frame (const struct tally_data *d, uint32_t id)
+{
+  uint32_t lo = 0, hi = d->nframes;
+  while (lo < hi)
+    {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (d->frames[mid].id == id)
+        return mid;
+      if (d->frames[mid].id < id)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  return UINT32_MAX;
+}
+
+/* The optional PATH record (paths=on), after MEAS and FRMS.  */
 static int
 parse_paths (struct parser *p, struct tally_data *d)
 {
@@ -514,6 +566,25 @@ parse_paths (struct parser *p, struct tally_data *d)
             }
           continue;
         }
+      if (id >= TALLY_FRAME_ID_BASE)
+        {
+          q->fn = find_frame (d, id);
+          if (q->fn == UINT32_MAX)
+            {
+              fail (p->err, p->errlen, "path node %lu: outside frame %#lx is "
+                    "not in the frames record: file is corrupt",
+                    (unsigned long) i, (unsigned long) id);
+              goto out;
+            }
+          if (q->calls || q->incl)
+            {
+              fail (p->err, p->errlen, "path node %lu: an outside frame "
+                    "with values: file is corrupt", (unsigned long) i);
+              goto out;
+            }
+          q->module = TALLY_DATA_FRAME;
+          continue;
+        }
       for (uint32_t m = 0; m < nrecords && q->module == UINT32_MAX; m++)
         if (bases[m] != UINT32_MAX && id >= bases[m]
             && id - bases[m] < d->modules[m].nfns)
@@ -567,9 +638,15 @@ parse_records (struct parser *p, struct tally_data *d)
   if (left (p) >= 4 && get_u32 (p->buf + p->pos) == TALLY_TAG_MEAS
       && parse_meas (p, d) != 0)
     return -1;
+  if (left (p) >= 4 && get_u32 (p->buf + p->pos) == TALLY_TAG_FRAMES
+      && parse_frames (p, d) != 0)
+    return -1;
   if (left (p) >= 4 && get_u32 (p->buf + p->pos) == TALLY_TAG_PATH
       && parse_paths (p, d) != 0)
     return -1;
+  if (d->nframes && !d->npaths)
+    return fail (p->err, p->errlen, "a frames record without a path record: "
+                 "file is corrupt");
   if (left (p) != 0)
     return fail (p->err, p->errlen, "%zu unexpected bytes at byte %zu, "
                  "before the trailer: file is corrupt", left (p), p->pos);

@@ -49,8 +49,20 @@ struct tally_data_path
 {
   uint32_t parent;       /* node index (UINT32_MAX for the root) */
   uint32_t module, fn;   /* its function; module UINT32_MAX for the root
-                            and for nodes the writer had not finished */
+                            and for nodes the writer had not finished,
+                            TALLY_DATA_FRAME for a frame outside
+                            instrumented code (fn indexes frames) */
   uint64_t calls, incl, excl;
+};
+#define TALLY_DATA_FRAME (UINT32_MAX - 1)
+
+/* A function of a frame found below a thread's first instrumented call
+   (FRMS record): a path node without values.  */
+struct tally_data_frame
+{
+  uint32_t id;      /* its pseudo function id in the PATH record */
+  uint64_t addr;    /* start address in the writing process */
+  const char *name; /* symbol, "" if unknown */
 };
 
 /* A whole data file.  */
@@ -72,6 +84,8 @@ struct tally_data
   struct tally_data_path *paths;
   uint32_t path_depth; /* the writer's depth limit */
   uint64_t path_lost;  /* activations the writer's full tree did not hold */
+  uint32_t nframes;    /* outside functions on the paths (FRMS), 0 if none */
+  struct tally_data_frame *frames;
   uint32_t crc;        /* CRC-32 stored in (and verified against) the trailer */
   void *pool_;         /* private: storage of the strings and counters */
 };

@@ -109,8 +109,24 @@ tally_tree_add (struct tally_tree *t, const struct tally_data *d)
           map[i] = parent; /* a node the writer had not finished */
           continue;
         }
-      const struct tally_data_fn *f = &d->modules[p->module].fns[p->fn];
-      size_t c = child (t, parent, f->name, f->file);
+      size_t c;
+      if (p->module == TALLY_DATA_FRAME)
+        {
+          /* A frame below the thread's first instrumented call.  */
+          const struct tally_data_frame *fr = &d->frames[p->fn];
+          char name[300];
+          if (*fr->name)
+            snprintf (name, sizeof name, "[uninstrumented] %.255s", fr->name);
+          else
+            snprintf (name, sizeof name, "[uninstrumented] %#" PRIx64,
+                      fr->addr);
+          c = child (t, parent, name, "");
+        }
+      else
+        {
+          const struct tally_data_fn *f = &d->modules[p->module].fns[p->fn];
+          c = child (t, parent, f->name, f->file);
+        }
       map[i] = c;
       struct tnode *n = &t->n[c];
       n->calls = add_sat (n->calls, p->calls);

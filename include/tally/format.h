@@ -20,13 +20,19 @@
  *            ("cycles"), u32 record count (= module count), then per module
  *            record in file order: u32 function count (= the module's), then
  *            per function V x (u64 inclusive, u64 exclusive)
- *   path     optional, after meas (paths=on): u32 TALLY_TAG_PATH, u32 depth
+ *   path     optional, after meas and frames (paths=on): u32 TALLY_TAG_PATH, u32 depth
  *            limit, u64 activations lost to a full tree, u32 record count
  *            (= module count), u32 function-id base per module record (its
  *            first function's id; ~0 if unknown), u32 node count N, then N
  *            nodes (1..N; 0 is the implicit root): u32 parent (< own index),
  *            u32 function id (~0: a node being made at the dump, all zero),
  *            u64 calls, u64 inclusive cycles, u64 exclusive cycles
+ *   frames   optional, between meas and path (paths=on with libunwind):
+ *            u32 TALLY_TAG_FRAMES, u32 count F, then F x (u32 id, u64
+ *            start address, str symbol name, "" if unknown), ids strictly
+ *            increasing, each >= TALLY_FRAME_ID_BASE: the functions of
+ *            frames found on threads' stacks below their first instrumented
+ *            call; PATH nodes with such an id stand for them (no values)
  *   trailer  u32 TALLY_TAG_END, u32 CRC-32 (IEEE) of every byte before the
  *            trailer, u64 file size (same as in the header)
  *
@@ -63,6 +69,10 @@
 #define TALLY_TAG_END 0x444e4554u    /* "TEND" */
 #define TALLY_TAG_MEAS 0x5341454du   /* "MEAS" */
 #define TALLY_TAG_PATH 0x48544150u   /* "PATH" */
+#define TALLY_TAG_FRAMES 0x534d5246u /* "FRMS" */
+/* Path nodes of frames outside instrumented code (FRMS) have function ids
+   from here up.  */
+#define TALLY_FRAME_ID_BASE 0xf0000000u
 #define TALLY_HEADER_FIXED 48u       /* header bytes before the program string */
 #define TALLY_TRAILER_SIZE 16u
 
