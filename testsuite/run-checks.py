@@ -378,6 +378,155 @@ def check_filter(a, work):
                "%s: want /%s/:\n%s" % (opt, pattern, text))
 
 
+def callgrind_self(exe, source):
+    """Self instructions (Ir) per source function of SOURCE's file, from
+    callgrind: the oracle for which functions take the time.  Clones
+    ("spin.constprop.0") are folded into their source function."""
+    out = exe + ".cg"
+    run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, exe])
+    text = run(["callgrind_annotate", "--threshold=100", out]).stdout
+    cost = {}
+    for m in re.finditer(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S+):(\S+)", text, re.M):
+        if os.path.basename(m.group(2)) == source:
+            fn = m.group(3).split(".")[0]
+            cost[fn] = cost.get(fn, 0) + int(m.group(1).replace(",", ""))
+    return cost
+
+
+def smallest_share(cost, percent):
+    """The fewest functions, most costly first, making up PERCENT of COST."""
+    total, got, chosen = sum(cost.values()), 0, set()
+    for fn, c in sorted(cost.items(), key=lambda kv: -kv[1]):
+        if got * 100 >= percent * total:
+            break
+        chosen.add(fn)
+        got += c
+    return chosen
+
+
+def check_select(a, work):
+    """-fplugin-arg-tally-select=PROFILE:P%: a measure=cycles profile of a
+    program where two functions take nearly all the time (the set callgrind's
+    self instructions choose too) instruments just those two, the clone
+    among them mapped back to its source function; `tally select` names the
+    same set; verbose says why; with filter= both must admit; bad profiles
+    and percentages are errors naming the option."""
+    src = os.path.join(a.srcdir, "filter", "hot.c")
+    hot = {"spin", "churn"}
+    every = hot | {"tiny", "small", "main"}
+
+    def build(name, flags, check=True):
+        exe = os.path.join(work, name)
+        p = run([a.cc, "-O2", "-fplugin=" + a.plugin, *flags, src, "-o", exe, a.runtime],
+                env={"LC_ALL": "C"}, check=check)
+        return exe, plain_quotes(p.stderr), p.returncode
+
+    def profile(name, flags):
+        exe, _, _ = build(name, flags)
+        data = os.path.join(work, name + ".data")
+        run([exe], env={"TALLY_OUTPUT": data})
+        return data
+
+    def counted(flags):
+        exe, notes, _ = build("sel", flags)
+        data = os.path.join(work, "sel.data")
+        if os.path.exists(data):
+            os.unlink(data)
+        run([exe], env={"TALLY_OUTPUT": data})
+        return report_calls(a, data), notes
+
+    def selected(args):
+        out = run([a.tally, "select", *args]).stdout.splitlines()
+        expect(re.match(r"\d+ of \d+ functions make up [\d.]+% of \d+ cycles", out[0]),
+               "tally select heading: %r" % out[0])
+        return {line.split()[3] for line in out[2:]}
+
+    prof = profile("prof", ["-fplugin-arg-tally-measure=cycles"])
+    # 1. The oracle: callgrind on an uninstrumented build picks the same two.
+    if shutil.which("valgrind") and shutil.which("callgrind_annotate"):
+        plain = os.path.join(work, "plain")
+        run([a.cc, "-O2", "-g", src, "-o", plain])
+        cost = callgrind_self(plain, "hot.c")
+        expect(set(cost) <= every and smallest_share(cost, 80) == hot,
+               "callgrind's choice at 80%%: %s from %s" % (smallest_share(cost, 80), cost))
+    else:
+        print("valgrind not installed: callgrind oracle skipped")
+    # 2. tally select and the plugin choose the same set; the calls of the
+    #    instrumented ones are what the program makes.
+    expect(selected([prof]) == hot, "tally select: %s" % selected([prof]))
+    expect(selected(["--percent=80%", prof]) == hot, "tally select --percent=80%")
+    one = selected(["--percent=40", prof])
+    expect(len(one) == 1 and one <= hot, "tally select --percent=40: %s" % one)
+    for opt in (prof + ":80%", prof, prof + ":80"):
+        calls, notes = counted(["-fplugin-arg-tally-select=" + opt, "-fplugin-arg-tally-verbose"])
+        expect(calls == {"spin": (20, 20), "churn": (20, 20)}, "select=%s: %s" % (opt, calls))
+        for fn in hot:
+            # A clone is named as GCC prints it: 'spin.constprop'.
+            expect(re.search(r"note: tally: '%s(\.\w+)*' instrumented: [\d.]+%% of "
+                             r"prof.data's time" % fn,
+                             notes), "select=%s: no note for %s:\n%s" % (opt, fn, notes))
+        for fn in every - hot:
+            expect("note: tally: '%s' not instrumented: not among the functions making up "
+                   "80%% of prof.data's time" % fn in notes,
+                   "select=%s: no note for %s:\n%s" % (opt, fn, notes))
+    calls, _ = counted(["-fplugin-arg-tally-select=" + prof + ":40"])
+    expect(set(calls) == one, "select=...:40 instruments %s, tally select names %s"
+           % (set(calls), one))
+    # 3. A profile built before inlining (at=early, every source function)
+    #    chooses for an at=late build, and the other way round.
+    early = profile("early", ["-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-at=early",
+                              "-fplugin-arg-tally-hooks=call"])
+    calls, _ = counted(["-fplugin-arg-tally-select=" + early])
+    expect(set(calls) == hot, "at=early profile, at=late build: %s" % calls)
+    calls, _ = counted(["-fplugin-arg-tally-select=" + prof, "-fplugin-arg-tally-at=early"])
+    expect(set(calls) == hot, "at=late profile, at=early build: %s" % calls)
+    # 4. With a filter, both must admit; tally select --filter writes one.
+    rules = os.path.join(work, "rules")
+    with open(rules, "w") as f:
+        f.write("exclude function churn\n")
+    calls, notes = counted(["-fplugin-arg-tally-select=" + prof, "-fplugin-arg-tally-filter=" + rules,
+                            "-fplugin-arg-tally-verbose"])
+    expect(set(calls) == {"spin"}, "select and filter: %s" % calls)
+    expect("'churn' not instrumented: excluded by a function rule" in notes, notes)
+    with open(rules, "w") as f:
+        f.write(run([a.tally, "select", "--filter", prof]).stdout)
+    calls, _ = counted(["-fplugin-arg-tally-filter=" + rules])
+    expect(set(calls) == hot, "tally select --filter as a filter file: %s" % calls)
+    # 5. Errors: the option and what is wrong, never an ICE.
+    count_only = profile("count", [])
+    bad = bytearray(open(prof, "rb").read())
+    bad[70] ^= 0x20
+    corrupt = os.path.join(work, "corrupt.data")
+    with open(corrupt, "wb") as f:
+        f.write(bad)
+    opt = "-fplugin-arg-tally-select"
+    cases = [
+        ([opt + "=" + count_only], r"count.data has no measured time; build the profiling run "
+         r"with -fplugin-arg-tally-measure=cycles"),
+        ([opt + "=" + corrupt], r"corrupt"),
+        ([opt + "=" + os.path.join(work, "missing")], r"No such file"),
+        ([opt + "=" + src], r"not a tally data file"),
+        ([opt + "=" + prof + ":0"], r"bad percentage '0'; give a number above 0 and at most 100"),
+        ([opt + "=" + prof + ":100.5%"], r"bad percentage '100.5%'"),
+        ([opt + "=" + prof + ":-5"], r"bad percentage '-5'"),
+        ([opt + "=" + prof + ":eighty"], r"bad percentage 'eighty'"),
+        ([opt + "=:80"], r"no profile before the ':'"),
+        ([opt], r"'-fplugin-arg-tally-select' needs a value: 'PROFILE' or 'PROFILE:P%'"),
+        ([opt + "=" + prof, opt + "=" + prof], r"'-fplugin-arg-tally-select' given twice"),
+    ]
+    for flags, pattern in cases:
+        _, text, rc = build("x", flags, check=False)
+        expect(rc != 0 and re.search(pattern, text) and "-fplugin-arg-tally-select" in text,
+               "%s: want /%s/:\n%s" % (flags, pattern, text))
+        expect("internal compiler error" not in text, "%s: ICE:\n%s" % (flags, text))
+    p = run([a.tally, "select", count_only], check=False)
+    expect(p.returncode == 1 and "has no measured time" in p.stderr, "tally select: %s" % p.stderr)
+    for bad_pct in ("0", "101", "x", ""):
+        p = run([a.tally, "select", "--percent=" + bad_pct, prof], check=False)
+        expect(p.returncode == 2 and "--percent" in p.stderr,
+               "tally select --percent=%s: %d %s" % (bad_pct, p.returncode, p.stderr))
+
+
 def render_man(page):
     """PAGE as plain text; groff's warnings (all enabled) are a failure."""
     p = run(["groff", "-man", "-Tutf8", "-ww", "-z", page], env={"LC_ALL": "C.UTF-8"})
@@ -420,6 +569,7 @@ def check_man_pages(a, work):
 CHECKS = {
     "man-pages": check_man_pages,
     "filter": check_filter,
+    "select": check_select,
     "multi-runtime": check_multi_runtime,
     "version-mismatch": check_version_mismatch,
     "install": check_install,
