@@ -120,9 +120,8 @@ const_char_ptr (void)
                                                    TYPE_QUAL_CONST));
 }
 
-/* Add a FIELD_DECL to the chain being built in *FIELDS (in reverse).  */
-static void
-add_field (tree *fields, const char *name, tree type)
+void
+tally_add_field (tree *fields, const char *name, tree type)
 {
   tree f = build_decl (BUILTINS_LOCATION, FIELD_DECL, get_identifier (name),
                        type);
@@ -130,8 +129,8 @@ add_field (tree *fields, const char *name, tree type)
   *fields = f;
 }
 
-static tree
-finish_struct (const char *name, tree fields, unsigned expected_size)
+tree
+tally_finish_struct (const char *name, tree fields, unsigned expected_size)
 {
   tree type = make_node (RECORD_TYPE);
   finish_builtin_struct (type, name, fields, NULL_TREE); /* takes FIELDS reversed */
@@ -150,21 +149,21 @@ fn_type (void)
   if (fn_type_node)
     return fn_type_node;
   tree fields = NULL_TREE;
-  add_field (&fields, "name", const_char_ptr ());
-  add_field (&fields, "symbol", const_char_ptr ());
-  add_field (&fields, "origin", const_char_ptr ());
-  add_field (&fields, "file", const_char_ptr ());
-  add_field (&fields, "counters", pointer_to (uint64_type_node));
-  add_field (&fields, "line", uint32_type_node);
-  add_field (&fields, "flags", uint32_type_node);
-  add_field (&fields, "ncounters", uint32_type_node);
-  add_field (&fields, "id", uint32_type_node);
-  add_field (&fields, "map_size", uint32_type_node);
-  add_field (&fields, "nvisited", uint32_type_node);
-  add_field (&fields, "map", pointer_to (build_qualified_type (
+  tally_add_field (&fields, "name", const_char_ptr ());
+  tally_add_field (&fields, "symbol", const_char_ptr ());
+  tally_add_field (&fields, "origin", const_char_ptr ());
+  tally_add_field (&fields, "file", const_char_ptr ());
+  tally_add_field (&fields, "counters", pointer_to (uint64_type_node));
+  tally_add_field (&fields, "line", uint32_type_node);
+  tally_add_field (&fields, "flags", uint32_type_node);
+  tally_add_field (&fields, "ncounters", uint32_type_node);
+  tally_add_field (&fields, "id", uint32_type_node);
+  tally_add_field (&fields, "map_size", uint32_type_node);
+  tally_add_field (&fields, "nvisited", uint32_type_node);
+  tally_add_field (&fields, "map", pointer_to (build_qualified_type (
                                  unsigned_char_type_node, TYPE_QUAL_CONST)));
-  add_field (&fields, "visited", pointer_to (unsigned_char_type_node));
-  fn_type_node = finish_struct ("tally_fn", fields, sizeof (struct tally_fn));
+  tally_add_field (&fields, "visited", pointer_to (unsigned_char_type_node));
+  fn_type_node = tally_finish_struct ("tally_fn", fields, sizeof (struct tally_fn));
   return fn_type_node;
 }
 
@@ -173,18 +172,18 @@ static tree
 module_type (void)
 {
   tree fields = NULL_TREE;
-  add_field (&fields, "magic", uint32_type_node);
-  add_field (&fields, "abi_version", uint32_type_node);
-  add_field (&fields, "checksum", uint64_type_node);
-  add_field (&fields, "source", const_char_ptr ());
-  add_field (&fields, "directory", const_char_ptr ());
-  add_field (&fields, "fns", pointer_to (pointer_to (fn_type ())));
-  add_field (&fields, "nfns", uint32_type_node);
-  add_field (&fields, "flags", uint32_type_node);
-  add_field (&fields, "next", ptr_type_node);
-  add_field (&fields, "rt_state", uint64_type_node);
-  add_field (&fields, "tls_locate", ptr_type_node);
-  return finish_struct ("tally_module", fields, sizeof (struct tally_module));
+  tally_add_field (&fields, "magic", uint32_type_node);
+  tally_add_field (&fields, "abi_version", uint32_type_node);
+  tally_add_field (&fields, "checksum", uint64_type_node);
+  tally_add_field (&fields, "source", const_char_ptr ());
+  tally_add_field (&fields, "directory", const_char_ptr ());
+  tally_add_field (&fields, "fns", pointer_to (pointer_to (fn_type ())));
+  tally_add_field (&fields, "nfns", uint32_type_node);
+  tally_add_field (&fields, "flags", uint32_type_node);
+  tally_add_field (&fields, "next", ptr_type_node);
+  tally_add_field (&fields, "rt_state", uint64_type_node);
+  tally_add_field (&fields, "tls_locate", ptr_type_node);
+  return tally_finish_struct ("tally_module", fields, sizeof (struct tally_module));
 }
 
 tree
@@ -372,12 +371,8 @@ module_flags (void)
 static tree
 runtime_fn (const char *name)
 {
-  tree type = build_function_type_list (void_type_node, ptr_type_node,
-                                        NULL_TREE);
-  tree decl = build_fn_decl (name, type);
-  TREE_NOTHROW (decl) = 1;
-  DECL_ARTIFICIAL (decl) = 1;
-  return decl;
+  return tally_runtime_decl (name, build_function_type_list (
+                                       void_type_node, ptr_type_node, NULL_TREE));
 }
 
 /* update=tls: "uint64_t *__tally.tls_locate (uint64_t **out)" stores the

@@ -74,14 +74,9 @@ tally_hooks_gc_roots (void)
   return tally_hooks_roots;
 }
 
-/* void NAME (void *module, unsigned fn): external, nothrow and leaf (the
-   runtime never calls back into this unit), so GCC keeps its assumptions
-   about the caller's memory around the call.  */
-static tree
-build_hook_decl (const char *name)
+tree
+tally_runtime_decl (const char *name, tree type)
 {
-  tree type = build_function_type_list (void_type_node, ptr_type_node,
-                                        uint32_type_node, NULL_TREE);
   tree decl = build_fn_decl (name, type);
   TREE_NOTHROW (decl) = 1;
   DECL_ARTIFICIAL (decl) = 1;
@@ -89,6 +84,15 @@ build_hook_decl (const char *name)
       = tree_cons (get_identifier ("leaf"), NULL_TREE,
                    tree_cons (get_identifier ("nothrow"), NULL_TREE, NULL_TREE));
   return decl;
+}
+
+/* void NAME (void *module, unsigned fn).  */
+static tree
+build_hook_decl (const char *name)
+{
+  return tally_runtime_decl (name, build_function_type_list (
+                                       void_type_node, ptr_type_node,
+                                       uint32_type_node, NULL_TREE));
 }
 
 static tree
@@ -313,14 +317,11 @@ insert_tls_attach (function *fun, location_t loc)
 {
   if (!attach_decl)
     {
-      tree type = build_function_type_list (void_type_node, ptr_type_node,
-                                            NULL_TREE);
-      attach_decl = build_fn_decl ("__tally_tls_attach", type);
-      TREE_NOTHROW (attach_decl) = 1;
-      DECL_ARTIFICIAL (attach_decl) = 1;
-      DECL_ATTRIBUTES (attach_decl)
-          = tree_cons (get_identifier ("leaf"), NULL_TREE,
-                       tree_cons (get_identifier ("cold"), NULL_TREE, NULL_TREE));
+      attach_decl = tally_runtime_decl (
+          "__tally_tls_attach",
+          build_function_type_list (void_type_node, ptr_type_node, NULL_TREE));
+      DECL_ATTRIBUTES (attach_decl) = tree_cons (get_identifier ("cold"), NULL_TREE,
+                                                 DECL_ATTRIBUTES (attach_decl));
     }
   edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
   basic_block cond_bb = split_edge (e);

@@ -78,20 +78,6 @@ tally_measure_gc_roots (void)
   return tally_measure_roots;
 }
 
-/* An external runtime function: nothrow and leaf (it never calls back into
-   this unit).  */
-static tree
-runtime_fn (const char *name, tree type)
-{
-  tree decl = build_fn_decl (name, type);
-  TREE_NOTHROW (decl) = 1;
-  DECL_ARTIFICIAL (decl) = 1;
-  DECL_ATTRIBUTES (decl)
-      = tree_cons (get_identifier ("leaf"), NULL_TREE,
-                   tree_cons (get_identifier ("nothrow"), NULL_TREE, NULL_TREE));
-  return decl;
-}
-
 static tree
 runtime_var (const char *name, tree type)
 {
@@ -114,26 +100,6 @@ field (tree type, const char *name)
 }
 
 static void
-add_field (tree *fields, const char *name, tree type)
-{
-  tree f = build_decl (BUILTINS_LOCATION, FIELD_DECL, get_identifier (name),
-                       type);
-  DECL_CHAIN (f) = *fields;
-  *fields = f;
-}
-
-static tree
-record (const char *name, tree fields, unsigned size)
-{
-  tree type = make_node (RECORD_TYPE);
-  finish_builtin_struct (type, name, fields, NULL_TREE);
-  if (tree_to_uhwi (TYPE_SIZE_UNIT (type)) != size)
-    fatal_error (UNKNOWN_LOCATION, "tally: %qs has an unexpected size on "
-                 "this target; plugin and include/tally/abi.h disagree", name);
-  return type;
-}
-
-static void
 build_decls (void)
 {
   if (enter_cyc_decl)
@@ -141,40 +107,40 @@ build_decls (void)
   tree hook = build_function_type_list (void_type_node, ptr_type_node,
                                         uint32_type_node, ptr_type_node,
                                         NULL_TREE);
-  enter_cyc_decl = runtime_fn ("__tally_enter_cyc", hook);
-  exit_cyc_decl = runtime_fn ("__tally_exit_cyc", hook);
-  enter_papi_decl = runtime_fn ("__tally_enter_papi", hook);
-  exit_papi_decl = runtime_fn ("__tally_exit_papi", hook);
-  enter_frames_decl = runtime_fn ("__tally_enter_frames", hook);
-  enter_slow_decl = runtime_fn (
+  enter_cyc_decl = tally_runtime_decl ("__tally_enter_cyc", hook);
+  exit_cyc_decl = tally_runtime_decl ("__tally_exit_cyc", hook);
+  enter_papi_decl = tally_runtime_decl ("__tally_enter_papi", hook);
+  exit_papi_decl = tally_runtime_decl ("__tally_exit_papi", hook);
+  enter_frames_decl = tally_runtime_decl ("__tally_enter_frames", hook);
+  enter_slow_decl = tally_runtime_decl (
       "__tally_cyc_enter_slow",
       build_function_type_list (void_type_node, ptr_type_node, ptr_type_node,
                                 NULL_TREE));
-  exit_slow_decl = runtime_fn (
+  exit_slow_decl = tally_runtime_decl (
       "__tally_cyc_exit_slow",
       build_function_type_list (void_type_node, ptr_type_node, ptr_type_node,
                                 uint64_type_node, NULL_TREE));
 
   /* struct tally_sframe, struct tally_sstack, struct tally_meas.  */
   tree fields = NULL_TREE;
-  add_field (&fields, "start", uint64_type_node);
-  add_field (&fields, "child", uint64_type_node);
-  add_field (&fields, "cfa", uint64_type_node);
-  add_field (&fields, "fn", ptr_type_node);
-  add_field (&fields, "node", uint32_type_node);
-  add_field (&fields, "flags", uint32_type_node);
-  add_field (&fields, "ret", uint64_type_node);
-  frame_type_node = record ("tally_sframe", fields,
+  tally_add_field (&fields, "start", uint64_type_node);
+  tally_add_field (&fields, "child", uint64_type_node);
+  tally_add_field (&fields, "cfa", uint64_type_node);
+  tally_add_field (&fields, "fn", ptr_type_node);
+  tally_add_field (&fields, "node", uint32_type_node);
+  tally_add_field (&fields, "flags", uint32_type_node);
+  tally_add_field (&fields, "ret", uint64_type_node);
+  frame_type_node = tally_finish_struct ("tally_sframe", fields,
                             sizeof (struct tally_sframe));
   tree frame_ptr = build_pointer_type (frame_type_node);
   fields = NULL_TREE;
-  add_field (&fields, "top", frame_ptr);
-  add_field (&fields, "end", frame_ptr);
-  tree ss_type = record ("tally_sstack", fields, sizeof (struct tally_sstack));
+  tally_add_field (&fields, "top", frame_ptr);
+  tally_add_field (&fields, "end", frame_ptr);
+  tree ss_type = tally_finish_struct ("tally_sstack", fields, sizeof (struct tally_sstack));
   fields = NULL_TREE;
-  add_field (&fields, "incl", uint64_type_node);
-  add_field (&fields, "excl", uint64_type_node);
-  tree meas_type = record ("tally_meas", fields, sizeof (struct tally_meas));
+  tally_add_field (&fields, "incl", uint64_type_node);
+  tally_add_field (&fields, "excl", uint64_type_node);
+  tree meas_type = tally_finish_struct ("tally_meas", fields, sizeof (struct tally_meas));
 
   ss_decl = runtime_var ("__tally_ss", ss_type);
   /* Initial-exec: one %fs-relative access, no __tls_get_addr call.  The

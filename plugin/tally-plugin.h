@@ -74,6 +74,11 @@ tally_core_layout (void)
   return l;
 }
 tree tally_module_address (void);
+/* Building the records of include/tally/abi.h as GCC types: add a field to
+   the chain *FIELDS (built in reverse), then lay the record out, checking
+   that it has the size the C compiler gives the struct.  */
+void tally_add_field (tree *fields, const char *name, tree type);
+tree tally_finish_struct (const char *name, tree fields, unsigned expected_size);
 /* update=tls: the thread-local "attached" word of this unit.  */
 tree tally_tls_live_decl (void);
 void tally_emit_module (void *gcc_data, void *user_data);
@@ -120,6 +125,10 @@ void tally_blocks_insert (function *fun, tally_block_plan *plan,
                           const tally_fn_info &fn);
 
 /* hooks.cc: the entry/exit instrumentation pass.  */
+/* An external runtime function NAME of TYPE: nothrow and leaf (the runtime
+   never calls back into the instrumented unit), so GCC keeps its
+   assumptions about the caller's memory around the call.  */
+tree tally_runtime_decl (const char *name, tree type);
 /* Append to *SEQ "ARRAY[K] += 1" (update=single|tls) or its relaxed atomic
    form (update=atomic).  */
 void tally_build_increment (function *fun, tree array, unsigned k,

@@ -23,25 +23,10 @@
 #include "blockmap.h"
 #include "tally/format.h"
 
-static int
-fail (char *err, size_t errlen, const char *fmt, ...)
-{
-  if (err && errlen)
-    {
-      va_list ap;
-      va_start (ap, fmt);
-      vsnprintf (err, errlen, fmt, ap);
-      va_end (ap);
-    }
-  return -1;
-}
+#include "datafile.h"
 
-static uint32_t
-get_u32 (const unsigned char *p)
-{
-  return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16
-         | (uint32_t) p[3] << 24;
-}
+#define fail tally_errf
+#define get_u32 tally_le32
 
 /* A cursor over the map bytes.  */
 struct cursor

@@ -59,12 +59,14 @@ struct parser
   size_t errlen;
 };
 
-static uint32_t
-get_u32 (const unsigned char *p)
+uint32_t
+tally_le32 (const unsigned char *p)
 {
   return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16
          | (uint32_t) p[3] << 24;
 }
+
+#define get_u32 tally_le32
 
 static uint64_t
 get_u64 (const unsigned char *p)
@@ -72,9 +74,8 @@ get_u64 (const unsigned char *p)
   return (uint64_t) get_u32 (p) | (uint64_t) get_u32 (p + 4) << 32;
 }
 
-/* Store a message in ERR; returns -1 so callers can `return fail (...)`.  */
-static int
-fail (char *err, size_t errlen, const char *fmt, ...)
+int
+tally_errf (char *err, size_t errlen, const char *fmt, ...)
 {
   if (err && errlen)
     {
@@ -85,6 +86,7 @@ fail (char *err, size_t errlen, const char *fmt, ...)
     }
   return -1;
 }
+#define fail tally_errf
 
 /* Copy S into BUF (SIZE bytes) for use in a message: at most SIZE - 4
    bytes of it, cut at a character boundary and marked "...", with control

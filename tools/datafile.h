@@ -76,6 +76,14 @@ struct tally_data
   void *pool_;         /* private: storage of the strings and counters */
 };
 
+/* The little-endian u32 at P.  */
+uint32_t tally_le32 (const unsigned char *p);
+
+/* Store a message in ERR (ERRLEN bytes at most) like snprintf; returns -1,
+   so that a parser can `return tally_errf (...)`.  */
+int tally_errf (char *err, size_t errlen, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
 /* Parse LEN bytes at BUF into *OUT.  Returns 0, or -1 with a one-line
    message (no trailing newline, no file name) in ERR, ERRLEN bytes at most,
    and *OUT left empty.  *OUT does not point into BUF.  */
