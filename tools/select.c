@@ -13,27 +13,12 @@
  * a function is chosen for the time spent in its own code.  A profile
  * without measured time (no MEAS record) is refused rather than ranked by
  * calls: a call count says nothing about where the time went.  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "datafile.h"
 #include "select.h"
-
-/* Store a message in ERR; returns -1.  */
-static int
-fail (char *err, size_t errlen, const char *fmt, ...)
-{
-  if (err && errlen)
-    {
-      va_list ap;
-      va_start (ap, fmt);
-      vsnprintf (err, errlen, fmt, ap);
-      va_end (ap);
-    }
-  return -1;
-}
 
 int
 tally_parse_percent (const char *s, double *out)
@@ -120,18 +105,18 @@ tally_select (const char *const *paths, size_t npaths, double percent,
   struct rec *recs = NULL;
   size_t nrecs = 0, cap = 0;
   if (!data)
-    return fail (err, errlen, "out of memory");
+    return tally_errf (err, errlen, "out of memory");
   for (size_t i = 0; i < npaths; i++)
     {
       char why[256];
       if (tally_read_file (paths[i], &data[i], why, sizeof why) != 0)
         {
-          fail (err, errlen, "%s: %s", paths[i], why);
+          tally_errf (err, errlen, "%s: %s", paths[i], why);
           goto out;
         }
       if (!data[i].nmeas)
         {
-          fail (err, errlen, "%s has no measured time; build the profiling "
+          tally_errf (err, errlen, "%s has no measured time; build the profiling "
                 "run with -fplugin-arg-tally-measure=cycles", paths[i]);
           goto out;
         }
@@ -145,7 +130,7 @@ tally_select (const char *const *paths, size_t npaths, double percent,
                 struct rec *n = realloc (recs, ncap * sizeof *recs);
                 if (!n)
                   {
-                    fail (err, errlen, "out of memory");
+                    tally_errf (err, errlen, "out of memory");
                     goto out;
                   }
                 recs = n;
@@ -163,7 +148,7 @@ tally_select (const char *const *paths, size_t npaths, double percent,
   out->fns = calloc (nrecs ? nrecs : 1, sizeof *out->fns);
   if (!out->fns)
     {
-      fail (err, errlen, "out of memory");
+      tally_errf (err, errlen, "out of memory");
       goto out;
     }
   for (size_t i = 0; i < nrecs;)
@@ -188,7 +173,7 @@ tally_select (const char *const *paths, size_t npaths, double percent,
       s->line = name_from->line;
       if (!s->name || !s->origin || !s->file || !s->directory)
         {
-          fail (err, errlen, "out of memory");
+          tally_errf (err, errlen, "out of memory");
           goto out;
         }
       out->total = add_sat (out->total, s->excl);
@@ -196,7 +181,7 @@ tally_select (const char *const *paths, size_t npaths, double percent,
     }
   if (out->total == 0)
     {
-      fail (err, errlen, "%s: the measured time is 0 cycles: nothing to "
+      tally_errf (err, errlen, "%s: the measured time is 0 cycles: nothing to "
             "choose from", npaths == 1 ? paths[0] : "the profiles");
       goto out;
     }
