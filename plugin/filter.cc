@@ -13,7 +13,8 @@
  * function no rule matches is instrumented unless the file has an include
  * rule of that kind (then only what is included is).  min-statements N
  * skips functions of fewer than N GIMPLE statements that have no loop (the
- * idea of XRay's instruction threshold).
+ * idea of XRay's instruction threshold).  select=PROFILE (select.cc) is
+ * asked after the rules: a function must pass both.
  *
  *   include file lib*.c
  *   exclude function *_debug*
@@ -177,6 +178,8 @@ tally_filter_reason (tree fndecl, function *fun)
   if (!rules.is_empty ())
     if (const char *why = rules_reason (fndecl))
       return why;
+  if (const char *why = tally_select_reason (fndecl))
+    return why;
   if (min_statements && fun && too_small (fun))
     return "smaller than min-statements and without a loop";
   return NULL;
@@ -190,6 +193,9 @@ tally_verbose_note (tree fndecl, const char *why)
   if (why)
     inform (DECL_SOURCE_LOCATION (fndecl), "tally: %qD not instrumented: %s",
             fndecl, why);
+  else if (const char *share = tally_select_note (fndecl))
+    inform (DECL_SOURCE_LOCATION (fndecl), "tally: %qD instrumented: %s",
+            fndecl, share);
   else
     inform (DECL_SOURCE_LOCATION (fndecl), "tally: %qD instrumented", fndecl);
 }

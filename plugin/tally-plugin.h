@@ -96,6 +96,13 @@ bool tally_filter_load (const char *option, const char *path);
 const char *tally_filter_reason (tree fndecl, function *fun);
 void tally_verbose_note (tree fndecl, const char *why);
 
+/* select.cc: -fplugin-arg-tally-select=PROFILE[:P%].  The reason FNDECL is
+   not selected (NULL: selected, or no select= given), and for a selected
+   one its share of the profile's time, for the verbose note.  */
+bool tally_select_load (const char *option, const char *value);
+const char *tally_select_reason (tree fndecl);
+const char *tally_select_note (tree fndecl);
+
 /* measure.cc: measure=cycles, the shadow stack push and pop.  ENTRY goes
    at the end of BB (which falls through to the function's first block);
    EXIT right before the return statement RET.  */

@@ -22,6 +22,8 @@
  *                        return frames: the entry hook swaps the return
  *                        address for a trampoline (x86-64, hooks=call)
  *   filter=FILE          include/exclude rules and a size threshold (filter.cc)
+ *   select=PROFILE[:P%]  only the functions making up P% (default 80) of
+ *                        PROFILE's measured time (select.cc)
  *   verbose              a note per function: instrumented, or why not
  *   help                 print this list
  * The passes live in hooks.cc, the module descriptor in descriptor.cc.  */
@@ -65,6 +67,9 @@ static const char help_text[]
       "not with exceptions)\n"
       "  -fplugin-arg-tally-filter=FILE         which functions to instrument "
       "(rules: include|exclude function|file GLOB, min-statements N)\n"
+      "  -fplugin-arg-tally-select=PROFILE[:P%]  only the functions that "
+      "made up P% (default 80) of the measured time in PROFILE, a data file "
+      "of a measure=cycles run\n"
       "  -fplugin-arg-tally-verbose             a note for every function: "
       "instrumented, or why not\n"
       "  -fplugin-arg-tally-help                print this help\n"
@@ -216,6 +221,8 @@ parse_options (const struct plugin_name_args *info)
           else
             ok &= tally_filter_load ("-fplugin-arg-tally-filter", arg->value);
         }
+      else if (strcmp (arg->key, "select") == 0)
+        ok &= tally_select_load ("-fplugin-arg-tally-select", arg->value);
       else if (strcmp (arg->key, "verbose") == 0)
         {
           if (arg->value)
@@ -241,7 +248,7 @@ parse_options (const struct plugin_name_args *info)
         {
           error ("unknown option %<-fplugin-arg-%s-%s%>; accepted "
                  "options: hooks, blocks, placement, at, update, measure, "
-                 "paths, exit, filter, verbose, help",
+                 "paths, exit, filter, select, verbose, help",
                  info->base_name, arg->key);
           ok = false;
         }

@@ -7,6 +7,7 @@ Usage: run-checks.py CHECK --plugin P --runtime RT --runtime-asan RTA
 Exit status: 0 pass, 1 fail, 77 skip.
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import threading
 import zlib
+from fractions import Fraction
 
 from checklib import Failure, Skip, expect, run, run_check
 
@@ -36,7 +38,7 @@ def check_plugin_errors(a, work):
     src = os.path.join(a.srcdir, "progs", "s-abc.c")
     cases = [
         (["-fplugin-arg-tally-colour=red"],
-         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, blocks, placement, at, update, measure, paths, exit, filter, verbose, help"),
+         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, blocks, placement, at, update, measure, paths, exit, filter, select, verbose, help"),
         (["-fplugin-arg-tally-hooks=fast"],
          r"invalid value 'fast' for '-fplugin-arg-tally-hooks'; accepted values: inline, call"),
         (["-fplugin-arg-tally-at"],
@@ -381,6 +383,179 @@ def check_filter(a, work):
                "%s: want /%s/:\n%s" % (opt, pattern, text))
 
 
+def callgrind_self(exe, source):
+    """Self instructions (Ir) per source function of SOURCE's file, from
+    callgrind: the oracle for which functions take the time.  Clones
+    ("spin.constprop.0") are folded into their source function."""
+    out = exe + ".cg"
+    run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, exe])
+    text = run(["callgrind_annotate", "--threshold=100", out]).stdout
+    cost = {}
+    for m in re.finditer(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S+):(\S+)", text, re.M):
+        if os.path.basename(m.group(2)) == source:
+            fn = m.group(3).split(".")[0]
+            cost[fn] = cost.get(fn, 0) + int(m.group(1).replace(",", ""))
+    return cost
+
+
+def smallest_share(cost, percent):
+    """The fewest functions, most costly first, making up PERCENT of COST."""
+    total, got, chosen = sum(cost.values()), 0, set()
+    for fn, c in sorted(cost.items(), key=lambda kv: -kv[1]):
+        if got * 100 >= percent * total:
+            break
+        chosen.add(fn)
+        got += c
+    return chosen
+
+
+def check_select(a, work):
+    """-fplugin-arg-tally-select=PROFILE:P%: a measure=cycles profile of a
+    program where two functions take nearly all the time (the set callgrind's
+    self instructions choose too) instruments just those two, the clone
+    among them mapped back to its source function; `tally select` names the
+    same set; verbose says why; with filter= both must admit; bad profiles
+    and percentages are errors naming the option."""
+    src = os.path.join(a.srcdir, "filter", "hot.c")
+    hot = {"spin", "churn"}
+    every = hot | {"tiny", "small", "main"}
+
+    def build(name, flags, check=True):
+        exe = os.path.join(work, name)
+        p = run([a.cc, "-O2", "-fplugin=" + a.plugin, *flags, src, "-o", exe, a.runtime],
+                env={"LC_ALL": "C"}, check=check)
+        return exe, plain_quotes(p.stderr), p.returncode
+
+    def profile(name, flags):
+        exe, _, _ = build(name, flags)
+        data = os.path.join(work, name + ".data")
+        run([exe], env={"TALLY_OUTPUT": data})
+        return data
+
+    def counted(flags):
+        exe, notes, _ = build("sel", flags)
+        data = os.path.join(work, "sel.data")
+        if os.path.exists(data):
+            os.unlink(data)
+        run([exe], env={"TALLY_OUTPUT": data})
+        return report_calls(a, data), notes
+
+    def selected(args):
+        out = run([a.tally, "select", *args]).stdout.splitlines()
+        expect(re.match(r"\d+ of \d+ functions make up [\d.]+% of \d+ cycles", out[0]),
+               "tally select heading: %r" % out[0])
+        return {line.split()[3] for line in out[2:]}
+
+    prof = profile("prof", ["-fplugin-arg-tally-measure=cycles"])
+    # 1. The oracle: callgrind on an uninstrumented build picks the same two.
+    if shutil.which("valgrind") and shutil.which("callgrind_annotate"):
+        plain = os.path.join(work, "plain")
+        run([a.cc, "-O2", "-g", src, "-o", plain])
+        cost = callgrind_self(plain, "hot.c")
+        expect(set(cost) <= every and smallest_share(cost, 80) == hot,
+               "callgrind's choice at 80%%: %s from %s" % (smallest_share(cost, 80), cost))
+    else:
+        print("valgrind not installed: callgrind oracle skipped")
+    # 2. The rule itself, on the fixed measured files of the fuzz corpus
+    #    (no timing noise): the fewest functions, most exclusive cycles
+    #    first, reaching P% of the total of both files, as computed here from
+    #    the cycles `tally report --json` shows for them.
+    fixed = [os.path.join(a.srcdir, "..", "tools", "fuzz-corpus", f)
+             for f in ("meas-valid", "path-valid")]
+    report = json.loads(run([a.tally, "report", "--json", *fixed]).stdout)
+    excl = {f["name"]: f["excl_cycles"] for f in report["functions"]}
+    for pct in ("50", "99", "99.5", "99.7", "99.9", "100"):
+        want = smallest_share(excl, Fraction(pct))
+        got = selected(["--percent=" + pct, *fixed])
+        expect(got == want, "tally select --percent=%s: %s, want %s from %s"
+               % (pct, got, want, excl))
+    # 3. The live profile: wall-clock cycles, so only what no disturbance
+    #    of the run can change is required: the set at 80% is spin and
+    #    churn, or one of them if the other was slowed down, never one of
+    #    the trivial functions; the plugin instruments exactly the set
+    #    tally select names, the calls the program makes.
+    chosen = selected([prof])
+    expect(chosen and chosen <= hot, "tally select: %s" % chosen)
+    expect(selected(["--percent=80%", prof]) == chosen, "tally select --percent=80%")
+    one = selected(["--percent=40", prof])
+    expect(len(one) == 1 and one <= hot, "tally select --percent=40: %s" % one)
+    for opt in (prof + ":80%", prof, prof + ":80"):
+        calls, notes = counted(["-fplugin-arg-tally-select=" + opt, "-fplugin-arg-tally-verbose"])
+        expect(calls == {fn: (20, 20) for fn in chosen}, "select=%s: %s" % (opt, calls))
+        for fn in chosen:
+            # A clone is named as GCC prints it: 'spin.constprop'.
+            expect(re.search(r"note: tally: '%s(\.\w+)*' instrumented: [\d.]+%% of "
+                             r"prof.data's time" % fn,
+                             notes), "select=%s: no note for %s:\n%s" % (opt, fn, notes))
+        for fn in every - chosen:
+            expect(re.search(r"note: tally: '%s(\.\w+)*' not instrumented: not among the "
+                             r"functions making up 80%% of prof.data's time" % fn, notes),
+                   "select=%s: no note for %s:\n%s" % (opt, fn, notes))
+    calls, _ = counted(["-fplugin-arg-tally-select=" + prof + ":40"])
+    expect(set(calls) == one, "select=...:40 instruments %s, tally select names %s"
+           % (set(calls), one))
+    # spin's profile record is its clone's body (spin.constprop.0): at 100%
+    # (every function with any time) the rebuild instruments spin.
+    calls, _ = counted(["-fplugin-arg-tally-select=" + prof + ":100%"])
+    expect(hot <= set(calls) <= every and set(calls) == selected(["--percent=100", prof]),
+           "select=...:100%%: %s" % calls)
+    # 4. A profile built before inlining (at=early, every source function)
+    #    chooses for an at=late build, and the other way round.
+    early = profile("early", ["-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-at=early",
+                              "-fplugin-arg-tally-hooks=call"])
+    calls, _ = counted(["-fplugin-arg-tally-select=" + early])
+    expect(set(calls) == selected([early]) and set(calls) <= hot,
+           "at=early profile, at=late build: %s" % calls)
+    calls, _ = counted(["-fplugin-arg-tally-select=" + prof, "-fplugin-arg-tally-at=early"])
+    expect(set(calls) == chosen, "at=late profile, at=early build: %s" % calls)
+    # 5. With a filter, both must admit; tally select --filter writes one.
+    rules = os.path.join(work, "rules")
+    with open(rules, "w") as f:
+        f.write("exclude function churn\n")
+    calls, notes = counted(["-fplugin-arg-tally-select=" + prof + ":100",
+                            "-fplugin-arg-tally-filter=" + rules, "-fplugin-arg-tally-verbose"])
+    want = selected(["--percent=100", prof]) - {"churn"}
+    expect(set(calls) == want, "select and filter: %s, want %s" % (calls, want))
+    expect("'churn' not instrumented: excluded by a function rule" in notes, notes)
+    with open(rules, "w") as f:
+        f.write(run([a.tally, "select", "--filter", prof]).stdout)
+    calls, _ = counted(["-fplugin-arg-tally-filter=" + rules])
+    expect(set(calls) == chosen, "tally select --filter as a filter file: %s" % calls)
+    # 6. Errors: the option and what is wrong, never an ICE.
+    count_only = profile("count", [])
+    bad = bytearray(open(prof, "rb").read())
+    bad[70] ^= 0x20
+    corrupt = os.path.join(work, "corrupt.data")
+    with open(corrupt, "wb") as f:
+        f.write(bad)
+    opt = "-fplugin-arg-tally-select"
+    cases = [
+        ([opt + "=" + count_only], r"count.data has no measured time; build the profiling run "
+         r"with -fplugin-arg-tally-measure=cycles"),
+        ([opt + "=" + corrupt], r"corrupt"),
+        ([opt + "=" + os.path.join(work, "missing")], r"No such file"),
+        ([opt + "=" + src], r"not a tally data file"),
+        ([opt + "=" + prof + ":0"], r"bad percentage '0'; give a number above 0 and at most 100"),
+        ([opt + "=" + prof + ":100.5%"], r"bad percentage '100.5%'"),
+        ([opt + "=" + prof + ":-5"], r"bad percentage '-5'"),
+        ([opt + "=" + prof + ":eighty"], r"bad percentage 'eighty'"),
+        ([opt + "=:80"], r"no profile before the ':'"),
+        ([opt], r"'-fplugin-arg-tally-select' needs a value: 'PROFILE' or 'PROFILE:P%'"),
+        ([opt + "=" + prof, opt + "=" + prof], r"'-fplugin-arg-tally-select' given twice"),
+    ]
+    for flags, pattern in cases:
+        _, text, rc = build("x", flags, check=False)
+        expect(rc != 0 and re.search(pattern, text) and "-fplugin-arg-tally-select" in text,
+               "%s: want /%s/:\n%s" % (flags, pattern, text))
+        expect("internal compiler error" not in text, "%s: ICE:\n%s" % (flags, text))
+    p = run([a.tally, "select", count_only], check=False)
+    expect(p.returncode == 1 and "has no measured time" in p.stderr, "tally select: %s" % p.stderr)
+    for bad_pct in ("0", "101", "x", ""):
+        p = run([a.tally, "select", "--percent=" + bad_pct, prof], check=False)
+        expect(p.returncode == 2 and "--percent" in p.stderr,
+               "tally select --percent=%s: %d %s" % (bad_pct, p.returncode, p.stderr))
+
+
 def render_man(page):
     """PAGE as plain text; groff's warnings (all enabled) are a failure."""
     p = run(["groff", "-man", "-Tutf8", "-ww", "-z", page], env={"LC_ALL": "C.UTF-8"})
@@ -423,6 +598,7 @@ def check_man_pages(a, work):
 CHECKS = {
     "man-pages": check_man_pages,
     "filter": check_filter,
+    "select": check_select,
     "multi-runtime": check_multi_runtime,
     "version-mismatch": check_version_mismatch,
     "install": check_install,

@@ -52,7 +52,8 @@ static const char run_usage[] =
   "Options:\n"
   "  --KEY[=VALUE]           passed to the plugin as -fplugin-arg-tally-KEY[=VALUE]\n"
   "                          (--hooks=call, --at=early, --blocks=count,\n"
-  "                          --update=atomic, --filter=FILE, --verbose;\n"
+  "                          --update=atomic, --filter=FILE,\n"
+  "                          --select=PROFILE[:P%], --verbose;\n"
   "                          see tally-plugin(7))\n"
   "  -fplugin-arg-tally-KEY[=VALUE]  the same, as the compiler spells it\n"
   "  --runtime=shared|static link the shared runtime (default) or the static\n"
@@ -267,6 +268,32 @@ cmd_run (int argc, char **argv)
                 }
               free (word);
               word = concat ("-fplugin-arg-tally-filter=", abs);
+            }
+          else if (strncmp (kv, "select=", 7) == 0 && kv[7])
+            {
+              /* The profile too; the percentage after the last ':' stays
+                 as it is (the plugin checks it).  */
+              char *path = concat (kv + 7, "");
+              char *colon = strrchr (path, ':');
+              const char *percent = "";
+              if (colon)
+                {
+                  *colon = 0;
+                  percent = kv + 7 + (colon - path);
+                }
+              char abs[PATH_MAX];
+              if (!realpath (path, abs))
+                {
+                  run_error ("profile '%s': %s", path, strerror (errno));
+                  free (path);
+                  free (word);
+                  return EXIT_USAGE;
+                }
+              free (path);
+              free (word);
+              char *tmp = concat ("-fplugin-arg-tally-select=", abs);
+              word = concat (tmp, percent);
+              free (tmp);
             }
           int bad = add_word (&flags, word);
           free (word);

@@ -3,6 +3,8 @@
  *   tally report [OPTION]... FILE...   merged calls per function
  *   tally dump FILE...                 every record as stored
  *   tally merge [--force] -o OUT FILE...  sum files into one data file
+ *   tally select [--percent=P] FILE...  the functions making up P% of the
+ *                                      measured time (select.c)
  *   tally run [OPTION]... -- COMMAND...   a build with the plugin (run.c)
  *
  * doc/cli.md describes the command line and the output.  Exit status: 0 on
@@ -24,6 +26,7 @@
 #include "datafile.h"
 #include "paths.h"
 #include "run.h"
+#include "select.h"
 #include "tally/abi.h"
 #include "tally/format.h"
 
@@ -51,6 +54,9 @@ static const char usage_text[] =
   "                              paths=on programs, or collapsed stacks\n"
   "  lcov [-o OUT] FILE...       write an lcov tracefile (line, function and\n"
   "                              branch coverage) for genhtml\n"
+  "  select [--percent=P] [--filter] FILE...\n"
+  "                              the fewest functions making up P% (default\n"
+  "                              80) of the measured time (measure=cycles)\n"
   "  run [OPTION]... [--] COMMAND [ARG]...\n"
   "                              run a build with -fplugin=tally and the\n"
   "                              runtime in CC and CXX (tally run --help)\n"
@@ -76,6 +82,12 @@ static const char usage_text[] =
   "  -o OUT, --output=OUT  write to OUT instead of standard output\n"
   "  --folded      collapsed stacks (\"main;f;g 1234\", exclusive cycles)\n"
   "                instead of SVG, for other flame graph viewers\n"
+  "\n"
+  "Select options:\n"
+  "  --percent=P   the share of the exclusive cycles to cover, 0 < P <= 100\n"
+  "                (\"80\" or \"80%\"; default 80)\n"
+  "  --filter      print a filter file (-fplugin-arg-tally-filter) including\n"
+  "                them instead of the table\n"
   "\n"
   "Merge options:\n"
   "  -o OUT, --output=OUT  the file to write (replaced atomically; may be\n"
@@ -1572,6 +1584,134 @@ usage:
   return EXIT_USAGE;
 }
 
+/* A filter-file word (plugin/filter.cc splits on blanks and fnmatch()es):
+   S with the glob characters escaped.  Assembler names have no blanks.  */
+static void
+put_glob_literal (const char *s)
+{
+  for (; *s; s++)
+    {
+      if (strchr ("*?[]\\", *s))
+        putchar ('\\');
+      putchar (*s);
+    }
+}
+
+/* tally select [--percent=P] [--filter] FILE...  */
+static int
+cmd_select (int argc, char **argv)
+{
+  const char **files = xmalloc ((size_t) argc * sizeof *files);
+  size_t nfiles = 0;
+  double percent = 80;
+  const char *percent_arg = "80%";
+  int filter = 0, only_files = 0, r;
+  for (int i = 1; i < argc; i++)
+    {
+      const char *a = argv[i], *v;
+      enum arg_kind kind = classify_arg (a, &only_files);
+      if (kind == ARG_FILE)
+        files[nfiles++] = a;
+      else if (kind == ARG_DONE)
+        ;
+      else if (kind == ARG_HELP)
+        {
+          fputs (usage_text, stdout);
+          free (files);
+          return 0;
+        }
+      else if (strcmp (a, "--filter") == 0)
+        filter = 1;
+      else if ((r = option_value (argc, argv, &i, "--percent", &v)) != 0)
+        {
+          if (r < 0)
+            goto usage;
+          if (tally_parse_percent (v, &percent) != 0)
+            {
+              error_msg ("select: bad value '%s' for --percent: give a "
+                         "number above 0 and at most 100, like 80 or 99.5%%",
+                         v);
+              goto usage;
+            }
+          percent_arg = v;
+        }
+      else
+        {
+          error_msg ("select: unknown option '%s'; try 'tally --help'", a);
+          goto usage;
+        }
+    }
+  if (nfiles == 0)
+    {
+      error_msg ("select: no data files given; try 'tally --help'");
+      goto usage;
+    }
+  struct tally_selection sel;
+  char err[512];
+  if (tally_select (files, nfiles, percent, &sel, err, sizeof err) != 0)
+    {
+      error_msg ("select: %s", err);
+      free (files);
+      return EXIT_BAD_DATA;
+    }
+  double got = 100.0 * (double) sel.selected / (double) sel.total;
+  if (filter)
+    {
+      printf ("# tally select --percent=%s: %zu of %zu functions, %.2f%% of "
+              "the measured time\n# (-fplugin-arg-tally-filter=THIS_FILE; a "
+              "static function of the same name\n# in another file is "
+              "included too: select=PROFILE tells them apart)\n",
+              percent_arg, sel.nselected, sel.nfns, got);
+      for (size_t i = 0; i < sel.nselected; i++)
+        {
+          fputs ("include function ", stdout);
+          put_glob_literal (sel.fns[i].origin);
+          putchar ('\n');
+        }
+    }
+  else
+    {
+      printf ("%zu of %zu %s make up %.2f%% of %" PRIu64 " cycles "
+              "(asked: %g%%)\n", sel.nselected, sel.nfns,
+              plural (sel.nfns, "function", "functions"), got, sel.total,
+              percent);
+      int wexcl = 8;
+      size_t wname = strlen ("function");
+      for (size_t i = 0; i < sel.nselected; i++)
+        {
+          if (count_digits (sel.fns[i].excl) > wexcl)
+            wexcl = count_digits (sel.fns[i].excl);
+          if (text_width (sel.fns[i].name) > wname)
+            wname = text_width (sel.fns[i].name);
+        }
+      if (wname > 40)
+        wname = 40;
+      printf ("%*s %7s %7s  %-*s  %s\n", wexcl, "excl-cyc", "share", "cumul",
+              (int) wname, "function", "location");
+      uint64_t cum = 0;
+      for (size_t i = 0; i < sel.nselected; i++)
+        {
+          const struct tally_selected *f = &sel.fns[i];
+          cum += f->excl;
+          printf ("%*" PRIu64 " %6.2f%% %6.2f%%  ", wexcl, f->excl,
+                  100.0 * (double) f->excl / (double) sel.total,
+                  100.0 * (double) cum / (double) sel.total);
+          size_t w = put_text (f->name);
+          printf ("%*s  ", (int) (w < wname ? wname - w : 0), "");
+          put_text (f->file);
+          if (f->line)
+            printf (":%lu", (unsigned long) f->line);
+          putchar ('\n');
+        }
+    }
+  tally_selection_free (&sel);
+  free (files);
+  return 0;
+usage:
+  free (files);
+  return EXIT_USAGE;
+}
+
 static int
 cmd_report (int argc, char **argv)
 {
@@ -2634,7 +2774,7 @@ main (int argc, char **argv)
   int status;
   if (argc < 2)
     {
-      error_msg ("no command given (commands: report, dump, merge, lcov, flame, run, help); try 'tally "
+      error_msg ("no command given (commands: report, dump, merge, lcov, flame, select, run, help); try 'tally "
              "--help'");
       return EXIT_USAGE;
     }
@@ -2660,6 +2800,8 @@ main (int argc, char **argv)
     status = cmd_flame (argc - 1, argv + 1);
   else if (strcmp (cmd, "lcov") == 0)
     status = cmd_lcov (argc - 1, argv + 1);
+  else if (strcmp (cmd, "select") == 0)
+    status = cmd_select (argc - 1, argv + 1);
   else if (strcmp (cmd, "run") == 0)
     status = cmd_run (argc - 1, argv + 1);
   else
