@@ -1469,6 +1469,22 @@ classify_arg (const char *a, int *only_files)
   return ARG_OPTION;
 }
 
+/* classify_arg, and a file argument appended to LIST (when not NULL) and
+   counted in *N: the part of every command's argument loop that is the
+   same.  */
+static enum arg_kind
+take_arg (const char *a, int *only_files, const char **list, size_t *n)
+{
+  enum arg_kind kind = classify_arg (a, only_files);
+  if (kind == ARG_FILE)
+    {
+      if (list)
+        list[*n] = a;
+      ++*n;
+    }
+  return kind;
+}
+
 /* Read FILES into one calling-context tree and print it (OUT NULL), or
    write its flame graph or collapsed stacks to OUT ("-": standard
    output).  */
@@ -1544,17 +1560,15 @@ cmd_flame (int argc, char **argv)
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i], *v;
-      enum arg_kind kind = classify_arg (a, &only_files);
-      if (kind == ARG_FILE)
-        files[nfiles++] = a;
-      else if (kind == ARG_DONE)
-        ;
-      else if (kind == ARG_HELP)
+      enum arg_kind kind = take_arg (a, &only_files, files, &nfiles);
+      if (kind == ARG_HELP)
         {
           fputs (usage_text, stdout);
           free (files);
           return 0;
         }
+      else if (kind != ARG_OPTION)
+        ;
       else if (strcmp (a, "--folded") == 0)
         folded = 1;
       else if (strcmp (a, "-o") == 0 && i + 1 < argc)
@@ -1609,17 +1623,15 @@ cmd_select (int argc, char **argv)
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i], *v;
-      enum arg_kind kind = classify_arg (a, &only_files);
-      if (kind == ARG_FILE)
-        files[nfiles++] = a;
-      else if (kind == ARG_DONE)
-        ;
-      else if (kind == ARG_HELP)
+      enum arg_kind kind = take_arg (a, &only_files, files, &nfiles);
+      if (kind == ARG_HELP)
         {
           fputs (usage_text, stdout);
           free (files);
           return 0;
         }
+      else if (kind != ARG_OPTION)
+        ;
       else if (strcmp (a, "--filter") == 0)
         filter = 1;
       else if ((r = option_value (argc, argv, &i, "--percent", &v)) != 0)
@@ -1724,18 +1736,16 @@ cmd_report (int argc, char **argv)
     {
       const char *a = argv[i], *v;
       int r;
-      enum arg_kind kind = classify_arg (a, &only_files);
-      if (kind == ARG_FILE)
-        paths[npaths++] = a;
-      else if (kind == ARG_DONE)
-        ;
-      else if (kind == ARG_HELP)
+      enum arg_kind kind = take_arg (a, &only_files, paths, &npaths);
+      if (kind == ARG_HELP)
         {
           fputs (usage_text, stdout);
           free (paths);
           free (opts.lines);
           return 0;
         }
+      else if (kind != ARG_OPTION)
+        ;
       else if (strcmp (a, "--json") == 0)
         json = 1;
       else if (strcmp (a, "--csv") == 0)
@@ -2011,17 +2021,15 @@ cmd_lcov (int argc, char **argv)
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i];
-      enum arg_kind kind = classify_arg (a, &only_files);
-      if (kind == ARG_FILE)
-        paths[npaths++] = a;
-      else if (kind == ARG_DONE)
-        ;
-      else if (kind == ARG_HELP)
+      enum arg_kind kind = take_arg (a, &only_files, paths, &npaths);
+      if (kind == ARG_HELP)
         {
           fputs (usage_text, stdout);
           free (paths);
           return 0;
         }
+      else if (kind != ARG_OPTION)
+        ;
       else if (strcmp (a, "-o") == 0 || strcmp (a, "--output") == 0)
         {
           if (i + 1 >= argc)
@@ -2288,20 +2296,19 @@ dump_data (const char *path, const struct tally_data *d)
 static int
 cmd_dump (int argc, char **argv)
 {
-  int npaths = 0, only_files = 0, status = 0;
+  size_t npaths = 0;
+  int only_files = 0, status = 0;
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i];
-      enum arg_kind kind = classify_arg (a, &only_files);
-      if (kind == ARG_FILE)
-        npaths++;
-      else if (kind == ARG_DONE)
-        ;
-      else if (kind == ARG_HELP)
+      enum arg_kind kind = take_arg (a, &only_files, NULL, &npaths);
+      if (kind == ARG_HELP)
         {
           fputs (usage_text, stdout);
           return 0;
         }
+      else if (kind != ARG_OPTION)
+        ;
       else
         {
           error_msg ("dump: unknown option '%s'; try 'tally --help'", a);
@@ -2651,20 +2658,19 @@ static int
 cmd_merge (int argc, char **argv)
 {
   const char *out = NULL;
-  int force = 0, only_files = 0, npaths = 0;
+  int force = 0, only_files = 0;
+  size_t npaths = 0;
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i];
-      enum arg_kind kind = classify_arg (a, &only_files);
-      if (kind == ARG_FILE)
-        npaths++;
-      else if (kind == ARG_DONE)
-        ;
-      else if (kind == ARG_HELP)
+      enum arg_kind kind = take_arg (a, &only_files, NULL, &npaths);
+      if (kind == ARG_HELP)
         {
           fputs (usage_text, stdout);
           return 0;
         }
+      else if (kind != ARG_OPTION)
+        ;
       else if (strcmp (a, "--force") == 0)
         force = 1;
       else if (strcmp (a, "-o") == 0 || strncmp (a, "--output", 8) == 0)
