@@ -71,8 +71,10 @@ def shared_runtime(a):
 
 
 def check_fork(a, work):
-    for hooks in ("inline", "call"):
-        exe = build(a, work, "fork.c", hooks)
+    for hooks, extra in (("inline", []), ("call", []),
+                         ("tls", ["-fplugin-arg-tally-update=tls"])):
+        exe = build(a, work, "fork.c", "inline" if hooks == "tls" else hooks, extra,
+                    name="fork-" + hooks)
         out = os.path.join(work, "fork-%s.%%p.data" % hooks)
         p = run([exe], env={"TALLY_OUTPUT": out})
         child, result = p.stdout.split()
@@ -480,16 +482,21 @@ def check_dlopen(a, work):
     build to exactly the calls made, and a dump in between has exactly the
     counts so far.  Shared runtime, and static copies in the program and
     each library (plus an uninstrumented program whose libraries carry the
-    only runtime copies), hooks inline and call."""
+    only runtime copies), hooks inline and call, and inline with
+    update=tls."""
     d = os.path.join(a.srcdir, "lossless")
     lib_rows = lambda k: {"lib_f": (k, k), "lib_g": (2 * k, 2 * k)}
     for rt_name in ("shared", "static", "host", "host-shared"):
-        for hooks in ("inline", "call"):
+        for hooks in ("inline", "call", "tls"):
             tag = "%s, hooks=%s" % (rt_name, hooks)
             sub = os.path.join(work, "%s-%s" % (rt_name, hooks))
             os.mkdir(sub)
             rt = shared_runtime(a) if rt_name.endswith("shared") else [a.runtime]
+            # "tls": inline counters per thread (update=tls), whose copies
+            # must reach the module's record before each dlclose.
             plugin = ["-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks]
+            if hooks == "tls":
+                plugin = ["-fplugin=" + a.plugin, "-fplugin-arg-tally-update=tls"]
             lib, lib2 = os.path.join(sub, "libtwice.so"), os.path.join(sub, "libtwice2.so")
             run([a.cc, "-O2", "-fPIC", "-shared", *plugin,
                  os.path.join(d, "dl-twice-lib.c"), "-o", lib, *rt])
