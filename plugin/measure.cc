@@ -283,7 +283,7 @@ add_call_edges (function *fun, gimple_seq seq, basic_block bb)
 }
 
 /* Append PRE and "if (FLAG) SLOW else FAST" to BB, which falls through to
-   its single successor; both arms join there.  */
+   its single successor; both arms join in a new block before it.  */
 static void
 add_diamond (function *fun, basic_block bb, gimple_seq pre, tree flag,
              gimple_seq fast, gimple_seq slow, location_t loc)
@@ -305,8 +305,11 @@ add_diamond (function *fun, basic_block bb, gimple_seq pre, tree flag,
     gsi_insert_seq_after (&gsi, pre, GSI_NEW_STMT);
   add_call_edges (fun, pre, bb);
 
+  /* The arms join in a new block: BB's successor may have PHI nodes (a
+     loop header right after the entry, when GCC turned tail recursion
+     into a loop), which would need arguments for the new edge.  */
+  basic_block join = split_edge (single_succ_edge (bb));
   edge e = single_succ_edge (bb);
-  basic_block join = e->dest;
   e->flags = (e->flags & ~EDGE_FALLTHRU) | EDGE_FALSE_VALUE;
   e->probability = profile_probability::very_likely ();
   basic_block fast_bb = split_edge (e);
@@ -395,8 +398,10 @@ tally_fix_inlined_cfa (function *fun)
          gsi_next (&gsi))
       {
         gimple *stmt = gsi_stmt (gsi);
+        if (!gimple_call_builtin_p (stmt, BUILT_IN_DWARF_CFA))
+          continue;
         tree lhs = gimple_call_lhs (stmt);
-        if (!gimple_call_builtin_p (stmt, BUILT_IN_DWARF_CFA) || !lhs
+        if (!lhs
             || TREE_CODE (lhs) != SSA_NAME || !SSA_NAME_IDENTIFIER (lhs)
             || strncmp (IDENTIFIER_POINTER (SSA_NAME_IDENTIFIER (lhs)),
                         CFA_TEMP, strlen (CFA_TEMP)) != 0)
