@@ -95,8 +95,8 @@ build_hook_decl (const char *name)
                                        uint32_type_node, NULL_TREE));
 }
 
-static tree
-make_temp (function *fun, tree type)
+tree
+tally_make_temp (function *fun, tree type)
 {
   if (gimple_in_ssa_p (fun))
     return make_ssa_name (type);
@@ -164,8 +164,8 @@ tally_build_increment (function *fun, tree array, unsigned k, location_t loc,
       gimple_seq_add_stmt (seq, g);
       return;
     }
-  tree old_val = make_temp (fun, uint64_type_node);
-  tree new_val = make_temp (fun, uint64_type_node);
+  tree old_val = tally_make_temp (fun, uint64_type_node);
+  tree new_val = tally_make_temp (fun, uint64_type_node);
   g = gimple_build_assign (old_val, ref);
   gimple_set_location (g, loc);
   gimple_seq_add_stmt (seq, g);
@@ -339,7 +339,7 @@ insert_tls_attach (function *fun, location_t loc)
   call_bb->count = take->count ();
 
   gimple_stmt_iterator gsi = gsi_start_bb (cond_bb);
-  tree live = make_temp (fun, uint64_type_node);
+  tree live = tally_make_temp (fun, uint64_type_node);
   gimple *g = gimple_build_assign (live, tally_tls_live_decl ());
   gimple_set_location (g, loc);
   gsi_insert_after (&gsi, g, GSI_NEW_STMT);

@@ -151,19 +151,11 @@ build_decls (void)
   varpool_node::get_create (meas_decl);
 }
 
-static tree
-make_temp (function *fun, tree type)
-{
-  if (gimple_in_ssa_p (fun))
-    return make_ssa_name (type);
-  return create_tmp_reg (type, "tally");
-}
-
 /* Append "LHS = RHS" (or an operation) to SEQ.  */
 static tree
 assign (function *fun, gimple_seq *seq, tree type, tree rhs)
 {
-  tree lhs = make_temp (fun, type);
+  tree lhs = tally_make_temp (fun, type);
   gimple_seq_add_stmt (seq, gimple_build_assign (lhs, rhs));
   return lhs;
 }
@@ -172,7 +164,7 @@ static tree
 op (function *fun, gimple_seq *seq, tree type, enum tree_code code, tree a,
     tree b)
 {
-  tree lhs = make_temp (fun, type);
+  tree lhs = tally_make_temp (fun, type);
   gimple_seq_add_stmt (seq, gimple_build_assign (lhs, code, a, b));
   return lhs;
 }
@@ -222,7 +214,7 @@ cfa (function *fun, gimple_seq *seq)
 static tree
 rdtsc (function *fun, gimple_seq *seq)
 {
-  tree t = make_temp (fun, uint64_type_node);
+  tree t = tally_make_temp (fun, uint64_type_node);
   vec<tree, va_gc> *outputs = NULL, *clobbers = NULL;
   vec_safe_push (outputs,
                  build_tree_list (build_tree_list (NULL_TREE,
@@ -517,7 +509,7 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
   tree prev_cfa = assign (fun, &pre, uint64_type_node,
                           frame_field (top, -(HOST_WIDE_INT) sizeof (struct tally_sframe), "cfa"));
   tree c = cfa (fun, &pre);
-  tree cu = make_temp (fun, uint64_type_node);
+  tree cu = tally_make_temp (fun, uint64_type_node);
   gimple_seq_add_stmt (&pre, gimple_build_assign (cu, NOP_EXPR, c));
   tree full = op (fun, &pre, boolean_type_node, EQ_EXPR, top, end);
   tree stale = op (fun, &pre, boolean_type_node, LE_EXPR, prev_cfa, cu);
@@ -581,7 +573,7 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   tree fcfa = assign (fun, &pre, uint64_type_node, frame_field (f, 0, "cfa"));
   tree ffn = assign (fun, &pre, ptr_type_node, frame_field (f, 0, "fn"));
   tree c = cfa (fun, &pre);
-  tree cu = make_temp (fun, uint64_type_node);
+  tree cu = tally_make_temp (fun, uint64_type_node);
   gimple_seq_add_stmt (&pre, gimple_build_assign (cu, NOP_EXPR, c));
   tree other = op (fun, &pre, boolean_type_node, NE_EXPR, fcfa, cu);
   tree other_fn = op (fun, &pre, boolean_type_node, NE_EXPR, ffn,
@@ -608,7 +600,7 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
                             NULL_TREE));
   tree meas_ptr_type = TREE_TYPE (meas_decl);
   tree base = assign (fun, &fast, meas_ptr_type, meas_decl);
-  tree idx = make_temp (fun, sizetype);
+  tree idx = tally_make_temp (fun, sizetype);
   gimple_seq_add_stmt (&fast, gimple_build_assign (idx, NOP_EXPR, id));
   tree off = op (fun, &fast, sizetype, MULT_EXPR, idx,
                  size_int (sizeof (struct tally_meas)));

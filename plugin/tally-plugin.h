@@ -129,6 +129,9 @@ void tally_blocks_insert (function *fun, tally_block_plan *plan,
    never calls back into the instrumented unit), so GCC keeps its
    assumptions about the caller's memory around the call.  */
 tree tally_runtime_decl (const char *name, tree type);
+/* A temporary of TYPE: an SSA name once FUN is in SSA form, else a
+   register variable.  */
+tree tally_make_temp (function *fun, tree type);
 /* Append to *SEQ "ARRAY[K] += 1" (update=single|tls) or its relaxed atomic
    form (update=atomic).  */
 void tally_build_increment (function *fun, tree array, unsigned k,
