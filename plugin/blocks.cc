@@ -632,13 +632,7 @@ tally_blocks_insert (function *fun, tally_block_plan *plan,
     }
   if (edges)
     gsi_commit_edge_inserts ();
-  /* After the "cgraph" pass every call needs a call-graph edge.  */
-  if (gimple_in_ssa_p (fun))
-    {
-      cgraph_node *caller = cgraph_node::get (fun->decl);
-      for (gcall *call : calls)
-        caller->create_edge (cgraph_node::get_create (gimple_call_fndecl (call)),
-                             call, gimple_bb (call)->count);
-    }
+  for (gcall *call : calls)
+    tally_add_call_edge (fun, call, gimple_bb (call)->count);
   delete plan;
 }

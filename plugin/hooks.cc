@@ -178,19 +178,22 @@ tally_build_increment (function *fun, tree array, unsigned k, location_t loc,
   gimple_seq_add_stmt (seq, g);
 }
 
-/* Give every call in SEQ a call-graph edge.  Before the "cgraph" pass of
-   the lowering stage the edges are built from the body; after it, a call
-   without an edge is a broken call graph.  */
-static void
-add_call_edges (function *fun, gimple_seq seq, basic_block bb)
+void
+tally_add_call_edge (function *fun, gcall *call, profile_count count)
 {
   if (!gimple_in_ssa_p (fun))
     return;
-  cgraph_node *caller = cgraph_node::get (fun->decl);
+  if (tree callee = gimple_call_fndecl (call))
+    cgraph_node::get (fun->decl)->create_edge (cgraph_node::get_create (callee),
+                                               call, count);
+}
+
+void
+tally_add_call_edges (function *fun, gimple_seq seq, basic_block bb)
+{
   for (gimple_stmt_iterator i = gsi_start (seq); !gsi_end_p (i); gsi_next (&i))
     if (gcall *call = dyn_cast<gcall *> (gsi_stmt (i)))
-      if (tree callee = gimple_call_fndecl (call))
-        caller->create_edge (cgraph_node::get_create (callee), call, bb->count);
+      tally_add_call_edge (fun, call, bb->count);
 }
 
 static bool
@@ -353,7 +356,7 @@ insert_tls_attach (function *fun, location_t loc)
   gimple_set_location (g, loc);
   gsi_insert_after (&gsi, g, GSI_NEW_STMT);
   gimple_seq one = g;
-  add_call_edges (fun, one, call_bb);
+  tally_add_call_edges (fun, one, call_bb);
   free_dominance_info (CDI_DOMINATORS);
   free_dominance_info (CDI_POST_DOMINATORS);
 }
@@ -456,7 +459,7 @@ instrument_function (function *fun)
         {
           gimple_seq seq = NULL;
           build_hook (fun, fn, TALLY_C_EXITS, user, gimple_location (ret), &seq);
-          add_call_edges (fun, seq, gimple_bb (ret));
+          tally_add_call_edges (fun, seq, gimple_bb (ret));
           gimple_stmt_iterator gsi = gsi_for_stmt (ret);
           gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
         }
@@ -476,12 +479,12 @@ instrument_function (function *fun)
       basic_block b = split_edge (e);
       gimple_stmt_iterator gsi = gsi_start_bb (b);
       gsi_insert_seq_before (&gsi, seq, GSI_NEW_STMT);
-      add_call_edges (fun, seq, b);
+      tally_add_call_edges (fun, seq, b);
       tally_measure_entry (fun, fn, b, frames);
     }
   else if (count_hooks)
     {
-      add_call_edges (fun, seq, e->dest);
+      tally_add_call_edges (fun, seq, e->dest);
       gsi_insert_seq_on_edge_immediate (e, seq);
     }
 

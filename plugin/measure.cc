@@ -259,21 +259,6 @@ set_locations (gimple_seq seq, location_t loc)
     }
 }
 
-/* Give every call in SEQ (placed in BB) a call-graph edge (see hooks.cc).  */
-static void
-add_call_edges (function *fun, gimple_seq seq, basic_block bb)
-{
-  if (!gimple_in_ssa_p (fun))
-    return;
-  cgraph_node *caller = cgraph_node::get (fun->decl);
-  for (gimple_stmt_iterator i = gsi_start (seq); !gsi_end_p (i); gsi_next (&i))
-    if (gcall *call = dyn_cast<gcall *> (gsi_stmt (i)))
-      if (tree callee = gimple_call_fndecl (call))
-        if (!fndecl_built_in_p (callee))
-          caller->create_edge (cgraph_node::get_create (callee), call,
-                               bb->count);
-}
-
 /* Append PRE and "if (FLAG) SLOW else FAST" to BB, which falls through to
    its single successor; both arms join in a new block before it.  */
 static void
@@ -295,7 +280,7 @@ add_diamond (function *fun, basic_block bb, gimple_seq pre, tree flag,
     }
   else
     gsi_insert_seq_after (&gsi, pre, GSI_NEW_STMT);
-  add_call_edges (fun, pre, bb);
+  tally_add_call_edges (fun, pre, bb);
 
   /* The arms join in a new block: BB's successor may have PHI nodes (a
      loop header right after the entry, when GCC turned tail recursion
@@ -315,10 +300,10 @@ add_diamond (function *fun, basic_block bb, gimple_seq pre, tree flag,
 
   gsi = gsi_start_bb (fast_bb);
   gsi_insert_seq_before (&gsi, fast, GSI_NEW_STMT);
-  add_call_edges (fun, fast, fast_bb);
+  tally_add_call_edges (fun, fast, fast_bb);
   gsi = gsi_start_bb (slow_bb);
   gsi_insert_seq_before (&gsi, slow, GSI_NEW_STMT);
-  add_call_edges (fun, slow, slow_bb);
+  tally_add_call_edges (fun, slow, slow_bb);
   free_dominance_info (CDI_DOMINATORS);
   free_dominance_info (CDI_POST_DOMINATORS);
 }
@@ -498,7 +483,7 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
         }
       else
         gsi_insert_seq_after (&gsi, seq, GSI_NEW_STMT);
-      add_call_edges (fun, seq, bb);
+      tally_add_call_edges (fun, seq, bb);
       return;
     }
   tree frame_ptr = build_pointer_type (frame_type_node);
@@ -552,7 +537,7 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
       gimple_seq seq = call_hook (fun, fn, false);
       set_locations (seq, loc);
       gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
-      add_call_edges (fun, seq, gimple_bb (ret));
+      tally_add_call_edges (fun, seq, gimple_bb (ret));
       return;
     }
   /* The block before the return, falling through to it.  */

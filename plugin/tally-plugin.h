@@ -129,6 +129,12 @@ void tally_blocks_insert (function *fun, tally_block_plan *plan,
    never calls back into the instrumented unit), so GCC keeps its
    assumptions about the caller's memory around the call.  */
 tree tally_runtime_decl (const char *name, tree type);
+/* Give CALL (in FUN, run COUNT times) a call-graph edge, or each call in
+   SEQ (to be placed in BB) one.  Before the "cgraph" pass of the lowering
+   stage the edges are built from the body; after it, a call without an
+   edge is a broken call graph.  */
+void tally_add_call_edge (function *fun, gcall *call, profile_count count);
+void tally_add_call_edges (function *fun, gimple_seq seq, basic_block bb);
 /* A temporary of TYPE: an SSA name once FUN is in SSA form, else a
    register variable.  */
 tree tally_make_temp (function *fun, tree type);
