@@ -250,16 +250,20 @@ push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa,
 static inline uint32_t
 path_of (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa)
 {
-  if (rt_busy)
-    return TALLY_PATH_NONE;
   struct tally_sframe *parent = top - 1;
-  rt_busy++;
-  uint32_t pnode = parent->fn ? tally_rt_path_owner (parent->node,
-                                                     parent->fn->id)
-                              : tally_rt_unwind_base (cfa);
-  uint32_t node = tally_rt_path_node (pnode, fn->id);
-  rt_busy--;
-  return node;
+  uint32_t pnode;
+  if (parent->fn)
+    pnode = tally_rt_path_owner (parent->node, parent->fn->id);
+  else if (rt_busy)
+    return TALLY_PATH_NONE; /* a hook inside libunwind */
+  else
+    {
+      rt_busy++;
+      pnode = tally_rt_unwind_base (cfa);
+      rt_busy--;
+    }
+  /* Lock-free, and safe in signal handlers (paths.c).  */
+  return tally_rt_path_node (pnode, fn->id);
 }
 
 static struct tally_sframe *
