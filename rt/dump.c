@@ -163,9 +163,11 @@ tally_rt_fn_value (const struct tally_module *m, uint32_t fn, uint32_t k)
 {
   const struct tally_fn *f = m->fns[fn];
   if (k >= f->ncounters)
-    return __atomic_load_n (&f->visited[k - f->ncounters], __ATOMIC_RELAXED)
+    return __atomic_load_n (&tally_rt_live_visited (m, f->visited)[k - f->ncounters],
+                            __ATOMIC_RELAXED)
            != 0;
-  uint64_t v = __atomic_load_n (&f->counters[k], __ATOMIC_RELAXED);
+  uint64_t v = __atomic_load_n (&tally_rt_live_counters (m, f->counters)[k],
+                                __ATOMIC_RELAXED);
   if (m->flags & TALLY_MOD_UPDATE_TLS)
     v += tally_rt_tls_value (m, fn, k);
   return v;
@@ -1296,10 +1298,13 @@ zero_live (void)
     for (uint32_t i = 0; i < m->nfns; i++)
       {
         const struct tally_fn *f = m->fns[i];
+        uint64_t *c = tally_rt_live_counters (m, f->counters);
         for (uint32_t k = 0; k < f->ncounters; k++)
-          __atomic_store_n (&f->counters[k], 0, __ATOMIC_RELAXED);
-        for (uint32_t k = 0; f->visited && k < f->nvisited; k++)
-          __atomic_store_n (&f->visited[k], 0, __ATOMIC_RELAXED);
+          __atomic_store_n (&c[k], 0, __ATOMIC_RELAXED);
+        unsigned char *v = f->visited ? tally_rt_live_visited (m, f->visited)
+                                      : NULL;
+        for (uint32_t k = 0; v && k < f->nvisited; k++)
+          __atomic_store_n (&v[k], 0, __ATOMIC_RELAXED);
       }
   tally_rt_tls_zero ();
 }

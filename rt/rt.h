@@ -183,6 +183,28 @@ int tally_rt_frame_dumped (uint32_t id) TALLY_HIDDEN;
 int tally_rt_frame_get (uint32_t i, uint64_t *addr, const char **name,
                         uint32_t *len) TALLY_HIDDEN;
 
+/* counters=mapped: the bias of M's counters (0 for every other module, and
+   for ABI 2 modules, which have no bias field).  */
+static inline intptr_t
+tally_rt_bias (const struct tally_module *m)
+{
+  if (!(m->flags & TALLY_MOD_COUNTERS_MAPPED) || m->abi_version < 3
+      || !m->bias)
+    return 0;
+  return __atomic_load_n (m->bias, __ATOMIC_ACQUIRE);
+}
+/* Where the code of M updates counter array C, or visited bytes V.  */
+static inline uint64_t *
+tally_rt_live_counters (const struct tally_module *m, uint64_t *c)
+{
+  return (uint64_t *) (void *) ((char *) c + tally_rt_bias (m));
+}
+static inline unsigned char *
+tally_rt_live_visited (const struct tally_module *m, unsigned char *v)
+{
+  return (unsigned char *) v + tally_rt_bias (m);
+}
+
 /* What this copy of the runtime does itself, as opposed to the public
    entry points, which go to the primary copy (instance.c).  */
 void tally_rt_register_local (struct tally_module *m) TALLY_HIDDEN;
