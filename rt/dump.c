@@ -34,7 +34,6 @@
 
 extern char **environ;
 
-#define DEFAULT_OUTPUT "tally.%p.data"
 
 /* Output staging buffer; only the holder of `dumping` touches it.  */
 static unsigned char outbuf[1 << 16];
@@ -152,6 +151,14 @@ module_live (struct tally_module *m)
   return __atomic_load_n (&m->rt_state, __ATOMIC_ACQUIRE) == TALLY_STATE_REGISTERED;
 }
 
+/* Whether a dump writes M's record: a live module whose counts are not in
+   a region of the continuous file (those are on disk already).  */
+static int
+module_written (struct tally_module *m)
+{
+  return module_live (m) && !tally_rt_cont_mapped (m);
+}
+
 uint32_t
 tally_rt_fn_nvalues (const struct tally_fn *f)
 {
@@ -204,6 +211,14 @@ put_module (struct writer *w, const struct tally_module *m)
     }
 }
 
+size_t
+tally_rt_module_record (const struct tally_module *m, unsigned char *mem)
+{
+  struct writer w = { mem, -1, 0, 0, 0, 0 };
+  put_module (&w, m);
+  return (size_t) w.total;
+}
+
 static void
 put_header (struct writer *w, uint64_t file_size, uint32_t nmodules,
             uint32_t flags, const char *program)
@@ -228,7 +243,7 @@ put_records (struct writer *w, struct tally_module *head, uint32_t nlive)
 {
   uint32_t written = 0;
   for (struct tally_module *m = head; m && written < nlive; m = m->next)
-    if (module_live (m))
+    if (module_written (m))
       {
         written++;
         put_module (w, m);
@@ -268,7 +283,7 @@ put_meas (struct writer *w, struct tally_module *head, uint32_t nlive)
   put_u32 (w, nlive + retained_count);
   uint32_t written = 0;
   for (struct tally_module *m = head; m && written < nlive; m = m->next)
-    if (module_live (m))
+    if (module_written (m))
       {
         written++;
         put_u32 (w, m->nfns);
@@ -319,7 +334,7 @@ put_paths (struct writer *w, struct tally_module *head, uint32_t nlive)
   put_u32 (w, nlive + retained_count);
   uint32_t written = 0;
   for (struct tally_module *m = head; m && written < nlive; m = m->next)
-    if (module_live (m))
+    if (module_written (m))
       {
         written++;
         put_u32 (w, m->nfns ? m->fns[0]->id : UINT32_MAX);
@@ -439,9 +454,9 @@ append_program_token (char *dst, size_t pos, size_t cap, const char *program)
   return append (dst, pos, cap, hex);
 }
 
-static int
-expand_path (char *path, size_t cap, const char *pattern, const char *program,
-             int *merge)
+int
+tally_rt_expand_path (char *path, size_t cap, const char *pattern,
+                      const char *program, int *merge, int *cont)
 {
   size_t pos = 0;
   for (const char *p = pattern; *p; p++)
@@ -475,6 +490,10 @@ expand_path (char *path, size_t cap, const char *pattern, const char *program,
           *merge = 1;
           p++;
           break;
+        case 'c': /* continuous output: expands to nothing (continuous.c) */
+          *cont = 1;
+          p++;
+          break;
         case '%':
           pos = append (path, pos, cap, "%");
           p++;
@@ -482,7 +501,8 @@ expand_path (char *path, size_t cap, const char *pattern, const char *program,
         default:
           tally_rt_error ("TALLY_OUTPUT=%s: unknown pattern '%%%s' kept as "
                           "written (accepted: %%p pid, %%h host, %%m program "
-                          "(and merge into the file), %%%% a percent sign)",
+                          "(and merge into the file), %%c continuous "
+                          "output, %%%% a percent sign)",
                           pattern, p[1] ? (char[2]){ p[1], 0 } : "");
           pos = append (path, pos, cap, "%");
           break;
@@ -494,8 +514,8 @@ expand_path (char *path, size_t cap, const char *pattern, const char *program,
   return 0;
 }
 
-static const char *
-errno_text (int e)
+const char *
+tally_rt_errno_text (int e)
 {
   switch (e)
     {
@@ -532,7 +552,7 @@ open_reported (const char *verb, const char *path, int flags, mode_t mode)
     {
       int e = errno;
       tally_rt_error ("cannot %s %s: %s (errno %d); no data written", verb,
-                      path, errno_text (e), e);
+                      path, tally_rt_errno_text (e), e);
       errno = e;
     }
   return fd;
@@ -587,7 +607,7 @@ finish_file (struct writer *w, uint64_t file_size, const char *tmp,
   if (w->failed)
     {
       tally_rt_error ("cannot write %s: %s (errno %d); no data written",
-                      path, errno_text (w->failed), w->failed);
+                      path, tally_rt_errno_text (w->failed), w->failed);
       if (tmp[0])
         unlink (tmp);
       errno = w->failed;
@@ -793,7 +813,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
       size_t off = 0;
       uint32_t i = 0;
       for (struct tally_module *mod = head; mod && i < nlive; mod = mod->next)
-        if (module_live (mod))
+        if (module_written (mod))
           {
             entries[i++] = (struct base_entry){ mod, off };
             off += tally_rt_rec_size (ours + off, ours_len - off);
@@ -816,7 +836,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
     {
       e = errno;
       tally_rt_error ("cannot lock %s: %s (errno %d); no data written", tmp,
-                      errno_text (e), e);
+                      tally_rt_errno_text (e), e);
       goto out;
     }
 
@@ -826,7 +846,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
     {
       e = errno;
       tally_rt_error ("cannot read %s to merge into it: %s (errno %d); no "
-                      "data written", path, errno_text (e), e);
+                      "data written", path, tally_rt_errno_text (e), e);
       goto out;
     }
   if (ofd >= 0)
@@ -846,7 +866,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
               e = errno;
               close (ofd);
               tally_rt_error ("cannot map %s to merge into it: %s (errno "
-                              "%d); no data written", path, errno_text (e), e);
+                              "%d); no data written", path, tally_rt_errno_text (e), e);
               goto out;
             }
           old = (unsigned char *) m;
@@ -980,11 +1000,18 @@ dump_locked (int at_exit)
   char path[4096], tmp[4096 + 32], program[4096];
   const char *pattern = tally_rt_env ("TALLY_OUTPUT");
   if (!pattern || !*pattern)
-    pattern = DEFAULT_OUTPUT;
+    pattern = TALLY_DEFAULT_OUTPUT;
   ssize_t plen = readlink ("/proc/self/exe", program, sizeof program - 1);
   program[plen > 0 ? plen : 0] = 0;
-  int merge = 0;
-  if (expand_path (path, sizeof path, pattern, program, &merge) != 0)
+  int merge = 0, cont = 0;
+  if (tally_rt_cont_on ())
+    {
+      /* Continuous output goes on in the file it started (continuous.c).  */
+      size_t n = append (path, 0, sizeof path, tally_rt_cont_path ());
+      path[n] = 0;
+    }
+  else if (tally_rt_expand_path (path, sizeof path, pattern, program, &merge,
+                                 &cont) != 0)
     {
       tally_rt_error ("TALLY_OUTPUT=%s: expanded path is too long; no data "
                       "written", pattern);
@@ -995,8 +1022,8 @@ dump_locked (int at_exit)
   struct tally_module *head = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
   uint32_t nlive = 0;
   for (struct tally_module *m = head; m; m = m->next)
-    nlive += module_live (m);
-  if (merge)
+    nlive += module_written (m);
+  if (merge && !tally_rt_cont_on ())
     return merge_dump_locked (at_exit, path, program, head, nlive);
 
   uint32_t flags = at_exit ? TALLY_FILE_AT_EXIT : 0;
@@ -1016,7 +1043,16 @@ dump_locked (int at_exit)
   uint64_t file_size = w.total + TALLY_TRAILER_SIZE;
 
   w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
-  w.fd = open_tmp (path, tmp, sizeof tmp);
+  /* Continuous output: the image goes into a DUMP chunk at the end of the
+     continuous file, which is never replaced (its regions are mapped).  */
+  int in_cont = tally_rt_cont_on ();
+  if (in_cont)
+    {
+      tmp[0] = 0;
+      w.fd = tally_rt_cont_dump_begin (file_size);
+    }
+  else
+    w.fd = open_tmp (path, tmp, sizeof tmp);
   if (w.fd < 0)
     return -1;
   put_header (&w, file_size, nmodules, flags, program);
@@ -1027,7 +1063,10 @@ dump_locked (int at_exit)
     put_frames (&w, nframes);
   if (paths)
     put_paths (&w, head, nlive);
-  if (finish_file (&w, file_size, tmp, path) != 0)
+  int rc = finish_file (&w, file_size, tmp, path);
+  if (in_cont)
+    tally_rt_cont_dump_end (file_size, rc == 0);
+  if (rc != 0)
     return -1;
   if (tally_rt_env ("TALLY_VERBOSE"))
     tally_rt_error ("wrote %s (%u modules)", path, nmodules);
@@ -1067,6 +1106,18 @@ static void
 unlock_dump (void)
 {
   __atomic_store_n (&dumping, 0, __ATOMIC_RELEASE);
+}
+
+int
+tally_rt_lock (int wait)
+{
+  return lock_dump (wait);
+}
+
+void
+tally_rt_unlock (void)
+{
+  unlock_dump ();
 }
 
 /* Counts made after the exit dump (by instrumented code in atexit
@@ -1127,7 +1178,8 @@ note_exit_sums_locked (void)
 static int
 moved_locked (struct tally_module *m)
 {
-  if (!exit_sums)
+  /* Counts in a region of the continuous file are on disk already.  */
+  if (!exit_sums || tally_rt_cont_mapped (m))
     return 0;
   uint64_t sum = module_sum (m);
   for (size_t k = 0; k < exit_sums_len; k++)
@@ -1276,6 +1328,10 @@ tally_rt_module_gone (struct tally_module *m, int keep)
      write the file again if they moved since (M is still in the list).  */
   if (!keep && exit_written && moved_locked (m))
     exit_dump_locked ();
+  /* Counts in a region of the continuous file stay there: keeping the
+     record too would count them twice.  */
+  if (tally_rt_cont_gone (m))
+    keep = 0;
   if (keep && retain_locked (m) != 0)
     {
       dump_locked (0);
@@ -1369,6 +1425,9 @@ tally_rt_fork_child (void)
 {
   __atomic_store_n (&dumping, 0, __ATOMIC_RELAXED);
   tally_rt_tls_fork_child ();
+  /* Before zeroing: the child's regions must be its own file's, not the
+     parent's shared mapping.  */
+  tally_rt_cont_fork_child ();
   zero_live ();
   zero_retained ();
   tally_rt_meas_zero ();

@@ -58,6 +58,9 @@ tally_rt_register_local (struct tally_module *m)
      hook cannot do.  */
   if (m->flags & TALLY_MOD_PATHS)
     tally_rt_unwind_load ();
+  /* counters=mapped: into the continuous file before any dump can see the
+     module, so that no dump writes its counts twice (continuous.c).  */
+  tally_rt_cont_register (m);
   uint32_t base = __atomic_fetch_add (&next_id, m->nfns, __ATOMIC_RELAXED);
   for (uint32_t i = 0; i < m->nfns; i++)
     m->fns[i]->id = base + i;
