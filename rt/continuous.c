@@ -64,14 +64,15 @@ struct region
 };
 
 /* Everything below is guarded by the dump lock.  */
-static struct region *regions; /* mmap'ed, REGIONS_CAP bytes */
-static size_t nregions, regions_cap;
+static struct region *regions; /* the regions mapped, mmap'ed */
+static size_t nregions;        /* entries in regions */
+static size_t regions_cap;     /* bytes mapped at regions */
 static int state;              /* 0 undecided, 1 on, -1 off */
-static int cont_fd = -1;
+static int cont_fd = -1;       /* the continuous file, open read-write */
 static uint64_t cont_end;      /* where the next chunk goes */
 static uint32_t session;       /* of this image's DUMP chunks */
-static char cont_file[4096];
-static size_t page;
+static char cont_file[4096];   /* the continuous file's path */
+static size_t page;            /* the page size: regions are aligned to it */
 
 static void
 put32 (unsigned char *p, uint32_t v)
@@ -195,7 +196,8 @@ adopt (int fd, uint64_t start)
         len = tally_rt_get_u64 (c + 8);
       else if (tag == TALLY_TAG_DUMP)
         {
-          len = TALLY_DUMP_FIXED + tally_rt_get_u64 (c + 8);
+          len = tally_rt_get_u64 (c + 8);
+          len = len > size ? size : len + TALLY_DUMP_FIXED;
           if (tally_rt_get_u32 (c + 4) >= next)
             next = tally_rt_get_u32 (c + 4) + 1;
         }
