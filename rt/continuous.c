@@ -72,6 +72,8 @@ static int cont_fd = -1;       /* the continuous file, open read-write */
 static uint64_t cont_end;      /* where the next chunk goes */
 static uint32_t session;       /* of this image's DUMP chunks */
 static char cont_file[4096];   /* the continuous file's path */
+static dev_t cont_dev;         /* and its identity, to notice a program */
+static ino_t cont_ino;         /* that closed cont_fd (see file_ok) */
 static size_t page;            /* the page size: regions are aligned to it */
 
 static void
@@ -161,6 +163,39 @@ process_start (void)
   return v;
 }
 
+static void
+note_identity (void)
+{
+  struct stat st;
+  if (fstat (cont_fd, &st) == 0)
+    {
+      cont_dev = st.st_dev;
+      cont_ino = st.st_ino;
+    }
+}
+
+/* Whether cont_fd is still the continuous file.  A program may close every
+   descriptor it did not open itself (daemons do), and the number may then
+   name another file, which a dump must not write into: the file is opened
+   again by its path if it is still the same one.  */
+static int
+file_ok (void)
+{
+  struct stat st;
+  if (fstat (cont_fd, &st) == 0 && st.st_dev == cont_dev && st.st_ino == cont_ino)
+    return 1;
+  int fd = open (cont_file, O_RDWR | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  if (fstat (fd, &st) != 0 || st.st_dev != cont_dev || st.st_ino != cont_ino)
+    {
+      close (fd);
+      return 0;
+    }
+  cont_fd = fd; /* the old number is not ours any more: left alone */
+  return 1;
+}
+
 /* Whether FD is a continuous file this process wrote before an exec; if
    so, continue it: find its end (leaving out a chunk cut short) and the
    next session number.  */
@@ -232,6 +267,7 @@ open_file (const char *path, const char *program)
       if (adopt (fd, start))
         {
           cont_fd = fd;
+          note_identity ();
           return 0;
         }
       close (fd);
@@ -279,6 +315,7 @@ open_file (const char *path, const char *program)
       return e;
     }
   cont_fd = fd;
+  note_identity ();
   cont_end = sizeof h + plen + 8;
   session = 0;
   return 0;
@@ -421,6 +458,9 @@ map_module (struct tally_module *m, const char **what)
   *what = "grow regions";
   if (!grow_regions ())
     return ENOMEM;
+  *what = "reopen";
+  if (!file_ok ())
+    return EBADF;
   *what = "write";
   int e = write_chunk (cont_fd, m, cont_end, start, len, region);
   if (e)
@@ -470,7 +510,7 @@ tally_rt_cont_register (struct tally_module *m)
       int e = map_module (m, &what);
       if (e)
         {
-          if (cont_end == end && ftruncate (cont_fd, (off_t) end) != 0)
+          if (e != EBADF && ftruncate (cont_fd, (off_t) end) != 0)
             e = errno; /* best effort: leave no half chunk behind */
           tally_rt_error ("%s: cannot %s its region of %s (%s, errno %d); "
                           "its counts will be written when the program "
@@ -521,6 +561,14 @@ tally_rt_cont_dump_begin (uint64_t size)
   put32 (h, TALLY_TAG_DUMP);
   put32 (h + 4, session);
   put64 (h + 8, size);
+  if (!file_ok ())
+    {
+      tally_rt_error ("%s: its descriptor was closed by the program and the "
+                      "file is gone or replaced; no data written",
+                      cont_file);
+      errno = EBADF;
+      return -1;
+    }
   int e = pwrite_all (cont_fd, h, sizeof h, cont_end);
   int fd = e ? -1 : dup (cont_fd);
   if (fd >= 0 && lseek (fd, (off_t) (cont_end + sizeof h), SEEK_SET) < 0)
@@ -575,7 +623,9 @@ tally_rt_cont_fork_child (void)
 {
   if (state != 1)
     return;
-  close (cont_fd);
+  struct stat st;
+  if (fstat (cont_fd, &st) == 0 && st.st_dev == cont_dev && st.st_ino == cont_ino)
+    close (cont_fd); /* the parent's file; another descriptor is left alone */
   cont_fd = -1;
   char program[4096], path[sizeof cont_file];
   const char *pattern = tally_rt_env ("TALLY_OUTPUT");
@@ -641,7 +691,7 @@ tally_rt_cont_fork_child (void)
                       "own (%s, errno %d); it writes its counts when it "
                       "dumps", tally_rt_errno_text (e), e);
       if (cont_fd >= 0)
-        close (cont_fd);
+        close (cont_fd); /* the child's own, or none */
       cont_fd = -1;
       child_fallback ();
       return;

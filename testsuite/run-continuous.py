@@ -317,7 +317,8 @@ def check_exec(a, work):
 
 def check_errors(a, work):
     """counters= takes static or mapped, and refuses what it cannot map;
-    %c with %m is refused at run time with the reason."""
+    %c with %m is refused at run time with the reason; a program closing the
+    runtime's descriptor; a path that cannot be created."""
     c = os.path.join(work, "t.c")
     with open(c, "w") as f:
         f.write("int main (void) { return 0; }\n")
@@ -339,6 +340,18 @@ def check_errors(a, work):
     expect(len(files) == 1, "%%c with %%m: files %s" % files)
     want_all(a, os.path.join(work, files[0]), {"f": (4, 4), "main": (1, 1), "pre": (1, 1), "before_registration": (1, 1)},
              "%c with %m")
+    # A program that closes every descriptor and opens a file of its own
+    # under the continuous file's number: the exit dump reopens the
+    # continuous file and leaves the program's file alone.
+    victim = os.path.join(work, "victim")
+    data = os.path.join(work, "closefds%c.data")
+    p = run([exe, "closefds", "3", victim], env={"TALLY_OUTPUT": data})
+    expect(open(victim, "rb").read() == b"x" and p.stderr == "",
+           "closefds: the program's file holds %r, messages %r"
+           % (open(victim, "rb").read()[:64], p.stderr))
+    want_all(a, data.replace("%c", ""), {"f": (3, 3), "main": (1, 1), "pre": (1, 1),
+                                         "before_registration": (1, 1)},
+             "closefds", finished=True)
     # A directory that does not exist: named once, counts written at exit
     # by the ordinary dump (which names the failure too).
     p = run([exe, "normal", "4"], env={"TALLY_OUTPUT": os.path.join(work, "no", "x%c.data")})

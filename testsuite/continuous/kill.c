@@ -5,10 +5,14 @@
      abort   abort () (no TALLY_DUMP_ON: no handler writes anything)
      dump    tally_dump (), 2 more calls of f, print, wait to be killed
      normal  return from main: the file is complete
+     closefds  close every descriptor from 3 up, open argv[3] (which gets
+             the continuous file's number) and write a byte, then return:
+             the exit dump must reopen the file, not write into argv[3]
    The file must hold f's N calls exactly (N + 2 for dump), and the call of
    pre made before the unit registered.  Built as one
    unit, or with -DSPLIT as the caller of other.c's other_f (a second unit,
    built with or without counters=mapped).  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +74,16 @@ main (int argc, char **argv)
   for (int i = 0; i < n; i++)
     s += other_f (i);
 #endif
+  if (strcmp (mode, "closefds") == 0)
+    {
+      for (int fd = 3; fd < 1024; fd++)
+        close (fd);
+      int v = open (argv[3], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (v < 0 || write (v, "x", 1) != 1)
+        return 4;
+      printf ("%d\n", v);
+      return 0;
+    }
   if (argc > 3)
     s += g (s);
   if (strcmp (mode, "wait") == 0)
