@@ -2309,9 +2309,13 @@ dump_data (const char *path, const struct tally_data *d)
             dump_map (f);
         }
     }
-  printf ("trailer tag=0x%08lx crc=0x%08lx size=%" PRIu64 "\n",
-          (unsigned long) TALLY_TAG_END, (unsigned long) d->crc,
-          d->file_size);
+  /* A continuous file has no trailer: its chunks were checked one by one.  */
+  if (d->flags & TALLY_FILE_CONTINUOUS)
+    printf ("end (continuous file, no trailer) size=%" PRIu64 "\n", d->file_size);
+  else
+    printf ("trailer tag=0x%08lx crc=0x%08lx size=%" PRIu64 "\n",
+            (unsigned long) TALLY_TAG_END, (unsigned long) d->crc,
+            d->file_size);
 }
 
 static int
