@@ -34,7 +34,6 @@
 
 extern char **environ;
 
-
 /* Output staging buffer; only the holder of `dumping` touches it.  */
 static unsigned char outbuf[1 << 16];
 
@@ -1023,7 +1022,7 @@ dump_locked (int at_exit)
   uint32_t nlive = 0;
   for (struct tally_module *m = head; m; m = m->next)
     nlive += module_written (m);
-  if (merge && !tally_rt_cont_on ())
+  if (merge)
     return merge_dump_locked (at_exit, path, program, head, nlive);
 
   uint32_t flags = at_exit ? TALLY_FILE_AT_EXIT : 0;
