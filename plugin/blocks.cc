@@ -587,13 +587,17 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
 /* Append to *SEQ "VISITED[I] = 1" as a relaxed atomic byte store (a plain
    byte store on every target that has one).  */
 static void
-build_visit (tree visited, unsigned i, gimple_seq *seq)
+build_visit (function *fun, tree visited, unsigned i, gimple_seq *seq)
 {
   tree ref = build4 (ARRAY_REF, unsigned_char_type_node, visited,
                      build_int_cst (integer_type_node, i), NULL_TREE, NULL_TREE);
   TREE_ADDRESSABLE (visited) = 1;
+  /* counters=mapped: the byte at its address plus the unit's bias.  */
+  tree addr = tally_opts.mapped
+                  ? tally_mapped_address (fun, ref, UNKNOWN_LOCATION, seq)
+                  : build_fold_addr_expr (ref);
   tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_STORE_1);
-  gimple *g = gimple_build_call (f, 3, build_fold_addr_expr (ref),
+  gimple *g = gimple_build_call (f, 3, addr,
                                  build_int_cst (unsigned_char_type_node, 1),
                                  build_int_cst (integer_type_node,
                                                 MEMMODEL_RELAXED));
@@ -612,7 +616,7 @@ tally_blocks_insert (function *fun, tally_block_plan *plan,
         continue;
       gimple_seq seq = NULL;
       if (fn.visited)
-        build_visit (fn.visited, pe.value - TALLY_C_CORE, &seq);
+        build_visit (fun, fn.visited, pe.value - TALLY_C_CORE, &seq);
       else
         tally_build_increment (fun, fn.counters, pe.value, UNKNOWN_LOCATION,
                                &seq);

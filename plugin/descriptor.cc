@@ -53,6 +53,15 @@ static GTY (()) vec<tree, va_gc> *visited_decls;
 /* update=tls: the thread-local word "this thread is attached".  */
 static GTY (()) tree tls_live;
 
+/* counters=mapped: the unit's bias (tally_bias_decl).  */
+static GTY (()) tree bias_decl;
+
+/* The section of a counters=mapped unit's counter arrays and visited
+   bytes: one input section per object file, so the runtime maps one span
+   per unit.  ".bss." makes it zero-filled (no file bytes) like the
+   arrays' usual home.  */
+#define MAPPED_SECTION ".bss.tally.cnt"
+
 /* The module record variable; its address is what hooks=call passes.  */
 static GTY (()) tree module_decl;
 
@@ -75,6 +84,8 @@ static const struct ggc_root_tab tally_descriptor_roots[]
         { &tls_live, 1, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
         { &module_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
+          &gt_pch_nx_tree_node },
+        { &bias_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
         { &register_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
@@ -184,6 +195,7 @@ module_type (void)
   tally_add_field (&fields, "next", ptr_type_node);
   tally_add_field (&fields, "rt_state", uint64_type_node);
   tally_add_field (&fields, "tls_locate", ptr_type_node);
+  tally_add_field (&fields, "bias", ptr_type_node);
   return tally_finish_struct ("tally_module", fields, sizeof (struct tally_module));
 }
 
@@ -210,6 +222,50 @@ static const char *
 symbol_name (tree decl)
 {
   return targetm.strip_name_encoding (IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (decl)));
+}
+
+tree
+tally_bias_decl (void)
+{
+  if (bias_decl)
+    return bias_decl;
+  /* A pointer-sized integer type of its own alias set: the C front end
+     gives every integer type of a size the alias set of its signed
+     variant, which the uint64_t counters share.  */
+  tree type = build_distinct_type_copy (TYPE_PRECISION (ptr_type_node) == 64
+                                            ? long_long_integer_type_node
+                                            : integer_type_node);
+  if (TYPE_PRECISION (type) != TYPE_PRECISION (ptr_type_node))
+    type = build_distinct_type_copy (long_integer_type_node);
+  TYPE_ALIAS_SET (type) = new_alias_set ();
+  bias_decl = make_static_var ("__tally.bias", type);
+  /* The runtime writes it through the descriptor: never read-only, never
+     a constant.  */
+  TREE_ADDRESSABLE (bias_decl) = 1;
+  varpool_node::finalize_decl (bias_decl);
+  return bias_decl;
+}
+
+tree
+tally_mapped_address (function *fun, tree ref, location_t loc,
+                      gimple_seq *seq)
+{
+  tree bias = tally_bias_decl ();
+  tree b = tally_make_temp (fun, TREE_TYPE (bias));
+  gimple *g = gimple_build_assign (b, bias);
+  gimple_set_location (g, loc);
+  gimple_seq_add_stmt (seq, g);
+  tree off = tally_make_temp (fun, sizetype);
+  g = gimple_build_assign (off, NOP_EXPR, b);
+  gimple_set_location (g, loc);
+  gimple_seq_add_stmt (seq, g);
+  tree ptype = build_pointer_type (TREE_TYPE (ref));
+  tree addr = tally_make_temp (fun, ptype);
+  g = gimple_build_assign (addr, POINTER_PLUS_EXPR,
+                           build_fold_addr_expr (ref), off);
+  gimple_set_location (g, loc);
+  gimple_seq_add_stmt (seq, g);
+  return addr;
 }
 
 static void
@@ -240,6 +296,8 @@ tally_add_function (tree fndecl, const tally_fn_layout &layout)
   snprintf (name, sizeof name, "__tally.c.%u", info.id);
   tree type = build_array_type_nelts (uint64_type_node, layout.ncounters);
   info.counters = make_static_var (name, type);
+  if (tally_opts.mapped)
+    set_decl_section_name (info.counters, MAPPED_SECTION);
   varpool_node::finalize_decl (info.counters);
   vec_safe_push (counter_decls, info.counters);
   tree tls = NULL_TREE;
@@ -259,6 +317,8 @@ tally_add_function (tree fndecl, const tally_fn_layout &layout)
       info.visited = make_static_var (
           name, build_array_type_nelts (unsigned_char_type_node,
                                         layout.nvisited));
+      if (tally_opts.mapped)
+        set_decl_section_name (info.visited, MAPPED_SECTION);
       varpool_node::finalize_decl (info.visited);
     }
   vec_safe_push (visited_decls, info.visited);
@@ -377,6 +437,8 @@ module_flags (void)
     flags |= TALLY_MOD_PATHS;
   if (tally_opts.exit_frames)
     flags |= TALLY_MOD_EXIT_FRAMES;
+  if (tally_opts.mapped)
+    flags |= TALLY_MOD_COUNTERS_MAPPED;
   return flags;
 }
 
@@ -529,6 +591,8 @@ tally_emit_module (void *, void *)
   ctor_add (&b, build_int_cstu (uint64_type_node, 0));
   tree locate = tally_opts.update == TALLY_UPDATE_TLS ? build_tls_locate () : NULL_TREE;
   ctor_add (&b, locate ? build_fold_addr_expr (locate) : null_pointer_node);
+  ctor_add (&b, tally_opts.mapped ? build_fold_addr_expr (tally_bias_decl ())
+                                  : null_pointer_node);
   DECL_INITIAL (module_decl) = build_constructor (mtype, b.elts);
   TREE_STATIC (DECL_INITIAL (module_decl)) = 1;
   varpool_node::finalize_decl (module_decl);

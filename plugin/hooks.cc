@@ -15,7 +15,8 @@
  *                                    }
  *
  * With hooks=call the increments become __tally_enter (&__tally.module, 7)
- * and __tally_exit (&__tally.module, 7); with update=atomic the inline
+ * and __tally_exit (&__tally.module, 7) (with counters=mapped
+ * __tally_enter_mapped and __tally_exit_mapped); with update=atomic the inline
  * increment is a relaxed __atomic_fetch_add.  With hooks=user:PREFIX and
  * at=late they are PREFIX_enter (&__tally.d.7, &frame) and PREFIX_exit
  * (&__tally.d.7, &frame); with at=early user-hooks.cc inserts those before
@@ -132,8 +133,12 @@ build_hook (function *fun, const tally_fn_info &fn, unsigned k,
     {
       if (!enter_decl)
         {
-          enter_decl = build_hook_decl ("__tally_enter");
-          exit_decl = build_hook_decl ("__tally_exit");
+          /* counters=mapped: hooks that add the unit's bias, so the
+             ordinary ones test nothing more.  */
+          enter_decl = build_hook_decl (tally_opts.mapped ? "__tally_enter_mapped"
+                                                          : "__tally_enter");
+          exit_decl = build_hook_decl (tally_opts.mapped ? "__tally_exit_mapped"
+                                                         : "__tally_exit");
         }
       tree callee = k == TALLY_C_ENTRIES ? enter_decl : exit_decl;
       g = gimple_build_call (callee, 2, tally_module_address (),
@@ -153,6 +158,16 @@ tally_build_increment (function *fun, tree array, unsigned k, location_t loc,
   gimple *g;
   tree ref = build4 (ARRAY_REF, uint64_type_node, array,
                      build_int_cst (integer_type_node, k), NULL_TREE, NULL_TREE);
+  if (tally_opts.mapped)
+    {
+      /* counters=mapped: the counter at its address plus the unit's bias,
+         loaded here, at the update, so that an update made after the
+         runtime moved the counters reaches the file (descriptor.cc).  */
+      TREE_ADDRESSABLE (array) = 1;
+      tree addr = tally_mapped_address (fun, ref, loc, seq);
+      ref = build2 (MEM_REF, uint64_type_node, addr,
+                    build_int_cst (build_pointer_type (uint64_type_node), 0));
+    }
   if (tally_opts.update == TALLY_UPDATE_ATOMIC)
     {
       tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_FETCH_ADD_8);

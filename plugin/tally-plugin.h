@@ -36,6 +36,7 @@ struct tally_options
   enum tally_measure measure;
   bool paths; /* paths=on */
   bool exit_frames; /* exit=frames */
+  bool mapped; /* counters=mapped: updates go through the unit's bias */
 };
 extern struct tally_options tally_opts;
 
@@ -79,6 +80,15 @@ tree tally_module_address (void);
    that it has the size the C compiler gives the struct.  */
 void tally_add_field (tree *fields, const char *name, tree type);
 tree tally_finish_struct (const char *name, tree fields, unsigned expected_size);
+/* counters=mapped: the unit's bias variable (struct tally_module.bias),
+   of a type whose alias set no counter shares, so a bias load can be
+   hoisted past counter stores but not past a call.  */
+tree tally_bias_decl (void);
+/* counters=mapped: append to *SEQ the load of the bias and return a
+   pointer temporary holding the address of REF (an element of a counter
+   or visited array) plus the bias.  */
+tree tally_mapped_address (function *fun, tree ref, location_t loc,
+                           gimple_seq *seq);
 /* update=tls: the thread-local "attached" word of this unit.  */
 tree tally_tls_live_decl (void);
 void tally_emit_module (void *gcc_data, void *user_data);

@@ -13,6 +13,10 @@
  *   at=late|early        after IPA inlining (default) or before it
  *   update=single|atomic|tls
  *                        plain, relaxed-atomic or per-thread counters
+ *   counters=static|mapped
+ *                        counters updated in place (default), or at their
+ *                        address plus the unit's bias, which the runtime
+ *                        points into a mapped data file (descriptor.cc)
  *   measure=count|cycles|papi
  *                        only count (default), or also inclusive and
  *                        exclusive TSC cycles (and PAPI events) per
@@ -38,7 +42,7 @@ int plugin_is_GPL_compatible;
 struct tally_options tally_opts
     = { TALLY_HOOKS_INLINE, TALLY_AT_LATE,     TALLY_UPDATE_SINGLE,
         NULL,               TALLY_BLOCKS_NONE, TALLY_PLACE_TREE,
-        TALLY_MEASURE_COUNT, false, false };
+        TALLY_MEASURE_COUNT, false, false, false };
 bool tally_emitting;
 
 static const char help_text[]
@@ -56,6 +60,10 @@ static const char help_text[]
       "(default) or before it\n"
       "  -fplugin-arg-tally-update=single|atomic|tls  plain (default), "
       "relaxed-atomic or per-thread counter updates\n"
+      "  -fplugin-arg-tally-counters=static|mapped  counters updated in "
+      "place (default), or through a per-unit bias the runtime points "
+      "into a memory-mapped data file (TALLY_OUTPUT with %c: continuous "
+      "output that survives SIGKILL)\n"
       "  -fplugin-arg-tally-measure=count|cycles|papi count calls only "
       "(default), or also inclusive and exclusive cycles per function "
       "(x86-64), and with papi the TALLY_PAPI_EVENTS (hooks=call, -lpapi)\n"
@@ -125,6 +133,8 @@ static const struct choice update_choices[]
         { "atomic", TALLY_UPDATE_ATOMIC },
         { "tls", TALLY_UPDATE_TLS },
         { NULL, 0 } };
+static const struct choice counters_choices[]
+    = { { "static", 0 }, { "mapped", 1 }, { NULL, 0 } };
 static const struct choice blocks_choices[]
     = { { "none", TALLY_BLOCKS_NONE },
         { "count", TALLY_BLOCKS_COUNT },
@@ -198,6 +208,12 @@ parse_options (const struct plugin_name_args *info)
                                    "returns, frames", &v)))
             tally_opts.exit_frames = v != 0;
         }
+      else if (strcmp (arg->key, "counters") == 0)
+        {
+          if ((ok &= parse_choice (info->base_name, arg, counters_choices,
+                                   "static, mapped", &v)))
+            tally_opts.mapped = v != 0;
+        }
       else if (strcmp (arg->key, "blocks") == 0)
         {
           if ((ok &= parse_choice (info->base_name, arg, blocks_choices,
@@ -247,8 +263,8 @@ parse_options (const struct plugin_name_args *info)
       else
         {
           error ("unknown option %<-fplugin-arg-%s-%s%>; accepted "
-                 "options: hooks, blocks, placement, at, update, measure, "
-                 "paths, exit, filter, select, verbose, help",
+                 "options: hooks, blocks, placement, at, update, counters, "
+                 "measure, paths, exit, filter, select, verbose, help",
                  info->base_name, arg->key);
           ok = false;
         }
@@ -352,6 +368,30 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
              "in the runtime", info->base_name, info->base_name,
              info->base_name);
       return 1;
+    }
+  /* counters=mapped moves the unit's shared counters into a file mapping.
+     Per-thread copies (update=tls) are summed into ordinary memory at
+     thread exit, user hooks update no counters, and the measured cycles
+     and paths live in the runtime's memory: none of them would reach the
+     file, so the combination is refused rather than half honoured.  */
+  if (tally_opts.mapped)
+    {
+      const char *clash
+          = tally_opts.update == TALLY_UPDATE_TLS ? "update=tls"
+            : tally_opts.hooks == TALLY_HOOKS_USER ? "hooks=user"
+            : tally_opts.measure == TALLY_MEASURE_CYCLES ? "measure=cycles"
+            : tally_opts.measure == TALLY_MEASURE_PAPI ? "measure=papi"
+            : tally_opts.paths ? "paths=on"
+            : tally_opts.exit_frames ? "exit=frames" : NULL;
+      if (clash)
+        {
+          error ("%<-fplugin-arg-%s-counters=mapped%> cannot be combined "
+                 "with %<-fplugin-arg-%s-%s%>: only the counters shared by "
+                 "all threads are mapped (use update=single or atomic, "
+                 "hooks=inline, call or none, measure=count)",
+                 info->base_name, info->base_name, clash);
+          return 1;
+        }
     }
   /* A function inlined into another has no return address of its own.  */
   if (tally_opts.exit_frames && tally_opts.at == TALLY_AT_EARLY)

@@ -34,8 +34,6 @@
 
 extern char **environ;
 
-#define DEFAULT_OUTPUT "tally.%p.data"
-
 /* Output staging buffer; only the holder of `dumping` touches it.  */
 static unsigned char outbuf[1 << 16];
 
@@ -152,6 +150,14 @@ module_live (struct tally_module *m)
   return __atomic_load_n (&m->rt_state, __ATOMIC_ACQUIRE) == TALLY_STATE_REGISTERED;
 }
 
+/* Whether a dump writes M's record: a live module whose counts are not in
+   a region of the continuous file (those are on disk already).  */
+static int
+module_written (struct tally_module *m)
+{
+  return module_live (m) && !tally_rt_cont_mapped (m);
+}
+
 uint32_t
 tally_rt_fn_nvalues (const struct tally_fn *f)
 {
@@ -163,9 +169,11 @@ tally_rt_fn_value (const struct tally_module *m, uint32_t fn, uint32_t k)
 {
   const struct tally_fn *f = m->fns[fn];
   if (k >= f->ncounters)
-    return __atomic_load_n (&f->visited[k - f->ncounters], __ATOMIC_RELAXED)
+    return __atomic_load_n (&tally_rt_live_visited (m, f->visited)[k - f->ncounters],
+                            __ATOMIC_RELAXED)
            != 0;
-  uint64_t v = __atomic_load_n (&f->counters[k], __ATOMIC_RELAXED);
+  uint64_t v = __atomic_load_n (&tally_rt_live_counters (m, f->counters)[k],
+                                __ATOMIC_RELAXED);
   if (m->flags & TALLY_MOD_UPDATE_TLS)
     v += tally_rt_tls_value (m, fn, k);
   return v;
@@ -202,6 +210,14 @@ put_module (struct writer *w, const struct tally_module *m)
     }
 }
 
+size_t
+tally_rt_module_record (const struct tally_module *m, unsigned char *mem)
+{
+  struct writer w = { mem, -1, 0, 0, 0, 0 };
+  put_module (&w, m);
+  return (size_t) w.total;
+}
+
 static void
 put_header (struct writer *w, uint64_t file_size, uint32_t nmodules,
             uint32_t flags, const char *program)
@@ -226,7 +242,7 @@ put_records (struct writer *w, struct tally_module *head, uint32_t nlive)
 {
   uint32_t written = 0;
   for (struct tally_module *m = head; m && written < nlive; m = m->next)
-    if (module_live (m))
+    if (module_written (m))
       {
         written++;
         put_module (w, m);
@@ -266,7 +282,7 @@ put_meas (struct writer *w, struct tally_module *head, uint32_t nlive)
   put_u32 (w, nlive + retained_count);
   uint32_t written = 0;
   for (struct tally_module *m = head; m && written < nlive; m = m->next)
-    if (module_live (m))
+    if (module_written (m))
       {
         written++;
         put_u32 (w, m->nfns);
@@ -317,7 +333,7 @@ put_paths (struct writer *w, struct tally_module *head, uint32_t nlive)
   put_u32 (w, nlive + retained_count);
   uint32_t written = 0;
   for (struct tally_module *m = head; m && written < nlive; m = m->next)
-    if (module_live (m))
+    if (module_written (m))
       {
         written++;
         put_u32 (w, m->nfns ? m->fns[0]->id : UINT32_MAX);
@@ -437,9 +453,9 @@ append_program_token (char *dst, size_t pos, size_t cap, const char *program)
   return append (dst, pos, cap, hex);
 }
 
-static int
-expand_path (char *path, size_t cap, const char *pattern, const char *program,
-             int *merge)
+int
+tally_rt_expand_path (char *path, size_t cap, const char *pattern,
+                      const char *program, int *merge, int *cont)
 {
   size_t pos = 0;
   for (const char *p = pattern; *p; p++)
@@ -473,6 +489,10 @@ expand_path (char *path, size_t cap, const char *pattern, const char *program,
           *merge = 1;
           p++;
           break;
+        case 'c': /* continuous output: expands to nothing (continuous.c) */
+          *cont = 1;
+          p++;
+          break;
         case '%':
           pos = append (path, pos, cap, "%");
           p++;
@@ -480,7 +500,8 @@ expand_path (char *path, size_t cap, const char *pattern, const char *program,
         default:
           tally_rt_error ("TALLY_OUTPUT=%s: unknown pattern '%%%s' kept as "
                           "written (accepted: %%p pid, %%h host, %%m program "
-                          "(and merge into the file), %%%% a percent sign)",
+                          "(and merge into the file), %%c continuous "
+                          "output, %%%% a percent sign)",
                           pattern, p[1] ? (char[2]){ p[1], 0 } : "");
           pos = append (path, pos, cap, "%");
           break;
@@ -492,8 +513,8 @@ expand_path (char *path, size_t cap, const char *pattern, const char *program,
   return 0;
 }
 
-static const char *
-errno_text (int e)
+const char *
+tally_rt_errno_text (int e)
 {
   switch (e)
     {
@@ -530,7 +551,7 @@ open_reported (const char *verb, const char *path, int flags, mode_t mode)
     {
       int e = errno;
       tally_rt_error ("cannot %s %s: %s (errno %d); no data written", verb,
-                      path, errno_text (e), e);
+                      path, tally_rt_errno_text (e), e);
       errno = e;
     }
   return fd;
@@ -585,7 +606,7 @@ finish_file (struct writer *w, uint64_t file_size, const char *tmp,
   if (w->failed)
     {
       tally_rt_error ("cannot write %s: %s (errno %d); no data written",
-                      path, errno_text (w->failed), w->failed);
+                      path, tally_rt_errno_text (w->failed), w->failed);
       if (tmp[0])
         unlink (tmp);
       errno = w->failed;
@@ -791,7 +812,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
       size_t off = 0;
       uint32_t i = 0;
       for (struct tally_module *mod = head; mod && i < nlive; mod = mod->next)
-        if (module_live (mod))
+        if (module_written (mod))
           {
             entries[i++] = (struct base_entry){ mod, off };
             off += tally_rt_rec_size (ours + off, ours_len - off);
@@ -814,7 +835,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
     {
       e = errno;
       tally_rt_error ("cannot lock %s: %s (errno %d); no data written", tmp,
-                      errno_text (e), e);
+                      tally_rt_errno_text (e), e);
       goto out;
     }
 
@@ -824,7 +845,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
     {
       e = errno;
       tally_rt_error ("cannot read %s to merge into it: %s (errno %d); no "
-                      "data written", path, errno_text (e), e);
+                      "data written", path, tally_rt_errno_text (e), e);
       goto out;
     }
   if (ofd >= 0)
@@ -844,7 +865,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
               e = errno;
               close (ofd);
               tally_rt_error ("cannot map %s to merge into it: %s (errno "
-                              "%d); no data written", path, errno_text (e), e);
+                              "%d); no data written", path, tally_rt_errno_text (e), e);
               goto out;
             }
           old = (unsigned char *) m;
@@ -978,11 +999,18 @@ dump_locked (int at_exit)
   char path[4096], tmp[4096 + 32], program[4096];
   const char *pattern = tally_rt_env ("TALLY_OUTPUT");
   if (!pattern || !*pattern)
-    pattern = DEFAULT_OUTPUT;
+    pattern = TALLY_DEFAULT_OUTPUT;
   ssize_t plen = readlink ("/proc/self/exe", program, sizeof program - 1);
   program[plen > 0 ? plen : 0] = 0;
-  int merge = 0;
-  if (expand_path (path, sizeof path, pattern, program, &merge) != 0)
+  int merge = 0, cont = 0;
+  if (tally_rt_cont_on ())
+    {
+      /* Continuous output goes on in the file it started (continuous.c).  */
+      size_t n = append (path, 0, sizeof path, tally_rt_cont_path ());
+      path[n] = 0;
+    }
+  else if (tally_rt_expand_path (path, sizeof path, pattern, program, &merge,
+                                 &cont) != 0)
     {
       tally_rt_error ("TALLY_OUTPUT=%s: expanded path is too long; no data "
                       "written", pattern);
@@ -993,7 +1021,7 @@ dump_locked (int at_exit)
   struct tally_module *head = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
   uint32_t nlive = 0;
   for (struct tally_module *m = head; m; m = m->next)
-    nlive += module_live (m);
+    nlive += module_written (m);
   if (merge)
     return merge_dump_locked (at_exit, path, program, head, nlive);
 
@@ -1014,7 +1042,16 @@ dump_locked (int at_exit)
   uint64_t file_size = w.total + TALLY_TRAILER_SIZE;
 
   w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
-  w.fd = open_tmp (path, tmp, sizeof tmp);
+  /* Continuous output: the image goes into a DUMP chunk at the end of the
+     continuous file, which is never replaced (its regions are mapped).  */
+  int in_cont = tally_rt_cont_on ();
+  if (in_cont)
+    {
+      tmp[0] = 0;
+      w.fd = tally_rt_cont_dump_begin (file_size);
+    }
+  else
+    w.fd = open_tmp (path, tmp, sizeof tmp);
   if (w.fd < 0)
     return -1;
   put_header (&w, file_size, nmodules, flags, program);
@@ -1025,7 +1062,10 @@ dump_locked (int at_exit)
     put_frames (&w, nframes);
   if (paths)
     put_paths (&w, head, nlive);
-  if (finish_file (&w, file_size, tmp, path) != 0)
+  int rc = finish_file (&w, file_size, tmp, path);
+  if (in_cont)
+    tally_rt_cont_dump_end (file_size, rc == 0);
+  if (rc != 0)
     return -1;
   if (tally_rt_env ("TALLY_VERBOSE"))
     tally_rt_error ("wrote %s (%u modules)", path, nmodules);
@@ -1065,6 +1105,18 @@ static void
 unlock_dump (void)
 {
   __atomic_store_n (&dumping, 0, __ATOMIC_RELEASE);
+}
+
+int
+tally_rt_lock (int wait)
+{
+  return lock_dump (wait);
+}
+
+void
+tally_rt_unlock (void)
+{
+  unlock_dump ();
 }
 
 /* Counts made after the exit dump (by instrumented code in atexit
@@ -1125,7 +1177,8 @@ note_exit_sums_locked (void)
 static int
 moved_locked (struct tally_module *m)
 {
-  if (!exit_sums)
+  /* Counts in a region of the continuous file are on disk already.  */
+  if (!exit_sums || tally_rt_cont_mapped (m))
     return 0;
   uint64_t sum = module_sum (m);
   for (size_t k = 0; k < exit_sums_len; k++)
@@ -1274,6 +1327,10 @@ tally_rt_module_gone (struct tally_module *m, int keep)
      write the file again if they moved since (M is still in the list).  */
   if (!keep && exit_written && moved_locked (m))
     exit_dump_locked ();
+  /* Counts in a region of the continuous file stay there: keeping the
+     record too would count them twice.  */
+  if (tally_rt_cont_gone (m))
+    keep = 0;
   if (keep && retain_locked (m) != 0)
     {
       dump_locked (0);
@@ -1296,10 +1353,13 @@ zero_live (void)
     for (uint32_t i = 0; i < m->nfns; i++)
       {
         const struct tally_fn *f = m->fns[i];
+        uint64_t *c = tally_rt_live_counters (m, f->counters);
         for (uint32_t k = 0; k < f->ncounters; k++)
-          __atomic_store_n (&f->counters[k], 0, __ATOMIC_RELAXED);
-        for (uint32_t k = 0; f->visited && k < f->nvisited; k++)
-          __atomic_store_n (&f->visited[k], 0, __ATOMIC_RELAXED);
+          __atomic_store_n (&c[k], 0, __ATOMIC_RELAXED);
+        unsigned char *v = f->visited ? tally_rt_live_visited (m, f->visited)
+                                      : NULL;
+        for (uint32_t k = 0; v && k < f->nvisited; k++)
+          __atomic_store_n (&v[k], 0, __ATOMIC_RELAXED);
       }
   tally_rt_tls_zero ();
 }
@@ -1364,6 +1424,9 @@ tally_rt_fork_child (void)
 {
   __atomic_store_n (&dumping, 0, __ATOMIC_RELAXED);
   tally_rt_tls_fork_child ();
+  /* Before zeroing: the child's regions must be its own file's, not the
+     parent's shared mapping.  */
+  tally_rt_cont_fork_child ();
   zero_live ();
   zero_retained ();
   tally_rt_meas_zero ();

@@ -26,3 +26,26 @@ __tally_exit (struct tally_module *m, uint32_t fn)
 {
   bump (m, &m->fns[fn]->counters[TALLY_C_EXITS]);
 }
+
+/* counters=mapped units call these instead (the plugin chooses), so the
+   ordinary hooks above test nothing more: the counter lives at its address
+   plus the unit's bias, which the runtime may point into the data file
+   (continuous.c).  */
+static inline uint64_t *
+mapped (struct tally_module *m, uint64_t *c)
+{
+  return (uint64_t *) (void *) ((char *) c
+                                + __atomic_load_n (m->bias, __ATOMIC_RELAXED));
+}
+
+void
+__tally_enter_mapped (struct tally_module *m, uint32_t fn)
+{
+  bump (m, mapped (m, &m->fns[fn]->counters[TALLY_C_ENTRIES]));
+}
+
+void
+__tally_exit_mapped (struct tally_module *m, uint32_t fn)
+{
+  bump (m, mapped (m, &m->fns[fn]->counters[TALLY_C_EXITS]));
+}

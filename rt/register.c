@@ -27,13 +27,15 @@ static int atexit_installed;
 void
 __tally_register (struct tally_module *m)
 {
-  if (m->magic != TALLY_MODULE_MAGIC || m->abi_version != TALLY_ABI_VERSION)
+  if (m->magic != TALLY_MODULE_MAGIC || m->abi_version < TALLY_ABI_VERSION_MIN
+      || m->abi_version > TALLY_ABI_VERSION)
     {
       tally_rt_error ("%s: built by a tally plugin with module ABI %u, but "
-                      "this runtime reads ABI %u; its counts are not recorded "
-                      "(rebuild it with the plugin matching this runtime)",
+                      "this runtime reads ABI %u to %u; its counts are not "
+                      "recorded (rebuild it with the plugin matching this "
+                      "runtime)",
                       m->magic == TALLY_MODULE_MAGIC ? m->source : "a module",
-                      m->abi_version, TALLY_ABI_VERSION);
+                      m->abi_version, TALLY_ABI_VERSION_MIN, TALLY_ABI_VERSION);
       return;
     }
   tally_rt_exec_init ();
@@ -56,6 +58,9 @@ tally_rt_register_local (struct tally_module *m)
      hook cannot do.  */
   if (m->flags & TALLY_MOD_PATHS)
     tally_rt_unwind_load ();
+  /* counters=mapped: into the continuous file before any dump can see the
+     module, so that no dump writes its counts twice (continuous.c).  */
+  tally_rt_cont_register (m);
   uint32_t base = __atomic_fetch_add (&next_id, m->nfns, __ATOMIC_RELAXED);
   for (uint32_t i = 0; i < m->nfns; i++)
     m->fns[i]->id = base + i;

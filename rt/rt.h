@@ -185,6 +185,63 @@ int tally_rt_frame_dumped (uint32_t id) TALLY_HIDDEN;
 int tally_rt_frame_get (uint32_t i, uint64_t *addr, const char **name,
                         uint32_t *len) TALLY_HIDDEN;
 
+/* counters=mapped: the bias of M's counters (0 for every other module, and
+   for ABI 2 modules, which have no bias field).  */
+static inline intptr_t
+tally_rt_bias (const struct tally_module *m)
+{
+  if (!(m->flags & TALLY_MOD_COUNTERS_MAPPED) || m->abi_version < 3
+      || !m->bias)
+    return 0;
+  return __atomic_load_n (m->bias, __ATOMIC_ACQUIRE);
+}
+/* Where the code of M updates counter array C, or visited bytes V.  */
+static inline uint64_t *
+tally_rt_live_counters (const struct tally_module *m, uint64_t *c)
+{
+  return (uint64_t *) (void *) ((char *) c + tally_rt_bias (m));
+}
+static inline unsigned char *
+tally_rt_live_visited (const struct tally_module *m, unsigned char *v)
+{
+  return (unsigned char *) v + tally_rt_bias (m);
+}
+
+/* dump.c, for continuous.c: the dump lock (see lock_dump; 0 or -1 with
+   EBUSY), module M's record in file format at MEM (NULL: only its size),
+   the TALLY_OUTPUT expansion (%c sets *CONT, %m *MERGE; 0, or -1 if too
+   long) and the words for an errno value.  */
+int tally_rt_lock (int wait) TALLY_HIDDEN;
+void tally_rt_unlock (void) TALLY_HIDDEN;
+size_t tally_rt_module_record (const struct tally_module *m,
+                               unsigned char *mem) TALLY_HIDDEN;
+int tally_rt_expand_path (char *path, size_t cap, const char *pattern,
+                          const char *program, int *merge, int *cont)
+    TALLY_HIDDEN;
+const char *tally_rt_errno_text (int e) TALLY_HIDDEN;
+#define TALLY_DEFAULT_OUTPUT "tally.%p.data"
+
+/* continuous.c: continuous output (TALLY_OUTPUT with %c).  All but
+   register are called with the dump lock held.  */
+/* Before M (counters=mapped) joins the list: decide on continuous output
+   (first time), then move M's counters into a region of the file.  */
+void tally_rt_cont_register (struct tally_module *m) TALLY_HIDDEN;
+/* Whether M's counts are in a region (and so not in the dump's image).  */
+int tally_rt_cont_mapped (const struct tally_module *m) TALLY_HIDDEN;
+/* M unregisters; whether its counts were in a region (they stay there).  */
+int tally_rt_cont_gone (const struct tally_module *m) TALLY_HIDDEN;
+/* Whether dumps go into the continuous file, and its path.  */
+int tally_rt_cont_on (void) TALLY_HIDDEN;
+const char *tally_rt_cont_path (void) TALLY_HIDDEN;
+/* A dump's image of SIZE bytes: begin writes the DUMP chunk header and
+   returns a descriptor positioned after it (-1: reported, errno set); end
+   says whether the image was written whole (else it is cut off again).  */
+int tally_rt_cont_dump_begin (uint64_t size) TALLY_HIDDEN;
+void tally_rt_cont_dump_end (uint64_t size, int ok) TALLY_HIDDEN;
+/* In a forked child, before its counters are zeroed: a file of its own
+   mapped over the parent's regions.  */
+void tally_rt_cont_fork_child (void) TALLY_HIDDEN;
+
 /* What this copy of the runtime does itself, as opposed to the public
    entry points, which go to the primary copy (instance.c).  */
 void tally_rt_register_local (struct tally_module *m) TALLY_HIDDEN;

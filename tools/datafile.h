@@ -74,7 +74,7 @@ struct tally_data
   uint64_t pid;
   uint64_t time;       /* seconds since the Unix epoch */
   uint32_t nmodules;
-  uint32_t flags;      /* TALLY_FILE_* */
+  uint32_t flags;      /* TALLY_FILE_*, and TALLY_DATA_* for continuous files */
   const char *program;
   struct tally_data_module *modules;
   uint32_t nmeas;      /* measured values per function (MEAS), 0 if none */
@@ -89,6 +89,13 @@ struct tally_data
   uint32_t crc;        /* CRC-32 stored in (and verified against) the trailer */
   void *pool_;         /* private: storage of the strings and counters */
 };
+
+/* struct tally_data.flags set by the reader of a continuous file (version
+   3): no dump at exit was written, so the counts are those up to the
+   process's end (SIGKILL, _exit, a crash); and its last chunk was cut
+   short and left out.  */
+#define TALLY_DATA_UNFINISHED 0x10000u
+#define TALLY_DATA_CUT 0x20000u
 
 /* The little-endian u32 at P.  */
 uint32_t tally_le32 (const unsigned char *p);

@@ -5,6 +5,9 @@
  * (blockmap.c), and those that decode are solved and turned into line
  * counts (coverage.c), so the fuzzer reaches the map reader too.
  *
+ * Continuous files (version 3) are parsed as they are and with every module
+ * chunk's checksum repaired, so the mutations reach the region checks.
+ *
  * tally-fuzz-replay (fuzz_replay.c) runs the same function over files given
  * on its command line, so a corpus or a crash input can be replayed with any
  * compiler, e.g. under gcc's -fsanitize=address.  */
@@ -98,10 +101,44 @@ parse_once (const unsigned char *buf, size_t len)
   tally_data_free (&d);
 }
 
+/* A copy of the continuous file BUF (LEN bytes) with the CRC of each module
+   chunk recomputed over what it covers, as far as the chunks can be
+   walked; parsed too.  */
+static void
+parse_repaired_continuous (const unsigned char *buf, size_t len)
+{
+  if (len < TALLY_HEADER_FIXED + 4
+      || tally_le32 (buf + 8) != TALLY_FILE_VERSION_CONT)
+    return;
+  unsigned char *copy = malloc (len);
+  if (!copy)
+    return;
+  memcpy (copy, buf, len);
+  size_t pos = TALLY_HEADER_FIXED + 4 + (size_t) tally_le32 (buf + TALLY_HEADER_FIXED) + 8;
+  while (pos < len && len - pos >= TALLY_CMOD_FIXED
+         && tally_le32 (copy + pos) == TALLY_TAG_CMOD)
+    {
+      uint64_t clen = tally_le32 (copy + pos + 8)
+                      | (uint64_t) tally_le32 (copy + pos + 12) << 32;
+      uint64_t head = TALLY_CMOD_FIXED
+                      + (uint64_t) tally_le32 (copy + pos + 32) * TALLY_CMOD_FN
+                      + tally_le32 (copy + pos + 36);
+      if (head > len - pos)
+        break;
+      put_u32 (copy + pos + 4, tally_crc32 (0, copy + pos + 8, (size_t) head - 8));
+      if (clen < TALLY_CMOD_FIXED || clen > len - pos)
+        break;
+      pos += (size_t) clen;
+    }
+  parse_once (copy, len);
+  free (copy);
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
   parse_once (data, size);
+  parse_repaired_continuous (data, size);
 
   /* Random bytes almost never carry the right magic, sizes and CRC, so
      also parse a copy with the envelope repaired: that way the mutations

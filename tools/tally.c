@@ -118,6 +118,21 @@ error_msg (const char *fmt, ...)
   fputc ('\n', stderr);
 }
 
+/* A continuous file (TALLY_OUTPUT with %c) of a process that never reached
+   its exit dump is read as it is, and said so on stderr.  */
+static void
+note_unfinished (const char *path, const struct tally_data *d)
+{
+  if (d->flags & TALLY_DATA_UNFINISHED)
+    fprintf (stderr, "tally: %s: process did not finish: counts up to the "
+             "kill (continuous file without an exit dump: counters=mapped "
+             "units are counted to the end, others as of the last dump "
+             "if any)\n", path);
+  if (d->flags & TALLY_DATA_CUT)
+    fprintf (stderr, "tally: %s: the last chunk was cut short by the "
+             "process's end and is left out\n", path);
+}
+
 static void *
 xmalloc (size_t n)
 {
@@ -839,6 +854,7 @@ merge_paths (struct merge *m, const char **paths, size_t npaths, int by_body)
           bad = 1;
           continue;
         }
+      note_unfinished (paths[i], &d);
       if (!bad && merge_file (m, paths[i], &d) != 0)
         bad = 1;
       tally_data_free (&d);
@@ -1504,6 +1520,7 @@ tree_command (const char *what, const char **files, size_t nfiles,
           bad = 1;
           continue;
         }
+      note_unfinished (files[i], &d);
       if (!d.npaths)
         {
           error_msg ("%s: %s: no call paths in this file (build the program "
@@ -2154,6 +2171,9 @@ put_flags (uint32_t flags, const struct flag_name *names, size_t n)
 /* Names of the header flags, for dump.  */
 static const struct flag_name file_flags[] = {
   { TALLY_FILE_AT_EXIT, "at-exit" },
+  { TALLY_FILE_CONTINUOUS, "continuous" },
+  { TALLY_DATA_UNFINISHED, "unfinished" },
+  { TALLY_DATA_CUT, "cut" },
 };
 
 /* Names of the module flags, for dump.  */
@@ -2170,6 +2190,7 @@ static const struct flag_name module_flags[] = {
   { TALLY_MOD_UPDATE_TLS, "update-tls" },
   { TALLY_MOD_HOOKS_NONE, "hooks-none" },
   { TALLY_MOD_BLOCKS_TREE, "placement-tree" },
+  { TALLY_MOD_COUNTERS_MAPPED, "counters-mapped" },
 };
 
 /* Names of the function flags, for dump.  */
@@ -2288,9 +2309,13 @@ dump_data (const char *path, const struct tally_data *d)
             dump_map (f);
         }
     }
-  printf ("trailer tag=0x%08lx crc=0x%08lx size=%" PRIu64 "\n",
-          (unsigned long) TALLY_TAG_END, (unsigned long) d->crc,
-          d->file_size);
+  /* A continuous file has no trailer: its chunks were checked one by one.  */
+  if (d->flags & TALLY_FILE_CONTINUOUS)
+    printf ("end (continuous file, no trailer) size=%" PRIu64 "\n", d->file_size);
+  else
+    printf ("trailer tag=0x%08lx crc=0x%08lx size=%" PRIu64 "\n",
+            (unsigned long) TALLY_TAG_END, (unsigned long) d->crc,
+            d->file_size);
 }
 
 static int
@@ -2335,6 +2360,7 @@ cmd_dump (int argc, char **argv)
           status = EXIT_BAD_DATA;
           continue;
         }
+      note_unfinished (a, &d);
       dump_data (a, &d);
       tally_data_free (&d);
     }
@@ -2735,6 +2761,7 @@ cmd_merge (int argc, char **argv)
           status = EXIT_BAD_DATA;
           break;
         }
+      note_unfinished (a, &d);
       if (!program)
         program = xstrdup (d.program);
       else if (strcmp (program, d.program) != 0)

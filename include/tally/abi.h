@@ -18,7 +18,10 @@
 #ifndef TALLY_ABI_H
 #define TALLY_ABI_H
 
-#define TALLY_ABI_VERSION 2u
+#define TALLY_ABI_VERSION 3u
+/* The oldest module ABI this runtime still registers: an ABI 2 module is
+   the same record without `bias` (and never has TALLY_MOD_COUNTERS_MAPPED).  */
+#define TALLY_ABI_VERSION_MIN 2u
 #define TALLY_MODULE_MAGIC 0x4d594c54u /* "TLYM" little-endian */
 
 /* Indexes into struct tally_fn.counters.  */
@@ -56,6 +59,9 @@ enum tally_counter
                                           TALLY_PAPI_EVENTS per function */
 #define TALLY_MOD_MEASURE_CYCLES 0x800u /* measure=cycles: shadow stack,
                                            inclusive/exclusive TSC cycles */
+#define TALLY_MOD_COUNTERS_MAPPED 0x8000u /* counters=mapped: every update
+                                             goes to its address plus
+                                             *bias (ABI 3) */
 
 /* One instrumented function body.  Emitted writable by the plugin (the
    runtime fills in `id`); hooks=user hooks receive a pointer to it.  */
@@ -98,6 +104,14 @@ struct tally_module
      word, which the instrumented code tests at every function entry and
      the runtime sets (__tally_tls_attach).  0 without update=tls.  */
   __UINT64_TYPE__ *(*tls_locate) (__UINT64_TYPE__ **fn_counters);
+  /* counters=mapped (ABI 3): the unit's bias, a static variable the runtime
+     sets.  Instrumented code updates a counter or visited byte at address
+     A by writing A + *bias, so 0 means the counters themselves, and the
+     runtime moves every update of the unit into a file mapping (continuous
+     output, rt/continuous.c) by setting it.  All of the unit's counter
+     arrays and visited bytes are in one section (".bss.tally.cnt"), so
+     they make one span.  0 without counters=mapped.  */
+  __INTPTR_TYPE__ *bias;
 };
 
 /* measure=cycles (rt/shadow.c).  Every thread has a shadow stack of the
@@ -156,6 +170,12 @@ TALLY_PUBLIC void __tally_unregister (struct tally_module *m);
 /* hooks=call: function entry and normal exit.  */
 TALLY_PUBLIC void __tally_enter (struct tally_module *m, __UINT32_TYPE__ fn);
 TALLY_PUBLIC void __tally_exit (struct tally_module *m, __UINT32_TYPE__ fn);
+/* The same for counters=mapped units: the counter at its address plus
+   *m->bias (ABI 3).  */
+TALLY_PUBLIC void __tally_enter_mapped (struct tally_module *m,
+                                        __UINT32_TYPE__ fn);
+TALLY_PUBLIC void __tally_exit_mapped (struct tally_module *m,
+                                       __UINT32_TYPE__ fn);
 /* measure=cycles, hooks=call: count, then push (enter) or pop (exit) the
    frame of the activation whose CFA is given.  */
 TALLY_PUBLIC void __tally_enter_cyc (struct tally_module *m,

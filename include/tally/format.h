@@ -1,4 +1,5 @@
-/* tally/format.h - layout of the tally data file (version 2).
+/* tally/format.h - layout of the tally data file (version 2, and version 3:
+ * continuous files).
  *
  * Written by the runtime (rt/dump.c), read by the `tally` command
  * (tools/datafile.c).  doc/data-format.md is the prose description; keep the
@@ -38,6 +39,29 @@
  *
  * Version 1 files are the same without the map size and map.
  *
+ * Version 3, a continuous file (TALLY_OUTPUT with %c, rt/continuous.c):
+ * grows while the process runs, never has a trailer, and is read chunk by
+ * chunk (doc/data-format.md "Continuous files"):
+ *   header   as above with version 3, file size 0, module count 0, flags
+ *            TALLY_FILE_CONTINUOUS, str program, then u64 process start
+ *            (clock ticks since boot, /proc/self/stat field 22)
+ *   CMOD     (a counters=mapped module, written at its registration)
+ *            u32 TALLY_TAG_CMOD, u32 CRC-32 of bytes 8 .. the end of the
+ *            record, u64 chunk length (to the next chunk), u64 region offset
+ *            (from the chunk start), u64 region size, u32 function count,
+ *            u32 record size, per function (u64 counters offset in the
+ *            region, u64 visited offset in the region or ~0, u32 counter
+ *            count, u32 visited count), a module record as above (its
+ *            values are those at registration; readers take the region's),
+ *            zero padding, then the region: the live counters (u64, host
+ *            order) and visited bytes, outside every CRC
+ *   DUMP     (written by every dump: exit, tally_dump, exec, signal)
+ *            u32 TALLY_TAG_DUMP, u32 session (0, +1 for each exec'd image
+ *            that went on writing the file), u64 image size, then a whole
+ *            version 2 file holding the modules not in a region
+ * A reader takes every CMOD's region and, per session, the last complete
+ * DUMP; a last chunk cut short by a killed writer is left out.
+ *
  * Block map (emitted by the plugin as a constant, copied verbatim by the
  * runtime; readers must check every field):
  *   u32 TALLY_MAP_VERSION, u32 kind (TALLY_MAP_*), u32 block count (blocks
@@ -64,12 +88,19 @@
 #define TALLY_FILE_MAGIC_LEN 8
 #define TALLY_FILE_VERSION 2u
 #define TALLY_FILE_VERSION_MIN 1u /* oldest version readers still accept */
+#define TALLY_FILE_VERSION_CONT 3u /* continuous files; also the newest
+                                      version readers accept */
 #define TALLY_BYTE_ORDER_MARK 0x01020304u
 #define TALLY_TAG_MODULE 0x4c444f4du /* "MODL" */
 #define TALLY_TAG_END 0x444e4554u    /* "TEND" */
 #define TALLY_TAG_MEAS 0x5341454du   /* "MEAS" */
 #define TALLY_TAG_PATH 0x48544150u   /* "PATH" */
 #define TALLY_TAG_FRAMES 0x534d5246u /* "FRMS" */
+#define TALLY_TAG_CMOD 0x444f4d43u   /* "CMOD": continuous files */
+#define TALLY_TAG_DUMP 0x504d5544u   /* "DUMP": continuous files */
+#define TALLY_CMOD_FIXED 40u /* CMOD bytes before the function table */
+#define TALLY_CMOD_FN 24u    /* CMOD bytes per function */
+#define TALLY_DUMP_FIXED 16u /* DUMP bytes before the image */
 /* Path nodes of frames outside instrumented code (FRMS) have function ids
    from here up.  */
 #define TALLY_FRAME_ID_BASE 0xf0000000u
@@ -78,6 +109,7 @@
 
 /* header flags */
 #define TALLY_FILE_AT_EXIT 0x1u /* written by the final dump at process exit */
+#define TALLY_FILE_CONTINUOUS 0x2u /* a version 3 continuous file */
 
 /* Most values a MEAS record may carry per function.  */
 #define TALLY_MAX_MEAS 16u
