@@ -364,6 +364,22 @@ put_frames (struct writer *w, uint32_t nframes)
       }
 }
 
+static int any_measured (struct tally_module *head);
+
+/* The records after the modules: MEAS if MEAS, FRMS of NFRAMES frames,
+   PATH if PATHS.  */
+static void
+put_extras (struct writer *w, struct tally_module *head, uint32_t nlive,
+            int meas, uint32_t nframes, int paths)
+{
+  if (meas)
+    put_meas (w, head, nlive);
+  if (nframes)
+    put_frames (w, nframes);
+  if (paths)
+    put_paths (w, head, nlive);
+}
+
 static int
 any_paths (void)
 {
@@ -761,25 +777,37 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
                    struct tally_module *head, uint32_t nlive)
 {
   int rc = -1, e = 0, lfd = -1;
-  unsigned char *ours = NULL, *old = NULL;
+  unsigned char *ours = NULL, *old = NULL, *xbuf = NULL;
   struct base_entry *entries = NULL;
-  size_t ours_len = 0, old_len = 0, old_rec = 0;
+  uint32_t *arrays = NULL;
+  size_t ours_len = 0, ours_size = 0, old_len = 0, old_rec = 0, xlen = 0;
+  size_t arrays_len = 0;
   uint32_t old_n = 0;
+  struct tally_rt_extras ox, oldx;
   char tmp[4096 + 32];
+  memset (&ox, 0, sizeof ox);
+  memset (&oldx, 0, sizeof oldx);
 
-  /* 1. Our records.  */
+  /* 1. Our records, then our measured values and call paths.  */
+  int meas = any_measured (head), paths = any_paths ();
+  uint32_t nframes = paths ? tally_rt_frames_snapshot () : 0;
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_records (&w, head, nlive);
   ours_len = (size_t) w.total;
+  if (ours_len)
+    put_extras (&w, head, nlive, meas, nframes, paths);
+  ours_size = (size_t) w.total;
   uint32_t ours_n = nlive + retained_count;
   if (ours_len)
     {
-      void *m = merge_memory (ours_len, path, &e);
+      void *m = merge_memory (ours_size, path, &e);
       if (!m)
         goto out;
       ours = (unsigned char *) m;
       w = (struct writer){ ours, -1, 0, 0, 0, 0 };
       put_records (&w, head, nlive);
+      put_extras (&w, head, nlive, meas, nframes, paths);
+      tally_rt_extras_locate (ours, ours_len, ours_size, &ox);
     }
   /* Which module each live record is: the next baseline's index.  */
   if (nlive)
@@ -849,16 +877,27 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
             }
           old = (unsigned char *) m;
           old_len = (size_t) st.st_size;
-          why = tally_rt_check_file (old, old_len, &old_rec, &old_n);
+          why = tally_rt_check_file (old, old_len, &old_rec, &old_n, &oldx);
         }
       else
         why = "empty";
       close (ofd);
+      const char *suffix = ".bad";
+      if (!why && (why = tally_rt_meas_conflict (ours, &ox, old, &oldx)))
+        suffix = ".other"; /* a valid file: kept apart, never replaced */
       if (why)
         {
           n = append (tmp, 0, sizeof tmp, path);
-          n = append (tmp, n, sizeof tmp, ".bad");
+          n = append (tmp, n, sizeof tmp, suffix);
           tmp[n] = 0;
+          for (unsigned k = 1; suffix[1] == 'o' && k < 1000
+                               && access (tmp, F_OK) == 0; k++)
+            {
+              char digits[24];
+              tally_rt_utoa (digits, k);
+              size_t d = append (tmp, n, sizeof tmp, ".");
+              tmp[append (tmp, d, sizeof tmp, digits)] = 0;
+            }
           if (rename (path, tmp) == 0)
             tally_rt_error ("%s: %s; not merged, moved aside to %s", path,
                             why, tmp);
@@ -869,6 +908,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
             munmap (old, old_len);
           old = NULL;
           old_len = old_n = 0;
+          memset (&oldx, 0, sizeof oldx);
         }
     }
 
@@ -895,15 +935,75 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
       memcpy (ours + p, &partner, 4); /* read back in host order below */
       p += size;
     }
+  /* The output record of each record, ours first; their function counts
+     and first function ids.  */
+  arrays_len = ((size_t) 5 * ours_n + 3 * (size_t) old_n + 1) * 4;
+  arrays = (uint32_t *) merge_memory (arrays_len, path, &e);
+  if (!arrays)
+    goto out;
+  uint32_t *ours_nfns = arrays, *ours_ids = arrays + ours_n;
+  uint32_t *ours_out = ours_ids + ours_n, *old_nfns = ours_out + ours_n;
+  uint32_t *old_out = old_nfns + old_n, *old_off = old_out + old_n;
+  uint32_t *out_nfns = old_off + old_n;
   for (size_t q = old_rec, i = 0; i < old_n; i++)
     {
       size_t osize = tally_rt_rec_size (old + q, old_end - q);
+      old_off[i] = (uint32_t) q;
+      old_nfns[i] = tally_rt_get_u32 (old + q + 20);
+      old_out[i] = UINT32_MAX;
       if (tally_rt_get_u32 (old + q) == TALLY_TAG_MODULE)
         {
+          old_out[i] = ours_n + extra_n;
+          out_nfns[ours_n + extra_n] = old_nfns[i];
           extra_n++;
           extra_len += osize;
         }
       q += osize;
+    }
+  {
+    uint32_t i = 0;
+    for (struct tally_module *m = head; m && i < nlive; m = m->next)
+      if (module_live (m))
+        ours_ids[i++] = m->nfns ? m->fns[0]->id : UINT32_MAX;
+    for (uint32_t r = 0; r < retained_count; r++)
+      ours_ids[nlive + r] = retained_ids && r < RETAINED_IDS_MAX
+                                ? retained_ids[r] : UINT32_MAX;
+    size_t p = 0;
+    for (i = 0; i < ours_n; i++)
+      {
+        uint32_t partner;
+        memcpy (&partner, ours + p, 4);
+        ours_nfns[i] = out_nfns[i] = tally_rt_get_u32 (ours + p + 20);
+        ours_out[i] = i;
+        /* The old record it took: offsets increase with the index.  */
+        uint32_t lo = 0, hi = old_n;
+        while (partner && lo < hi)
+          {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (old_off[mid] < partner)
+              lo = mid + 1;
+            else
+              hi = mid;
+          }
+        if (partner && lo < old_n && old_off[lo] == partner)
+          old_out[lo] = i;
+        p += tally_rt_rec_size (ours + p, ours_len - p);
+      }
+  }
+  /* The measured values and call paths: ours since the last write, plus
+     the file's.  */
+  tally_rt_extras_delta (ours, &ox, ours_n, ours_nfns, ours_ids);
+  struct tally_rt_xside xs_ours = { ours, &ox, ours_n, ours_nfns, ours_out };
+  struct tally_rt_xside xs_old = { old, &oldx, old_n, old_nfns, old_out };
+  xlen = tally_rt_merge_extras (&xs_ours, &xs_old, ours_n + extra_n,
+                                out_nfns, &xbuf);
+  if (xlen == (size_t) -1)
+    {
+      xlen = 0;
+      e = ENOMEM;
+      tally_rt_error ("%s: no memory to merge the measurements; no data "
+                      "written", path);
+      goto out;
     }
 
   /* 5. Write.  */
@@ -911,7 +1011,8 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
   uint32_t nmodules = ours_n + extra_n;
   w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
   put_header (&w, 0, nmodules, flags, program);
-  uint64_t file_size = w.total + ours_len + extra_len + TALLY_TRAILER_SIZE;
+  uint64_t file_size = w.total + ours_len + extra_len + xlen
+                       + TALLY_TRAILER_SIZE;
   w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
   w.fd = open_tmp (path, tmp, sizeof tmp);
   if (w.fd < 0)
@@ -938,6 +1039,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
         put (&w, old + q, osize);
       q += osize;
     }
+  put (&w, xbuf, xlen);
   if (finish_file (&w, file_size, tmp, path) != 0)
     {
       e = errno;
@@ -948,8 +1050,9 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
   /* 6. Written: what was read is the new baseline, and the retained
      records are in the file.  */
   drop_baseline ();
+  tally_rt_extras_commit ();
   base_recs = ours;
-  base_len = ours_len;
+  base_len = ours_size;
   base_entries = entries;
   base_n = nlive;
   ours = NULL;
@@ -965,7 +1068,11 @@ out:
   if (old)
     munmap (old, old_len);
   if (ours)
-    munmap (ours, ours_len);
+    munmap (ours, ours_size);
+  if (xbuf)
+    munmap (xbuf, xlen ? xlen : 1);
+  if (arrays)
+    munmap (arrays, arrays_len);
   if (entries)
     munmap (entries, nlive * sizeof *entries);
   errno = e;
@@ -1005,12 +1112,7 @@ dump_locked (int at_exit)
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_header (&w, 0, nmodules, flags, program);
   put_records (&w, head, nlive);
-  if (meas)
-    put_meas (&w, head, nlive);
-  if (nframes)
-    put_frames (&w, nframes);
-  if (paths)
-    put_paths (&w, head, nlive);
+  put_extras (&w, head, nlive, meas, nframes, paths);
   uint64_t file_size = w.total + TALLY_TRAILER_SIZE;
 
   w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
@@ -1019,12 +1121,7 @@ dump_locked (int at_exit)
     return -1;
   put_header (&w, file_size, nmodules, flags, program);
   put_records (&w, head, nlive);
-  if (meas)
-    put_meas (&w, head, nlive);
-  if (nframes)
-    put_frames (&w, nframes);
-  if (paths)
-    put_paths (&w, head, nlive);
+  put_extras (&w, head, nlive, meas, nframes, paths);
   if (finish_file (&w, file_size, tmp, path) != 0)
     return -1;
   if (tally_rt_env ("TALLY_VERBOSE"))
@@ -1317,6 +1414,7 @@ tally_rt_reset_local (void)
   /* The counts merged so far stay in the file; from zero, everything is
      new.  */
   drop_baseline ();
+  tally_rt_extras_drop ();
   unlock_dump ();
 }
 
@@ -1371,6 +1469,7 @@ tally_rt_fork_child (void)
   if (tally_rt_papi_zero)
     tally_rt_papi_zero ();
   drop_baseline ();
+  tally_rt_extras_drop ();
 }
 
 int

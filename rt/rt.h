@@ -94,11 +94,77 @@ size_t tally_rt_rec_size (const unsigned char *p, size_t avail) TALLY_HIDDEN;
    function symbols and counter counts in the same order.  */
 int tally_rt_rec_match (const unsigned char *a, const unsigned char *b)
     TALLY_HIDDEN;
+/* Where a file's optional records after the modules are (offsets, 0 if
+   absent), as tally_rt_check_file found them.  */
+struct tally_rt_extras
+{
+  size_t meas, meas_values, frames, paths, end;
+  uint32_t nmeas;   /* values per function in MEAS */
+  uint32_t nframes; /* FRMS entries */
+  uint32_t npaths;  /* PATH nodes, the root not counted */
+};
 /* Check the whole data file BUF (LEN bytes): NULL if valid, with the
-   offset of its first module record in *RECORDS and their number in
-   *NMODULES; else why not.  */
+   offset of its first module record in *RECORDS, their number in
+   *NMODULES and the MEAS, FRMS and PATH records in *X; else why not.  */
 const char *tally_rt_check_file (const unsigned char *buf, size_t len,
-                                 size_t *records, uint32_t *nmodules)
+                                 size_t *records, uint32_t *nmodules,
+                                 struct tally_rt_extras *x) TALLY_HIDDEN;
+/* The function ids [base, base + count) of module record `rec`.  */
+struct tally_rt_range
+{
+  uint32_t base, count, rec;
+};
+/* Drop the unknown and empty of the *N ranges at R and sort the rest.  */
+void tally_rt_ranges (struct tally_rt_range *r, uint32_t *n) TALLY_HIDDEN;
+/* The index of the range of function ID among the N sorted ranges at R,
+   or UINT32_MAX.  */
+uint32_t tally_rt_range_find (const struct tally_rt_range *r, uint32_t n,
+                              uint32_t id) TALLY_HIDDEN;
+/* The index of ID among the N increasing frame ids at IDS, or UINT32_MAX.  */
+uint32_t tally_rt_frame_index (const uint32_t *ids, uint32_t n, uint32_t id)
+    TALLY_HIDDEN;
+/* Scratch bytes check_extras needs for N records in BYTES bytes.  */
+size_t tally_rt_extras_scratch (uint32_t nmodules, size_t bytes) TALLY_HIDDEN;
+
+/* merge-extras.c: merge-on-write of MEAS, FRMS and PATH.  */
+/* Find the records of *X from POS to END of BUF (written by this runtime,
+   so not checked).  */
+void tally_rt_extras_locate (const unsigned char *buf, size_t pos, size_t end,
+                             struct tally_rt_extras *x) TALLY_HIDDEN;
+/* NULL if the MEAS records of A and B (either may lack one) measure the
+   same values, else a phrase saying how B's differ.  */
+const char *tally_rt_meas_conflict (const unsigned char *a,
+                                    const struct tally_rt_extras *ax,
+                                    const unsigned char *b,
+                                    const struct tally_rt_extras *bx)
+    TALLY_HIDDEN;
+/* This process's records at BUF (NREC module records, with NFNS functions
+   and first function id IDS each): replace the measured values and the
+   tree's values by what came since the last merged write, and note what
+   was read as the next baseline.  */
+void tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
+                            uint32_t nrec, const uint32_t *nfns,
+                            const uint32_t *ids) TALLY_HIDDEN;
+/* The write succeeded: the noted values are the baseline.  */
+void tally_rt_extras_commit (void) TALLY_HIDDEN;
+/* Forget the baseline (tally_reset, the fork child).  */
+void tally_rt_extras_drop (void) TALLY_HIDDEN;
+/* One side of a merge: BUF holds N module records (NFNS functions each)
+   and the records of *X; record r goes to output record OUT[r].  */
+struct tally_rt_xside
+{
+  const unsigned char *buf;
+  const struct tally_rt_extras *x;
+  uint32_t n;
+  const uint32_t *nfns;
+  const uint32_t *out;
+};
+/* The merged MEAS, FRMS and PATH records of the NOUT output records
+   (OUT_NFNS functions each) into *RESULT (mmap'ed, the size returned);
+   0 if there are none, (size_t) -1 if memory ran out.  */
+size_t tally_rt_merge_extras (const struct tally_rt_xside *ours,
+                              const struct tally_rt_xside *old, uint32_t nout,
+                              const uint32_t *out_nfns, unsigned char **result)
     TALLY_HIDDEN;
 
 /* shadow.c: measure=cycles.  The per-function totals indexed by function

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import struct
 import sys
 import zlib
@@ -659,6 +660,100 @@ def check_errors(a, work):
                % (" ".join(flags), p.returncode, msg, text))
 
 
+def report_rows(a, files):
+    """The per-function rows of `tally report --json FILES`, by name."""
+    rep = json.loads(run([a.tally, "report", "--json"] + files).stdout)
+    return {f["name"]: f for f in rep["functions"]}
+
+
+def merge_check(a, work, tag, flags, libs=(), env=None, procs=6, rounds=3):
+    """PROCS processes of merge.c built with FLAGS merge ROUNDS dumps each
+    into one %m file and also write their whole profile to a plain file at
+    the same moment: the merged file's calls, measured values and call
+    tree are exactly the sums of the plain files', and so are those of
+    `tally merge` of the plain files.  Returns (exe, merged, plain files)."""
+    import subprocess
+    sub = os.path.join(work, tag)
+    os.mkdir(sub)
+    exe = os.path.join(sub, "merge")
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, *flags, "-I",
+         os.path.join(a.srcdir, "..", "include"),
+         os.path.join(a.srcdir, "measure", "merge.c"), "-o", exe, a.runtime,
+         *libs, "-lpthread"])
+    full = dict(os.environ)
+    full.update(env or {})
+    ps = [subprocess.Popen([exe, os.path.join(sub, "all.%m.data"),
+                            os.path.join(sub, "plain.%d.data" % i), str(rounds)],
+                           env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True) for i in range(procs)]
+    for p in ps:
+        _, err = p.communicate(timeout=120)
+        expect(p.returncode == 0 and err == "", "%s: a process failed: %d %r"
+               % (tag, p.returncode, err))
+    merged = [os.path.join(sub, f) for f in os.listdir(sub)
+              if f.startswith("all.") and f.endswith(".data")]
+    expect(len(merged) == 1, "%s: files %s" % (tag, os.listdir(sub)))
+    merged = merged[0]
+    plain = sorted(os.path.join(sub, f) for f in os.listdir(sub) if f.startswith("plain."))
+    tool = os.path.join(sub, "tool.data")
+    run([a.tally, "merge", "-o", tool] + plain)
+    want = report_rows(a, plain)
+    calls = {"x": procs * rounds * 440, "y": procs * rounds * 70,
+             "shared": procs * rounds * 510, "r": procs * rounds * 40}
+    for what, data in (("%m", merged), ("tally merge", tool)):
+        rows = report_rows(a, [data])
+        got = {n: rows[n]["calls"] for n in calls}
+        expect(got == calls, "%s %s: calls %s, want %s" % (tag, what, got, calls))
+        for n, r in want.items():
+            g = {k: v for k, v in rows[n].items() if k != "location"}
+            w = {k: v for k, v in r.items() if k != "location"}
+            expect(g == w, "%s %s: %s is %s, the plain files sum to %s"
+                   % (tag, what, n, g, w))
+        if "-fplugin-arg-tally-paths=on" in flags:
+            tree = run([a.tally, "report", "--tree", data]).stdout
+            plain_tree = run([a.tally, "report", "--tree"] + plain).stdout
+            expect(tree == plain_tree, "%s %s: the tree\n%s\nis not the plain "
+                   "files' tree\n%s" % (tag, what, tree, plain_tree))
+            paths = tree_rows(a, data)
+            expect(paths[("main", "y", "x", "shared")][0] == procs * rounds * 140,
+                   "%s %s: main;y;x;shared %s" % (tag, what, paths[("main", "y", "x", "shared")]))
+    return exe, merged, plain
+
+
+def check_merge(a, work):
+    """Merge-on-write (%m) and tally merge keep MEAS, FRMS and PATH."""
+    x86_64()
+    call = ["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=cycles"]
+    merge_check(a, work, "inline", ["-fplugin-arg-tally-measure=cycles"])
+    exe, merged, plain = merge_check(a, work, "paths", call + ["-fplugin-arg-tally-paths=on"])
+    # Other measured values: tally merge refuses, the runtime keeps the
+    # file apart (never replaced) and writes its own.
+    with open(merged, "rb") as f:
+        body = f.read()[:-16]
+    other = os.path.join(work, "other.data")
+    with open(other, "wb") as f:
+        f.write(rewrap(body.replace(b"\x06\0\0\0cycles", b"\x06\0\0\0cyclez")))
+    p = run([a.tally, "merge", "-o", os.path.join(work, "never.data"), plain[0], other],
+            check=False)
+    expect(p.returncode == 1 and "measures cyclez" in p.stderr
+           and not os.path.exists(os.path.join(work, "never.data")),
+           "tally merge of other measurements: exit %d, %r" % (p.returncode, p.stderr))
+    for k in range(2):
+        shutil.copyfile(other, merged)
+        p = run([exe, merged.replace(os.path.basename(merged)[4:-5], "%m"),
+                 os.path.join(work, "plain.data"), "1"])
+        aside = merged + ".other" + (".1" if k else "")
+        expect("moved aside to " + aside in p.stderr and os.path.exists(aside),
+               "other measurements, run %d: %r" % (k, p.stderr))
+    with open(merged + ".other", "rb") as f:
+        expect(f.read() == rewrap(body.replace(b"\x06\0\0\0cycles", b"\x06\0\0\0cyclez")),
+               "the file moved aside is not the one that was there")
+    rows = report_rows(a, [merged])
+    expect(rows["x"]["calls"] == 440 and rows["x"]["incl_cycles"]
+           == report_rows(a, [os.path.join(work, "plain.data")])["x"]["incl_cycles"],
+           "after moving aside: %s" % rows["x"])
+
+
 def file_with_meas(a, work):
     x86_64()
     exe = build(a, work, "tree.c", "call", "late")
@@ -771,6 +866,7 @@ CHECKS = {
     "frames": check_frames,
     "errors": check_errors,
     "bad-meas": check_bad_meas,
+    "merge": check_merge,
 }
 
 
