@@ -304,13 +304,20 @@ put_meas (struct writer *w, struct tally_module *head, uint32_t nlive)
 }
 
 /* The calling-context tree (paths=on): the function-id base of each module
-   record, in put_records' order, then the nodes after the root.  */
+   record, in put_records' order, then the first N nodes after the root.
+   Other threads may add nodes meanwhile, so the dump fixes N once for both
+   of its passes (the sizing pass and the write must see the same count);
+   a node in that range still being made is written empty, as are values
+   read while an activation was adding to them out of order.  */
 static void
-put_paths (struct writer *w, struct tally_module *head, uint32_t nlive)
+put_paths (struct writer *w, struct tally_module *head, uint32_t nlive,
+           uint32_t n)
 {
-  uint32_t n, depth;
+  uint32_t now, depth;
   uint64_t lost;
-  const struct tally_path_node *nodes = tally_rt_paths (&n, &depth, &lost);
+  const struct tally_path_node *nodes = tally_rt_paths (&now, &depth, &lost);
+  if (!nodes)
+    n = 0;
   put_u32 (w, TALLY_TAG_PATH);
   put_u32 (w, depth);
   put_u64 (w, lost);
@@ -337,9 +344,11 @@ put_paths (struct writer *w, struct tally_module *head, uint32_t nlive)
       uint32_t parent = fn1 ? nodes[i].parent : 0;
       put_u32 (w, parent < i ? parent : 0);
       put_u32 (w, fn1 ? fn1 - 1 : UINT32_MAX);
+      uint64_t incl = fn1 ? __atomic_load_n (&nodes[i].incl, __ATOMIC_RELAXED) : 0;
+      uint64_t excl = fn1 ? __atomic_load_n (&nodes[i].excl, __ATOMIC_RELAXED) : 0;
       put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].calls, __ATOMIC_RELAXED) : 0);
-      put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].incl, __ATOMIC_RELAXED) : 0);
-      put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].excl, __ATOMIC_RELAXED) : 0);
+      put_u64 (w, incl);
+      put_u64 (w, excl < incl ? excl : incl);
     }
 }
 
@@ -370,22 +379,24 @@ static int any_measured (struct tally_module *head);
    PATH if PATHS.  */
 static void
 put_extras (struct writer *w, struct tally_module *head, uint32_t nlive,
-            int meas, uint32_t nframes, int paths)
+            int meas, uint32_t nframes, uint32_t paths)
 {
   if (meas)
     put_meas (w, head, nlive);
   if (nframes)
     put_frames (w, nframes);
   if (paths)
-    put_paths (w, head, nlive);
+    put_paths (w, head, nlive, paths);
 }
 
-static int
+/* The nodes of the calling-context tree, the root included, read once
+   for a dump; 0 without a tree.  */
+static uint32_t
 any_paths (void)
 {
   uint32_t n, depth;
   uint64_t lost;
-  return tally_rt_paths (&n, &depth, &lost) != NULL;
+  return tally_rt_paths (&n, &depth, &lost) ? n : 0;
 }
 
 /* Whether any module, live or retained, measures (TALLY_MOD_MEASURE_*).  */
@@ -789,7 +800,8 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
   memset (&oldx, 0, sizeof oldx);
 
   /* 1. Our records, then our measured values and call paths.  */
-  int meas = any_measured (head), paths = any_paths ();
+  int meas = any_measured (head);
+  uint32_t paths = any_paths ();
   uint32_t nframes = paths ? tally_rt_frames_snapshot () : 0;
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_records (&w, head, nlive);
@@ -1107,7 +1119,7 @@ dump_locked (int at_exit)
   uint32_t flags = at_exit ? TALLY_FILE_AT_EXIT : 0;
   uint32_t nmodules = nlive + retained_count;
   int meas = any_measured (head);
-  int paths = any_paths ();
+  uint32_t paths = any_paths ();
   uint32_t nframes = paths ? tally_rt_frames_snapshot () : 0;
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_header (&w, 0, nmodules, flags, program);

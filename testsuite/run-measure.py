@@ -401,6 +401,29 @@ def check_paths_limits(a, work):
                "%s on a file without paths: exit %d, %r" % (cmd, p.returncode, p.stderr))
 
 
+def check_paths_race(a, work):
+    """Dumps while other threads add call paths: the node count is read
+    once per dump, so every dump succeeds and every file is whole."""
+    x86_64()
+    exe = os.path.join(work, "paths-race")
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
+         "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-paths=on",
+         "-I", os.path.join(a.srcdir, "..", "include"),
+         os.path.join(a.srcdir, "measure", "paths-race.c"), "-o", exe, a.runtime,
+         "-lpthread"])
+    p = run([exe, os.path.join(work, "race")], check=False)
+    expect(p.returncode == 0 and p.stderr == "" and p.stdout == "0 failed\n",
+           "paths-race: exit %d, %r %r" % (p.returncode, p.stdout, p.stderr))
+    sizes = []
+    for i in range(20):
+        data = os.path.join(work, "race.%d.data" % i)
+        run([a.tally, "report", "--csv", data])
+        sizes.append(os.path.getsize(data))
+    expect(sizes[-1] > 100 * sizes[0], "paths-race: the tree did not grow "
+           "during the dumps (file sizes %s)" % sizes)
+    run([a.tally, "report", "--tree", os.path.join(work, "race.19.data")])
+
+
 def need_unwind(a):
     x86_64()
     if a.unwind != "1":
@@ -861,6 +884,7 @@ CHECKS = {
     "signals": check_signals,
     "paths": check_paths,
     "paths-limits": check_paths_limits,
+    "paths-race": check_paths_race,
     "papi": check_papi,
     "unwind": check_unwind,
     "frames": check_frames,
