@@ -244,20 +244,32 @@ put_events (struct writer *w, uint32_t id, unsigned nev)
       if (id != UINT32_MAX)
         tally_rt_papi_totals (id, e, &incl, &excl);
       put_u64 (w, incl);
-      put_u64 (w, excl);
+      put_u64 (w, excl < incl ? excl : incl);
     }
+}
+
+/* The PAPI events a dump writes (measure=papi), fixed once per dump (a
+   thread's first hook may set PAPI up between its two passes).  */
+static unsigned
+papi_events (void)
+{
+  const char *ev_names[TALLY_PAPI_MAX];
+  return tally_rt_papi_events ? tally_rt_papi_events (ev_names) : 0;
 }
 
 /* The measured values (measure=cycles) of NMODULES module records: the
    live modules in HEAD's list order, then the retained ones, as
-   put_records writes them.  Written only when some module measures.  */
+   put_records writes them, with NEV PAPI events.  Written only when some
+   module measures.  */
 static void
-put_meas (struct writer *w, struct tally_module *head, uint32_t nlive)
+put_meas (struct writer *w, struct tally_module *head, uint32_t nlive,
+          unsigned nev)
 {
   uint32_t cap;
   const struct tally_meas *meas = tally_rt_meas (&cap);
   const char *ev_names[TALLY_PAPI_MAX];
-  unsigned nev = tally_rt_papi_events ? tally_rt_papi_events (ev_names) : 0;
+  if (nev)
+    nev = tally_rt_papi_events (ev_names); /* set once: the same now */
   put_u32 (w, TALLY_TAG_MEAS);
   put_u32 (w, 1 + nev);
   put_str (w, "cycles");
@@ -352,6 +364,35 @@ put_paths (struct writer *w, struct tally_module *head, uint32_t nlive,
     }
 }
 
+/* measure=papi with paths=on: the NEV events of the first N nodes (as
+   put_paths), zero for a node still being made (readers ignore the values
+   of nodes without a function: one may have been filled meanwhile).  */
+static void
+put_path_events (struct writer *w, uint32_t n, unsigned nev)
+{
+  uint32_t now, depth;
+  uint64_t lost;
+  const struct tally_path_node *nodes = tally_rt_paths (&now, &depth, &lost);
+  const uint64_t *ev = tally_rt_path_events ();
+  if (!nodes)
+    n = 0;
+  put_u32 (w, TALLY_TAG_PATH_EVENTS);
+  put_u32 (w, nev);
+  put_u32 (w, n ? n - 1 : 0);
+  for (uint32_t i = 1; i < n; i++)
+    {
+      int have = ev && __atomic_load_n (&nodes[i].fn_plus1, __ATOMIC_ACQUIRE);
+      const uint64_t *at = ev + (size_t) i * TALLY_PAPI_MAX * 2;
+      for (unsigned k = 0; k < nev; k++)
+        {
+          uint64_t incl = have ? __atomic_load_n (&at[2 * k], __ATOMIC_RELAXED) : 0;
+          uint64_t excl = have ? __atomic_load_n (&at[2 * k + 1], __ATOMIC_RELAXED) : 0;
+          put_u64 (w, incl);
+          put_u64 (w, excl < incl ? excl : incl);
+        }
+    }
+}
+
 /* The functions of outside frames on the paths (unwind.c), NFRAMES of
    them, as tally_rt_frames_snapshot fixed them for this dump.  */
 static void
@@ -375,18 +416,20 @@ put_frames (struct writer *w, uint32_t nframes)
 
 static int any_measured (struct tally_module *head);
 
-/* The records after the modules: MEAS if MEAS, FRMS of NFRAMES frames,
-   PATH if PATHS.  */
+/* The records after the modules: MEAS (with NEV events) if MEAS, FRMS of
+   NFRAMES frames, PATH of PATHS nodes if any, and their events.  */
 static void
 put_extras (struct writer *w, struct tally_module *head, uint32_t nlive,
-            int meas, uint32_t nframes, uint32_t paths)
+            int meas, unsigned nev, uint32_t nframes, uint32_t paths)
 {
   if (meas)
-    put_meas (w, head, nlive);
+    put_meas (w, head, nlive, nev);
   if (nframes)
     put_frames (w, nframes);
   if (paths)
     put_paths (w, head, nlive, paths);
+  if (paths && meas && nev)
+    put_path_events (w, paths, nev);
 }
 
 /* The nodes of the calling-context tree, the root included, read once
@@ -801,13 +844,14 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
 
   /* 1. Our records, then our measured values and call paths.  */
   int meas = any_measured (head);
+  unsigned nev = papi_events ();
   uint32_t paths = any_paths ();
   uint32_t nframes = paths ? tally_rt_frames_snapshot () : 0;
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_records (&w, head, nlive);
   ours_len = (size_t) w.total;
   if (ours_len)
-    put_extras (&w, head, nlive, meas, nframes, paths);
+    put_extras (&w, head, nlive, meas, nev, nframes, paths);
   ours_size = (size_t) w.total;
   uint32_t ours_n = nlive + retained_count;
   if (ours_len)
@@ -818,7 +862,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
       ours = (unsigned char *) m;
       w = (struct writer){ ours, -1, 0, 0, 0, 0 };
       put_records (&w, head, nlive);
-      put_extras (&w, head, nlive, meas, nframes, paths);
+      put_extras (&w, head, nlive, meas, nev, nframes, paths);
       tally_rt_extras_locate (ours, ours_len, ours_size, &ox);
     }
   /* Which module each live record is: the next baseline's index.  */
@@ -1119,12 +1163,13 @@ dump_locked (int at_exit)
   uint32_t flags = at_exit ? TALLY_FILE_AT_EXIT : 0;
   uint32_t nmodules = nlive + retained_count;
   int meas = any_measured (head);
+  unsigned nev = papi_events ();
   uint32_t paths = any_paths ();
   uint32_t nframes = paths ? tally_rt_frames_snapshot () : 0;
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_header (&w, 0, nmodules, flags, program);
   put_records (&w, head, nlive);
-  put_extras (&w, head, nlive, meas, nframes, paths);
+  put_extras (&w, head, nlive, meas, nev, nframes, paths);
   uint64_t file_size = w.total + TALLY_TRAILER_SIZE;
 
   w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
@@ -1133,7 +1178,7 @@ dump_locked (int at_exit)
     return -1;
   put_header (&w, file_size, nmodules, flags, program);
   put_records (&w, head, nlive);
-  put_extras (&w, head, nlive, meas, nframes, paths);
+  put_extras (&w, head, nlive, meas, nev, nframes, paths);
   if (finish_file (&w, file_size, tmp, path) != 0)
     return -1;
   if (tally_rt_env ("TALLY_VERBOSE"))

@@ -43,6 +43,10 @@ static uint64_t *base_nodes, *next_nodes;
 static size_t base_nodes_len, next_nodes_len;
 static uint32_t base_nnodes, next_nnodes;
 static uint64_t base_lost, next_lost;
+/* The events per node: base_ne (inclusive, exclusive) pairs per node.  */
+static uint64_t *base_nev, *next_nev;
+static size_t base_nev_len, next_nev_len;
+static uint32_t base_nev_nodes, next_nev_nodes, base_ne, next_ne;
 
 static uint32_t
 get32 (const unsigned char *p)
@@ -124,6 +128,12 @@ tally_rt_extras_locate (const unsigned char *buf, size_t pos, size_t end,
       x->paths = pos;
       uint32_t n = get32 (buf + pos + 16);
       x->npaths = get32 (buf + pos + 20 + (size_t) n * 4);
+      pos += 24 + (size_t) n * 4 + (size_t) x->npaths * 32;
+      if (end - pos >= 4 && get32 (buf + pos) == TALLY_TAG_PATH_EVENTS)
+        {
+          x->pevt = pos;
+          x->nevents = get32 (buf + pos + 4);
+        }
     }
 }
 
@@ -197,8 +207,10 @@ tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
 {
   unmap (next_meas, next_meas_len);
   unmap (next_nodes, next_nodes_len);
-  next_meas = next_nodes = NULL;
-  next_meas_len = next_nodes_len = 0;
+  unmap (next_nev, next_nev_len);
+  next_meas = next_nodes = next_nev = NULL;
+  next_meas_len = next_nodes_len = next_nev_len = 0;
+  next_nev_nodes = next_ne = 0;
   next_meas_ids = next_nnodes = 0;
   next_v = 0;
   next_lost = 0;
@@ -274,6 +286,34 @@ tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
           set64 (p + 24, v[2] < v[1] ? v[2] : v[1]);
         }
     }
+  if (x->pevt)
+    {
+      uint32_t e = x->nevents, n = get32 (buf + x->pevt + 8);
+      unsigned char *p = buf + x->pevt + 12;
+      next_nev_len = ((size_t) n + 1) * e * 16;
+      next_nev = (uint64_t *) map (next_nev_len);
+      next_nev_nodes = next_nev ? n + 1 : 0;
+      next_ne = e;
+      for (uint32_t i = 1; i <= n; i++)
+        for (uint32_t k = 0; k < e; k++, p += 16)
+          {
+            uint64_t v[2];
+            for (int h = 0; h < 2; h++)
+              {
+                v[h] = get64 (p + 8 * h);
+                uint64_t b = i < base_nev_nodes && k < base_ne
+                                 ? base_nev[((size_t) i * base_ne + k) * 2 + h]
+                                 : 0;
+                if (v[h] < b)
+                  v[h] = b;
+                if (i < next_nev_nodes)
+                  next_nev[((size_t) i * e + k) * 2 + h] = v[h];
+                v[h] -= b;
+              }
+            set64 (p, v[0]);
+            set64 (p + 8, v[1] < v[0] ? v[1] : v[0]);
+          }
+    }
 }
 
 void
@@ -289,9 +329,14 @@ tally_rt_extras_commit (void)
   base_nodes_len = next_nodes_len;
   base_nnodes = next_nnodes;
   base_lost = next_lost;
-  next_meas = next_nodes = NULL;
-  next_meas_len = next_nodes_len = 0;
-  next_meas_ids = next_nnodes = next_v = 0;
+  unmap (base_nev, base_nev_len);
+  base_nev = next_nev;
+  base_nev_len = next_nev_len;
+  base_nev_nodes = next_nev_nodes;
+  base_ne = next_ne;
+  next_meas = next_nodes = next_nev = NULL;
+  next_meas_len = next_nodes_len = next_nev_len = 0;
+  next_meas_ids = next_nnodes = next_v = next_nev_nodes = next_ne = 0;
 }
 
 void
@@ -362,6 +407,8 @@ struct job
   uint32_t nrg[2];
   uint32_t *nmap;        /* node map of the side being folded */
   struct onode *nodes;
+  uint64_t *nev;         /* [cap][v - 1] event pairs, NULL without */
+  uint32_t ne;           /* events per node: v - 1 */
   uint32_t nn, cap;
   uint32_t *slots;
   uint32_t nslots;
@@ -437,6 +484,21 @@ fold (struct job *j, int s)
       if (o->excl > o->incl)
         o->excl = o->incl;
       m[i] = k;
+      if (j->nev && sd->x->pevt)
+        {
+          /* Event e of this side is value e + 1 of its MEAS record.  */
+          const unsigned char *q = sd->buf + sd->x->pevt + 12
+                                   + ((size_t) i - 1) * sd->x->nevents * 16;
+          for (uint32_t e = 0; e < sd->x->nevents; e++, q += 16)
+            {
+              if (j->vmap[s][e + 1] == 0)
+                continue; /* only a foreign file names "cycles" later */
+              uint32_t oe = j->vmap[s][e + 1] - 1;
+              uint64_t *t = j->nev + ((size_t) k * j->ne + oe) * 2;
+              t[0] = add_sat (t[0], get64 (q));
+              t[1] = add_sat (t[1], get64 (q + 8));
+            }
+        }
     }
 }
 
@@ -520,11 +582,8 @@ emit (struct job *j, struct wr *w)
         w32 (w, j->outbase[r]);
       w32 (w, j->nn - 1);
       if (!w->p)
-        {
-          w->n += (size_t) (j->nn - 1) * 32;
-          return;
-        }
-      for (uint32_t i = 1; i < j->nn; i++)
+        w->n += ((size_t) j->nn - 1) * 32; /* only counting */
+      for (uint32_t i = 1; i < j->nn && w->p; i++)
         {
           const struct onode *o = &j->nodes[i];
           w32 (w, o->parent);
@@ -532,6 +591,21 @@ emit (struct job *j, struct wr *w)
           w64 (w, o->calls);
           w64 (w, o->incl);
           w64 (w, o->excl);
+        }
+      if (j->nev)
+        {
+          w32 (w, TALLY_TAG_PATH_EVENTS);
+          w32 (w, j->ne);
+          w32 (w, j->nn - 1);
+          if (!w->p)
+            w->n += ((size_t) j->nn - 1) * j->ne * 16;
+          for (uint32_t i = 1; i < j->nn && w->p; i++)
+            for (uint32_t e = 0; e < j->ne; e++)
+              {
+                const uint64_t *t = j->nev + ((size_t) i * j->ne + e) * 2;
+                w64 (w, t[0]);
+                w64 (w, t[1] < t[0] ? t[1] : t[0]);
+              }
         }
     }
 }
@@ -567,6 +641,10 @@ tally_rt_merge_extras (const struct tally_rt_xside *ours,
             + (size_t) sd[s]->x->nframes * (4 + 8 + 4 + 8) + 16 * 4;
   need += ((size_t) maxn + 1) * 4 + (size_t) cap * sizeof (struct onode)
           + (size_t) nslots * 4 + 64;
+  /* Events per node when a tree and events exist (v - 1 of them).  */
+  const struct tally_rt_extras *mx = ours->x->meas ? ours->x : old->x;
+  uint32_t ne = mx->meas && mx->nmeas > 1 ? mx->nmeas - 1 : 0;
+  need += (size_t) cap * ne * 16;
   unsigned char *scratch = (unsigned char *) map (need), *sp = scratch;
   if (!scratch)
     return (size_t) -1;
@@ -652,6 +730,9 @@ tally_rt_merge_extras (const struct tally_rt_xside *ours,
   j.nmap = (uint32_t *) carve (&sp, ((size_t) maxn + 1) * 4);
   j.nodes[0] = (struct onode){ 0, UINT32_MAX, 0, 0, 0 };
   j.nn = 1;
+  j.ne = ne;
+  if (ne && (ours->x->paths || old->x->paths))
+    j.nev = (uint64_t *) carve (&sp, (size_t) cap * ne * 16);
   for (int s = 1; s >= 0; s--)
     {
       j.rg[s] = (struct tally_rt_range *) carve (

@@ -285,6 +285,21 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
             return "corrupt path record";
         }
       x->npaths = nodes;
+      if (end - pos >= 12 && tally_rt_get_u32 (buf + pos) == TALLY_TAG_PATH_EVENTS)
+        {
+          x->pevt = pos;
+          uint32_t e = tally_rt_get_u32 (buf + pos + 4);
+          if (!x->meas || e + 1 != x->nmeas
+              || tally_rt_get_u32 (buf + pos + 8) != nodes)
+            return "corrupt path events record";
+          pos += 12;
+          if (nodes && nodes > (end - pos) / ((size_t) e * 16))
+            return "corrupt path events record";
+          for (size_t j = 0; j < (size_t) nodes * e; j++, pos += 16)
+            if (tally_rt_get_u64 (buf + pos + 8) > tally_rt_get_u64 (buf + pos))
+              return "corrupt path events record";
+          x->nevents = e;
+        }
     }
   else if (x->frames)
     return "frames record without a path record";

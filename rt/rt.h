@@ -98,8 +98,9 @@ int tally_rt_rec_match (const unsigned char *a, const unsigned char *b)
    absent), as tally_rt_check_file found them.  */
 struct tally_rt_extras
 {
-  size_t meas, meas_values, frames, paths, end;
+  size_t meas, meas_values, frames, paths, pevt, end;
   uint32_t nmeas;   /* values per function in MEAS */
+  uint32_t nevents; /* events per node in PEVT */
   uint32_t nframes; /* FRMS entries */
   uint32_t npaths;  /* PATH nodes, the root not counted */
 };
@@ -197,9 +198,10 @@ int tally_rt_papi_read (uint64_t *ev) TALLY_HIDDEN __attribute__ ((weak));
 /* Note the events at the entry of frame IDX; 0, or -1 if this thread
    has no events.  */
 int tally_rt_papi_push (size_t idx) TALLY_HIDDEN __attribute__ ((weak));
-/* Close frame IDX of function FN with the events EV read now.  */
-void tally_rt_papi_pop (size_t idx, uint32_t fn, const uint64_t *ev)
-    TALLY_HIDDEN __attribute__ ((weak));
+/* Close frame IDX of function FN, on path NODE (TALLY_PATH_NONE: none),
+   with the events EV read now.  */
+void tally_rt_papi_pop (size_t idx, uint32_t fn, uint32_t node,
+                        const uint64_t *ev) TALLY_HIDDEN __attribute__ ((weak));
 void tally_rt_papi_thread_gone (void) TALLY_HIDDEN __attribute__ ((weak));
 /* The events measured (their names in NAMES), 0 if none.  */
 unsigned tally_rt_papi_events (const char **names) TALLY_HIDDEN
@@ -227,6 +229,14 @@ uint32_t tally_rt_path_owner (uint32_t node, uint32_t fn) TALLY_HIDDEN;
 /* Add one closed activation to NODE (if it is FN's).  */
 void tally_rt_path_add (uint32_t node, uint32_t fn, uint64_t d, uint64_t self)
     TALLY_HIDDEN;
+/* measure=papi: add the NEV event deltas D (SELF without the callees') of
+   one closed activation to NODE (if it is FN's).  */
+void tally_rt_path_add_events (uint32_t node, uint32_t fn, unsigned nev,
+                               const uint64_t *d, const uint64_t *self)
+    TALLY_HIDDEN;
+/* The events per node, [node][TALLY_PAPI_MAX] (inclusive, exclusive)
+   pairs; NULL if none were added.  */
+const uint64_t *tally_rt_path_events (void) TALLY_HIDDEN;
 /* The nodes (*N of them, the root first), the depth limit and the number
    of activations lost to a full tree; NULL before any path.  */
 const struct tally_path_node *tally_rt_paths (uint32_t *n, uint32_t *depth,

@@ -689,7 +689,8 @@ def report_rows(a, files):
     return {f["name"]: f for f in rep["functions"]}
 
 
-def merge_check(a, work, tag, flags, libs=(), env=None, procs=6, rounds=3):
+def merge_check(a, work, tag, flags, libs=(), env=None, procs=6, rounds=3,
+                events=()):
     """PROCS processes of merge.c built with FLAGS merge ROUNDS dumps each
     into one %m file and also write their whole profile to a plain file at
     the same moment: the merged file's calls, measured values and call
@@ -740,6 +741,11 @@ def merge_check(a, work, tag, flags, libs=(), env=None, procs=6, rounds=3):
             paths = tree_rows(a, data)
             expect(paths[("main", "y", "x", "shared")][0] == procs * rounds * 140,
                    "%s %s: main;y;x;shared %s" % (tag, what, paths[("main", "y", "x", "shared")]))
+            for ev in events:
+                tree = run([a.tally, "report", "--tree", "--event", ev, data]).stdout
+                plain_tree = run([a.tally, "report", "--tree", "--event", ev] + plain).stdout
+                expect(tree == plain_tree, "%s %s: the %s tree\n%s\nis not the "
+                       "plain files' tree\n%s" % (tag, what, ev, tree, plain_tree))
     return exe, merged, plain
 
 
@@ -775,6 +781,85 @@ def check_merge(a, work):
     expect(rows["x"]["calls"] == 440 and rows["x"]["incl_cycles"]
            == report_rows(a, [os.path.join(work, "plain.data")])["x"]["incl_cycles"],
            "after moving aside: %s" % rows["x"])
+
+
+def check_papi_paths(a, work):
+    """measure=papi with paths=on: the events per call path sum to each
+    function's flat event totals, exactly; report --tree --event and flame
+    --event show them; merging keeps them (%m and tally merge), and files
+    with other event lists are kept apart."""
+    x86_64()
+    if a.papi != "1":
+        raise Skip("the runtime was built without PAPI (libpapi-dev)")
+    events = ("perf::TASK-CLOCK", "perf::PAGE-FAULTS")
+    env = {"TALLY_PAPI_EVENTS": ",".join(events)}
+    flags = ["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=papi",
+             "-fplugin-arg-tally-paths=on"]
+    libs = [a.runtime_papi, "-lpapi"]
+    for at in ("early", "late"):
+        what = "paths.c measure=papi paths=on at=%s" % at
+        exe = os.path.join(work, "paths-papi-" + at)
+        run([a.cc, "-O2", "-fplugin=" + a.plugin, *flags, "-fplugin-arg-tally-at=" + at,
+             os.path.join(a.srcdir, "measure", "paths.c"), "-o", exe, a.runtime,
+             *libs, "-lpthread"])
+        data = exe + ".data"
+        p = run([exe], env=dict(env, TALLY_OUTPUT=data))
+        expect(p.stderr == "", "%s: %r" % (what, p.stderr))
+        rows = report_rows(a, [data])
+        calls = {k: v[0] for k, v in tree_rows(a, data).items()}
+        for ev in events:
+            out = run([a.tally, "report", "--tree", "--event", ev, data]).stdout
+            expect(out.splitlines()[0].split()[1:3] == ["incl-" + ev, "excl-" + ev],
+                   "%s: header %r" % (what, out.splitlines()[0]))
+            # (tree_rows reads `report --tree`; the same columns with --event.)
+            ev_tree = {}
+            stack = []
+            for line in out.splitlines()[1:]:
+                c, incl, excl = (int(v) for v in line[:46].split())
+                rest = line[48:]
+                depth = (len(rest) - len(rest.lstrip(" "))) // 2
+                name = rest.lstrip(" ").rsplit("  ", 1)[0]
+                del stack[depth:]
+                stack.append(name)
+                ev_tree[tuple(stack)] = (c, incl, excl)
+            expect({k[k.index("main"):]: v[0] for k, v in ev_tree.items() if "main" in k}
+                   == calls, "%s: %s tree calls differ from the cycles tree" % (what, ev))
+            for fn, r in rows.items():
+                got = tuple(sum(v[i] for k, v in ev_tree.items() if k[-1] == fn)
+                            for i in (1, 2))
+                want = tuple(r["events"][ev])
+                expect(got == want, "%s: %s's %s summed over its paths %s, flat %s"
+                       % (what, fn, ev, got, want))
+            for k, v in ev_tree.items():
+                expect(v[2] <= v[1], "%s: %s %s exclusive above inclusive" % (what, k, ev))
+            folded = run([a.tally, "flame", "--folded", "--event", ev, data]).stdout
+            total = sum(int(l.rsplit(" ", 1)[1]) for l in folded.splitlines())
+            want = sum(r["events"][ev][1] for r in rows.values())
+            expect(total == want, "%s: %s collapsed stacks add up to %d, exclusive "
+                   "values to %d" % (what, ev, total, want))
+            svg = os.path.join(work, "flame.svg")
+            run([a.tally, "flame", "--event", ev, "-o", svg, data])
+            import xml.etree.ElementTree as ET
+            ET.parse(svg)
+        expect(rows["main"]["events"]["perf::TASK-CLOCK"][0] > 0,
+               "%s: no TASK-CLOCK in main" % what)
+        p = run([a.tally, "report", "--tree", "--event", "PAPI_NO_SUCH", data], check=False)
+        expect(p.returncode == 1 and "no call-path values of event PAPI_NO_SUCH" in p.stderr,
+               "%s: unknown event: %d %r" % (what, p.returncode, p.stderr))
+    # Merging.
+    exe, merged, plain = merge_check(a, work, "papi", flags, libs=libs, env=env,
+                                     events=events)
+    # Another event list: kept apart by the runtime, refused by tally merge.
+    p = run([exe, merged.replace(os.path.basename(merged)[4:-5], "%m"),
+             os.path.join(work, "one-event.data"), "1"],
+            env={"TALLY_PAPI_EVENTS": "perf::TASK-CLOCK"})
+    expect("it measures perf::PAGE-FAULTS, which this process does not; not merged, "
+           "moved aside to " + merged + ".other" in p.stderr,
+           "another event list: %r" % p.stderr)
+    p = run([a.tally, "merge", "-o", os.path.join(work, "never.data"), plain[0],
+             os.path.join(work, "one-event.data")], check=False)
+    expect(p.returncode == 1 and "does not measure perf::PAGE-FAULTS" in p.stderr,
+           "tally merge of another event list: %d %r" % (p.returncode, p.stderr))
 
 
 def file_with_meas(a, work):
@@ -891,6 +976,7 @@ CHECKS = {
     "errors": check_errors,
     "bad-meas": check_bad_meas,
     "merge": check_merge,
+    "papi-paths": check_papi_paths,
 }
 
 

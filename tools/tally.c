@@ -72,6 +72,8 @@ static const char usage_text[] =
   "  --json        print one JSON object instead of a table\n"
   "  --csv         print CSV (calls,exits,function,symbol,origin,file,line)\n"
   "  --tree        print the calling-context tree of paths=on programs\n"
+  "  --event=NAME  with --tree: the PAPI event NAME (measure=papi) per call\n"
+  "                path instead of cycles\n"
   "  --blocks      print every block with its lines and count\n"
   "                (modules built with -fplugin-arg-tally-blocks=...)\n"
   "  --lines=FILE  print source FILE annotated with line counts, as gcov\n"
@@ -82,6 +84,8 @@ static const char usage_text[] =
   "  -o OUT, --output=OUT  write to OUT instead of standard output\n"
   "  --folded      collapsed stacks (\"main;f;g 1234\", exclusive cycles)\n"
   "                instead of SVG, for other flame graph viewers\n"
+  "  --event=NAME  widths from the PAPI event NAME (measure=papi) instead\n"
+  "                of cycles\n"
   "\n"
   "Select options:\n"
   "  --percent=P   the share of the exclusive cycles to cover, 0 < P <= 100\n"
@@ -1490,9 +1494,9 @@ take_arg (const char *a, int *only_files, const char **list, size_t *n)
    output).  */
 static int
 tree_command (const char *what, const char **files, size_t nfiles,
-              const char *out, int folded)
+              const char *out, int folded, const char *event)
 {
-  struct tally_tree *t = tally_tree_new ();
+  struct tally_tree *t = tally_tree_new (event);
   int bad = 0;
   for (size_t i = 0; i < nfiles; i++)
     {
@@ -1514,8 +1518,14 @@ tree_command (const char *what, const char **files, size_t nfiles,
         fprintf (stderr, "tally: note: %s: %" PRIu64 " calls on paths that "
                  "did not fit in the program's tree (TALLY_PATH_NODES) are "
                  "not in it\n", files[i], d.path_lost);
-      if (!bad)
-        tally_tree_add (t, &d);
+      if (!bad && tally_tree_add (t, &d) != 0)
+        {
+          error_msg ("%s: %s: no call-path values of event %s in this file "
+                     "(build with -fplugin-arg-tally-measure=papi and "
+                     "-fplugin-arg-tally-paths=on, and name the event in "
+                     "TALLY_PAPI_EVENTS)", what, files[i], event);
+          bad = 1;
+        }
       tally_data_free (&d);
     }
   if (bad)
@@ -1555,7 +1565,7 @@ cmd_flame (int argc, char **argv)
 {
   const char **files = xmalloc ((size_t) argc * sizeof *files);
   size_t nfiles = 0;
-  const char *out = "-";
+  const char *out = "-", *event = NULL;
   int folded = 0, only_files = 0, r;
   for (int i = 1; i < argc; i++)
     {
@@ -1579,6 +1589,12 @@ cmd_flame (int argc, char **argv)
             goto usage;
           out = v;
         }
+      else if ((r = option_value (argc, argv, &i, "--event", &v)) != 0)
+        {
+          if (r < 0)
+            goto usage;
+          event = v;
+        }
       else
         {
           error_msg ("flame: unknown option '%s'; try 'tally --help'", a);
@@ -1590,7 +1606,7 @@ cmd_flame (int argc, char **argv)
       error_msg ("flame: no data files given; try 'tally --help'");
       goto usage;
     }
-  r = tree_command ("flame", files, nfiles, out, folded);
+  r = tree_command ("flame", files, nfiles, out, folded, event);
   free (files);
   return r;
 usage:
@@ -1732,6 +1748,7 @@ cmd_report (int argc, char **argv)
   opts.lines = xmalloc ((size_t) argc * sizeof *opts.lines);
   size_t npaths = 0;
   int json = 0, csv = 0, tree = 0, only_files = 0;
+  const char *event = NULL;
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i], *v;
@@ -1789,6 +1806,12 @@ cmd_report (int argc, char **argv)
               goto usage;
             }
         }
+      else if ((r = option_value (argc, argv, &i, "--event", &v)) != 0)
+        {
+          if (r < 0)
+            goto usage;
+          event = v;
+        }
       else if ((r = option_value (argc, argv, &i, "--top", &v)) != 0)
         {
           if (r < 0)
@@ -1812,6 +1835,12 @@ cmd_report (int argc, char **argv)
              "--help'");
       goto usage;
     }
+  if (event && !tree)
+    {
+      error_msg ("report: --event shows a PAPI event in the call tree; it "
+                 "needs --tree; try 'tally --help'");
+      goto usage;
+    }
   if (tree && (json || csv))
     {
       error_msg ("report: --tree prints text only; it cannot be used with "
@@ -1832,7 +1861,7 @@ cmd_report (int argc, char **argv)
     }
   if (tree)
     {
-      int rc = tree_command ("report --tree", paths, npaths, NULL, 0);
+      int rc = tree_command ("report --tree", paths, npaths, NULL, 0, event);
       free (paths);
       return rc;
     }
@@ -2415,6 +2444,9 @@ struct accumulator
   size_t nnodes, nodes_cap;
   uint32_t *slots; /* node indexes by hash of (parent, rec, fn); 0 empty */
   size_t nslots;
+  uint64_t *node_ev; /* nodes x (nmeas - 1) event pairs (PEVT), when
+                        nmeas > 1 */
+  size_t node_ev_cap;
   int paths;       /* an input had a PATH record */
   uint32_t depth;  /* the largest depth limit */
   uint64_t lost;
@@ -2560,6 +2592,8 @@ acc_add_module (struct accumulator *acc, const struct tally_data_module *m,
   return acc->n - 1;
 }
 
+static void acc_node_events (struct accumulator *acc);
+
 /* Whether the value names of D are those ACC has (in any order); VMAP[k]
    gets the accumulator's index of D's value k.  Sets ACC's names from the
    first input that has some.  */
@@ -2574,6 +2608,7 @@ acc_meas_names (struct accumulator *acc, const struct tally_data *d,
       acc->nmeas = d->nmeas;
       for (uint32_t k = 0; k < d->nmeas; k++)
         acc->meas_names[k] = xstrdup (d->meas_names[k]);
+      acc_node_events (acc);
     }
   for (uint32_t k = 0; k < d->nmeas; k++)
     {
@@ -2653,6 +2688,20 @@ node_hash (uint32_t parent, uint32_t rec, uint32_t fn)
   return (size_t) (h ^ h >> 29);
 }
 
+/* Room for the events of the nodes so far (nmeas - 1 pairs each).  */
+static void
+acc_node_events (struct accumulator *acc)
+{
+  if (acc->nmeas < 2)
+    return;
+  size_t per = 2 * (size_t) (acc->nmeas - 1), old = acc->node_ev_cap;
+  acc->node_ev = xgrow (acc->node_ev, &acc->node_ev_cap,
+                        (acc->nnodes + 1) * per, sizeof *acc->node_ev);
+  if (acc->node_ev_cap > old)
+    memset (acc->node_ev + old, 0,
+            (acc->node_ev_cap - old) * sizeof *acc->node_ev);
+}
+
 /* The child of node PARENT for (REC, FN), made if new.  */
 static uint32_t
 acc_node (struct accumulator *acc, uint32_t parent, uint32_t rec, uint32_t fn)
@@ -2688,6 +2737,7 @@ acc_node (struct accumulator *acc, uint32_t parent, uint32_t rec, uint32_t fn)
                               sizeof *acc->nodes);
           acc->nodes[acc->nnodes] = (struct acc_node){ parent, rec, fn, 0, 0, 0 };
           *s = (uint32_t) acc->nnodes;
+          acc_node_events (acc);
           return (uint32_t) acc->nnodes++;
         }
       const struct acc_node *q = &acc->nodes[*s];
@@ -2752,6 +2802,17 @@ acc_add_file (struct accumulator *acc, const struct tally_data *d,
           n->incl = add_sat (n->incl, p->incl);
           n->excl = add_sat (n->excl, p->excl);
           map[i] = k;
+          /* Event e is value e + 1 of the MEAS names.  */
+          for (uint32_t e = 0; e < d->path_nevents; e++)
+            if (vmap[e + 1] > 0)
+              {
+                uint64_t *t = acc->node_ev
+                              + ((size_t) k * (acc->nmeas - 1) + vmap[e + 1] - 1) * 2;
+                const uint64_t *v = d->path_events
+                                    + ((size_t) i * d->path_nevents + e) * 2;
+                t[0] = add_sat (t[0], v[0]);
+                t[1] = add_sat (t[1], v[1]);
+              }
         }
       free (map);
       free (fmap);
@@ -2852,6 +2913,8 @@ write_merged (const char *path, const struct accumulator *acc,
     }
   if (acc->paths)
     size += 24 + 4 * (uint64_t) acc->n + 32 * (uint64_t) (acc->nnodes - 1);
+  if (acc->paths && acc->nmeas > 1)
+    size += 12 + 16 * (uint64_t) (acc->nmeas - 1) * (acc->nnodes - 1);
   size_t n = strlen (path) + 32;
   char *tmp = xmalloc (n);
   snprintf (tmp, n, "%s.tmp.%ld", path, (long) getpid ());
@@ -2958,6 +3021,20 @@ write_merged (const char *path, const struct accumulator *acc,
           out_u64 (&w, q->excl < q->incl ? q->excl : q->incl);
         }
       free (bases);
+      if (acc->nmeas > 1)
+        {
+          uint32_t ne = acc->nmeas - 1;
+          out_u32 (&w, TALLY_TAG_PATH_EVENTS);
+          out_u32 (&w, ne);
+          out_u32 (&w, (uint32_t) (acc->nnodes - 1));
+          for (size_t i = 1; i < acc->nnodes; i++)
+            for (uint32_t e = 0; e < ne; e++)
+              {
+                const uint64_t *t = acc->node_ev + (i * ne + e) * 2;
+                out_u64 (&w, t[0]);
+                out_u64 (&w, t[1] < t[0] ? t[1] : t[0]);
+              }
+        }
     }
   uint32_t crc = w.crc;
   out_u32 (&w, TALLY_TAG_END);
@@ -3108,6 +3185,7 @@ cmd_merge (int argc, char **argv)
     free (acc.frames[f].name);
   free (acc.frames);
   free (acc.nodes);
+  free (acc.node_ev);
   free (acc.slots);
   free (program);
   return status;

@@ -33,6 +33,11 @@
  *            increasing, each >= TALLY_FRAME_ID_BASE: the functions of
  *            frames found on threads' stacks below their first instrumented
  *            call; PATH nodes with such an id stand for them (no values)
+ *   pevt     optional, after path (paths=on with measure=papi): u32
+ *            TALLY_TAG_PATH_EVENTS, u32 event count E (= the meas value
+ *            count - 1: the events named there after "cycles"), u32 node
+ *            count (= path's), then per node (1..N) E x (u64 inclusive,
+ *            u64 exclusive)
  *   trailer  u32 TALLY_TAG_END, u32 CRC-32 (IEEE) of every byte before the
  *            trailer, u64 file size (same as in the header)
  *
@@ -70,6 +75,7 @@
 #define TALLY_TAG_MEAS 0x5341454du   /* "MEAS" */
 #define TALLY_TAG_PATH 0x48544150u   /* "PATH" */
 #define TALLY_TAG_FRAMES 0x534d5246u /* "FRMS" */
+#define TALLY_TAG_PATH_EVENTS 0x54564550u /* "PEVT" */
 /* Path nodes of frames outside instrumented code (FRMS) have function ids
    from here up.  */
 #define TALLY_FRAME_ID_BASE 0xf0000000u
