@@ -1347,6 +1347,27 @@ tally_rt_dump_fatal (void)
   return rc;
 }
 
+int
+tally_rt_exec_dump (int done)
+{
+  if (done)
+    {
+      unlock_dump ();
+      return 0;
+    }
+  int saved = errno;
+  /* In a signal handler that interrupted this thread's own dump, the lock
+     cannot be had: that dump stays unfinished, as it would without us.  */
+  if (lock_dump (1) != 0)
+    {
+      errno = saved;
+      return 0;
+    }
+  dump_locked (0);
+  errno = saved;
+  return 1;
+}
+
 /* Append the record of M to the retained area.  Returns 0, or -1 if no
    memory could be had.  Called with the dump lock held.  */
 static int

@@ -41,6 +41,12 @@ void tally_rt_signals_fini (void) TALLY_HIDDEN;
    waits for a dump running in another thread.  */
 int tally_rt_dump_fatal (void) TALLY_HIDDEN;
 
+/* The exec wrappers (exec.c).  DONE 0: wait for a dump running in another
+   thread, dump, and keep the dump lock, so that no other thread starts a
+   dump the exec would cut short; returns whether the lock is held.  DONE
+   1: the exec failed, release the lock.  */
+int tally_rt_exec_dump (int done) TALLY_HIDDEN;
+
 /* Decimal digits of V into BUF, NUL-terminated; returns their count.  */
 size_t tally_rt_utoa (char buf[24], unsigned long v) TALLY_HIDDEN;
 
@@ -269,7 +275,7 @@ void tally_rt_pin_local (void) TALLY_HIDDEN;
 /* The entry points of one copy of the runtime.  A layout change bumps
    TALLY_RT_INSTANCE_VERSION.  */
 #define TALLY_RT_INSTANCE_MAGIC 0x49524c54u /* "TLRI" */
-#define TALLY_RT_INSTANCE_VERSION 2u
+#define TALLY_RT_INSTANCE_VERSION 3u
 struct tally_rt_instance
 {
   uint32_t magic;
@@ -280,6 +286,7 @@ struct tally_rt_instance
   void (*reset) (void);
   void (*pin) (void);
   void (*tls_attach) (struct tally_module *m);
+  int (*exec_dump) (int done);
 };
 
 /* This copy's entry points.  */

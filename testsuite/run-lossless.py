@@ -96,7 +96,8 @@ def check_fork(a, work):
 def check_exec(a, work):
     """Every exec function writes the counts before the image goes; a failed
     exec keeps counting; a vfork child's exec writes nothing; an
-    instrumented image exec'ing itself finds the earlier file in place."""
+    instrumented image exec'ing itself finds the earlier file in place; an
+    exec while another thread dumps leaves a complete file."""
     for hooks, at in (("inline", "late"), ("call", "early")):
         exe = build(a, work, "exec.c", hooks, ["-D_GNU_SOURCE", "-fplugin-arg-tally-at=" + at],
                     name="exec-" + at)
@@ -128,6 +129,20 @@ def check_exec(a, work):
         run([exe, "self", out, mid], env={"TALLY_OUTPUT": out})
         want(a, mid, "f", 5, what=tag + " before exec of itself")
         want(a, out, "f", 1, what=tag + " the new image")
+    # exec while another thread dumps in a loop: the exec waits for that
+    # dump and holds the lock through the exec, so the file is complete,
+    # has every call, and no cut-short temporary file is left.
+    for hooks in ("inline", "call"):
+        exe = build(a, work, "exec-dump.c", hooks, ["-pthread"])
+        sub = os.path.join(work, "exec-dump-files-" + hooks)
+        os.mkdir(sub)
+        for i in range(20):
+            data = os.path.join(sub, "%d.data" % i)
+            p = run([exe], env={"TALLY_OUTPUT": data})
+            expect(p.stderr == "", "exec-dump %s: %r" % (hooks, p.stderr))
+            want(a, data, "f", 100000, what="exec-dump %s run %d" % (hooks, i))
+        left = sorted(f for f in os.listdir(sub) if ".tmp." in f)
+        expect(not left, "exec-dump %s: dumps cut short by the exec: %s" % (hooks, left))
     # Redirection is for the libc functions only: a program's own execv, or
     # one with another signature, is called as written.
     sub = os.path.join(work, "own")
