@@ -922,23 +922,135 @@ def path_variants(buf):
     yield "path truncated", body[:-8]
 
 
-def check_bad_meas(a, work):
+def path_nodes_at(body):
+    """(offset of the first PATH node, node count) of BODY."""
+    at = body.index(b"PATH")
+    nrec = struct.unpack_from("<I", body, at + 16)[0]
+    n_at = at + 20 + 4 * nrec
+    return n_at + 4, struct.unpack_from("<I", body, n_at)[0]
+
+
+def frames_variants(buf):
+    """Damaged FRMS records (and PATH nodes naming frames), each a valid
+    file otherwise."""
+    body = buf[:-16]
+    at = body.index(b"FRMS")
+    n = struct.unpack_from("<I", body, at + 4)[0]
+    first = at + 8
+    name_len = struct.unpack_from("<I", body, first + 12)[0]
+    second = first + 16 + name_len
+    yield "frames count 0", body[:at + 4] + struct.pack("<I", 0) + body[at + 8:]
+    yield "frames count huge", body[:at + 4] + struct.pack("<I", 0x10000000) + body[at + 8:]
+    yield "frames id below base", body[:first] + struct.pack("<I", 0x10) + body[first + 4:]
+    if n > 1:
+        yield "frames ids out of order", (body[:second] + body[first:first + 4]
+                                          + body[second + 4:])
+    yield "frames name past the end", (body[:first + 12] + struct.pack("<I", 0x7fffff)
+                                       + body[first + 16:])
+    yield "frames without path", body[:body.index(b"PATH")]
+    nodes, count = path_nodes_at(body)
+    frame_nodes = [nodes + 32 * i for i in range(count)
+                   if struct.unpack_from("<I", body, nodes + 32 * i + 4)[0] >= 0xf0000000]
+    if frame_nodes:
+        k = frame_nodes[0]
+        yield "path frame not in frames", (body[:k + 4] + struct.pack("<I", 0xf0000fff)
+                                           + body[k + 8:])
+        yield "path frame with values", (body[:k + 8] + struct.pack("<QQQ", 1, 1, 1)
+                                         + body[k + 32:])
+
+
+def pevt_variants(buf):
+    """Damaged PEVT records (events per path), each a valid file otherwise."""
+    body = buf[:-16]
+    at = body.index(b"PEVT")
+    e, n = struct.unpack_from("<II", body, at + 4)
+    yield "pevt event count", body[:at + 4] + struct.pack("<I", e + 1) + body[at + 8:]
+    yield "pevt node count", body[:at + 8] + struct.pack("<I", n + 1) + body[at + 12:]
+    # The first node with a function: its first event's values.
+    nodes, count = path_nodes_at(body)
+    k = next(i for i in range(count)
+             if struct.unpack_from("<I", body, nodes + 32 * i + 4)[0] < 0xf0000000)
+    v = at + 12 + 16 * e * k
+    yield "pevt exclusive above inclusive", (body[:v] + struct.pack("<QQ", 1, 2)
+                                             + body[v + 16:])
+    yield "pevt truncated", body[:-8]
+    yield "pevt without path", body[:body.index(b"PATH")] + body[at:]
+
+
+def file_with_pevt(a, work):
+    """A measure=papi paths=on file with two events per path, or None
+    without PAPI."""
+    if a.papi != "1":
+        return None
+    exe = os.path.join(work, "tree-papi-paths")
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
+         "-fplugin-arg-tally-measure=papi", "-fplugin-arg-tally-paths=on",
+         os.path.join(a.srcdir, "measure", "tree.c"), "-o", exe, a.runtime,
+         a.runtime_papi, "-lpapi", "-lpthread"])
+    run([exe], env={"TALLY_OUTPUT": exe + ".data",
+                    "TALLY_PAPI_EVENTS": "perf::TASK-CLOCK,perf::PAGE-FAULTS"})
+    with open(exe + ".data", "rb") as f:
+        return f.read()
+
+
+def bad_variants(a, work):
+    """(name, damaged file) for every damaged MEAS, PATH, FRMS and PEVT
+    record this build can make."""
     buf = file_with_paths(a, work)
     for name, body in path_variants(buf):
+        yield name, rewrap(body)
+    if b"FRMS" in buf:  # (libunwind found frames below main)
+        for name, body in frames_variants(buf):
+            yield name, rewrap(body)
+    for name, body in meas_variants(file_with_meas(a, work)):
+        yield "meas " + name, rewrap(body)
+    pevt = file_with_pevt(a, work)
+    if pevt:
+        for name, body in pevt_variants(pevt):
+            yield name, rewrap(body)
+
+
+def check_bad_meas(a, work):
+    """The reader rejects each damaged record with a message naming the
+    file; the runtime's merge-on-write moves it aside instead of merging
+    it (and does not crash)."""
+    names = []
+    merger = os.path.join(work, "merge")
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
+         "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-paths=on",
+         "-I", os.path.join(a.srcdir, "..", "include"),
+         os.path.join(a.srcdir, "measure", "merge.c"), "-o", merger, a.runtime,
+         "-lpthread"])
+    sub = os.path.join(work, "m")
+    os.mkdir(sub)
+    pattern = os.path.join(sub, "t.%m.data")
+    run([merger, pattern, os.path.join(sub, "plain"), "1"])
+    target = [os.path.join(sub, f) for f in os.listdir(sub)
+              if f.startswith("t.") and f.endswith(".data")][0]
+    for name, content in bad_variants(a, work):
+        names.append(name)
         path = os.path.join(work, "bad.data")
         with open(path, "wb") as f:
-            f.write(rewrap(body))
+            f.write(content)
         p = run([a.tally, "report", path], check=False)
         expect(p.returncode == 1 and "corrupt" in p.stderr and "bad.data" in p.stderr,
                "%s: exit %d, stderr %r" % (name, p.returncode, p.stderr))
-    buf = file_with_meas(a, work)
-    for name, body in meas_variants(buf):
-        path = os.path.join(work, "bad.data")
-        with open(path, "wb") as f:
-            f.write(rewrap(body))
-        p = run([a.tally, "report", path], check=False)
-        expect(p.returncode == 1 and "corrupt" in p.stderr and "bad.data" in p.stderr,
-               "%s: exit %d, stderr %r" % (name, p.returncode, p.stderr))
+        # The runtime's merge checks the file as strictly.
+        with open(target, "wb") as f:
+            f.write(content)
+        p = run([merger, pattern, os.path.join(sub, "plain"), "1"], check=False)
+        expect(p.returncode == 0 and "not merged, moved aside to " + target + ".bad"
+               in p.stderr, "%s: the runtime's merge: exit %d, %r"
+               % (name, p.returncode, p.stderr))
+        with open(target + ".bad", "rb") as f:
+            expect(f.read() == content, "%s: the file moved aside changed" % name)
+        run([a.tally, "report", target])
+    for want_name in ("path parent not earlier", "meas value count 0"):
+        expect(want_name in names, "no %r variant" % want_name)
+    if a.unwind == "1":
+        expect("frames count 0" in names, "no FRMS variants: %s" % names)
+    if a.papi == "1":
+        expect("pevt event count" in names, "no PEVT variants: %s" % names)
 
 
 def write_corpus(a, out_dir):
@@ -957,6 +1069,17 @@ def write_corpus(a, out_dir):
     for name, body in meas_variants(buf):
         with open(os.path.join(out_dir, "meas-" + name.replace(" ", "-").replace("+", "plus")), "wb") as f:
             f.write(rewrap(body))
+    if b"FRMS" in buf2:
+        for name, body in frames_variants(buf2):
+            with open(os.path.join(out_dir, name.replace(" ", "-")), "wb") as f:
+                f.write(rewrap(body))
+    buf3 = file_with_pevt(a, work)
+    if buf3:
+        with open(os.path.join(out_dir, "pevt-valid"), "wb") as f:
+            f.write(buf3)
+        for name, body in pevt_variants(buf3):
+            with open(os.path.join(out_dir, name.replace(" ", "-")), "wb") as f:
+                f.write(rewrap(body))
 
 
 CHECKS = {
