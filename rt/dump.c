@@ -993,7 +993,8 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
     }
   /* The output record of each record, ours first; their function counts
      and first function ids.  */
-  arrays_len = ((size_t) 5 * ours_n + 3 * (size_t) old_n + 1) * 4;
+  /* Three arrays of each side, and the output's function counts.  */
+  arrays_len = ((size_t) 4 * ours_n + 4 * (size_t) old_n + 1) * 4;
   arrays = (uint32_t *) merge_memory (arrays_len, path, &e);
   if (!arrays)
     goto out;
