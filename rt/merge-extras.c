@@ -474,6 +474,8 @@ fold (struct job *j, int s)
           if (r == UINT32_MAX)
             continue;
           const struct tally_rt_range *g = &j->rg[s][r];
+          if (sd->out[g->rec] >= j->nout)
+            continue;
           out = j->outbase[sd->out[g->rec]] + (id - g->base);
         }
       uint32_t k = node_find (j, parent, out);
@@ -667,7 +669,8 @@ tally_rt_merge_extras (const struct tally_rt_xside *ours,
       j.inv[s] = (uint32_t *) carve (&sp, (size_t) nout * 4);
       memset (j.inv[s], 0xff, (size_t) nout * 4);
       for (uint32_t r = 0; r < sd[s]->n; r++)
-        j.inv[s][sd[s]->out[r]] = r;
+        if (sd[s]->out[r] < nout)
+          j.inv[s][sd[s]->out[r]] = r;
     }
   /* 1. MEAS: where each record's values are, and the names' order.  */
   j.names = ours->x->meas ? ours->buf + ours->x->meas
