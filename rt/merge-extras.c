@@ -428,8 +428,14 @@ frame_same (const unsigned char *a, const unsigned char *b)
 static uint32_t
 node_find (struct job *j, uint32_t parent, uint32_t fn)
 {
-  uint32_t h = (parent * 0x9e3779b1u) ^ (fn * 0x85ebca77u);
-  h ^= h >> 15;
+  /* murmur3's finaliser: nodes differ in few bits (siblings' functions
+     are neighbours), so mix them all before probing linearly.  */
+  uint32_t h = parent * 0x9e3779b1u + fn;
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
   for (;; h++)
     {
       uint32_t *s = &j->slots[h & (j->nslots - 1)];
