@@ -19,6 +19,8 @@ Per variant:
             calls; each pair runs the base and the variant back to back,
             alternating which goes first;
   time x    median of the pairs' variant/base time ratios.
+Below the table: the cost of one bare `rdtsc` on this machine (the floor
+of the cycles modes, which read it twice per call), timed in the same run.
 uftrace records every call to disk, so it is timed at a tenth of the
 iterations (against a base run of the same size) and not run under
 cachegrind (its work is in another process).  Options that cannot be built
@@ -41,6 +43,30 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CALLS_PER_ITER = 5
+
+
+# One bare time-stamp read, timed over 10^7 of them: prints ns per read.
+TSC_PROGRAM = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+int main (void)
+{
+  struct timespec a, b;
+  uint64_t s = 0;
+  clock_gettime (CLOCK_MONOTONIC, &a);
+  for (int i = 0; i < 10000000; i++)
+    {
+      uint32_t lo, hi;
+      __asm__ __volatile__ ("rdtsc" : "=a"(lo), "=d"(hi));
+      s += lo ^ hi;
+    }
+  clock_gettime (CLOCK_MONOTONIC, &b);
+  printf ("%.3f\n", ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / 1e7
+          + (s == 1 ? 1e-9 : 0));
+  return 0;
+}
+"""
 
 
 def sh(cmd, **kw):
@@ -171,11 +197,23 @@ def main():
     if not have_papi:
         print("measure.py: -lpapi does not link; the papi row is left out", file=sys.stderr)
 
+    # The floor of the cycles modes: what one bare time-stamp read costs
+    # here (two per call), measured in the same run.
+    tsc = os.path.join(work, "tsc")
+    sh(["gcc", "-O2", "-x", "c", "-", "-o", tsc], input=TSC_PROGRAM)
+    reads = [float(sh([tsc]).stdout) for _ in range(5)]
+    floor = statistics.median(reads)
+    print("bare rdtsc: %.2f ns per read (median of 5 x 10^7 reads)" % floor,
+          file=sys.stderr)
+
     lines = ["| variant | Ir/call | ns/call | time x base |",
              "|---|---:|---:|---:|"]
     for name, irc, ns, ratio in rows:
         lines.append("| %s | %s | %.2f | %.2f |" % (
             name, "%.1f" % irc if irc is not None else "-", ns, ratio))
+    lines.append("")
+    lines.append("A bare `rdtsc` costs %.2f ns here (median of 5 loops of 10^7 reads): "
+                 "the cycles modes read it twice per call, %.1f ns." % (floor, 2 * floor))
     table = "\n".join(lines)
     print(table)
     if a.out:

@@ -26,6 +26,7 @@
  *                                    dtor () { __tally_unregister (&__tally.module); }
  */
 #include "tally-plugin.h"
+#include "md5.h"
 
 #include "tally/abi.h"
 
@@ -285,22 +286,33 @@ tally_add_function (tree fndecl, const tally_fn_layout &layout)
   return info;
 }
 
-/* FNV-1a, 64 bit: identifies this compilation's instrumentation layout, so
-   reports can tell two builds of a module apart.  Deterministic: the same
-   source and options give the same checksum.  */
-static uint64_t
-hash_bytes (uint64_t h, const void *p, size_t n)
+/* The module checksum: the first 64 bits of the MD5 digest (GCC's own,
+   from libiberty) of this compilation's instrumentation layout, so reports
+   and merges tell two builds of a module apart; a cryptographic digest,
+   so no two layouts collide by construction of the bytes hashed, as they
+   can with a multiply-xor hash.  Deterministic: the same source and
+   options give the same checksum.  */
+static void
+hash_bytes (md5_ctx *h, const void *p, size_t n)
 {
-  const unsigned char *s = (const unsigned char *) p;
-  while (n--)
-    h = (h ^ *s++) * 0x100000001b3ull;
-  return h;
+  md5_process_bytes (p, n, h);
+}
+
+static void
+hash_str (md5_ctx *h, const char *s)
+{
+  hash_bytes (h, s, strlen (s) + 1);
 }
 
 static uint64_t
-hash_str (uint64_t h, const char *s)
+hash_finish (md5_ctx *h)
 {
-  return hash_bytes (h, s, strlen (s) + 1);
+  unsigned char digest[16];
+  md5_finish_ctx (h, digest);
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--)
+    v = (v << 8) | digest[i];
+  return v;
 }
 
 static tree
@@ -447,10 +459,11 @@ tally_emit_module (void *, void *)
 
   /* 1. The function descriptors and the table of pointers to them.  */
   unsigned n = records.length ();
-  uint64_t h = 0xcbf29ce484222325ull;
-  h = hash_str (h, main_input_filename ? main_input_filename : "");
+  md5_ctx hctx;
+  md5_init_ctx (&hctx);
+  hash_str (&hctx, main_input_filename ? main_input_filename : "");
   unsigned mflags = module_flags ();
-  h = hash_bytes (h, &mflags, sizeof mflags);
+  hash_bytes (&hctx, &mflags, sizeof mflags);
   tree desc_ptr = pointer_to (fn_type ());
   vec<constructor_elt, va_gc> *table = NULL;
   for (unsigned i = 0; i < n; i++)
@@ -482,14 +495,15 @@ tally_emit_module (void *, void *)
       varpool_node::finalize_decl (desc);
       CONSTRUCTOR_APPEND_ELT (table, build_int_cst (sizetype, i),
                               fold_convert (desc_ptr, build_fold_addr_expr (desc)));
-      h = hash_str (h, r.symbol);
-      h = hash_str (h, r.file);
-      h = hash_bytes (h, &r.line, sizeof r.line);
-      h = hash_bytes (h, &r.ncounters, sizeof r.ncounters);
-      h = hash_bytes (h, &r.nvisited, sizeof r.nvisited);
+      hash_str (&hctx, r.symbol);
+      hash_str (&hctx, r.file);
+      hash_bytes (&hctx, &r.line, sizeof r.line);
+      hash_bytes (&hctx, &r.ncounters, sizeof r.ncounters);
+      hash_bytes (&hctx, &r.nvisited, sizeof r.nvisited);
       if (!r.map.is_empty ())
-        h = hash_bytes (h, r.map.address (), r.map.length ());
+        hash_bytes (&hctx, r.map.address (), r.map.length ());
     }
+  uint64_t h = hash_finish (&hctx);
   tree table_type = build_array_type_nelts (desc_ptr, n);
   tree table_decl = make_static_var ("__tally.fns", table_type);
   TREE_READONLY (table_decl) = 1;

@@ -946,8 +946,9 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
           n = append (tmp, 0, sizeof tmp, path);
           n = append (tmp, n, sizeof tmp, suffix);
           tmp[n] = 0;
+          struct stat taken;
           for (unsigned k = 1; suffix[1] == 'o' && k < 1000
-                               && access (tmp, F_OK) == 0; k++)
+                               && stat (tmp, &taken) == 0; k++)
             {
               char digits[24];
               tally_rt_utoa (digits, k);

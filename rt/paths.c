@@ -64,13 +64,20 @@ bad:
   return def;
 }
 
+/* Set while this thread maps the tree: a signal handler's hook in between
+   gets no path instead of waiting for itself.  */
+static __thread int setting_up __attribute__ ((tls_model ("initial-exec")));
+
 static int
 setup (void)
 {
   int expected = 0;
+  if (setting_up)
+    return 0;
   if (__atomic_compare_exchange_n (&state, &expected, 1, 0, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE))
     {
+      setting_up = 1;
       capacity = env_u32 ("TALLY_PATH_NODES", DEFAULT_NODES, 2, MAX_NODES);
       depth_limit = env_u32 ("TALLY_PATH_DEPTH", DEFAULT_DEPTH, 1, MAX_DEPTH);
       nslots = 32;
@@ -88,6 +95,7 @@ setup (void)
                           "(TALLY_PATH_NODES=%u); call paths are not "
                           "recorded", capacity);
           __atomic_store_n (&state, 3, __ATOMIC_RELEASE);
+          setting_up = 0;
           return 0;
         }
       nodes = (struct tally_path_node *) n;
@@ -96,6 +104,7 @@ setup (void)
       nodes[0].fn_plus1 = 0;
       used = 1;
       __atomic_store_n (&state, 2, __ATOMIC_RELEASE);
+      setting_up = 0;
       return 1;
     }
   while ((expected = __atomic_load_n (&state, __ATOMIC_ACQUIRE)) == 1)

@@ -9,6 +9,8 @@
 
 #define TALLY_HIDDEN __attribute__ ((visibility ("hidden")))
 
+#include "sys.h" /* before any other header: see there */
+
 /* struct tally_module.rt_state values.  */
 #define TALLY_STATE_REGISTERED 1u
 #define TALLY_STATE_GONE 2u

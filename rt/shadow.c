@@ -64,6 +64,14 @@ static __thread struct tally_sframe *ss_base
 static __thread uint64_t ss_overflow
     __attribute__ ((tls_model ("initial-exec")));
 
+/* Re-entry guard: nonzero while the thread is in code outside the runtime
+   that the runtime called itself (mmap and pthread while the thread's stack
+   is set up, libunwind, PAPI), which may run instrumented code (an
+   allocator the program defines, a read(2) wrapper).  Hooks that run
+   meanwhile are counted but not measured: a frame is not pushed, a path not
+   looked up, PAPI not read again while it is reading.  */
+static __thread unsigned rt_busy __attribute__ ((tls_model ("initial-exec")));
+
 /* The key whose destructor closes a thread's frames; created once.  */
 static pthread_key_t ss_key;
 static pthread_once_t ss_key_once = PTHREAD_ONCE_INIT;
@@ -120,12 +128,14 @@ close_frames (struct tally_sframe *new_top, uint64_t now)
       account (fn, d, child, 1); /* the slow path: atomic is cheap */
       if (node != TALLY_PATH_NONE)
         tally_rt_path_add (node, fn->id, d, d > child ? d - child : 0);
-      if ((f->flags & TALLY_SF_PAPI) && tally_rt_papi_pop)
+      if ((f->flags & TALLY_SF_PAPI) && tally_rt_papi_pop && !rt_busy)
         {
+          rt_busy++;
           if (!have_ev)
             have_ev = tally_rt_papi_read (ev) >= 0;
           if (have_ev)
             tally_rt_papi_pop ((size_t) (f - ss_base), fn->id, node, ev);
+          rt_busy--;
         }
     }
 }
@@ -217,9 +227,18 @@ push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa,
   top->node = node;
   top->child = 0;
   /* measure=papi: the events' values at entry, then the clock.  */
-  if ((flags & TALLY_SF_PAPI) && tally_rt_papi_push
-      && tally_rt_papi_push ((size_t) (top - ss_base)) != 0)
-    flags &= ~TALLY_SF_PAPI;
+  if (flags & TALLY_SF_PAPI)
+    {
+      int ok = 0;
+      if (tally_rt_papi_push && !rt_busy)
+        {
+          rt_busy++;
+          ok = tally_rt_papi_push ((size_t) (top - ss_base)) == 0;
+          rt_busy--;
+        }
+      if (!ok)
+        flags &= ~TALLY_SF_PAPI;
+    }
   top->flags = flags;
   top->start = rdtsc ();
   __atomic_signal_fence (__ATOMIC_SEQ_CST);
@@ -232,9 +251,18 @@ static inline uint32_t
 path_of (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa)
 {
   struct tally_sframe *parent = top - 1;
-  uint32_t pnode = parent->fn ? tally_rt_path_owner (parent->node,
-                                                     parent->fn->id)
-                              : tally_rt_unwind_base (cfa);
+  uint32_t pnode;
+  if (parent->fn)
+    pnode = tally_rt_path_owner (parent->node, parent->fn->id);
+  else if (rt_busy)
+    return TALLY_PATH_NONE; /* a hook inside libunwind */
+  else
+    {
+      rt_busy++;
+      pnode = tally_rt_unwind_base (cfa);
+      rt_busy--;
+    }
+  /* Lock-free, and safe in signal handlers (paths.c).  */
   return tally_rt_path_node (pnode, fn->id);
 }
 
@@ -244,8 +272,16 @@ enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths, uint32_t flags)
   int saved = errno;
   struct tally_sframe *pushed = NULL;
   uint64_t cfa = (uint64_t) (uintptr_t) cfa_ptr;
-  if (!ss_base && thread_init () != 0)
-    goto out;
+  if (rt_busy)
+    goto out; /* a hook inside the runtime's own calls: counted only */
+  if (!ss_base)
+    {
+      rt_busy++;
+      int rc = thread_init ();
+      rt_busy--;
+      if (rc != 0)
+        goto out;
+    }
   struct tally_sframe *top = __tally_ss.top;
   /* 1. Stale frames: every frame whose CFA is not above ours.  */
   if (top[-1].cfa <= cfa && top - 1 > ss_base && !on_alt_stack ())
@@ -285,8 +321,9 @@ void
 __tally_cyc_exit_slow (struct tally_fn *fn, void *cfa_ptr, uint64_t now)
 {
   uint64_t cfa = (uint64_t) (uintptr_t) cfa_ptr;
-  if (!ss_base)
-    return; /* entered before this thread had a stack: nothing to pop */
+  if (!ss_base || rt_busy)
+    return; /* entered before this thread had a stack, or inside the
+               runtime's own calls: nothing was pushed */
   /* 2. Our frame is the nearest one whose CFA is not below ours.  */
   struct tally_sframe *f = __tally_ss.top - 1;
   while (f > ss_base && f->cfa < cfa)

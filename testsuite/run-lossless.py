@@ -644,6 +644,40 @@ def check_ctor(a, work):
                        % (tag, fn, got.get(fn), (n, n)))
 
 
+def check_reentry(a, work):
+    """A program defining its own, instrumented, write, strlen and memcpy
+    (functions the runtime would call while writing the file, and that
+    libunwind calls under paths=on): the runtime runs none of them itself
+    and never waits for itself; every call the program and the libraries
+    made is in the file exactly (the program counts them apart).  hooks
+    inline and call, counting and measure=cycles, paths=on, update=atomic;
+    static and shared runtime; with a tally_dump in the middle."""
+    configs = [("inline", ()), ("call", ()),
+               ("inline", ("-fplugin-arg-tally-measure=cycles",)),
+               ("call", ("-fplugin-arg-tally-measure=cycles",)),
+               ("call", ("-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-paths=on")),
+               ("inline", ("-fplugin-arg-tally-update=atomic",))]
+    for n, (hooks, opts) in enumerate(configs):
+        for rt in ("static", "shared"):
+            tag = "hooks=%s %s, %s runtime" % (hooks, " ".join(opts), rt)
+            exe = os.path.join(work, "reentry-%d-%s" % (n, rt))
+            run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
+                 *opts, "-I", a.include, os.path.join(a.srcdir, "lossless", "reentry.c"),
+                 "-o", exe, *([a.runtime] if rt == "static" else shared_runtime(a))])
+            for arg in ((), ("dump",)):
+                data = exe + ("-dump" if arg else "") + ".data"
+                p = run([exe, *arg], env={"TALLY_OUTPUT": data}, timeout=60)
+                expect(p.stdout == "sum 1499500\n", "%s: output %r" % (tag, p.stdout))
+                w, sl, mc = map(int, p.stderr.split())
+                # Only libunwind (paths=on) calls them besides the program.
+                paths = "-fplugin-arg-tally-paths=on" in opts
+                expect(w == 1 and (sl == 1 and mc == 1 or paths and sl >= 1 and mc >= 1),
+                       "%s: the calls seen are %r, want 1 1 1" % (tag, p.stderr))
+                expected = {"f": (1000, 1000), "main": (1, 1), "write": (w, w),
+                            "strlen": (sl, sl), "memcpy": (mc, mc)}
+                want_all(a, data, expected, what=tag + (" with a dump" if arg else ""))
+
+
 CHECKS = {
     "fork": check_fork,
     "exec": check_exec,
@@ -655,6 +689,7 @@ CHECKS = {
     "dlopen": check_dlopen,
     "signal-handler": check_signal_handler,
     "ctor": check_ctor,
+    "reentry": check_reentry,
 }
 
 

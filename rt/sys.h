@@ -1,0 +1,61 @@
+/* rt/sys.h - the runtime calls no function a program could define itself.
+ *
+ * A program may define its own, instrumented, strlen, memcpy or write (a
+ * logging wrapper, a libc-free build).  ELF interposition then sends the
+ * runtime's own calls there: hooks would run inside the dump, counts would
+ * move while the file is written, and a hook needing the runtime's state
+ * (the calling-context tree being set up, a thread's shadow stack being
+ * mapped) would wait for itself.  So every source of the runtime includes
+ * this header (through rt.h), which gives the string and memory functions
+ * and the file-system calls of the dump path other assembler names: the
+ * runtime's own copies (sys.c), the calls direct system calls.  GCC uses
+ * the same names for the block copies and clears it emits itself, and the
+ * runtime is built with -fno-tree-loop-distribute-patterns so that no loop
+ * becomes a call.
+ *
+ * What remains are calls no program defines in practice (mmap, pthread,
+ * dl*) and the libraries the runtime uses (PAPI, libunwind), which may
+ * allocate; rt/shadow.c's re-entry guard covers those.  */
+#ifndef TALLY_RT_SYS_H
+#define TALLY_RT_SYS_H
+
+#include <fcntl.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define TALLY_RT_REDIRECT(name) __asm__ ("tally_rt_sys_" #name)
+
+#ifndef TALLY_RT_SYS_IMPL
+extern size_t strlen (const char *) TALLY_RT_REDIRECT (strlen);
+extern size_t strnlen (const char *, size_t) TALLY_RT_REDIRECT (strnlen);
+extern int strcmp (const char *, const char *) TALLY_RT_REDIRECT (strcmp);
+extern int strncmp (const char *, const char *, size_t)
+    TALLY_RT_REDIRECT (strncmp);
+extern int memcmp (const void *, const void *, size_t)
+    TALLY_RT_REDIRECT (memcmp);
+extern void *memcpy (void *, const void *, size_t) TALLY_RT_REDIRECT (memcpy);
+extern void *memmove (void *, const void *, size_t)
+    TALLY_RT_REDIRECT (memmove);
+extern void *memset (void *, int, size_t) TALLY_RT_REDIRECT (memset);
+extern ssize_t write (int, const void *, size_t) TALLY_RT_REDIRECT (write);
+extern int close (int) TALLY_RT_REDIRECT (close);
+extern int rename (const char *, const char *) TALLY_RT_REDIRECT (rename);
+extern int unlink (const char *) TALLY_RT_REDIRECT (unlink);
+extern pid_t getpid (void) TALLY_RT_REDIRECT (getpid);
+extern ssize_t readlink (const char *, char *, size_t)
+    TALLY_RT_REDIRECT (readlink);
+/* glibc already renames these (open64, ...), so they are macros.  */
+int tally_rt_sys_open (const char *path, int flags, ...) TALLY_HIDDEN;
+int tally_rt_sys_fcntl (int fd, int cmd, ...) TALLY_HIDDEN;
+int tally_rt_sys_fstat (int fd, struct stat *st) TALLY_HIDDEN;
+int tally_rt_sys_stat (const char *path, struct stat *st) TALLY_HIDDEN;
+#define open tally_rt_sys_open
+#define fcntl tally_rt_sys_fcntl
+#define fstat tally_rt_sys_fstat
+#define stat(path, st) tally_rt_sys_stat (path, st)
+#endif
+
+#endif /* TALLY_RT_SYS_H */
