@@ -1863,6 +1863,7 @@ cmd_report (int argc, char **argv)
     {
       int rc = tree_command ("report --tree", paths, npaths, NULL, 0, event);
       free (paths);
+      free (opts.lines);
       return rc;
     }
 
