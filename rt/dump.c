@@ -260,20 +260,32 @@ put_events (struct writer *w, uint32_t id, unsigned nev)
       if (id != UINT32_MAX)
         tally_rt_papi_totals (id, e, &incl, &excl);
       put_u64 (w, incl);
-      put_u64 (w, excl);
+      put_u64 (w, excl < incl ? excl : incl);
     }
+}
+
+/* The PAPI events a dump writes (measure=papi), fixed once per dump (a
+   thread's first hook may set PAPI up between its two passes).  */
+static unsigned
+papi_events (void)
+{
+  const char *ev_names[TALLY_PAPI_MAX];
+  return tally_rt_papi_events ? tally_rt_papi_events (ev_names) : 0;
 }
 
 /* The measured values (measure=cycles) of NMODULES module records: the
    live modules in HEAD's list order, then the retained ones, as
-   put_records writes them.  Written only when some module measures.  */
+   put_records writes them, with NEV PAPI events.  Written only when some
+   module measures.  */
 static void
-put_meas (struct writer *w, struct tally_module *head, uint32_t nlive)
+put_meas (struct writer *w, struct tally_module *head, uint32_t nlive,
+          unsigned nev)
 {
   uint32_t cap;
   const struct tally_meas *meas = tally_rt_meas (&cap);
   const char *ev_names[TALLY_PAPI_MAX];
-  unsigned nev = tally_rt_papi_events ? tally_rt_papi_events (ev_names) : 0;
+  if (nev)
+    nev = tally_rt_papi_events (ev_names); /* set once: the same now */
   put_u32 (w, TALLY_TAG_MEAS);
   put_u32 (w, 1 + nev);
   put_str (w, "cycles");
@@ -320,13 +332,20 @@ put_meas (struct writer *w, struct tally_module *head, uint32_t nlive)
 }
 
 /* The calling-context tree (paths=on): the function-id base of each module
-   record, in put_records' order, then the nodes after the root.  */
+   record, in put_records' order, then the first N nodes after the root.
+   Other threads may add nodes meanwhile, so the dump fixes N once for both
+   of its passes (the sizing pass and the write must see the same count);
+   a node in that range still being made is written empty, as are values
+   read while an activation was adding to them out of order.  */
 static void
-put_paths (struct writer *w, struct tally_module *head, uint32_t nlive)
+put_paths (struct writer *w, struct tally_module *head, uint32_t nlive,
+           uint32_t n)
 {
-  uint32_t n, depth;
+  uint32_t now, depth;
   uint64_t lost;
-  const struct tally_path_node *nodes = tally_rt_paths (&n, &depth, &lost);
+  const struct tally_path_node *nodes = tally_rt_paths (&now, &depth, &lost);
+  if (!nodes)
+    n = 0;
   put_u32 (w, TALLY_TAG_PATH);
   put_u32 (w, depth);
   put_u64 (w, lost);
@@ -353,9 +372,40 @@ put_paths (struct writer *w, struct tally_module *head, uint32_t nlive)
       uint32_t parent = fn1 ? nodes[i].parent : 0;
       put_u32 (w, parent < i ? parent : 0);
       put_u32 (w, fn1 ? fn1 - 1 : UINT32_MAX);
+      uint64_t incl = fn1 ? __atomic_load_n (&nodes[i].incl, __ATOMIC_RELAXED) : 0;
+      uint64_t excl = fn1 ? __atomic_load_n (&nodes[i].excl, __ATOMIC_RELAXED) : 0;
       put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].calls, __ATOMIC_RELAXED) : 0);
-      put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].incl, __ATOMIC_RELAXED) : 0);
-      put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].excl, __ATOMIC_RELAXED) : 0);
+      put_u64 (w, incl);
+      put_u64 (w, excl < incl ? excl : incl);
+    }
+}
+
+/* measure=papi with paths=on: the NEV events of the first N nodes (as
+   put_paths), zero for a node still being made (readers ignore the values
+   of nodes without a function: one may have been filled meanwhile).  */
+static void
+put_path_events (struct writer *w, uint32_t n, unsigned nev)
+{
+  uint32_t now, depth;
+  uint64_t lost;
+  const struct tally_path_node *nodes = tally_rt_paths (&now, &depth, &lost);
+  const uint64_t *ev = tally_rt_path_events ();
+  if (!nodes)
+    n = 0;
+  put_u32 (w, TALLY_TAG_PATH_EVENTS);
+  put_u32 (w, nev);
+  put_u32 (w, n ? n - 1 : 0);
+  for (uint32_t i = 1; i < n; i++)
+    {
+      int have = ev && __atomic_load_n (&nodes[i].fn_plus1, __ATOMIC_ACQUIRE);
+      const uint64_t *at = ev + (size_t) i * TALLY_PAPI_MAX * 2;
+      for (unsigned k = 0; k < nev; k++)
+        {
+          uint64_t incl = have ? __atomic_load_n (&at[2 * k], __ATOMIC_RELAXED) : 0;
+          uint64_t excl = have ? __atomic_load_n (&at[2 * k + 1], __ATOMIC_RELAXED) : 0;
+          put_u64 (w, incl);
+          put_u64 (w, excl < incl ? excl : incl);
+        }
     }
 }
 
@@ -380,12 +430,32 @@ put_frames (struct writer *w, uint32_t nframes)
       }
 }
 
-static int
+static int any_measured (struct tally_module *head);
+
+/* The records after the modules: MEAS (with NEV events) if MEAS, FRMS of
+   NFRAMES frames, PATH of PATHS nodes if any, and their events.  */
+static void
+put_extras (struct writer *w, struct tally_module *head, uint32_t nlive,
+            int meas, unsigned nev, uint32_t nframes, uint32_t paths)
+{
+  if (meas)
+    put_meas (w, head, nlive, nev);
+  if (nframes)
+    put_frames (w, nframes);
+  if (paths)
+    put_paths (w, head, nlive, paths);
+  if (paths && meas && nev)
+    put_path_events (w, paths, nev);
+}
+
+/* The nodes of the calling-context tree, the root included, read once
+   for a dump; 0 without a tree.  */
+static uint32_t
 any_paths (void)
 {
   uint32_t n, depth;
   uint64_t lost;
-  return tally_rt_paths (&n, &depth, &lost) != NULL;
+  return tally_rt_paths (&n, &depth, &lost) ? n : 0;
 }
 
 /* Whether any module, live or retained, measures (TALLY_MOD_MEASURE_*).  */
@@ -782,25 +852,39 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
                    struct tally_module *head, uint32_t nlive)
 {
   int rc = -1, e = 0, lfd = -1;
-  unsigned char *ours = NULL, *old = NULL;
+  unsigned char *ours = NULL, *old = NULL, *xbuf = NULL;
   struct base_entry *entries = NULL;
-  size_t ours_len = 0, old_len = 0, old_rec = 0;
+  uint32_t *arrays = NULL;
+  size_t ours_len = 0, ours_size = 0, old_len = 0, old_rec = 0, xlen = 0;
+  size_t arrays_len = 0;
   uint32_t old_n = 0;
+  struct tally_rt_extras ox, oldx;
   char tmp[4096 + 32];
+  memset (&ox, 0, sizeof ox);
+  memset (&oldx, 0, sizeof oldx);
 
-  /* 1. Our records.  */
+  /* 1. Our records, then our measured values and call paths.  */
+  int meas = any_measured (head);
+  unsigned nev = papi_events ();
+  uint32_t paths = any_paths ();
+  uint32_t nframes = paths ? tally_rt_frames_snapshot () : 0;
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_records (&w, head, nlive);
   ours_len = (size_t) w.total;
+  if (ours_len)
+    put_extras (&w, head, nlive, meas, nev, nframes, paths);
+  ours_size = (size_t) w.total;
   uint32_t ours_n = nlive + retained_count;
   if (ours_len)
     {
-      void *m = merge_memory (ours_len, path, &e);
+      void *m = merge_memory (ours_size, path, &e);
       if (!m)
         goto out;
       ours = (unsigned char *) m;
       w = (struct writer){ ours, -1, 0, 0, 0, 0 };
       put_records (&w, head, nlive);
+      put_extras (&w, head, nlive, meas, nev, nframes, paths);
+      tally_rt_extras_locate (ours, ours_len, ours_size, &ox);
     }
   /* Which module each live record is: the next baseline's index.  */
   if (nlive)
@@ -870,16 +954,28 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
             }
           old = (unsigned char *) m;
           old_len = (size_t) st.st_size;
-          why = tally_rt_check_file (old, old_len, &old_rec, &old_n);
+          why = tally_rt_check_file (old, old_len, &old_rec, &old_n, &oldx);
         }
       else
         why = "empty";
       close (ofd);
+      const char *suffix = ".bad";
+      if (!why && (why = tally_rt_meas_conflict (ours, &ox, old, &oldx)))
+        suffix = ".other"; /* a valid file: kept apart, never replaced */
       if (why)
         {
           n = append (tmp, 0, sizeof tmp, path);
-          n = append (tmp, n, sizeof tmp, ".bad");
+          n = append (tmp, n, sizeof tmp, suffix);
           tmp[n] = 0;
+          struct stat taken;
+          for (unsigned k = 1; suffix[1] == 'o' && k < 1000
+                               && stat (tmp, &taken) == 0; k++)
+            {
+              char digits[24];
+              tally_rt_utoa (digits, k);
+              size_t d = append (tmp, n, sizeof tmp, ".");
+              tmp[append (tmp, d, sizeof tmp, digits)] = 0;
+            }
           if (rename (path, tmp) == 0)
             tally_rt_error ("%s: %s; not merged, moved aside to %s", path,
                             why, tmp);
@@ -890,6 +986,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
             munmap (old, old_len);
           old = NULL;
           old_len = old_n = 0;
+          memset (&oldx, 0, sizeof oldx);
         }
     }
 
@@ -916,15 +1013,76 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
       memcpy (ours + p, &partner, 4); /* read back in host order below */
       p += size;
     }
+  /* The output record of each record, ours first; their function counts
+     and first function ids.  */
+  /* Three arrays of each side, and the output's function counts.  */
+  arrays_len = ((size_t) 4 * ours_n + 4 * (size_t) old_n + 1) * 4;
+  arrays = (uint32_t *) merge_memory (arrays_len, path, &e);
+  if (!arrays)
+    goto out;
+  uint32_t *ours_nfns = arrays, *ours_ids = arrays + ours_n;
+  uint32_t *ours_out = ours_ids + ours_n, *old_nfns = ours_out + ours_n;
+  uint32_t *old_out = old_nfns + old_n, *old_off = old_out + old_n;
+  uint32_t *out_nfns = old_off + old_n;
   for (size_t q = old_rec, i = 0; i < old_n; i++)
     {
       size_t osize = tally_rt_rec_size (old + q, old_end - q);
+      old_off[i] = (uint32_t) q;
+      old_nfns[i] = tally_rt_get_u32 (old + q + 20);
+      old_out[i] = UINT32_MAX;
       if (tally_rt_get_u32 (old + q) == TALLY_TAG_MODULE)
         {
+          old_out[i] = ours_n + extra_n;
+          out_nfns[ours_n + extra_n] = old_nfns[i];
           extra_n++;
           extra_len += osize;
         }
       q += osize;
+    }
+  {
+    uint32_t i = 0;
+    for (struct tally_module *m = head; m && i < nlive; m = m->next)
+      if (module_live (m))
+        ours_ids[i++] = m->nfns ? m->fns[0]->id : UINT32_MAX;
+    for (uint32_t r = 0; r < retained_count; r++)
+      ours_ids[nlive + r] = retained_ids && r < RETAINED_IDS_MAX
+                                ? retained_ids[r] : UINT32_MAX;
+    size_t p = 0;
+    for (i = 0; i < ours_n; i++)
+      {
+        uint32_t partner;
+        memcpy (&partner, ours + p, 4);
+        ours_nfns[i] = out_nfns[i] = tally_rt_get_u32 (ours + p + 20);
+        ours_out[i] = i;
+        /* The old record it took: offsets increase with the index.  */
+        uint32_t lo = 0, hi = old_n;
+        while (partner && lo < hi)
+          {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (old_off[mid] < partner)
+              lo = mid + 1;
+            else
+              hi = mid;
+          }
+        if (partner && lo < old_n && old_off[lo] == partner)
+          old_out[lo] = i;
+        p += tally_rt_rec_size (ours + p, ours_len - p);
+      }
+  }
+  /* The measured values and call paths: ours since the last write, plus
+     the file's.  */
+  tally_rt_extras_delta (ours, &ox, ours_n, ours_nfns, ours_ids);
+  struct tally_rt_xside xs_ours = { ours, &ox, ours_n, ours_nfns, ours_out };
+  struct tally_rt_xside xs_old = { old, &oldx, old_n, old_nfns, old_out };
+  xlen = tally_rt_merge_extras (&xs_ours, &xs_old, ours_n + extra_n,
+                                out_nfns, &xbuf);
+  if (xlen == (size_t) -1)
+    {
+      xlen = 0;
+      e = ENOMEM;
+      tally_rt_error ("%s: no memory to merge the measurements; no data "
+                      "written", path);
+      goto out;
     }
 
   /* 5. Write.  */
@@ -932,7 +1090,8 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
   uint32_t nmodules = ours_n + extra_n;
   w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
   put_header (&w, 0, nmodules, flags, program);
-  uint64_t file_size = w.total + ours_len + extra_len + TALLY_TRAILER_SIZE;
+  uint64_t file_size = w.total + ours_len + extra_len + xlen
+                       + TALLY_TRAILER_SIZE;
   w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
   w.fd = open_tmp (path, tmp, sizeof tmp);
   if (w.fd < 0)
@@ -959,6 +1118,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
         put (&w, old + q, osize);
       q += osize;
     }
+  put (&w, xbuf, xlen);
   if (finish_file (&w, file_size, tmp, path) != 0)
     {
       e = errno;
@@ -969,8 +1129,9 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
   /* 6. Written: what was read is the new baseline, and the retained
      records are in the file.  */
   drop_baseline ();
+  tally_rt_extras_commit ();
   base_recs = ours;
-  base_len = ours_len;
+  base_len = ours_size;
   base_entries = entries;
   base_n = nlive;
   ours = NULL;
@@ -986,7 +1147,11 @@ out:
   if (old)
     munmap (old, old_len);
   if (ours)
-    munmap (ours, ours_len);
+    munmap (ours, ours_size);
+  if (xbuf)
+    munmap (xbuf, xlen ? xlen : 1);
+  if (arrays)
+    munmap (arrays, arrays_len);
   if (entries)
     munmap (entries, nlive * sizeof *entries);
   errno = e;
@@ -1028,17 +1193,13 @@ dump_locked (int at_exit)
   uint32_t flags = at_exit ? TALLY_FILE_AT_EXIT : 0;
   uint32_t nmodules = nlive + retained_count;
   int meas = any_measured (head);
-  int paths = any_paths ();
+  unsigned nev = papi_events ();
+  uint32_t paths = any_paths ();
   uint32_t nframes = paths ? tally_rt_frames_snapshot () : 0;
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_header (&w, 0, nmodules, flags, program);
   put_records (&w, head, nlive);
-  if (meas)
-    put_meas (&w, head, nlive);
-  if (nframes)
-    put_frames (&w, nframes);
-  if (paths)
-    put_paths (&w, head, nlive);
+  put_extras (&w, head, nlive, meas, nev, nframes, paths);
   uint64_t file_size = w.total + TALLY_TRAILER_SIZE;
 
   w = (struct writer){ NULL, -1, 0, 0, 0, 0 };
@@ -1056,12 +1217,7 @@ dump_locked (int at_exit)
     return -1;
   put_header (&w, file_size, nmodules, flags, program);
   put_records (&w, head, nlive);
-  if (meas)
-    put_meas (&w, head, nlive);
-  if (nframes)
-    put_frames (&w, nframes);
-  if (paths)
-    put_paths (&w, head, nlive);
+  put_extras (&w, head, nlive, meas, nev, nframes, paths);
   int rc = finish_file (&w, file_size, tmp, path);
   if (in_cont)
     tally_rt_cont_dump_end (file_size, rc == 0);
@@ -1246,6 +1402,27 @@ tally_rt_dump_fatal (void)
   return rc;
 }
 
+int
+tally_rt_exec_dump (int done)
+{
+  if (done)
+    {
+      unlock_dump ();
+      return 0;
+    }
+  int saved = errno;
+  /* In a signal handler that interrupted this thread's own dump, the lock
+     cannot be had: that dump stays unfinished, as it would without us.  */
+  if (lock_dump (1) != 0)
+    {
+      errno = saved;
+      return 0;
+    }
+  dump_locked (0);
+  errno = saved;
+  return 1;
+}
+
 /* Append the record of M to the retained area.  Returns 0, or -1 if no
    memory could be had.  Called with the dump lock held.  */
 static int
@@ -1377,6 +1554,7 @@ tally_rt_reset_local (void)
   /* The counts merged so far stay in the file; from zero, everything is
      new.  */
   drop_baseline ();
+  tally_rt_extras_drop ();
   unlock_dump ();
 }
 
@@ -1434,6 +1612,7 @@ tally_rt_fork_child (void)
   if (tally_rt_papi_zero)
     tally_rt_papi_zero ();
   drop_baseline ();
+  tally_rt_extras_drop ();
 }
 
 int

@@ -16,6 +16,11 @@
  * If the exec fails the program goes on and counting goes on: nothing is
  * reset, because the next dump replaces the file with the full counts.
  *
+ * Threads: the wrapper waits for a dump another thread is writing, writes
+ * its own, and holds the dump lock through the exec (released if the exec
+ * fails), so the exec never cuts a dump short: the file in place is
+ * complete and holds everything counted before the exec.
+ *
  * The wrappers call nothing that allocates: the variadic execl family
  * collects its arguments into an on-stack array sized by the call (as
  * glibc does) and bounded, then calls execv, execvp or execve.  */
@@ -54,48 +59,65 @@ tally_rt_exec_init (void)
                     "its counts before exec");
 }
 
-static void
+/* Write the file before the exec: after a dump running in another thread
+   has finished (else the exec would cut it short, leaving its temporary
+   file and maybe no file at all), and keeping any other thread from
+   starting one until the exec is done.  Returns whether the dump lock is
+   held, for after_exec.  */
+static int
 before_exec (void)
 {
-  int saved = errno;
+  int saved = errno, held = 0;
   if (getpid () == owner)
-    tally_rt_primary ()->dump (0);
+    held = tally_rt_primary ()->exec_dump (0);
   errno = saved;
+  return held;
+}
+
+/* The exec returned RC (it failed): the program goes on, dumps too.  */
+static int
+after_exec (int held, int rc)
+{
+  int saved = errno;
+  if (held)
+    tally_rt_primary ()->exec_dump (1);
+  errno = saved;
+  return rc;
 }
 
 TALLY_PUBLIC int
 __tally_execve (const char *path, char *const argv[], char *const envp[])
 {
-  before_exec ();
-  return execve (path, argv, envp);
+  int held = before_exec ();
+  return after_exec (held, execve (path, argv, envp));
 }
 
 TALLY_PUBLIC int
 __tally_execv (const char *path, char *const argv[])
 {
-  before_exec ();
-  return execv (path, argv);
+  int held = before_exec ();
+  return after_exec (held, execv (path, argv));
 }
 
 TALLY_PUBLIC int
 __tally_execvp (const char *file, char *const argv[])
 {
-  before_exec ();
-  return execvp (file, argv);
+  int held = before_exec ();
+  return after_exec (held, execvp (file, argv));
 }
 
 TALLY_PUBLIC int
 __tally_execvpe (const char *file, char *const argv[], char *const envp[])
 {
-  before_exec ();
-  return execvpe (file, argv, envp);
+  int held = before_exec ();
+  return after_exec (held, execvpe (file, argv, envp));
 }
 
 TALLY_PUBLIC int
 __tally_fexecve (int fd, char *const argv[], char *const envp[])
 {
-  before_exec ();
-  return fexecve (fd, argv, envp);
+  int held = before_exec ();
+  return after_exec (held, fexecve (fd, argv, envp));
 }
 
 /* The execl wrappers: collect ARG0 and the arguments in AP up to the null
@@ -122,12 +144,12 @@ execl_common (int kind, const char *path, const char *arg0, va_list ap)
     argv[i] = va_arg (ap, char *);
   argv[n] = NULL;
   char *const *envp = kind == 'e' ? va_arg (ap, char *const *) : NULL;
-  before_exec ();
+  int held = before_exec ();
   if (kind == 'e')
-    return execve (path, argv, envp);
+    return after_exec (held, execve (path, argv, envp));
   if (kind == 'p')
-    return execvp (path, argv);
-  return execv (path, argv);
+    return after_exec (held, execvp (path, argv));
+  return after_exec (held, execv (path, argv));
 }
 
 TALLY_PUBLIC int

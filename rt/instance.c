@@ -27,6 +27,7 @@ const struct tally_rt_instance tally_rt_self = {
   TALLY_RT_INSTANCE_MAGIC, TALLY_RT_INSTANCE_VERSION,
   tally_rt_register_local, tally_rt_unregister_local, tally_rt_dump,
   tally_rt_reset_local, tally_rt_pin_local, tally_rt_tls_attach_local,
+  tally_rt_exec_dump,
 };
 
 /* The note: name "tally", type NOTE_TYPE, and as descriptor the distance

@@ -7,6 +7,7 @@
  * work on records in file format (include/tally/format.h); every length is
  * checked against the bytes that are there before it is used.  */
 #include <string.h>
+#include <sys/mman.h>
 
 #include "rt.h"
 #include "tally/format.h"
@@ -124,10 +125,219 @@ tally_rt_rec_match (const unsigned char *a, const unsigned char *b)
   return 1;
 }
 
+/* Sort the N ranges at R by base (Shell sort: no malloc, few records).  */
+static void
+sort_ranges (struct tally_rt_range *r, uint32_t n)
+{
+  for (uint32_t gap = n / 2; gap; gap /= 2)
+    for (uint32_t i = gap; i < n; i++)
+      {
+        struct tally_rt_range t = r[i];
+        uint32_t j = i;
+        for (; j >= gap && r[j - gap].base > t.base; j -= gap)
+          r[j] = r[j - gap];
+        r[j] = t;
+      }
+}
+
+uint32_t
+tally_rt_range_find (const struct tally_rt_range *r, uint32_t n, uint32_t id)
+{
+  uint32_t lo = 0, hi = n; /* the last range with base <= id */
+  while (lo < hi)
+    {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (r[mid].base <= id)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  if (lo && id - r[lo - 1].base < r[lo - 1].count)
+    return lo - 1;
+  return UINT32_MAX;
+}
+
+void
+tally_rt_ranges (struct tally_rt_range *r, uint32_t *n)
+{
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < *n; i++)
+    if (r[i].base != UINT32_MAX && r[i].count)
+      r[k++] = r[i];
+  *n = k;
+  sort_ranges (r, k);
+}
+
+/* The function count of each of the N module records from offset RECORDS
+   of BUF into NFNS (the records were checked).  */
+static void
+record_nfns (const unsigned char *buf, size_t records, size_t end, uint32_t n,
+             uint32_t *nfns)
+{
+  size_t pos = records;
+  for (uint32_t i = 0; i < n; i++)
+    {
+      nfns[i] = tally_rt_get_u32 (buf + pos + 20);
+      pos += tally_rt_rec_size (buf + pos, end - pos);
+    }
+}
+
+/* The MEAS, FRMS and PATH records from POS to END (after the N module
+   records at RECORDS), checked as the reader checks them; NULL if valid
+   (their places in *X), else what is wrong.  SCRATCH holds at least
+   tally_rt_extras_scratch (N, END - POS) bytes.  */
+static const char *
+check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
+              uint32_t n, struct tally_rt_extras *x, unsigned char *scratch)
+{
+  uint32_t *nfns = (uint32_t *) (void *) scratch;
+  record_nfns (buf, records, end, n, nfns);
+  size_t k;
+  if (end - pos >= 8 && tally_rt_get_u32 (buf + pos) == TALLY_TAG_MEAS)
+    {
+      x->meas = pos;
+      uint32_t v = tally_rt_get_u32 (buf + pos + 4);
+      pos += 8;
+      if (v == 0 || v > TALLY_MAX_MEAS)
+        return "corrupt measurement record";
+      for (uint32_t i = 0; i < v; i++, pos += k)
+        if (!(k = str_size (buf + pos, end - pos)))
+          return "corrupt measurement record";
+      if (end - pos < 4 || tally_rt_get_u32 (buf + pos) != n)
+        return "corrupt measurement record";
+      pos += 4;
+      x->meas_values = pos;
+      for (uint32_t r = 0; r < n; r++)
+        {
+          if (end - pos < 4 || tally_rt_get_u32 (buf + pos) != nfns[r])
+            return "corrupt measurement record";
+          pos += 4;
+          if (nfns[r] > (end - pos) / ((size_t) v * 16))
+            return "corrupt measurement record";
+          for (size_t j = 0; j < (size_t) nfns[r] * v; j++, pos += 16)
+            if (tally_rt_get_u64 (buf + pos + 8) > tally_rt_get_u64 (buf + pos))
+              return "corrupt measurement record";
+        }
+      x->nmeas = v;
+    }
+  uint32_t *fids = nfns + n; /* the frames' ids */
+  if (end - pos >= 8 && tally_rt_get_u32 (buf + pos) == TALLY_TAG_FRAMES)
+    {
+      x->frames = pos;
+      uint32_t f = tally_rt_get_u32 (buf + pos + 4);
+      pos += 8;
+      if (f == 0 || f > (end - pos) / 16)
+        return "corrupt frames record";
+      for (uint32_t i = 0; i < f; i++, pos += k)
+        {
+          if (end - pos < 12)
+            return "corrupt frames record";
+          fids[i] = tally_rt_get_u32 (buf + pos);
+          if (fids[i] < TALLY_FRAME_ID_BASE || (i && fids[i] <= fids[i - 1]))
+            return "corrupt frames record";
+          pos += 12;
+          if (!(k = str_size (buf + pos, end - pos)))
+            return "corrupt frames record";
+        }
+      x->nframes = f;
+    }
+  if (end - pos >= 24 && tally_rt_get_u32 (buf + pos) == TALLY_TAG_PATH)
+    {
+      x->paths = pos;
+      if (tally_rt_get_u32 (buf + pos + 16) != n)
+        return "corrupt path record";
+      pos += 20;
+      if (n > (end - pos) / 4)
+        return "corrupt path record";
+      struct tally_rt_range *rg
+          = (struct tally_rt_range *) (void *) (fids + x->nframes);
+      for (uint32_t r = 0; r < n; r++, pos += 4)
+        rg[r] = (struct tally_rt_range){ tally_rt_get_u32 (buf + pos),
+                                         nfns[r], r };
+      uint32_t nr = n;
+      tally_rt_ranges (rg, &nr);
+      if (end - pos < 4)
+        return "corrupt path record";
+      uint32_t nodes = tally_rt_get_u32 (buf + pos);
+      pos += 4;
+      if (nodes > (end - pos) / 32)
+        return "corrupt path record";
+      for (uint32_t i = 1; i <= nodes; i++, pos += 32)
+        {
+          const unsigned char *b = buf + pos;
+          uint32_t id = tally_rt_get_u32 (b + 4);
+          int values = tally_rt_get_u64 (b + 8) || tally_rt_get_u64 (b + 16);
+          if (tally_rt_get_u32 (b) >= i
+              || tally_rt_get_u64 (b + 24) > tally_rt_get_u64 (b + 16))
+            return "corrupt path record";
+          if (id == UINT32_MAX)
+            {
+              if (values)
+                return "corrupt path record";
+            }
+          else if (id >= TALLY_FRAME_ID_BASE)
+            {
+              if (values || tally_rt_frame_index (fids, x->nframes, id)
+                                == UINT32_MAX)
+                return "corrupt path record";
+            }
+          else if (tally_rt_range_find (rg, nr, id) == UINT32_MAX)
+            return "corrupt path record";
+        }
+      x->npaths = nodes;
+      if (end - pos >= 12 && tally_rt_get_u32 (buf + pos) == TALLY_TAG_PATH_EVENTS)
+        {
+          x->pevt = pos;
+          uint32_t e = tally_rt_get_u32 (buf + pos + 4);
+          if (!x->meas || e + 1 != x->nmeas
+              || tally_rt_get_u32 (buf + pos + 8) != nodes)
+            return "corrupt path events record";
+          pos += 12;
+          if (nodes && nodes > (end - pos) / ((size_t) e * 16))
+            return "corrupt path events record";
+          for (size_t j = 0; j < (size_t) nodes * e; j++, pos += 16)
+            if (tally_rt_get_u64 (buf + pos + 8) > tally_rt_get_u64 (buf + pos))
+              return "corrupt path events record";
+          x->nevents = e;
+        }
+    }
+  else if (x->frames)
+    return "frames record without a path record";
+  if (pos != end)
+    return "module count differs from the records";
+  return NULL;
+}
+
+uint32_t
+tally_rt_frame_index (const uint32_t *ids, uint32_t n, uint32_t id)
+{
+  uint32_t lo = 0, hi = n;
+  while (lo < hi)
+    {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (ids[mid] == id)
+        return mid;
+      if (ids[mid] < id)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  return UINT32_MAX;
+}
+
+size_t
+tally_rt_extras_scratch (uint32_t nmodules, size_t bytes)
+{
+  /* nfns and a range per record, and a frame id per 16 bytes.  */
+  return (size_t) nmodules * (4 + sizeof (struct tally_rt_range))
+         + bytes / 16 * 4 + 64;
+}
+
 const char *
 tally_rt_check_file (const unsigned char *buf, size_t len, size_t *records,
-                     uint32_t *nmodules)
+                     uint32_t *nmodules, struct tally_rt_extras *x)
 {
+  memset (x, 0, sizeof *x);
   if (len < TALLY_HEADER_FIXED + 4 + TALLY_TRAILER_SIZE)
     return "too short";
   if (memcmp (buf, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN) != 0)
@@ -160,7 +370,19 @@ tally_rt_check_file (const unsigned char *buf, size_t len, size_t *records,
       pos += k;
     }
   if (pos != end)
-    return "module count differs from the records";
+    {
+      size_t need = tally_rt_extras_scratch (n, end - pos);
+      void *m = mmap (NULL, need, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED)
+        return "no memory to check its measurements";
+      const char *why = check_extras (buf, pos, end, *records, n, x,
+                                      (unsigned char *) m);
+      munmap (m, need);
+      if (why)
+        return why;
+    }
+  x->end = end;
   *nmodules = n;
   return NULL;
 }

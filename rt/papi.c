@@ -193,21 +193,25 @@ tally_rt_papi_push (size_t idx)
 }
 
 void
-tally_rt_papi_pop (size_t idx, uint32_t fn, const uint64_t *ev)
+tally_rt_papi_pop (size_t idx, uint32_t fn, uint32_t node, const uint64_t *ev)
 {
   if (thread_state != 1 || idx == 0 || idx >= TALLY_STACK_FRAMES)
     return;
+  uint64_t d[TALLY_PAPI_MAX], self[TALLY_PAPI_MAX];
   for (unsigned i = 0; i < nev; i++)
     {
-      uint64_t d = ev[i] - ev_start[idx][i], c = ev_child[idx][i];
-      ev_child[idx - 1][i] += d; /* index 0 is the sentinel's */
+      uint64_t c = ev_child[idx][i];
+      d[i] = ev[i] - ev_start[idx][i];
+      self[i] = d[i] > c ? d[i] - c : 0;
+      ev_child[idx - 1][i] += d[i]; /* index 0 is the sentinel's */
       if (fn < PAPI_FNS)
         {
-          __atomic_fetch_add (&totals[fn][i].incl, d, __ATOMIC_RELAXED);
-          __atomic_fetch_add (&totals[fn][i].excl, d > c ? d - c : 0,
-                              __ATOMIC_RELAXED);
+          __atomic_fetch_add (&totals[fn][i].incl, d[i], __ATOMIC_RELAXED);
+          __atomic_fetch_add (&totals[fn][i].excl, self[i], __ATOMIC_RELAXED);
         }
     }
+  if (node != TALLY_PATH_NONE)
+    tally_rt_path_add_events (node, fn, nev, d, self);
 }
 
 void

@@ -37,6 +37,9 @@ static uint32_t capacity; /* nodes reserved */
 static uint32_t used;     /* nodes handed out (atomic), root included */
 static uint32_t depth_limit;
 static uint64_t lost;     /* activations on paths that did not fit */
+/* measure=papi: the events per node, [capacity][TALLY_PAPI_MAX] pairs
+   (inclusive, exclusive), mapped (reserved) by the first one added.  */
+static uint64_t *events;
 /* 0 before the first use, 1 while being set up, 2 ready, 3 failed.  */
 static int state;
 
@@ -166,6 +169,46 @@ tally_rt_path_add (uint32_t node, uint32_t fn, uint64_t d, uint64_t self)
   __atomic_fetch_add (&n->excl, self, __ATOMIC_RELAXED);
 }
 
+void
+tally_rt_path_add_events (uint32_t node, uint32_t fn, unsigned nev,
+                          const uint64_t *d, const uint64_t *self)
+{
+  if (node == TALLY_PATH_NONE || node == 0
+      || node >= __atomic_load_n (&used, __ATOMIC_ACQUIRE)
+      || __atomic_load_n (&nodes[node].fn_plus1, __ATOMIC_ACQUIRE) != fn + 1)
+    return;
+  uint64_t *ev = __atomic_load_n (&events, __ATOMIC_ACQUIRE);
+  if (!ev)
+    {
+      size_t len = (size_t) capacity * TALLY_PAPI_MAX * 16;
+      void *p = mmap (NULL, len, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED)
+        return;
+      uint64_t *expected = NULL;
+      if (__atomic_compare_exchange_n (&events, &expected, (uint64_t *) p, 0,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        ev = (uint64_t *) p;
+      else
+        {
+          munmap (p, len);
+          ev = expected;
+        }
+    }
+  uint64_t *at = ev + (size_t) node * TALLY_PAPI_MAX * 2;
+  for (unsigned i = 0; i < nev && i < TALLY_PAPI_MAX; i++)
+    {
+      __atomic_fetch_add (&at[2 * i], d[i], __ATOMIC_RELAXED);
+      __atomic_fetch_add (&at[2 * i + 1], self[i], __ATOMIC_RELAXED);
+    }
+}
+
+const uint64_t *
+tally_rt_path_events (void)
+{
+  return __atomic_load_n (&events, __ATOMIC_ACQUIRE);
+}
+
 uint32_t
 tally_rt_path_owner (uint32_t node, uint32_t fn)
 {
@@ -205,4 +248,7 @@ tally_rt_paths_zero (void)
       __atomic_store_n (&nodes[i].excl, 0, __ATOMIC_RELAXED);
     }
   __atomic_store_n (&lost, 0, __ATOMIC_RELAXED);
+  uint64_t *ev = __atomic_load_n (&events, __ATOMIC_ACQUIRE);
+  if (ev)
+    madvise (ev, (size_t) capacity * TALLY_PAPI_MAX * 16, MADV_DONTNEED);
 }

@@ -43,6 +43,12 @@ void tally_rt_signals_fini (void) TALLY_HIDDEN;
    waits for a dump running in another thread.  */
 int tally_rt_dump_fatal (void) TALLY_HIDDEN;
 
+/* The exec wrappers (exec.c).  DONE 0: wait for a dump running in another
+   thread, dump, and keep the dump lock, so that no other thread starts a
+   dump the exec would cut short; returns whether the lock is held.  DONE
+   1: the exec failed, release the lock.  */
+int tally_rt_exec_dump (int done) TALLY_HIDDEN;
+
 /* Decimal digits of V into BUF, NUL-terminated; returns their count.  */
 size_t tally_rt_utoa (char buf[24], unsigned long v) TALLY_HIDDEN;
 
@@ -96,11 +102,78 @@ size_t tally_rt_rec_size (const unsigned char *p, size_t avail) TALLY_HIDDEN;
    function symbols and counter counts in the same order.  */
 int tally_rt_rec_match (const unsigned char *a, const unsigned char *b)
     TALLY_HIDDEN;
+/* Where a file's optional records after the modules are (offsets, 0 if
+   absent), as tally_rt_check_file found them.  */
+struct tally_rt_extras
+{
+  size_t meas, meas_values, frames, paths, pevt, end;
+  uint32_t nmeas;   /* values per function in MEAS */
+  uint32_t nevents; /* events per node in PEVT */
+  uint32_t nframes; /* FRMS entries */
+  uint32_t npaths;  /* PATH nodes, the root not counted */
+};
 /* Check the whole data file BUF (LEN bytes): NULL if valid, with the
-   offset of its first module record in *RECORDS and their number in
-   *NMODULES; else why not.  */
+   offset of its first module record in *RECORDS, their number in
+   *NMODULES and the MEAS, FRMS and PATH records in *X; else why not.  */
 const char *tally_rt_check_file (const unsigned char *buf, size_t len,
-                                 size_t *records, uint32_t *nmodules)
+                                 size_t *records, uint32_t *nmodules,
+                                 struct tally_rt_extras *x) TALLY_HIDDEN;
+/* The function ids [base, base + count) of module record `rec`.  */
+struct tally_rt_range
+{
+  uint32_t base, count, rec;
+};
+/* Drop the unknown and empty of the *N ranges at R and sort the rest.  */
+void tally_rt_ranges (struct tally_rt_range *r, uint32_t *n) TALLY_HIDDEN;
+/* The index of the range of function ID among the N sorted ranges at R,
+   or UINT32_MAX.  */
+uint32_t tally_rt_range_find (const struct tally_rt_range *r, uint32_t n,
+                              uint32_t id) TALLY_HIDDEN;
+/* The index of ID among the N increasing frame ids at IDS, or UINT32_MAX.  */
+uint32_t tally_rt_frame_index (const uint32_t *ids, uint32_t n, uint32_t id)
+    TALLY_HIDDEN;
+/* Scratch bytes check_extras needs for N records in BYTES bytes.  */
+size_t tally_rt_extras_scratch (uint32_t nmodules, size_t bytes) TALLY_HIDDEN;
+
+/* merge-extras.c: merge-on-write of MEAS, FRMS and PATH.  */
+/* Find the records of *X from POS to END of BUF (written by this runtime,
+   so not checked).  */
+void tally_rt_extras_locate (const unsigned char *buf, size_t pos, size_t end,
+                             struct tally_rt_extras *x) TALLY_HIDDEN;
+/* NULL if the MEAS records of A and B (either may lack one) measure the
+   same values, else a phrase saying how B's differ.  */
+const char *tally_rt_meas_conflict (const unsigned char *a,
+                                    const struct tally_rt_extras *ax,
+                                    const unsigned char *b,
+                                    const struct tally_rt_extras *bx)
+    TALLY_HIDDEN;
+/* This process's records at BUF (NREC module records, with NFNS functions
+   and first function id IDS each): replace the measured values and the
+   tree's values by what came since the last merged write, and note what
+   was read as the next baseline.  */
+void tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
+                            uint32_t nrec, const uint32_t *nfns,
+                            const uint32_t *ids) TALLY_HIDDEN;
+/* The write succeeded: the noted values are the baseline.  */
+void tally_rt_extras_commit (void) TALLY_HIDDEN;
+/* Forget the baseline (tally_reset, the fork child).  */
+void tally_rt_extras_drop (void) TALLY_HIDDEN;
+/* One side of a merge: BUF holds N module records (NFNS functions each)
+   and the records of *X; record r goes to output record OUT[r].  */
+struct tally_rt_xside
+{
+  const unsigned char *buf;
+  const struct tally_rt_extras *x;
+  uint32_t n;
+  const uint32_t *nfns;
+  const uint32_t *out;
+};
+/* The merged MEAS, FRMS and PATH records of the NOUT output records
+   (OUT_NFNS functions each) into *RESULT (mmap'ed, the size returned);
+   0 if there are none, (size_t) -1 if memory ran out.  */
+size_t tally_rt_merge_extras (const struct tally_rt_xside *ours,
+                              const struct tally_rt_xside *old, uint32_t nout,
+                              const uint32_t *out_nfns, unsigned char **result)
     TALLY_HIDDEN;
 
 /* shadow.c: measure=cycles.  The per-function totals indexed by function
@@ -133,9 +206,10 @@ int tally_rt_papi_read (uint64_t *ev) TALLY_HIDDEN __attribute__ ((weak));
 /* Note the events at the entry of frame IDX; 0, or -1 if this thread
    has no events.  */
 int tally_rt_papi_push (size_t idx) TALLY_HIDDEN __attribute__ ((weak));
-/* Close frame IDX of function FN with the events EV read now.  */
-void tally_rt_papi_pop (size_t idx, uint32_t fn, const uint64_t *ev)
-    TALLY_HIDDEN __attribute__ ((weak));
+/* Close frame IDX of function FN, on path NODE (TALLY_PATH_NONE: none),
+   with the events EV read now.  */
+void tally_rt_papi_pop (size_t idx, uint32_t fn, uint32_t node,
+                        const uint64_t *ev) TALLY_HIDDEN __attribute__ ((weak));
 void tally_rt_papi_thread_gone (void) TALLY_HIDDEN __attribute__ ((weak));
 /* The events measured (their names in NAMES), 0 if none.  */
 unsigned tally_rt_papi_events (const char **names) TALLY_HIDDEN
@@ -163,6 +237,14 @@ uint32_t tally_rt_path_owner (uint32_t node, uint32_t fn) TALLY_HIDDEN;
 /* Add one closed activation to NODE (if it is FN's).  */
 void tally_rt_path_add (uint32_t node, uint32_t fn, uint64_t d, uint64_t self)
     TALLY_HIDDEN;
+/* measure=papi: add the NEV event deltas D (SELF without the callees') of
+   one closed activation to NODE (if it is FN's).  */
+void tally_rt_path_add_events (uint32_t node, uint32_t fn, unsigned nev,
+                               const uint64_t *d, const uint64_t *self)
+    TALLY_HIDDEN;
+/* The events per node, [node][TALLY_PAPI_MAX] (inclusive, exclusive)
+   pairs; NULL if none were added.  */
+const uint64_t *tally_rt_path_events (void) TALLY_HIDDEN;
 /* The nodes (*N of them, the root first), the depth limit and the number
    of activations lost to a full tree; NULL before any path.  */
 const struct tally_path_node *tally_rt_paths (uint32_t *n, uint32_t *depth,
@@ -252,7 +334,7 @@ void tally_rt_pin_local (void) TALLY_HIDDEN;
 /* The entry points of one copy of the runtime.  A layout change bumps
    TALLY_RT_INSTANCE_VERSION.  */
 #define TALLY_RT_INSTANCE_MAGIC 0x49524c54u /* "TLRI" */
-#define TALLY_RT_INSTANCE_VERSION 2u
+#define TALLY_RT_INSTANCE_VERSION 3u
 struct tally_rt_instance
 {
   uint32_t magic;
@@ -263,6 +345,7 @@ struct tally_rt_instance
   void (*reset) (void);
   void (*pin) (void);
   void (*tls_attach) (struct tally_module *m);
+  int (*exec_dump) (int done);
 };
 
 /* This copy's entry points.  */

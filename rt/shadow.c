@@ -134,7 +134,7 @@ close_frames (struct tally_sframe *new_top, uint64_t now)
           if (!have_ev)
             have_ev = tally_rt_papi_read (ev) >= 0;
           if (have_ev)
-            tally_rt_papi_pop ((size_t) (f - ss_base), fn->id, ev);
+            tally_rt_papi_pop ((size_t) (f - ss_base), fn->id, node, ev);
           rt_busy--;
         }
     }

@@ -18,11 +18,21 @@
  * same signal replaces tally's.  The handler only calls async-signal-safe
  * code: the dump (no malloc, no stdio, no locks it could deadlock on: a
  * dump interrupted in the same thread is detected and skipped), sigaction
- * and raise; errno is preserved.  No alternate signal stack is set up, so a
- * SIGSEGV from a stack overflow cannot run the handler.  */
+ * and raise; errno is preserved.
+ *
+ * Stack overflow.  A SIGSEGV raised because a thread's stack is exhausted
+ * cannot run a handler on that stack, so the handlers are installed with
+ * SA_ONSTACK and, when TALLY_DUMP_ON names SIGSEGV or SIGBUS, the thread
+ * that installs them (the main thread, from the first registration's
+ * constructor) gets an alternate signal stack, mmap'ed there with a guard
+ * page below it, unless the program already gave it one (which is kept and
+ * used).  A thread the program starts later has no alternate stack unless
+ * the program gives it one: its overflow is still lost.  */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "rt.h"
 
@@ -47,6 +57,44 @@ static const struct sig_name sig_names[] = {
    whether tally's handler is in place.  */
 static struct sigaction previous[N_SIGS];
 static int installed[N_SIGS];
+
+/* The alternate signal stack tally gave the main thread (its mapping,
+   guard page included), NULL if none.  The dump needs some 20 KiB of
+   stack; this leaves room for a program's own handler run from ours.  */
+#define ALT_STACK_SIZE ((size_t) 256 * 1024)
+static void *alt_map;
+static size_t alt_len;
+
+/* Give the calling thread an alternate signal stack, unless it has one.  */
+static void
+alt_stack_init (void)
+{
+  stack_t old;
+  if (alt_map || sigaltstack (NULL, &old) != 0 || !(old.ss_flags & SS_DISABLE))
+    return; /* ours already, or the program's own: keep it */
+  size_t page = (size_t) sysconf (_SC_PAGESIZE);
+  size_t len = ALT_STACK_SIZE + page;
+  void *p = mmap (NULL, len, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    {
+      tally_rt_error ("TALLY_DUMP_ON: no memory for an alternate signal "
+                      "stack; a stack overflow will not be dumped");
+      return;
+    }
+  mprotect (p, page, PROT_NONE); /* the guard: stacks grow down */
+  stack_t ss;
+  memset (&ss, 0, sizeof ss);
+  ss.ss_sp = (char *) p + page;
+  ss.ss_size = ALT_STACK_SIZE;
+  if (sigaltstack (&ss, NULL) != 0)
+    {
+      munmap (p, len);
+      return;
+    }
+  alt_map = p;
+  alt_len = len;
+}
 
 static int
 find (int sig)
@@ -126,7 +174,8 @@ tally_rt_signals_init (void)
           struct sigaction sa;
           memset (&sa, 0, sizeof sa);
           sa.sa_sigaction = on_signal;
-          sa.sa_flags = SA_SIGINFO | SA_RESTART;
+          /* SA_ONSTACK: on a thread's alternate stack if it has one.  */
+          sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
           /* No other signal may start a second dump inside this one.  */
           sigfillset (&sa.sa_mask);
           int sig = sig_names[found].sig;
@@ -140,7 +189,11 @@ tally_rt_signals_init (void)
             tally_rt_error ("TALLY_DUMP_ON: cannot install a handler for "
                             "SIG%s", sig_names[found].name);
           else
-            installed[found] = 1;
+            {
+              installed[found] = 1;
+              if (sig == SIGSEGV || sig == SIGBUS)
+                alt_stack_init ();
+            }
         }
       s = *e ? e + 1 : e;
     }
@@ -160,4 +213,19 @@ tally_rt_signals_fini (void)
           sigaction (sig_names[i].sig, &previous[i], NULL);
         installed[i] = 0;
       }
+  /* The alternate stack: taken back if this thread still has it (else it
+     stays mapped: another thread's, or replaced by the program).  */
+  stack_t now;
+  if (alt_map && sigaltstack (NULL, &now) == 0 && !(now.ss_flags & SS_ONSTACK)
+      && now.ss_sp == (char *) alt_map + (alt_len - ALT_STACK_SIZE))
+    {
+      stack_t off;
+      memset (&off, 0, sizeof off);
+      off.ss_flags = SS_DISABLE;
+      if (sigaltstack (&off, NULL) == 0)
+        {
+          munmap (alt_map, alt_len);
+          alt_map = NULL;
+        }
+    }
 }

@@ -96,7 +96,8 @@ def check_fork(a, work):
 def check_exec(a, work):
     """Every exec function writes the counts before the image goes; a failed
     exec keeps counting; a vfork child's exec writes nothing; an
-    instrumented image exec'ing itself finds the earlier file in place."""
+    instrumented image exec'ing itself finds the earlier file in place; an
+    exec while another thread dumps leaves a complete file."""
     for hooks, at in (("inline", "late"), ("call", "early")):
         exe = build(a, work, "exec.c", hooks, ["-D_GNU_SOURCE", "-fplugin-arg-tally-at=" + at],
                     name="exec-" + at)
@@ -128,6 +129,20 @@ def check_exec(a, work):
         run([exe, "self", out, mid], env={"TALLY_OUTPUT": out})
         want(a, mid, "f", 5, what=tag + " before exec of itself")
         want(a, out, "f", 1, what=tag + " the new image")
+    # exec while another thread dumps in a loop: the exec waits for that
+    # dump and holds the lock through the exec, so the file is complete,
+    # has every call, and no cut-short temporary file is left.
+    for hooks in ("inline", "call"):
+        exe = build(a, work, "exec-dump.c", hooks, ["-pthread"])
+        sub = os.path.join(work, "exec-dump-files-" + hooks)
+        os.mkdir(sub)
+        for i in range(20):
+            data = os.path.join(sub, "%d.data" % i)
+            p = run([exe], env={"TALLY_OUTPUT": data})
+            expect(p.stderr == "", "exec-dump %s: %r" % (hooks, p.stderr))
+            want(a, data, "f", 100000, what="exec-dump %s run %d" % (hooks, i))
+        left = sorted(f for f in os.listdir(sub) if ".tmp." in f)
+        expect(not left, "exec-dump %s: dumps cut short by the exec: %s" % (hooks, left))
     # Redirection is for the libc functions only: a program's own execv, or
     # one with another signature, is called as written.
     sub = os.path.join(work, "own")
@@ -158,7 +173,9 @@ def wait_for(path, seconds=20):
 def check_signals(a, work):
     """TALLY_DUMP_ON: SIGUSR1 writes the counts so far and the program goes
     on (its blocked read resumes); fatal signals write the file and the
-    process still dies by the same signal; a bad name gets one message."""
+    process still dies by the same signal, a stack overflow too (on tally's
+    alternate stack, or the program's own, kept); a bad name gets one
+    message."""
     for hooks in ("inline", "call"):
         exe = build(a, work, "signal.c", hooks)
         # SIGUSR1 while the program waits in read().
@@ -200,6 +217,22 @@ def check_signals(a, work):
             expect(p.returncode == -sig and not os.path.exists(data + ".no"),
                    "%s %s without TALLY_DUMP_ON: exit %d, file %s"
                    % (hooks, mode, p.returncode, os.path.exists(data + ".no")))
+        # A stack overflow: the handler runs on the alternate stack tally
+        # gave the main thread, or on the program's own (kept), and the
+        # process still dies of SIGSEGV.
+        for mode, own in (("overflow", None), ("own-stack", "1")):
+            data = os.path.join(work, "%s-%s.data" % (mode, hooks))
+            env = {"TALLY_OUTPUT": data, "TALLY_DUMP_ON": "SIGSEGV"}
+            if own:
+                env["SIGNAL_TEST_OWN_STACK"] = own
+            p = run([exe, "overflow" if not own else "own-stack"], env=env, check=False,
+                    preexec_fn=no_core)
+            expect(p.returncode == -signal.SIGSEGV, "%s %s: exit %d, want death by "
+                   "SIGSEGV\n%s" % (hooks, mode, p.returncode, p.stderr))
+            want(a, data, "f", 4, what="%s %s" % (hooks, mode))
+            got = calls(a, data).get("deep", (0, 0))
+            expect(got[0] > 1000 and got[1] == 0, "%s %s: deep %s, want thousands "
+                   "of calls and no exit" % (hooks, mode, got))
         # An externally sent SIGTERM while the program waits.
         data = os.path.join(work, "term-%s.data" % hooks)
         env = dict(os.environ, TALLY_OUTPUT=data, TALLY_DUMP_ON="TERM")

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import struct
 import sys
 import zlib
@@ -400,6 +401,29 @@ def check_paths_limits(a, work):
                "%s on a file without paths: exit %d, %r" % (cmd, p.returncode, p.stderr))
 
 
+def check_paths_race(a, work):
+    """Dumps while other threads add call paths: the node count is read
+    once per dump, so every dump succeeds and every file is whole."""
+    x86_64()
+    exe = os.path.join(work, "paths-race")
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
+         "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-paths=on",
+         "-I", os.path.join(a.srcdir, "..", "include"),
+         os.path.join(a.srcdir, "measure", "paths-race.c"), "-o", exe, a.runtime,
+         "-lpthread"])
+    p = run([exe, os.path.join(work, "race")], check=False)
+    expect(p.returncode == 0 and p.stderr == "" and p.stdout == "0 failed\n",
+           "paths-race: exit %d, %r %r" % (p.returncode, p.stdout, p.stderr))
+    sizes = []
+    for i in range(20):
+        data = os.path.join(work, "race.%d.data" % i)
+        run([a.tally, "report", "--csv", data])
+        sizes.append(os.path.getsize(data))
+    expect(sizes[-1] > 100 * sizes[0], "paths-race: the tree did not grow "
+           "during the dumps (file sizes %s)" % sizes)
+    run([a.tally, "report", "--tree", os.path.join(work, "race.19.data")])
+
+
 def need_unwind(a):
     x86_64()
     if a.unwind != "1":
@@ -659,6 +683,185 @@ def check_errors(a, work):
                % (" ".join(flags), p.returncode, msg, text))
 
 
+def report_rows(a, files):
+    """The per-function rows of `tally report --json FILES`, by name."""
+    rep = json.loads(run([a.tally, "report", "--json"] + files).stdout)
+    return {f["name"]: f for f in rep["functions"]}
+
+
+def merge_check(a, work, tag, flags, libs=(), env=None, procs=6, rounds=3,
+                events=()):
+    """PROCS processes of merge.c built with FLAGS merge ROUNDS dumps each
+    into one %m file and also write their whole profile to a plain file at
+    the same moment: the merged file's calls, measured values and call
+    tree are exactly the sums of the plain files', and so are those of
+    `tally merge` of the plain files.  Returns (exe, merged, plain files)."""
+    import subprocess
+    sub = os.path.join(work, tag)
+    os.mkdir(sub)
+    exe = os.path.join(sub, "merge")
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, *flags, "-I",
+         os.path.join(a.srcdir, "..", "include"),
+         os.path.join(a.srcdir, "measure", "merge.c"), "-o", exe, a.runtime,
+         *libs, "-lpthread"])
+    full = dict(os.environ)
+    full.update(env or {})
+    ps = [subprocess.Popen([exe, os.path.join(sub, "all.%m.data"),
+                            os.path.join(sub, "plain.%d.data" % i), str(rounds)],
+                           env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True) for i in range(procs)]
+    for p in ps:
+        _, err = p.communicate(timeout=120)
+        expect(p.returncode == 0 and err == "", "%s: a process failed: %d %r"
+               % (tag, p.returncode, err))
+    merged = [os.path.join(sub, f) for f in os.listdir(sub)
+              if f.startswith("all.") and f.endswith(".data")]
+    expect(len(merged) == 1, "%s: files %s" % (tag, os.listdir(sub)))
+    merged = merged[0]
+    plain = sorted(os.path.join(sub, f) for f in os.listdir(sub) if f.startswith("plain."))
+    tool = os.path.join(sub, "tool.data")
+    run([a.tally, "merge", "-o", tool] + plain)
+    want = report_rows(a, plain)
+    calls = {"x": procs * rounds * 440, "y": procs * rounds * 70,
+             "shared": procs * rounds * 510, "r": procs * rounds * 40}
+    for what, data in (("%m", merged), ("tally merge", tool)):
+        rows = report_rows(a, [data])
+        got = {n: rows[n]["calls"] for n in calls}
+        expect(got == calls, "%s %s: calls %s, want %s" % (tag, what, got, calls))
+        for n, r in want.items():
+            g = {k: v for k, v in rows[n].items() if k != "location"}
+            w = {k: v for k, v in r.items() if k != "location"}
+            expect(g == w, "%s %s: %s is %s, the plain files sum to %s"
+                   % (tag, what, n, g, w))
+        if "-fplugin-arg-tally-paths=on" in flags:
+            tree = run([a.tally, "report", "--tree", data]).stdout
+            plain_tree = run([a.tally, "report", "--tree"] + plain).stdout
+            expect(tree == plain_tree, "%s %s: the tree\n%s\nis not the plain "
+                   "files' tree\n%s" % (tag, what, tree, plain_tree))
+            paths = tree_rows(a, data)
+            expect(paths[("main", "y", "x", "shared")][0] == procs * rounds * 140,
+                   "%s %s: main;y;x;shared %s" % (tag, what, paths[("main", "y", "x", "shared")]))
+            for ev in events:
+                tree = run([a.tally, "report", "--tree", "--event", ev, data]).stdout
+                plain_tree = run([a.tally, "report", "--tree", "--event", ev] + plain).stdout
+                expect(tree == plain_tree, "%s %s: the %s tree\n%s\nis not the "
+                       "plain files' tree\n%s" % (tag, what, ev, tree, plain_tree))
+    return exe, merged, plain
+
+
+def check_merge(a, work):
+    """Merge-on-write (%m) and tally merge keep MEAS, FRMS and PATH."""
+    x86_64()
+    call = ["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=cycles"]
+    merge_check(a, work, "inline", ["-fplugin-arg-tally-measure=cycles"])
+    exe, merged, plain = merge_check(a, work, "paths", call + ["-fplugin-arg-tally-paths=on"])
+    # Other measured values: tally merge refuses, the runtime keeps the
+    # file apart (never replaced) and writes its own.
+    with open(merged, "rb") as f:
+        body = f.read()[:-16]
+    other = os.path.join(work, "other.data")
+    with open(other, "wb") as f:
+        f.write(rewrap(body.replace(b"\x06\0\0\0cycles", b"\x06\0\0\0cyclez")))
+    p = run([a.tally, "merge", "-o", os.path.join(work, "never.data"), plain[0], other],
+            check=False)
+    expect(p.returncode == 1 and "measures cyclez" in p.stderr
+           and not os.path.exists(os.path.join(work, "never.data")),
+           "tally merge of other measurements: exit %d, %r" % (p.returncode, p.stderr))
+    for k in range(2):
+        shutil.copyfile(other, merged)
+        p = run([exe, merged.replace(os.path.basename(merged)[4:-5], "%m"),
+                 os.path.join(work, "plain.data"), "1"])
+        aside = merged + ".other" + (".1" if k else "")
+        expect("moved aside to " + aside in p.stderr and os.path.exists(aside),
+               "other measurements, run %d: %r" % (k, p.stderr))
+    with open(merged + ".other", "rb") as f:
+        expect(f.read() == rewrap(body.replace(b"\x06\0\0\0cycles", b"\x06\0\0\0cyclez")),
+               "the file moved aside is not the one that was there")
+    rows = report_rows(a, [merged])
+    expect(rows["x"]["calls"] == 440 and rows["x"]["incl_cycles"]
+           == report_rows(a, [os.path.join(work, "plain.data")])["x"]["incl_cycles"],
+           "after moving aside: %s" % rows["x"])
+
+
+def check_papi_paths(a, work):
+    """measure=papi with paths=on: the events per call path sum to each
+    function's flat event totals, exactly; report --tree --event and flame
+    --event show them; merging keeps them (%m and tally merge), and files
+    with other event lists are kept apart."""
+    x86_64()
+    if a.papi != "1":
+        raise Skip("the runtime was built without PAPI (libpapi-dev)")
+    events = ("perf::TASK-CLOCK", "perf::PAGE-FAULTS")
+    env = {"TALLY_PAPI_EVENTS": ",".join(events)}
+    flags = ["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=papi",
+             "-fplugin-arg-tally-paths=on"]
+    libs = [a.runtime_papi, "-lpapi"]
+    for at in ("early", "late"):
+        what = "paths.c measure=papi paths=on at=%s" % at
+        exe = os.path.join(work, "paths-papi-" + at)
+        run([a.cc, "-O2", "-fplugin=" + a.plugin, *flags, "-fplugin-arg-tally-at=" + at,
+             os.path.join(a.srcdir, "measure", "paths.c"), "-o", exe, a.runtime,
+             *libs, "-lpthread"])
+        data = exe + ".data"
+        p = run([exe], env=dict(env, TALLY_OUTPUT=data))
+        expect(p.stderr == "", "%s: %r" % (what, p.stderr))
+        rows = report_rows(a, [data])
+        calls = {k: v[0] for k, v in tree_rows(a, data).items()}
+        for ev in events:
+            out = run([a.tally, "report", "--tree", "--event", ev, data]).stdout
+            expect(out.splitlines()[0].split()[1:3] == ["incl-" + ev, "excl-" + ev],
+                   "%s: header %r" % (what, out.splitlines()[0]))
+            # (tree_rows reads `report --tree`; the same columns with --event.)
+            ev_tree = {}
+            stack = []
+            for line in out.splitlines()[1:]:
+                c, incl, excl = (int(v) for v in line[:46].split())
+                rest = line[48:]
+                depth = (len(rest) - len(rest.lstrip(" "))) // 2
+                name = rest.lstrip(" ").rsplit("  ", 1)[0]
+                del stack[depth:]
+                stack.append(name)
+                ev_tree[tuple(stack)] = (c, incl, excl)
+            expect({k[k.index("main"):]: v[0] for k, v in ev_tree.items() if "main" in k}
+                   == calls, "%s: %s tree calls differ from the cycles tree" % (what, ev))
+            for fn, r in rows.items():
+                got = tuple(sum(v[i] for k, v in ev_tree.items() if k[-1] == fn)
+                            for i in (1, 2))
+                want = tuple(r["events"][ev])
+                expect(got == want, "%s: %s's %s summed over its paths %s, flat %s"
+                       % (what, fn, ev, got, want))
+            for k, v in ev_tree.items():
+                expect(v[2] <= v[1], "%s: %s %s exclusive above inclusive" % (what, k, ev))
+            folded = run([a.tally, "flame", "--folded", "--event", ev, data]).stdout
+            total = sum(int(l.rsplit(" ", 1)[1]) for l in folded.splitlines())
+            want = sum(r["events"][ev][1] for r in rows.values())
+            expect(total == want, "%s: %s collapsed stacks add up to %d, exclusive "
+                   "values to %d" % (what, ev, total, want))
+            svg = os.path.join(work, "flame.svg")
+            run([a.tally, "flame", "--event", ev, "-o", svg, data])
+            import xml.etree.ElementTree as ET
+            ET.parse(svg)
+        expect(rows["main"]["events"]["perf::TASK-CLOCK"][0] > 0,
+               "%s: no TASK-CLOCK in main" % what)
+        p = run([a.tally, "report", "--tree", "--event", "PAPI_NO_SUCH", data], check=False)
+        expect(p.returncode == 1 and "no call-path values of event PAPI_NO_SUCH" in p.stderr,
+               "%s: unknown event: %d %r" % (what, p.returncode, p.stderr))
+    # Merging.
+    exe, merged, plain = merge_check(a, work, "papi", flags, libs=libs, env=env,
+                                     events=events)
+    # Another event list: kept apart by the runtime, refused by tally merge.
+    p = run([exe, merged.replace(os.path.basename(merged)[4:-5], "%m"),
+             os.path.join(work, "one-event.data"), "1"],
+            env={"TALLY_PAPI_EVENTS": "perf::TASK-CLOCK"})
+    expect("it measures perf::PAGE-FAULTS, which this process does not; not merged, "
+           "moved aside to " + merged + ".other" in p.stderr,
+           "another event list: %r" % p.stderr)
+    p = run([a.tally, "merge", "-o", os.path.join(work, "never.data"), plain[0],
+             os.path.join(work, "one-event.data")], check=False)
+    expect(p.returncode == 1 and "does not measure perf::PAGE-FAULTS" in p.stderr,
+           "tally merge of another event list: %d %r" % (p.returncode, p.stderr))
+
+
 def file_with_meas(a, work):
     x86_64()
     exe = build(a, work, "tree.c", "call", "late")
@@ -719,23 +922,135 @@ def path_variants(buf):
     yield "path truncated", body[:-8]
 
 
-def check_bad_meas(a, work):
+def path_nodes_at(body):
+    """(offset of the first PATH node, node count) of BODY."""
+    at = body.index(b"PATH")
+    nrec = struct.unpack_from("<I", body, at + 16)[0]
+    n_at = at + 20 + 4 * nrec
+    return n_at + 4, struct.unpack_from("<I", body, n_at)[0]
+
+
+def frames_variants(buf):
+    """Damaged FRMS records (and PATH nodes naming frames), each a valid
+    file otherwise."""
+    body = buf[:-16]
+    at = body.index(b"FRMS")
+    n = struct.unpack_from("<I", body, at + 4)[0]
+    first = at + 8
+    name_len = struct.unpack_from("<I", body, first + 12)[0]
+    second = first + 16 + name_len
+    yield "frames count 0", body[:at + 4] + struct.pack("<I", 0) + body[at + 8:]
+    yield "frames count huge", body[:at + 4] + struct.pack("<I", 0x10000000) + body[at + 8:]
+    yield "frames id below base", body[:first] + struct.pack("<I", 0x10) + body[first + 4:]
+    if n > 1:
+        yield "frames ids out of order", (body[:second] + body[first:first + 4]
+                                          + body[second + 4:])
+    yield "frames name past the end", (body[:first + 12] + struct.pack("<I", 0x7fffff)
+                                       + body[first + 16:])
+    yield "frames without path", body[:body.index(b"PATH")]
+    nodes, count = path_nodes_at(body)
+    frame_nodes = [nodes + 32 * i for i in range(count)
+                   if struct.unpack_from("<I", body, nodes + 32 * i + 4)[0] >= 0xf0000000]
+    if frame_nodes:
+        k = frame_nodes[0]
+        yield "path frame not in frames", (body[:k + 4] + struct.pack("<I", 0xf0000fff)
+                                           + body[k + 8:])
+        yield "path frame with values", (body[:k + 8] + struct.pack("<QQQ", 1, 1, 1)
+                                         + body[k + 32:])
+
+
+def pevt_variants(buf):
+    """Damaged PEVT records (events per path), each a valid file otherwise."""
+    body = buf[:-16]
+    at = body.index(b"PEVT")
+    e, n = struct.unpack_from("<II", body, at + 4)
+    yield "pevt event count", body[:at + 4] + struct.pack("<I", e + 1) + body[at + 8:]
+    yield "pevt node count", body[:at + 8] + struct.pack("<I", n + 1) + body[at + 12:]
+    # The first node with a function: its first event's values.
+    nodes, count = path_nodes_at(body)
+    k = next(i for i in range(count)
+             if struct.unpack_from("<I", body, nodes + 32 * i + 4)[0] < 0xf0000000)
+    v = at + 12 + 16 * e * k
+    yield "pevt exclusive above inclusive", (body[:v] + struct.pack("<QQ", 1, 2)
+                                             + body[v + 16:])
+    yield "pevt truncated", body[:-8]
+    yield "pevt without path", body[:body.index(b"PATH")] + body[at:]
+
+
+def file_with_pevt(a, work):
+    """A measure=papi paths=on file with two events per path, or None
+    without PAPI."""
+    if a.papi != "1":
+        return None
+    exe = os.path.join(work, "tree-papi-paths")
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
+         "-fplugin-arg-tally-measure=papi", "-fplugin-arg-tally-paths=on",
+         os.path.join(a.srcdir, "measure", "tree.c"), "-o", exe, a.runtime,
+         a.runtime_papi, "-lpapi", "-lpthread"])
+    run([exe], env={"TALLY_OUTPUT": exe + ".data",
+                    "TALLY_PAPI_EVENTS": "perf::TASK-CLOCK,perf::PAGE-FAULTS"})
+    with open(exe + ".data", "rb") as f:
+        return f.read()
+
+
+def bad_variants(a, work):
+    """(name, damaged file) for every damaged MEAS, PATH, FRMS and PEVT
+    record this build can make."""
     buf = file_with_paths(a, work)
     for name, body in path_variants(buf):
+        yield name, rewrap(body)
+    if b"FRMS" in buf:  # (libunwind found frames below main)
+        for name, body in frames_variants(buf):
+            yield name, rewrap(body)
+    for name, body in meas_variants(file_with_meas(a, work)):
+        yield "meas " + name, rewrap(body)
+    pevt = file_with_pevt(a, work)
+    if pevt:
+        for name, body in pevt_variants(pevt):
+            yield name, rewrap(body)
+
+
+def check_bad_meas(a, work):
+    """The reader rejects each damaged record with a message naming the
+    file; the runtime's merge-on-write moves it aside instead of merging
+    it (and does not crash)."""
+    names = []
+    merger = os.path.join(work, "merge")
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
+         "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-paths=on",
+         "-I", os.path.join(a.srcdir, "..", "include"),
+         os.path.join(a.srcdir, "measure", "merge.c"), "-o", merger, a.runtime,
+         "-lpthread"])
+    sub = os.path.join(work, "m")
+    os.mkdir(sub)
+    pattern = os.path.join(sub, "t.%m.data")
+    run([merger, pattern, os.path.join(sub, "plain"), "1"])
+    target = [os.path.join(sub, f) for f in os.listdir(sub)
+              if f.startswith("t.") and f.endswith(".data")][0]
+    for name, content in bad_variants(a, work):
+        names.append(name)
         path = os.path.join(work, "bad.data")
         with open(path, "wb") as f:
-            f.write(rewrap(body))
+            f.write(content)
         p = run([a.tally, "report", path], check=False)
         expect(p.returncode == 1 and "corrupt" in p.stderr and "bad.data" in p.stderr,
                "%s: exit %d, stderr %r" % (name, p.returncode, p.stderr))
-    buf = file_with_meas(a, work)
-    for name, body in meas_variants(buf):
-        path = os.path.join(work, "bad.data")
-        with open(path, "wb") as f:
-            f.write(rewrap(body))
-        p = run([a.tally, "report", path], check=False)
-        expect(p.returncode == 1 and "corrupt" in p.stderr and "bad.data" in p.stderr,
-               "%s: exit %d, stderr %r" % (name, p.returncode, p.stderr))
+        # The runtime's merge checks the file as strictly.
+        with open(target, "wb") as f:
+            f.write(content)
+        p = run([merger, pattern, os.path.join(sub, "plain"), "1"], check=False)
+        expect(p.returncode == 0 and "not merged, moved aside to " + target + ".bad"
+               in p.stderr, "%s: the runtime's merge: exit %d, %r"
+               % (name, p.returncode, p.stderr))
+        with open(target + ".bad", "rb") as f:
+            expect(f.read() == content, "%s: the file moved aside changed" % name)
+        run([a.tally, "report", target])
+    for want_name in ("path parent not earlier", "meas value count 0"):
+        expect(want_name in names, "no %r variant" % want_name)
+    if a.unwind == "1":
+        expect("frames count 0" in names, "no FRMS variants: %s" % names)
+    if a.papi == "1":
+        expect("pevt event count" in names, "no PEVT variants: %s" % names)
 
 
 def write_corpus(a, out_dir):
@@ -754,6 +1069,17 @@ def write_corpus(a, out_dir):
     for name, body in meas_variants(buf):
         with open(os.path.join(out_dir, "meas-" + name.replace(" ", "-").replace("+", "plus")), "wb") as f:
             f.write(rewrap(body))
+    if b"FRMS" in buf2:
+        for name, body in frames_variants(buf2):
+            with open(os.path.join(out_dir, name.replace(" ", "-")), "wb") as f:
+                f.write(rewrap(body))
+    buf3 = file_with_pevt(a, work)
+    if buf3:
+        with open(os.path.join(out_dir, "pevt-valid"), "wb") as f:
+            f.write(buf3)
+        for name, body in pevt_variants(buf3):
+            with open(os.path.join(out_dir, name.replace(" ", "-")), "wb") as f:
+                f.write(rewrap(body))
 
 
 CHECKS = {
@@ -766,11 +1092,14 @@ CHECKS = {
     "signals": check_signals,
     "paths": check_paths,
     "paths-limits": check_paths_limits,
+    "paths-race": check_paths_race,
     "papi": check_papi,
     "unwind": check_unwind,
     "frames": check_frames,
     "errors": check_errors,
     "bad-meas": check_bad_meas,
+    "merge": check_merge,
+    "papi-paths": check_papi_paths,
 }
 
 

@@ -296,6 +296,7 @@ tally_data_free (struct tally_data *d)
       free (d->modules[i].fns);
   free (d->modules);
   free (d->paths);
+  free (d->path_events);
   free (d->frames);
   free (d->pool_);
   memset (d, 0, sizeof *d);
@@ -609,6 +610,54 @@ out:
   return rc;
 }
 
+/* The optional PEVT record (paths=on with measure=papi), after PATH: the
+   events of each node.  Values of a node without a function are ignored
+   (the writer may have seen it filled after it wrote PATH).  */
+static int
+parse_path_events (struct parser *p, struct tally_data *d)
+{
+  size_t at = p->pos;
+  uint32_t tag, e, n;
+  if (take_u32 (p, &tag, "path events tag") != 0
+      || take_u32 (p, &e, "path event count") != 0
+      || take_u32 (p, &n, "path events node count") != 0)
+    return -1;
+  if (e == 0 || e + 1 != d->nmeas)
+    return fail (p->err, p->errlen, "path events record at byte %zu: %lu "
+                 "events, the measurement record names %lu: file is corrupt",
+                 at, (unsigned long) e,
+                 (unsigned long) (d->nmeas ? d->nmeas - 1 : 0));
+  if ((uint64_t) n + 1 != d->npaths)
+    return fail (p->err, p->errlen, "path events record at byte %zu covers "
+                 "%lu nodes, the path record has %lu: file is corrupt", at,
+                 (unsigned long) n, (unsigned long) (d->npaths - 1));
+  if (n && n > left (p) / ((size_t) e * 16))
+    return fail (p->err, p->errlen, "path events record at byte %zu: the "
+                 "values run past the end of the records: file is corrupt",
+                 at);
+  d->path_events = calloc ((size_t) d->npaths * e * 2, sizeof *d->path_events);
+  if (!d->path_events)
+    return fail (p->err, p->errlen, "out of memory");
+  for (uint32_t i = 1; i <= n; i++)
+    for (uint32_t k = 0; k < e; k++)
+      {
+        uint64_t incl = get_u64 (p->buf + p->pos);
+        uint64_t excl = get_u64 (p->buf + p->pos + 8);
+        p->pos += 16;
+        if (excl > incl)
+          return fail (p->err, p->errlen, "path node %lu: exclusive %s above "
+                       "inclusive: file is corrupt", (unsigned long) i,
+                       d->meas_names[k + 1]);
+        if (d->paths[i].module == UINT32_MAX
+            || d->paths[i].module == TALLY_DATA_FRAME)
+          continue;
+        d->path_events[((size_t) i * e + k) * 2] = incl;
+        d->path_events[((size_t) i * e + k) * 2 + 1] = excl;
+      }
+  d->path_nevents = e;
+  return 0;
+}
+
 static int
 parse_records (struct parser *p, struct tally_data *d)
 {
@@ -646,6 +695,14 @@ parse_records (struct parser *p, struct tally_data *d)
   if (left (p) >= 4 && get_u32 (p->buf + p->pos) == TALLY_TAG_PATH
       && parse_paths (p, d) != 0)
     return -1;
+  if (left (p) >= 4 && get_u32 (p->buf + p->pos) == TALLY_TAG_PATH_EVENTS)
+    {
+      if (!d->npaths)
+        return fail (p->err, p->errlen, "a path events record without a "
+                     "path record: file is corrupt");
+      if (parse_path_events (p, d) != 0)
+        return -1;
+    }
   if (d->nframes && !d->npaths)
     return fail (p->err, p->errlen, "a frames record without a path record: "
                  "file is corrupt");

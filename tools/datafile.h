@@ -84,6 +84,11 @@ struct tally_data
   struct tally_data_path *paths;
   uint32_t path_depth; /* the writer's depth limit */
   uint64_t path_lost;  /* activations the writer's full tree did not hold */
+  uint32_t path_nevents; /* PAPI events per node (PEVT), 0 if none: the
+                            MEAS values after "cycles" */
+  uint64_t *path_events; /* [npaths][path_nevents] (inclusive, exclusive)
+                            pairs; zero for the root, nodes without a
+                            function and outside frames */
   uint32_t nframes;    /* outside functions on the paths (FRMS), 0 if none */
   struct tally_data_frame *frames;
   uint32_t crc;        /* CRC-32 stored in (and verified against) the trailer */

@@ -28,6 +28,7 @@ struct tally_tree
 {
   struct tnode *n;
   size_t len, cap;
+  char *event; /* the values shown: a PAPI event, or NULL for cycles */
 };
 
 static void *
@@ -56,10 +57,11 @@ add_sat (uint64_t a, uint64_t b)
 }
 
 struct tally_tree *
-tally_tree_new (void)
+tally_tree_new (const char *event)
 {
   struct tally_tree *t = xrealloc (NULL, sizeof *t);
   memset (t, 0, sizeof *t);
+  t->event = event ? xstrdup_ (event) : NULL;
   t->cap = 64;
   t->n = xrealloc (NULL, t->cap * sizeof *t->n);
   memset (&t->n[0], 0, sizeof t->n[0]);
@@ -93,11 +95,20 @@ child (struct tally_tree *t, size_t parent, const char *name, const char *file)
   return c;
 }
 
-void
+int
 tally_tree_add (struct tally_tree *t, const struct tally_data *d)
 {
   if (!d->npaths)
-    return;
+    return 0;
+  uint32_t ev = UINT32_MAX; /* cycles */
+  if (t->event)
+    {
+      for (uint32_t k = 1; k < d->nmeas && d->path_nevents; k++)
+        if (strcmp (d->meas_names[k], t->event) == 0)
+          ev = k - 1;
+      if (ev == UINT32_MAX)
+        return -1;
+    }
   size_t *map = xrealloc (NULL, d->npaths * sizeof *map);
   map[0] = 0;
   for (uint32_t i = 1; i < d->npaths; i++)
@@ -129,11 +140,18 @@ tally_tree_add (struct tally_tree *t, const struct tally_data *d)
         }
       map[i] = c;
       struct tnode *n = &t->n[c];
+      uint64_t incl = p->incl, excl = p->excl;
+      if (ev != UINT32_MAX)
+        {
+          incl = d->path_events[((size_t) i * d->path_nevents + ev) * 2];
+          excl = d->path_events[((size_t) i * d->path_nevents + ev) * 2 + 1];
+        }
       n->calls = add_sat (n->calls, p->calls);
-      n->incl = add_sat (n->incl, p->incl);
-      n->excl = add_sat (n->excl, p->excl);
+      n->incl = add_sat (n->incl, incl);
+      n->excl = add_sat (n->excl, excl);
     }
   free (map);
+  return 0;
 }
 
 size_t
@@ -218,8 +236,12 @@ void
 tally_tree_print (const struct tally_tree *t, FILE *out)
 {
   totals ((struct tally_tree *) t);
-  fprintf (out, "%12s %16s %16s  %s\n", "calls", "incl-cyc", "excl-cyc",
-           "call path");
+  if (t->event)
+    fprintf (out, "%12s incl-%-11s excl-%-11s  %s\n", "calls", t->event,
+             t->event, "call path");
+  else
+    fprintf (out, "%12s %16s %16s  %s\n", "calls", "incl-cyc", "excl-cyc",
+             "call path");
   print_node (t, 0, out);
 }
 
@@ -292,9 +314,11 @@ svg_node (const struct tally_tree *t, size_t i, double x, double w,
       double pct = grand ? 100.0 * (double) n->total / (double) grand : 0;
       fputs ("<g><title>", out);
       put_xml (out, n->name, 1000);
-      fprintf (out, " (%" PRIu64 " cycles, %.2f%%; self %" PRIu64
-               ", calls %" PRIu64 ")</title>", n->total, pct, n->excl,
-               n->calls);
+      fputs (" (", out);
+      fprintf (out, "%" PRIu64 " ", n->total);
+      put_xml (out, t->event ? t->event : "cycles", 200);
+      fprintf (out, ", %.2f%%; self %" PRIu64 ", calls %" PRIu64 ")</title>",
+               pct, n->excl, n->calls);
       fprintf (out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
                "fill=\"rgb(%u,%u,%u)\" rx=\"2\"/>", x, y, w, FRAME_H - 1,
                205 + (h % 50), 80 + ((h >> 8) % 130), 40 + ((h >> 16) % 50));
@@ -344,8 +368,9 @@ tally_tree_svg (const struct tally_tree *t, FILE *out, const char *title)
            (int) SVG_WIDTH, height, (int) SVG_WIDTH, height,
            (int) SVG_PAD);
   put_xml (out, title, 200);
-  fprintf (out, " — exclusive cycles, %" PRIu64 " in all (width: "
-           "inclusive)</text>\n", grand);
+  fputs (" — exclusive ", out);
+  put_xml (out, t->event ? t->event : "cycles", 200);
+  fprintf (out, ", %" PRIu64 " in all (width: inclusive)</text>\n", grand);
   svg_node (t, 0, SVG_PAD, SVG_WIDTH - 2 * SVG_PAD, scale, maxdepth, grand,
             out);
   fputs ("</svg>\n", out);
@@ -362,5 +387,6 @@ tally_tree_free (struct tally_tree *t)
       free ((char *) t->n[i].file);
     }
   free (t->n);
+  free (t->event);
   free (t);
 }

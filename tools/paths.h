@@ -10,9 +10,12 @@
 
 struct tally_tree;
 
-struct tally_tree *tally_tree_new (void);
-/* Add the PATH record of D (nothing if it has none).  */
-void tally_tree_add (struct tally_tree *t, const struct tally_data *d);
+/* A tree of cycles (EVENT NULL), or of the PAPI event named EVENT
+   (measure=papi: the PEVT record).  */
+struct tally_tree *tally_tree_new (const char *event);
+/* Add the PATH record of D (nothing if it has none).  Returns 0, or -1 if
+   the tree is of an event D has no per-path values of.  */
+int tally_tree_add (struct tally_tree *t, const struct tally_data *d);
 /* Paths (nodes other than the root) so far.  */
 size_t tally_tree_paths (const struct tally_tree *t);
 /* The indented tree, children by inclusive cycles, most first.  */

@@ -72,6 +72,8 @@ static const char usage_text[] =
   "  --json        print one JSON object instead of a table\n"
   "  --csv         print CSV (calls,exits,function,symbol,origin,file,line)\n"
   "  --tree        print the calling-context tree of paths=on programs\n"
+  "  --event=NAME  with --tree: the PAPI event NAME (measure=papi) per call\n"
+  "                path instead of cycles\n"
   "  --blocks      print every block with its lines and count\n"
   "                (modules built with -fplugin-arg-tally-blocks=...)\n"
   "  --lines=FILE  print source FILE annotated with line counts, as gcov\n"
@@ -82,6 +84,8 @@ static const char usage_text[] =
   "  -o OUT, --output=OUT  write to OUT instead of standard output\n"
   "  --folded      collapsed stacks (\"main;f;g 1234\", exclusive cycles)\n"
   "                instead of SVG, for other flame graph viewers\n"
+  "  --event=NAME  widths from the PAPI event NAME (measure=papi) instead\n"
+  "                of cycles\n"
   "\n"
   "Select options:\n"
   "  --percent=P   the share of the exclusive cycles to cover, 0 < P <= 100\n"
@@ -1506,9 +1510,9 @@ take_arg (const char *a, int *only_files, const char **list, size_t *n)
    output).  */
 static int
 tree_command (const char *what, const char **files, size_t nfiles,
-              const char *out, int folded)
+              const char *out, int folded, const char *event)
 {
-  struct tally_tree *t = tally_tree_new ();
+  struct tally_tree *t = tally_tree_new (event);
   int bad = 0;
   for (size_t i = 0; i < nfiles; i++)
     {
@@ -1531,8 +1535,14 @@ tree_command (const char *what, const char **files, size_t nfiles,
         fprintf (stderr, "tally: note: %s: %" PRIu64 " calls on paths that "
                  "did not fit in the program's tree (TALLY_PATH_NODES) are "
                  "not in it\n", files[i], d.path_lost);
-      if (!bad)
-        tally_tree_add (t, &d);
+      if (!bad && tally_tree_add (t, &d) != 0)
+        {
+          error_msg ("%s: %s: no call-path values of event %s in this file "
+                     "(build with -fplugin-arg-tally-measure=papi and "
+                     "-fplugin-arg-tally-paths=on, and name the event in "
+                     "TALLY_PAPI_EVENTS)", what, files[i], event);
+          bad = 1;
+        }
       tally_data_free (&d);
     }
   if (bad)
@@ -1572,7 +1582,7 @@ cmd_flame (int argc, char **argv)
 {
   const char **files = xmalloc ((size_t) argc * sizeof *files);
   size_t nfiles = 0;
-  const char *out = "-";
+  const char *out = "-", *event = NULL;
   int folded = 0, only_files = 0, r;
   for (int i = 1; i < argc; i++)
     {
@@ -1596,6 +1606,12 @@ cmd_flame (int argc, char **argv)
             goto usage;
           out = v;
         }
+      else if ((r = option_value (argc, argv, &i, "--event", &v)) != 0)
+        {
+          if (r < 0)
+            goto usage;
+          event = v;
+        }
       else
         {
           error_msg ("flame: unknown option '%s'; try 'tally --help'", a);
@@ -1607,7 +1623,7 @@ cmd_flame (int argc, char **argv)
       error_msg ("flame: no data files given; try 'tally --help'");
       goto usage;
     }
-  r = tree_command ("flame", files, nfiles, out, folded);
+  r = tree_command ("flame", files, nfiles, out, folded, event);
   free (files);
   return r;
 usage:
@@ -1749,6 +1765,7 @@ cmd_report (int argc, char **argv)
   opts.lines = xmalloc ((size_t) argc * sizeof *opts.lines);
   size_t npaths = 0;
   int json = 0, csv = 0, tree = 0, only_files = 0;
+  const char *event = NULL;
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i], *v;
@@ -1806,6 +1823,12 @@ cmd_report (int argc, char **argv)
               goto usage;
             }
         }
+      else if ((r = option_value (argc, argv, &i, "--event", &v)) != 0)
+        {
+          if (r < 0)
+            goto usage;
+          event = v;
+        }
       else if ((r = option_value (argc, argv, &i, "--top", &v)) != 0)
         {
           if (r < 0)
@@ -1829,6 +1852,12 @@ cmd_report (int argc, char **argv)
              "--help'");
       goto usage;
     }
+  if (event && !tree)
+    {
+      error_msg ("report: --event shows a PAPI event in the call tree; it "
+                 "needs --tree; try 'tally --help'");
+      goto usage;
+    }
   if (tree && (json || csv))
     {
       error_msg ("report: --tree prints text only; it cannot be used with "
@@ -1849,8 +1878,9 @@ cmd_report (int argc, char **argv)
     }
   if (tree)
     {
-      int rc = tree_command ("report --tree", paths, npaths, NULL, 0);
+      int rc = tree_command ("report --tree", paths, npaths, NULL, 0, event);
       free (paths);
+      free (opts.lines);
       return rc;
     }
 
@@ -2380,7 +2410,17 @@ cmd_dump (int argc, char **argv)
  * --force, modules with the same source are merged whatever their
  * checksum (and within one input file too): functions pair by symbol and
  * a function only one build has is added.  The output is written to OUT.tmp.PID and renamed over OUT, so it
- * may be one of the inputs.  */
+ * may be one of the inputs.
+ *
+ * The measured values (MEAS) of a function add up as its counts do; a file
+ * without them adds zeros; files that measure other values (other PAPI
+ * events) are refused, naming the first one that differs.  The outside
+ * frames (FRMS) are the union of the inputs' (a frame is its name, or its
+ * address if it has none), and the calling-context trees (PATH) are merged
+ * by path: a node is the chain of (output record, function) or frame keys
+ * from the root, found through a hash table, and its calls and cycles add
+ * up.  Like the records, the tree and the frames are the output's size,
+ * whatever the number of inputs.  */
 
 struct acc_fn
 {
@@ -2389,6 +2429,8 @@ struct acc_fn
   uint64_t *counters;
   uint32_t map_size;
   unsigned char *map; /* block map, or NULL */
+  uint64_t *meas;     /* accumulator.nmeas (inclusive, exclusive) pairs;
+                         NULL while all are zero */
 };
 
 struct acc_module
@@ -2402,10 +2444,39 @@ struct acc_module
   int forced;       /* --force merged another build into it */
 };
 
+/* A function of a frame outside instrumented code (FRMS).  */
+struct acc_frame
+{
+  uint64_t addr;
+  char *name;
+};
+
+/* A node of the merged tree: parent node, and record and function (record
+   UINT32_MAX: a frame, fn indexing the frames).  */
+struct acc_node
+{
+  uint32_t parent, rec, fn;
+  uint64_t calls, incl, excl;
+};
+
 struct accumulator
 {
   struct acc_module *mods;
   size_t n, cap;
+  uint32_t nmeas; /* values per function, 0 until an input has MEAS */
+  char *meas_names[TALLY_MAX_MEAS];
+  struct acc_frame *frames;
+  size_t nframes, frames_cap;
+  struct acc_node *nodes; /* [0] is the root */
+  size_t nnodes, nodes_cap;
+  uint32_t *slots; /* node indexes by hash of (parent, rec, fn); 0 empty */
+  size_t nslots;
+  uint64_t *node_ev; /* nodes x (nmeas - 1) event pairs (PEVT), when
+                        nmeas > 1 */
+  size_t node_ev_cap;
+  int paths;       /* an input had a PATH record */
+  uint32_t depth;  /* the largest depth limit */
+  uint64_t lost;
 };
 
 static void
@@ -2422,6 +2493,7 @@ acc_fn_copy (struct acc_fn *to, const struct tally_data_fn *f)
   memcpy (to->counters, f->counters, f->ncounters * sizeof *to->counters);
   to->map_size = f->map_size;
   to->map = NULL;
+  to->meas = NULL;
   if (f->map_size)
     {
       to->map = xmalloc (f->map_size);
@@ -2484,20 +2556,24 @@ same_build (const struct acc_module *a, const struct tally_data_module *m)
   return 1;
 }
 
-static void
+/* Add module M of input FILE to ACC; the record it went to is returned,
+   and the index there of each of its functions put in FNMAP.  */
+static size_t
 acc_add_module (struct accumulator *acc, const struct tally_data_module *m,
-                size_t file, int force)
+                size_t file, int force, uint32_t *fnmap)
 {
   struct acc_module *a = NULL;
   for (size_t i = 0; i < acc->n && !a; i++)
     if (acc->mods[i].last_file != file + 1 && same_build (&acc->mods[i], m))
       a = &acc->mods[i];
+  for (uint32_t i = 0; i < m->nfns; i++)
+    fnmap[i] = i;
   if (a)
     {
       for (uint32_t i = 0; i < m->nfns; i++)
         acc_fn_add (&a->fns[i], &m->fns[i]);
       a->last_file = file + 1;
-      return;
+      return (size_t) (a - acc->mods);
     }
   /* --force asks for one record per source, so records of one input file
      merge too.  */
@@ -2522,10 +2598,11 @@ acc_add_module (struct accumulator *acc, const struct tally_data_module *m,
               a->fns = xgrow (a->fns, &a->cap, a->nfns + 1, sizeof *a->fns);
               acc_fn_copy (&a->fns[a->nfns++], &m->fns[i]);
             }
+          fnmap[i] = (uint32_t) j;
         }
       a->last_file = file + 1;
       a->forced = 1;
-      return;
+      return (size_t) (a - acc->mods);
     }
   acc->mods = xgrow (acc->mods, &acc->cap, acc->n + 1, sizeof *acc->mods);
   a = &acc->mods[acc->n++];
@@ -2539,6 +2616,239 @@ acc_add_module (struct accumulator *acc, const struct tally_data_module *m,
   for (uint32_t i = 0; i < m->nfns; i++)
     acc_fn_copy (&a->fns[a->nfns++], &m->fns[i]);
   a->last_file = file + 1;
+  return acc->n - 1;
+}
+
+static void acc_node_events (struct accumulator *acc);
+
+/* Whether the value names of D are those ACC has (in any order); VMAP[k]
+   gets the accumulator's index of D's value k.  Sets ACC's names from the
+   first input that has some.  */
+static int
+acc_meas_names (struct accumulator *acc, const struct tally_data *d,
+                uint32_t *vmap, const char *path)
+{
+  if (!d->nmeas)
+    return 0;
+  if (!acc->nmeas)
+    {
+      acc->nmeas = d->nmeas;
+      for (uint32_t k = 0; k < d->nmeas; k++)
+        acc->meas_names[k] = xstrdup (d->meas_names[k]);
+      acc_node_events (acc);
+    }
+  for (uint32_t k = 0; k < d->nmeas; k++)
+    {
+      vmap[k] = UINT32_MAX;
+      for (uint32_t o = 0; o < acc->nmeas; o++)
+        if (strcmp (acc->meas_names[o], d->meas_names[k]) == 0)
+          vmap[k] = o;
+      if (vmap[k] == UINT32_MAX)
+        {
+          error_msg ("merge: %s measures %s, the files before it do not; "
+                     "merge files of each set of measurements apart",
+                     path, d->meas_names[k]);
+          return -1;
+        }
+    }
+  if (d->nmeas != acc->nmeas)
+    {
+      for (uint32_t o = 0; o < acc->nmeas; o++)
+        {
+          uint32_t k = 0;
+          while (k < d->nmeas && strcmp (acc->meas_names[o], d->meas_names[k]))
+            k++;
+          if (k == d->nmeas)
+            {
+              error_msg ("merge: %s does not measure %s, the files before "
+                         "it do; merge files of each set of measurements "
+                         "apart", path, acc->meas_names[o]);
+              return -1;
+            }
+        }
+    }
+  return 0;
+}
+
+/* Add the measured values of function F (D's values, mapped by VMAP) to T.  */
+static void
+acc_meas_add (const struct accumulator *acc, struct acc_fn *t,
+              const struct tally_data_fn *f, uint32_t nmeas,
+              const uint32_t *vmap)
+{
+  if (!f->meas)
+    return;
+  if (!t->meas)
+    {
+      t->meas = xmalloc (2 * acc->nmeas * sizeof *t->meas);
+      memset (t->meas, 0, 2 * acc->nmeas * sizeof *t->meas);
+    }
+  for (uint32_t k = 0; k < nmeas; k++)
+    {
+      t->meas[2 * vmap[k]] = add_sat (t->meas[2 * vmap[k]], f->meas[2 * k]);
+      t->meas[2 * vmap[k] + 1] = add_sat (t->meas[2 * vmap[k] + 1],
+                                          f->meas[2 * k + 1]);
+    }
+}
+
+/* The frame of ACC that F is (same name, or same address if unnamed),
+   added if new.  */
+static uint32_t
+acc_frame (struct accumulator *acc, const struct tally_data_frame *f)
+{
+  for (size_t i = 0; i < acc->nframes; i++)
+    if (strcmp (acc->frames[i].name, f->name) == 0
+        && (*f->name || acc->frames[i].addr == f->addr))
+      return (uint32_t) i;
+  acc->frames = xgrow (acc->frames, &acc->frames_cap, acc->nframes + 1,
+                       sizeof *acc->frames);
+  acc->frames[acc->nframes].addr = f->addr;
+  acc->frames[acc->nframes].name = xstrdup (f->name);
+  return (uint32_t) acc->nframes++;
+}
+
+static size_t
+node_hash (uint32_t parent, uint32_t rec, uint32_t fn)
+{
+  uint64_t h = parent * 0x9e3779b97f4a7c15ull ^ rec * 0xc2b2ae3d27d4eb4full
+               ^ fn * 0x165667b19e3779f9ull;
+  return (size_t) (h ^ h >> 29);
+}
+
+/* Room for the events of the nodes so far (nmeas - 1 pairs each).  */
+static void
+acc_node_events (struct accumulator *acc)
+{
+  if (acc->nmeas < 2)
+    return;
+  size_t per = 2 * (size_t) (acc->nmeas - 1), old = acc->node_ev_cap;
+  acc->node_ev = xgrow (acc->node_ev, &acc->node_ev_cap,
+                        (acc->nnodes + 1) * per, sizeof *acc->node_ev);
+  if (acc->node_ev_cap > old)
+    memset (acc->node_ev + old, 0,
+            (acc->node_ev_cap - old) * sizeof *acc->node_ev);
+}
+
+/* The child of node PARENT for (REC, FN), made if new.  */
+static uint32_t
+acc_node (struct accumulator *acc, uint32_t parent, uint32_t rec, uint32_t fn)
+{
+  if (2 * (acc->nnodes + 1) > acc->nslots)
+    {
+      size_t n = acc->nslots ? 2 * acc->nslots : 1024;
+      free (acc->slots);
+      acc->slots = xmalloc (n * sizeof *acc->slots);
+      memset (acc->slots, 0, n * sizeof *acc->slots);
+      acc->nslots = n;
+      for (size_t i = 1; i < acc->nnodes; i++)
+        {
+          const struct acc_node *q = &acc->nodes[i];
+          size_t h = node_hash (q->parent, q->rec, q->fn);
+          while (acc->slots[h & (n - 1)])
+            h++;
+          acc->slots[h & (n - 1)] = (uint32_t) i;
+        }
+    }
+  size_t h = node_hash (parent, rec, fn);
+  for (;; h++)
+    {
+      uint32_t *s = &acc->slots[h & (acc->nslots - 1)];
+      if (!*s)
+        {
+          if (acc->nnodes >= TALLY_FRAME_ID_BASE)
+            {
+              error_msg ("merge: too many call paths for one file");
+              exit (EXIT_BAD_DATA);
+            }
+          acc->nodes = xgrow (acc->nodes, &acc->nodes_cap, acc->nnodes + 1,
+                              sizeof *acc->nodes);
+          acc->nodes[acc->nnodes] = (struct acc_node){ parent, rec, fn, 0, 0, 0 };
+          *s = (uint32_t) acc->nnodes;
+          acc_node_events (acc);
+          return (uint32_t) acc->nnodes++;
+        }
+      const struct acc_node *q = &acc->nodes[*s];
+      if (q->parent == parent && q->rec == rec && q->fn == fn)
+        return *s;
+    }
+}
+
+/* Add input file D (number FILE, at PATH) to ACC: its modules, measured
+   values, frames and calls paths.  Returns 0, or EXIT_BAD_DATA (said) when
+   its measurements cannot be merged with the earlier files'.  */
+static int
+acc_add_file (struct accumulator *acc, const struct tally_data *d,
+              size_t file, int force, const char *path)
+{
+  uint32_t vmap[TALLY_MAX_MEAS];
+  if (acc_meas_names (acc, d, vmap, path) != 0)
+    return EXIT_BAD_DATA;
+  size_t *recmap = xmalloc ((d->nmodules + 1) * sizeof *recmap);
+  uint32_t **fnmap = xmalloc ((d->nmodules + 1) * sizeof *fnmap);
+  for (uint32_t m = 0; m < d->nmodules; m++)
+    {
+      const struct tally_data_module *mod = &d->modules[m];
+      fnmap[m] = xmalloc ((mod->nfns + 1) * sizeof **fnmap);
+      recmap[m] = acc_add_module (acc, mod, file, force, fnmap[m]);
+      for (uint32_t i = 0; i < mod->nfns; i++)
+        acc_meas_add (acc, &acc->mods[recmap[m]].fns[fnmap[m][i]],
+                      &mod->fns[i], d->nmeas, vmap);
+    }
+  if (d->npaths)
+    {
+      uint32_t *fmap = xmalloc ((d->nframes + 1) * sizeof *fmap);
+      for (uint32_t f = 0; f < d->nframes; f++)
+        fmap[f] = acc_frame (acc, &d->frames[f]);
+      if (!acc->nnodes)
+        {
+          acc->nodes = xgrow (acc->nodes, &acc->nodes_cap, 1, sizeof *acc->nodes);
+          acc->nodes[0] = (struct acc_node){ UINT32_MAX, UINT32_MAX, UINT32_MAX,
+                                             0, 0, 0 };
+          acc->nnodes = 1;
+        }
+      acc->paths = 1;
+      if (d->path_depth > acc->depth)
+        acc->depth = d->path_depth;
+      acc->lost = add_sat (acc->lost, d->path_lost);
+      uint32_t *map = xmalloc (d->npaths * sizeof *map);
+      map[0] = 0;
+      for (uint32_t i = 1; i < d->npaths; i++)
+        {
+          const struct tally_data_path *p = &d->paths[i];
+          map[i] = map[p->parent]; /* the reader checked parent < i */
+          if (p->module == UINT32_MAX)
+            continue; /* a node the writer had not finished */
+          uint32_t k;
+          if (p->module == TALLY_DATA_FRAME)
+            k = acc_node (acc, map[i], UINT32_MAX, fmap[p->fn]);
+          else
+            k = acc_node (acc, map[i], (uint32_t) recmap[p->module],
+                          fnmap[p->module][p->fn]);
+          struct acc_node *n = &acc->nodes[k];
+          n->calls = add_sat (n->calls, p->calls);
+          n->incl = add_sat (n->incl, p->incl);
+          n->excl = add_sat (n->excl, p->excl);
+          map[i] = k;
+          /* Event e is value e + 1 of the MEAS names.  */
+          for (uint32_t e = 0; e < d->path_nevents; e++)
+            if (vmap[e + 1] > 0)
+              {
+                uint64_t *t = acc->node_ev
+                              + ((size_t) k * (acc->nmeas - 1) + vmap[e + 1] - 1) * 2;
+                const uint64_t *v = d->path_events
+                                    + ((size_t) i * d->path_nevents + e) * 2;
+                t[0] = add_sat (t[0], v[0]);
+                t[1] = add_sat (t[1], v[1]);
+              }
+        }
+      free (map);
+      free (fmap);
+    }
+  for (uint32_t m = 0; m < d->nmodules; m++)
+    free (fnmap[m]);
+  free (fnmap);
+  free (recmap);
+  return 0;
 }
 
 /* A stream writer that keeps the CRC and the byte count.  */
@@ -2607,6 +2917,31 @@ write_merged (const char *path, const struct accumulator *acc,
       error_msg ("merge: too many modules for one file");
       return EXIT_BAD_DATA;
     }
+  uint64_t nfns_total = 0;
+  for (size_t i = 0; i < acc->n; i++)
+    nfns_total += acc->mods[i].nfns;
+  if (acc->paths && nfns_total >= TALLY_FRAME_ID_BASE)
+    {
+      error_msg ("merge: too many functions for the call paths of one file");
+      return EXIT_BAD_DATA;
+    }
+  if (acc->nmeas)
+    {
+      size += 12 + 4 * (uint64_t) acc->n
+              + 16 * (uint64_t) acc->nmeas * nfns_total;
+      for (uint32_t k = 0; k < acc->nmeas; k++)
+        size += str_bytes (acc->meas_names[k]);
+    }
+  if (acc->paths && acc->nframes)
+    {
+      size += 8;
+      for (size_t f = 0; f < acc->nframes; f++)
+        size += 12 + str_bytes (acc->frames[f].name);
+    }
+  if (acc->paths)
+    size += 24 + 4 * (uint64_t) acc->n + 32 * (uint64_t) (acc->nnodes - 1);
+  if (acc->paths && acc->nmeas > 1)
+    size += 12 + 16 * (uint64_t) (acc->nmeas - 1) * (acc->nnodes - 1);
   size_t n = strlen (path) + 32;
   char *tmp = xmalloc (n);
   snprintf (tmp, n, "%s.tmp.%ld", path, (long) getpid ());
@@ -2652,6 +2987,80 @@ write_merged (const char *path, const struct accumulator *acc,
           out_u32 (&w, f->map_size);
           if (f->map_size)
             out_bytes (&w, f->map, f->map_size);
+        }
+    }
+  if (acc->nmeas)
+    {
+      out_u32 (&w, TALLY_TAG_MEAS);
+      out_u32 (&w, acc->nmeas);
+      for (uint32_t k = 0; k < acc->nmeas; k++)
+        out_str (&w, acc->meas_names[k]);
+      out_u32 (&w, (uint32_t) acc->n);
+      for (size_t i = 0; i < acc->n; i++)
+        {
+          out_u32 (&w, (uint32_t) acc->mods[i].nfns);
+          for (size_t j = 0; j < acc->mods[i].nfns; j++)
+            for (uint32_t k = 0; k < 2 * acc->nmeas; k++)
+              out_u64 (&w, acc->mods[i].fns[j].meas
+                               ? acc->mods[i].fns[j].meas[k] : 0);
+        }
+    }
+  if (acc->paths && acc->nframes)
+    {
+      out_u32 (&w, TALLY_TAG_FRAMES);
+      out_u32 (&w, (uint32_t) acc->nframes);
+      for (size_t f = 0; f < acc->nframes; f++)
+        {
+          out_u32 (&w, TALLY_FRAME_ID_BASE + (uint32_t) f);
+          out_u64 (&w, acc->frames[f].addr);
+          out_str (&w, acc->frames[f].name);
+        }
+    }
+  if (acc->paths)
+    {
+      out_u32 (&w, TALLY_TAG_PATH);
+      out_u32 (&w, acc->depth);
+      out_u64 (&w, acc->lost);
+      out_u32 (&w, (uint32_t) acc->n);
+      uint32_t base = 0;
+      for (size_t i = 0; i < acc->n; i++)
+        {
+          out_u32 (&w, base);
+          base += (uint32_t) acc->mods[i].nfns;
+        }
+      out_u32 (&w, (uint32_t) (acc->nnodes - 1));
+      /* Function ids: record r's functions from its base.  */
+      uint32_t *bases = xmalloc ((acc->n + 1) * sizeof *bases);
+      base = 0;
+      for (size_t i = 0; i < acc->n; i++)
+        {
+          bases[i] = base;
+          base += (uint32_t) acc->mods[i].nfns;
+        }
+      for (size_t i = 1; i < acc->nnodes; i++)
+        {
+          const struct acc_node *q = &acc->nodes[i];
+          out_u32 (&w, q->parent);
+          out_u32 (&w, q->rec == UINT32_MAX ? TALLY_FRAME_ID_BASE + q->fn
+                                            : bases[q->rec] + q->fn);
+          out_u64 (&w, q->calls);
+          out_u64 (&w, q->incl);
+          out_u64 (&w, q->excl < q->incl ? q->excl : q->incl);
+        }
+      free (bases);
+      if (acc->nmeas > 1)
+        {
+          uint32_t ne = acc->nmeas - 1;
+          out_u32 (&w, TALLY_TAG_PATH_EVENTS);
+          out_u32 (&w, ne);
+          out_u32 (&w, (uint32_t) (acc->nnodes - 1));
+          for (size_t i = 1; i < acc->nnodes; i++)
+            for (uint32_t e = 0; e < ne; e++)
+              {
+                const uint64_t *t = acc->node_ev + (i * ne + e) * 2;
+                out_u64 (&w, t[0]);
+                out_u64 (&w, t[1] < t[0] ? t[1] : t[0]);
+              }
         }
     }
   uint32_t crc = w.crc;
@@ -2738,7 +3147,8 @@ cmd_merge (int argc, char **argv)
       return EXIT_USAGE;
     }
 
-  struct accumulator acc = { NULL, 0, 0 };
+  struct accumulator acc;
+  memset (&acc, 0, sizeof acc);
   char *program = NULL;
   uint32_t flags = TALLY_FILE_AT_EXIT;
   size_t file = 0;
@@ -2767,8 +3177,7 @@ cmd_merge (int argc, char **argv)
       else if (strcmp (program, d.program) != 0)
         program[0] = 0; /* several programs: name none */
       flags &= d.flags;
-      for (uint32_t m = 0; m < d.nmodules; m++)
-        acc_add_module (&acc, &d.modules[m], file, force);
+      status = acc_add_file (&acc, &d, file, force, a);
       tally_data_free (&d);
       file++;
     }
@@ -2791,12 +3200,21 @@ cmd_merge (int argc, char **argv)
           free (a->fns[j].file);
           free (a->fns[j].counters);
           free (a->fns[j].map);
+          free (a->fns[j].meas);
         }
       free (a->fns);
       free (a->source);
       free (a->directory);
     }
   free (acc.mods);
+  for (uint32_t k = 0; k < acc.nmeas; k++)
+    free (acc.meas_names[k]);
+  for (size_t f = 0; f < acc.nframes; f++)
+    free (acc.frames[f].name);
+  free (acc.frames);
+  free (acc.nodes);
+  free (acc.node_ev);
+  free (acc.slots);
   free (program);
   return status;
 }

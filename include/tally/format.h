@@ -34,6 +34,11 @@
  *            increasing, each >= TALLY_FRAME_ID_BASE: the functions of
  *            frames found on threads' stacks below their first instrumented
  *            call; PATH nodes with such an id stand for them (no values)
+ *   pevt     optional, after path (paths=on with measure=papi): u32
+ *            TALLY_TAG_PATH_EVENTS, u32 event count E (= the meas value
+ *            count - 1: the events named there after "cycles"), u32 node
+ *            count (= path's), then per node (1..N) E x (u64 inclusive,
+ *            u64 exclusive)
  *   trailer  u32 TALLY_TAG_END, u32 CRC-32 (IEEE) of every byte before the
  *            trailer, u64 file size (same as in the header)
  *
@@ -101,6 +106,7 @@
 #define TALLY_CMOD_FIXED 40u /* CMOD bytes before the function table */
 #define TALLY_CMOD_FN 24u    /* CMOD bytes per function */
 #define TALLY_DUMP_FIXED 16u /* DUMP bytes before the image */
+#define TALLY_TAG_PATH_EVENTS 0x54564550u /* "PEVT" */
 /* Path nodes of frames outside instrumented code (FRMS) have function ids
    from here up.  */
 #define TALLY_FRAME_ID_BASE 0xf0000000u

@@ -4,7 +4,10 @@
             read failed (SA_RESTART should resume it)
      raise  f 3 times, then raise SIGTERM
      abort  f 2 times, then abort ()
-     segv   f 4 times, then write through a null pointer  */
+     segv   f 4 times, then write through a null pointer
+     overflow   f 4 times, then recurse without end (stack overflow)
+     own-stack  the same, with an alternate signal stack the program set
+                up before tally's registration; exit 4 if it is replaced  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,29 @@ __attribute__ ((noipa)) int
 f (int x)
 {
   return x + 1;
+}
+
+__attribute__ ((noipa)) int
+deep (volatile char *p)
+{
+  volatile char buf[256];
+  buf[0] = *p;
+  return deep (buf) + buf[1]; /* not a tail call */
+}
+
+/* The program's own alternate stack, set before tally registers (priority
+   100 runs before the modules' 101).  */
+static char own_stack[1 << 16];
+
+#pragma GCC diagnostic ignored "-Wprio-ctor-dtor"
+__attribute__ ((constructor (100))) static void
+own_alt_stack (void)
+{
+  const char *mode = getenv ("SIGNAL_TEST_OWN_STACK");
+  if (!mode)
+    return;
+  stack_t ss = { .ss_sp = own_stack, .ss_size = sizeof own_stack };
+  sigaltstack (&ss, NULL);
 }
 
 int
@@ -59,6 +85,17 @@ main (int argc, char **argv)
         s = f (s);
       *(volatile int *) (long) (s - 4) = s;
       return 1;
+    }
+  if (strcmp (argv[1], "overflow") == 0 || strcmp (argv[1], "own-stack") == 0)
+    {
+      stack_t ss;
+      if (argv[1][0] == 'o' && argv[1][1] == 'w'
+          && (sigaltstack (NULL, &ss) != 0 || ss.ss_sp != own_stack))
+        return 4;
+      for (int i = 0; i < 4; i++)
+        s = f (s);
+      char c = (char) s;
+      return deep (&c);
     }
   return 2;
 }
