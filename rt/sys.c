@@ -85,6 +85,48 @@ SYS_FN (void *, memset) (void *dst, int c, size_t n)
   return dst;
 }
 
+SYS_FN (char *, strrchr) (const char *s, int c)
+{
+  const char *last = NULL;
+  for (;; s++)
+    {
+      if (*s == (char) c)
+        last = s;
+      if (!*s)
+        return (char *) last;
+    }
+}
+
+SYS_FN (ssize_t, read) (int fd, void *buf, size_t n)
+{
+  return syscall (SYS_read, fd, buf, n);
+}
+
+SYS_FN (ssize_t, pread) (int fd, void *buf, size_t n, off_t off)
+{
+  return syscall (SYS_pread64, fd, buf, n, off);
+}
+
+SYS_FN (ssize_t, pwrite) (int fd, const void *buf, size_t n, off_t off)
+{
+  return syscall (SYS_pwrite64, fd, buf, n, off);
+}
+
+SYS_FN (off_t, lseek) (int fd, off_t off, int whence)
+{
+  return (off_t) syscall (SYS_lseek, fd, off, whence);
+}
+
+SYS_FN (int, ftruncate) (int fd, off_t len)
+{
+  return (int) syscall (SYS_ftruncate, fd, len);
+}
+
+SYS_FN (int, dup) (int fd)
+{
+  return (int) syscall (SYS_dup, fd);
+}
+
 SYS_FN (ssize_t, write) (int fd, const void *buf, size_t n)
 {
   return syscall (SYS_write, fd, buf, n);

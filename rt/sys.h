@@ -47,12 +47,24 @@ extern int unlink (const char *) TALLY_RT_REDIRECT (unlink);
 extern pid_t getpid (void) TALLY_RT_REDIRECT (getpid);
 extern ssize_t readlink (const char *, char *, size_t)
     TALLY_RT_REDIRECT (readlink);
+extern char *strrchr (const char *, int) TALLY_RT_REDIRECT (strrchr);
+extern ssize_t read (int, void *, size_t) TALLY_RT_REDIRECT (read);
+extern int dup (int) TALLY_RT_REDIRECT (dup);
 /* glibc already renames these (open64, ...), so they are macros.  */
 int tally_rt_sys_open (const char *path, int flags, ...) TALLY_HIDDEN;
 int tally_rt_sys_fcntl (int fd, int cmd, ...) TALLY_HIDDEN;
 int tally_rt_sys_fstat (int fd, struct stat *st) TALLY_HIDDEN;
 int tally_rt_sys_stat (const char *path, struct stat *st) TALLY_HIDDEN;
+ssize_t tally_rt_sys_pread (int fd, void *buf, size_t n, off_t off) TALLY_HIDDEN;
+ssize_t tally_rt_sys_pwrite (int fd, const void *buf, size_t n, off_t off)
+    TALLY_HIDDEN;
+off_t tally_rt_sys_lseek (int fd, off_t off, int whence) TALLY_HIDDEN;
+int tally_rt_sys_ftruncate (int fd, off_t len) TALLY_HIDDEN;
 #define open tally_rt_sys_open
+#define pread tally_rt_sys_pread
+#define pwrite tally_rt_sys_pwrite
+#define lseek tally_rt_sys_lseek
+#define ftruncate tally_rt_sys_ftruncate
 #define fcntl tally_rt_sys_fcntl
 #define fstat tally_rt_sys_fstat
 #define stat(path, st) tally_rt_sys_stat (path, st)
