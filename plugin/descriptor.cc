@@ -519,6 +519,12 @@ tally_emit_module (void *, void *)
     return;
   tally_emitting = true;
 
+  /* 0. update=tls: the function that finds a thread's counter copies.  It
+     is compiled at once, and the collector may run while it is: so before
+     anything below is built, which nothing roots until it is finalized
+     (a GC there freed the half-built module record: ICE on sqlite3.c).  */
+  tree locate = tally_opts.update == TALLY_UPDATE_TLS ? build_tls_locate () : NULL_TREE;
+
   /* 1. The function descriptors and the table of pointers to them.  */
   unsigned n = records.length ();
   md5_ctx hctx;
@@ -589,7 +595,6 @@ tally_emit_module (void *, void *)
   ctor_add (&b, u32 (mflags));
   ctor_add (&b, null_pointer_node);
   ctor_add (&b, build_int_cstu (uint64_type_node, 0));
-  tree locate = tally_opts.update == TALLY_UPDATE_TLS ? build_tls_locate () : NULL_TREE;
   ctor_add (&b, locate ? build_fold_addr_expr (locate) : null_pointer_node);
   ctor_add (&b, tally_opts.mapped ? build_fold_addr_expr (tally_bias_decl ())
                                   : null_pointer_node);
