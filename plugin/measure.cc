@@ -204,6 +204,10 @@ cfa (function *fun, gimple_seq *seq)
                ? make_temp_ssa_name (ptr_type_node, NULL, CFA_TEMP)
                : create_tmp_reg (ptr_type_node, CFA_TEMP);
   gcall *g = gimple_build_call (builtin_decl_explicit (BUILT_IN_DWARF_CFA), 0);
+  /* GCC does not declare the builtin nothrow: inlined into a try block,
+     the call would be taken for one that throws in the middle of a block
+     (-fchecking: "statement marked for throw in middle of block").  */
+  gimple_call_set_nothrow (g, true);
   gimple_call_set_lhs (g, t);
   gimple_seq_add_stmt (seq, g);
   return t;
