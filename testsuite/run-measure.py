@@ -419,8 +419,10 @@ def check_paths_race(a, work):
         data = os.path.join(work, "race.%d.data" % i)
         run([a.tally, "report", "--csv", data])
         sizes.append(os.path.getsize(data))
-    expect(sizes[-1] > 100 * sizes[0], "paths-race: the tree did not grow "
-           "during the dumps (file sizes %s)" % sizes)
+    # The race was there to be lost: the tree grew between most dumps.
+    grew = sum(1 for x, y in zip(sizes, sizes[1:]) if y > x)
+    expect(sizes[-1] > 10 * sizes[0] and grew >= 10, "paths-race: the tree did not "
+           "grow during the dumps (file sizes %s)" % sizes)
     run([a.tally, "report", "--tree", os.path.join(work, "race.19.data")])
 
 

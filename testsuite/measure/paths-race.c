@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <tally/tally.h>
 
@@ -63,6 +64,9 @@ main (int argc, char **argv)
           perror ("tally_dump");
           failed++;
         }
+      /* Let the workers run between dumps even on a loaded machine.  */
+      struct timespec ms = { 0, 2000000 };
+      nanosleep (&ms, NULL);
     }
   stop = 1;
   for (int i = 0; i < 4; i++)
