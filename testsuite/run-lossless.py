@@ -25,12 +25,14 @@ import time
 from checklib import Failure, Skip, expect, run, run_check
 
 
-def build(a, work, src, hooks="inline", extra=(), cxx=False, name=None):
+def build(a, work, src, hooks="inline", extra=(), cxx=False, name=None, runtime=None):
+    """Build lossless/SRC; RUNTIME: the link arguments of the runtime (the
+    static one by default)."""
     exe = os.path.join(work, name or "%s-%s" % (os.path.splitext(src)[0], hooks))
     cc = a.cxx if cxx else a.cc
     run([cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
          "-I", a.include, os.path.join(a.srcdir, "lossless", src), "-o", exe,
-         *extra, a.runtime])
+         *extra, *(runtime or [a.runtime])])
     return exe
 
 
@@ -658,19 +660,18 @@ def check_reentry(a, work):
                ("call", ("-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-paths=on")),
                ("inline", ("-fplugin-arg-tally-update=atomic",))]
     for n, (hooks, opts) in enumerate(configs):
+        # Only libunwind (paths=on) calls them besides the program.
+        paths = "-fplugin-arg-tally-paths=on" in opts
         for rt in ("static", "shared"):
             tag = "hooks=%s %s, %s runtime" % (hooks, " ".join(opts), rt)
-            exe = os.path.join(work, "reentry-%d-%s" % (n, rt))
-            run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
-                 *opts, "-I", a.include, os.path.join(a.srcdir, "lossless", "reentry.c"),
-                 "-o", exe, *([a.runtime] if rt == "static" else shared_runtime(a))])
+            exe = build(a, work, "reentry.c", hooks, extra=opts,
+                        name="reentry-%d-%s" % (n, rt),
+                        runtime=None if rt == "static" else shared_runtime(a))
             for arg in ((), ("dump",)):
                 data = exe + ("-dump" if arg else "") + ".data"
                 p = run([exe, *arg], env={"TALLY_OUTPUT": data}, timeout=60)
                 expect(p.stdout == "sum 1499500\n", "%s: output %r" % (tag, p.stdout))
                 w, sl, mc = map(int, p.stderr.split())
-                # Only libunwind (paths=on) calls them besides the program.
-                paths = "-fplugin-arg-tally-paths=on" in opts
                 expect(w == 1 and (sl == 1 and mc == 1 or paths and sl >= 1 and mc >= 1),
                        "%s: the calls seen are %r, want 1 1 1" % (tag, p.stderr))
                 expected = {"f": (1000, 1000), "main": (1, 1), "write": (w, w),
