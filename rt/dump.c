@@ -609,17 +609,6 @@ tally_rt_errno_text (int e)
     }
 }
 
-/* open(2), retried on EINTR.  */
-static int
-open_retry (const char *path, int flags, mode_t mode)
-{
-  int fd;
-  do
-    fd = open (path, flags, mode);
-  while (fd < 0 && errno == EINTR);
-  return fd;
-}
-
 /* Create PATH.tmp.RANDOM for writing (outfile.c); its name goes to TMP.
    Returns the descriptor, or -1 (reported, errno set).  PATH is looked at
    first: one that must not be written is refused (outfile.c says which);

@@ -121,18 +121,18 @@ refusal (const struct stat *st, int *inplace)
       && !(own_set && st->st_dev == own_dev && st->st_ino == own_ino))
     return "it exists, and a setuid or setgid program never replaces a file";
   *inplace = !S_ISREG (st->st_mode);
-  if (*inplace && st->st_nlink > 1 && !S_ISCHR (st->st_mode))
+  if (*inplace && st->st_nlink > 1)
     return "it has several hard links";
   return NULL;
 }
 
 /* Under AT_SECURE, only into a directory of the real user: the program's
-   privilege must not create files where its user could not.  */
-static const char *
+   privilege must not create files where its user could not.  Apart, so
+   that its buffer takes stack (maybe a program's small signal stack) only
+   in such a process.  */
+static __attribute__ ((noinline)) const char *
 secure_dir_refusal (const char *path)
 {
-  if (!tally_rt_secure ())
-    return NULL;
   char dir[4096];
   const char *slash = strrchr (path, '/');
   size_t n = slash ? (size_t) (slash - path) : 0;
@@ -201,7 +201,7 @@ int
 tally_rt_out_check (const char *path, int *inplace)
 {
   struct stat st;
-  const char *why = secure_dir_refusal (path);
+  const char *why = tally_rt_secure () ? secure_dir_refusal (path) : NULL;
   *inplace = 0;
   if (!why && lstat_at (path, &st) == 0)
     why = refusal (&st, inplace);
@@ -264,18 +264,30 @@ rename_noreplace (const char *from, const char *to)
     return 0;
   if (errno != EINVAL && errno != ENOSYS)
     return -1;
-  /* A file system without RENAME_NOREPLACE: link, then unlink.  */
-  if (syscall (SYS_linkat, AT_FDCWD, from, AT_FDCWD, to, 0) != 0)
+  /* A file system without RENAME_NOREPLACE: link, then unlink; without
+     hard links either (vfat), a plain rename if the name is still free,
+     except in a secure-execution process.  */
+  if (syscall (SYS_linkat, AT_FDCWD, from, AT_FDCWD, to, 0) == 0)
+    {
+      unlink (from);
+      return 0;
+    }
+  struct stat st;
+  if (errno == EEXIST || tally_rt_secure ())
     return -1;
-  unlink (from);
-  return 0;
+  if (lstat_at (to, &st) == 0)
+    {
+      errno = EEXIST;
+      return -1;
+    }
+  return rename (from, to);
 }
 
 int
 tally_rt_out_commit (const char *tmp, const char *path)
 {
   struct stat st, mine;
-  int have_mine = stat (tmp, &mine) == 0;
+  int have_mine = lstat_at (tmp, &mine) == 0;
   int rc;
   if (lstat_at (path, &st) != 0)
     {
