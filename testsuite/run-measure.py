@@ -1099,6 +1099,7 @@ def check_bad_meas(a, work):
                % (name, p.returncode, p.stderr))
         with open(target + ".bad", "rb") as f:
             expect(f.read() == content, "%s: the file moved aside changed" % name)
+        os.unlink(target + ".bad")  # the next one would go to .bad.1
         run([a.tally, "report", target])
     for want_name in ("path parent not earlier", "meas value count 0"):
         expect(want_name in names, "no %r variant" % want_name)
