@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "blockmap.h"
+#include "builds.h"
 #include "coverage.h"
 #include "datafile.h"
 #include "paths.h"
@@ -78,6 +79,9 @@ static const char usage_text[] =
   "                (modules built with -fplugin-arg-tally-blocks=...)\n"
   "  --lines=FILE  print source FILE annotated with line counts, as gcov\n"
   "                does; may be repeated\n"
+  "  --force       (report, lcov, flame) sum modules of one source built\n"
+  "                with other at=, hooks= or blocks= settings instead of\n"
+  "                refusing\n"
   "  --            end of options\n"
   "\n"
   "Flame options:\n"
@@ -97,7 +101,9 @@ static const char usage_text[] =
   "  -o OUT, --output=OUT  the file to write (replaced atomically; may be\n"
   "                one of the inputs)\n"
   "  --force       also merge other builds of the same source (functions\n"
-  "                pair by symbol); by default they stay separate modules\n"
+  "                pair by symbol); by default they stay separate modules,\n"
+  "                and builds with other at=, hooks= or blocks= settings\n"
+  "                are refused\n"
   "\n"
   "Lcov options:\n"
   "  -o OUT, --output=OUT  the tracefile to write (default: standard output)\n"
@@ -529,6 +535,8 @@ struct merge
   uint64_t excl; /* sum of the exclusive cycles: the measured total */
   uint64_t negative;     /* block or edge counts that came out negative */
   size_t underived;      /* bodies whose entries could not be derived */
+  const char *what;      /* the command, for messages */
+  int force;             /* --force: sum builds with other settings */
 };
 
 /* A function body's symbol differs from its origin exactly when it is a
@@ -848,6 +856,7 @@ merge_paths (struct merge *m, const char **paths, size_t npaths, int by_body)
      them would look complete.  Each file is merged and dropped at once, so
      memory follows the number of distinct functions, not of files.  */
   int bad = 0;
+  struct tally_builds *builds = tally_builds_new ();
   for (size_t i = 0; i < npaths; i++)
     {
       struct tally_data d;
@@ -859,10 +868,14 @@ merge_paths (struct merge *m, const char **paths, size_t npaths, int by_body)
           continue;
         }
       note_unfinished (paths[i], &d);
+      tally_builds_add (builds, paths[i], &d);
       if (!bad && merge_file (m, paths[i], &d) != 0)
         bad = 1;
       tally_data_free (&d);
     }
+  if (!bad && tally_builds_check (builds, m->what, m->force) != 0)
+    bad = 1;
+  tally_builds_free (builds);
   if (bad)
     return EXIT_BAD_DATA;
   merge_finish (m, by_body);
@@ -1510,9 +1523,10 @@ take_arg (const char *a, int *only_files, const char **list, size_t *n)
    output).  */
 static int
 tree_command (const char *what, const char **files, size_t nfiles,
-              const char *out, int folded, const char *event)
+              const char *out, int folded, const char *event, int force)
 {
   struct tally_tree *t = tally_tree_new (event);
+  struct tally_builds *builds = tally_builds_new ();
   int bad = 0;
   for (size_t i = 0; i < nfiles; i++)
     {
@@ -1525,6 +1539,7 @@ tree_command (const char *what, const char **files, size_t nfiles,
           continue;
         }
       note_unfinished (files[i], &d);
+      tally_builds_add (builds, files[i], &d);
       if (!d.npaths)
         {
           error_msg ("%s: %s: no call paths in this file (build the program "
@@ -1545,6 +1560,9 @@ tree_command (const char *what, const char **files, size_t nfiles,
         }
       tally_data_free (&d);
     }
+  if (!bad && tally_builds_check (builds, what, force) != 0)
+    bad = 1;
+  tally_builds_free (builds);
   if (bad)
     {
       tally_tree_free (t);
@@ -1583,7 +1601,7 @@ cmd_flame (int argc, char **argv)
   const char **files = xmalloc ((size_t) argc * sizeof *files);
   size_t nfiles = 0;
   const char *out = "-", *event = NULL;
-  int folded = 0, only_files = 0, r;
+  int folded = 0, only_files = 0, force = 0, r;
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i], *v;
@@ -1598,6 +1616,8 @@ cmd_flame (int argc, char **argv)
         ;
       else if (strcmp (a, "--folded") == 0)
         folded = 1;
+      else if (strcmp (a, "--force") == 0)
+        force = 1;
       else if (strcmp (a, "-o") == 0 && i + 1 < argc)
         out = argv[++i];
       else if ((r = option_value (argc, argv, &i, "--output", &v)) != 0)
@@ -1623,7 +1643,7 @@ cmd_flame (int argc, char **argv)
       error_msg ("flame: no data files given; try 'tally --help'");
       goto usage;
     }
-  r = tree_command ("flame", files, nfiles, out, folded, event);
+  r = tree_command ("flame", files, nfiles, out, folded, event, force);
   free (files);
   return r;
 usage:
@@ -1764,7 +1784,7 @@ cmd_report (int argc, char **argv)
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   opts.lines = xmalloc ((size_t) argc * sizeof *opts.lines);
   size_t npaths = 0;
-  int json = 0, csv = 0, tree = 0, only_files = 0;
+  int json = 0, csv = 0, tree = 0, only_files = 0, force = 0;
   const char *event = NULL;
   for (int i = 1; i < argc; i++)
     {
@@ -1788,6 +1808,8 @@ cmd_report (int argc, char **argv)
         opts.clones = 1;
       else if (strcmp (a, "--tree") == 0)
         tree = 1;
+      else if (strcmp (a, "--force") == 0)
+        force = 1;
       else if (strcmp (a, "--blocks") == 0)
         opts.blocks = 1;
       else if ((r = option_value (argc, argv, &i, "--lines", &v)) != 0)
@@ -1878,7 +1900,8 @@ cmd_report (int argc, char **argv)
     }
   if (tree)
     {
-      int rc = tree_command ("report --tree", paths, npaths, NULL, 0, event);
+      int rc = tree_command ("report --tree", paths, npaths, NULL, 0, event,
+                             force);
       free (paths);
       free (opts.lines);
       return rc;
@@ -1886,6 +1909,8 @@ cmd_report (int argc, char **argv)
 
   struct merge m;
   memset (&m, 0, sizeof m);
+  m.what = "report";
+  m.force = force;
   if (merge_paths (&m, paths, npaths, opts.clones) != 0)
     {
       merge_free (&m);
@@ -2064,7 +2089,7 @@ cmd_lcov (int argc, char **argv)
   const char *out = NULL;
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   size_t npaths = 0;
-  int only_files = 0;
+  int only_files = 0, force = 0;
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i];
@@ -2089,6 +2114,8 @@ cmd_lcov (int argc, char **argv)
         }
       else if (strncmp (a, "--output=", 9) == 0)
         out = a + 9;
+      else if (strcmp (a, "--force") == 0)
+        force = 1;
       else
         {
           error_msg ("lcov: unknown option '%s'; try 'tally --help'", a);
@@ -2107,6 +2134,8 @@ cmd_lcov (int argc, char **argv)
     }
   struct merge m;
   memset (&m, 0, sizeof m);
+  m.what = "lcov";
+  m.force = force;
   int status = merge_paths (&m, paths, npaths, 0);
   if (!status)
     {
@@ -3153,6 +3182,7 @@ cmd_merge (int argc, char **argv)
   uint32_t flags = TALLY_FILE_AT_EXIT;
   size_t file = 0;
   int status = 0;
+  struct tally_builds *builds = tally_builds_new ();
   only_files = 0;
   for (int i = 1; i < argc && !status; i++)
     {
@@ -3177,6 +3207,7 @@ cmd_merge (int argc, char **argv)
       else if (strcmp (program, d.program) != 0)
         program[0] = 0; /* several programs: name none */
       flags &= d.flags;
+      tally_builds_add (builds, a, &d);
       status = acc_add_file (&acc, &d, file, force, a);
       tally_data_free (&d);
       file++;
@@ -3184,6 +3215,9 @@ cmd_merge (int argc, char **argv)
   size_t forced = 0;
   for (size_t i = 0; i < acc.n; i++)
     forced += acc.mods[i].forced;
+  if (!status && tally_builds_check (builds, "merge", force) != 0)
+    status = EXIT_BAD_DATA;
+  tally_builds_free (builds);
   if (!status)
     status = write_merged (out, &acc, program ? program : "", flags);
   if (!status && forced)
