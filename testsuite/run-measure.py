@@ -244,10 +244,12 @@ OUTSIDE = "[uninstrumented] "
 
 def tree_rows(a, data, env=None, outside=False):
     """`tally report --tree DATA` as {path tuple: (calls, incl, excl)}.
-    Unless OUTSIDE, the frames libunwind found below the first
-    instrumented ones ("[uninstrumented] ...") are left out of the paths
-    (and their own rows, which have no values, dropped)."""
-    out = run([a.tally, "report", "--tree", data], env=env).stdout.splitlines()
+    Unless OUTSIDE (report --tree --all), the frames libunwind found
+    below the first instrumented ones ("[uninstrumented] ...") are left
+    out of the paths (report --tree hides them; a row of one would be cut
+    here too, and its values must be 0)."""
+    out = run([a.tally, "report", "--tree", *(["--all"] if outside else []), data],
+              env=env).stdout.splitlines()
     res, stack = {}, []
     for line in out[1:]:
         calls, incl, excl = (int(v) for v in line[:46].split())

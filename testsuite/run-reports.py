@@ -8,6 +8,8 @@ Usage: run-reports.py CHECK --plugin P --runtime RT --tally T --srcdir DIR
 Exit status: 0 pass, 1 fail, 77 skip.
 """
 import argparse
+import csv
+import io
 import json
 import os
 import sys
@@ -94,8 +96,105 @@ def check_mixed_builds(a, work):
            "hooks=inline + hooks=call: %s, apart %s %s" % (summed, late, inline))
 
 
+def csv_rows(a, *args):
+    """[(calls, function, file)] of `tally report --csv ARGS`."""
+    out = run([a.tally, "report", "--csv", *args]).stdout
+    return [(int(r["calls"]), r["function"], r["file"])
+            for r in csv.DictReader(io.StringIO(out))]
+
+
+def check_system_headers(a, work):
+    """Functions of system headers never called are left out of report
+    (at=early lists glibc's inline atol, C++ every library template it
+    emitted), called ones are kept; lcov leaves out system headers
+    altogether; report --tree and flame leave out the frames below main.
+    --all shows them all.  A header included with -isystem is a system
+    header (the plugin marks its functions), one included with -I is not."""
+    # The README's demo: sample.c at=early emits glibc's atol (stdlib.h).
+    exe = build(a, work, "sample", os.path.join(a.srcdir, os.pardir, "doc", "demo",
+                                                "sample.c"), ["at=early", "hooks=call"])
+    data = os.path.join(work, "sample.data")
+    run_data(exe, data)
+    text = run([a.tally, "report", data]).stdout
+    expect("atol" not in text and "(1 never-called system-header function hidden; "
+           "--all shows it)" in text.splitlines()[0], "report shows atol:\n" + text)
+    rows = csv_rows(a, "--all", data)
+    expect(("atol" in [r[1] for r in rows if r[0] == 0 and r[2].startswith("/usr/include/")]),
+           "report --all: no 0-call atol: %s" % rows)
+    expect(len(csv_rows(a, data)) == len(rows) - 1, "report --csv: %s" % csv_rows(a, data))
+    js = json.loads(run([a.tally, "report", "--json", data]).stdout)
+    expect("atol" not in [f["name"] for f in js["functions"]] and js["totals"]["hidden"] == 1,
+           "report --json: %s" % js["totals"])
+
+    # C++: library templates, an -isystem header and a user header.
+    here = os.path.abspath(os.path.join(a.srcdir, "reports"))
+    src = os.path.join(here, "sys-cxx.cc")
+    inc = ["-isystem", os.path.join(here, "sysinc"), "-I", here]
+    exe = os.path.join(work, "cxx")
+    run([a.cxx, "-O0", "-fplugin=" + a.plugin, "-fplugin-arg-tally-at=early", *inc, src,
+         "-o", exe, a.runtime])
+    data = os.path.join(work, "cxx.data")
+    printed = run_data(exe, data).split()
+    pushes = int(printed[printed.index("push_back") + 1])
+    shown, every = csv_rows(a, data), csv_rows(a, "--all", data)
+    sysdir = os.path.join(here, "sysinc") + "/"
+
+    def system(f):
+        return f.startswith("/usr/include/") or f.startswith(sysdir)
+    hidden = [r for r in every if r not in shown]
+    expect(hidden and all(r[0] == 0 and system(r[2]) for r in hidden),
+           "hidden rows are not all never-called system-header functions: %s" % hidden)
+    expect(not [r for r in shown if r[0] == 0 and system(r[2])],
+           "never-called system-header functions shown: %s"
+           % [r for r in shown if r[0] == 0 and system(r[2])])
+    names = {r[1]: r[0] for r in shown}
+    push = [c for n, c in names.items() if "push_back" in n]
+    expect(push == [pushes], "push_back: %s, the program called it %d times" % (push, pushes))
+    expect(names.get("int sys_helper_used(int)") == 1
+           and names.get("int user_helper_unused(int)") == 0
+           and "int sys_helper_unused(int)" not in names,
+           "the -isystem and -I helpers: %s" % {n: c for n, c in names.items() if "helper" in n})
+    expect(any(r[1] == "int sys_helper_unused(int)" and r[0] == 0 for r in every),
+           "report --all lacks sys_helper_unused")
+
+    # lcov: -O2 blocks=count inlines library code into main.
+    exe = os.path.join(work, "cxx-blocks")
+    run([a.cxx, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-blocks=count", *inc,
+         src, "-o", exe, a.runtime])
+    data = os.path.join(work, "cxx-blocks.data")
+    run_data(exe, data)
+
+    def sources(*args):
+        out = run([a.tally, "lcov", *args, data]).stdout
+        return [l[3:] for l in out.splitlines() if l.startswith("SF:")]
+    files, every = sources(), sources("--all")
+    expect(src in files and not [f for f in files if system(f)],
+           "lcov lists system headers: %s" % files)
+    expect([f for f in every if f.startswith("/usr/include/")] and sysdir + "sys-helpers.h" in every,
+           "lcov --all lists no system header: %s" % every)
+
+    # report --tree and flame: the frames libunwind finds below main.
+    exe = build(a, work, "paths", os.path.join(a.srcdir, "progs", "s-abc.c"),
+                ["hooks=call", "measure=cycles", "paths=on"])
+    data = os.path.join(work, "paths.data")
+    run_data(exe, data)
+    for cmd in (["report", "--tree"], ["flame", "--folded"]):
+        out = run([a.tally, *cmd, data]).stdout
+        expect("[uninstrumented]" not in out, "tally %s shows frames below main:\n%s"
+               % (" ".join(cmd), out))
+        expect(("main" if cmd[0] == "flame" else "main  ") in out.splitlines()[1 if cmd[0] == "report" else 0],
+               "tally %s: main is not first:\n%s" % (" ".join(cmd), out))
+        out_all = run([a.tally, *cmd, "--all", data]).stdout
+        if "[uninstrumented]" not in out_all:
+            print("note: the runtime found no frames below main (no libunwind): "
+                  "--all not checked")
+        else:
+            expect(out_all.count("\n") >= out.count("\n"), "--all: %s" % out_all)
+
+
 CHECKS = {
     "mixed-builds": check_mixed_builds,
+    "system-headers": check_system_headers,
 }
 
 

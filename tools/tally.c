@@ -25,6 +25,7 @@
 #include "builds.h"
 #include "coverage.h"
 #include "datafile.h"
+#include "hide.h"
 #include "paths.h"
 #include "run.h"
 #include "select.h"
@@ -79,6 +80,9 @@ static const char usage_text[] =
   "                (modules built with -fplugin-arg-tally-blocks=...)\n"
   "  --lines=FILE  print source FILE annotated with line counts, as gcov\n"
   "                does; may be repeated\n"
+  "  --all         (report, lcov, flame) also show the functions of system\n"
+  "                headers never called (lcov: all of them) and the frames\n"
+  "                below the first instrumented call\n"
   "  --force       (report, lcov, flame) sum modules of one source built\n"
   "                with other at=, hooks= or blocks= settings instead of\n"
   "                refusing\n"
@@ -535,6 +539,7 @@ struct merge
   uint64_t excl; /* sum of the exclusive cycles: the measured total */
   uint64_t negative;     /* block or edge counts that came out negative */
   size_t underived;      /* bodies whose entries could not be derived */
+  size_t hidden;         /* rows left out as system-header functions */
   const char *what;      /* the command, for messages */
   int force;             /* --force: sum builds with other settings */
 };
@@ -882,6 +887,66 @@ merge_paths (struct merge *m, const char **paths, size_t npaths, int by_body)
   return 0;
 }
 
+/* Whether body B is a function defined in a system header.  */
+static int
+body_system (const struct body *b)
+{
+  return tally_system_fn (b->mod_flags, b->flags, b->directory, b->file);
+}
+
+/* Leave out the rows of functions defined in system headers (every body
+   of the row): all of them with CALLED_TOO, else those never called.  */
+static void
+merge_hide_system (struct merge *m, int called_too)
+{
+  size_t kept = 0;
+  for (size_t i = 0; i < m->nrows; i++)
+    {
+      struct row *r = &m->rows[i];
+      int sys = r->nbodies > 0;
+      for (size_t k = 0; k < r->nbodies && sys; k++)
+        sys = body_system (&m->bodies[r->bodies[k]]);
+      if (sys && !called_too)
+        for (size_t k = 0; k < r->nbodies && sys; k++)
+          sys = !m->bodies[r->bodies[k]].calls_unknown;
+      if (!sys || (!called_too && (r->calls || r->exits || r->incl)))
+        {
+          m->rows[kept++] = *r;
+          continue;
+        }
+      free (r->name);
+      free (r->symbol);
+      free (r->origin);
+      free (r->file);
+      free (r->directory);
+      for (size_t k = 0; k < r->nclones; k++)
+        free (r->clones[k]);
+      free (r->clones);
+      free (r->bodies);
+    }
+  /* The row tables are not looked in after merge_finish.  */
+  m->hidden = m->nrows - kept;
+  m->nrows = kept;
+}
+
+/* Leave out of C the system headers' files (as merge_hide_system judges
+   M's bodies, and code of headers in the system include directories
+   inlined into other functions).  */
+static void
+cov_hide_system (const struct merge *m, struct cov_result *c)
+{
+  struct tally_fileset *sys = tally_fileset_new ();
+  struct tally_fileset *user = tally_fileset_new ();
+  for (size_t i = 0; i < m->nbodies; i++)
+    {
+      const struct body *b = &m->bodies[i];
+      tally_fileset_add (body_system (b) ? sys : user, b->directory, b->file);
+    }
+  tally_cov_drop_system (c, sys, user);
+  tally_fileset_free (sys);
+  tally_fileset_free (user);
+}
+
 /* Notes on stderr about counts the report could not take as they are.  */
 static void
 merge_notes (const struct merge *m)
@@ -949,11 +1014,16 @@ count_digits (uint64_t v)
 static void
 print_text (const struct merge *m, struct row **rows, size_t n)
 {
-  printf ("%zu %s, %" PRIu64 " %s, %zu %s, %" PRIu64 " %s\n", m->nfiles,
+  printf ("%zu %s, %" PRIu64 " %s, %zu %s, %" PRIu64 " %s", m->nfiles,
           plural (m->nfiles, "file", "files"), m->nmodules,
           plural (m->nmodules, "module", "modules"), m->nrows,
           plural (m->nrows, "function", "functions"), m->calls,
           plural (m->calls, "call", "calls"));
+  if (m->hidden)
+    printf (" (%zu never-called system-header %s hidden; --all shows %s)",
+            m->hidden, plural (m->hidden, "function", "functions"),
+            plural (m->hidden, "it", "them"));
+  putchar ('\n');
 
   int wcalls = 5, wexits = 5;
   size_t wname = strlen ("function");
@@ -1333,8 +1403,8 @@ print_json (const struct merge *m, struct row **rows, size_t n,
     }
   printf ("\n  ],\n  \"totals\": {\"files\": %zu, \"modules\": %" PRIu64
           ", \"functions\": %zu, \"calls\": %" PRIu64 ", \"exits\": %"
-          PRIu64 "},\n  \"functions\": [", m->nfiles, m->nmodules, m->nrows,
-          m->calls, m->exits);
+          PRIu64 ", \"hidden\": %zu},\n  \"functions\": [", m->nfiles,
+          m->nmodules, m->nrows, m->calls, m->exits, m->hidden);
   for (size_t i = 0; i < n; i++)
     {
       const struct row *r = rows[i];
@@ -1523,9 +1593,11 @@ take_arg (const char *a, int *only_files, const char **list, size_t *n)
    output).  */
 static int
 tree_command (const char *what, const char **files, size_t nfiles,
-              const char *out, int folded, const char *event, int force)
+              const char *out, int folded, const char *event, int force,
+              int all)
 {
   struct tally_tree *t = tally_tree_new (event);
+  tally_tree_show_frames (t, all);
   struct tally_builds *builds = tally_builds_new ();
   int bad = 0;
   for (size_t i = 0; i < nfiles; i++)
@@ -1601,7 +1673,7 @@ cmd_flame (int argc, char **argv)
   const char **files = xmalloc ((size_t) argc * sizeof *files);
   size_t nfiles = 0;
   const char *out = "-", *event = NULL;
-  int folded = 0, only_files = 0, force = 0, r;
+  int folded = 0, only_files = 0, force = 0, all = 0, r;
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i], *v;
@@ -1618,6 +1690,8 @@ cmd_flame (int argc, char **argv)
         folded = 1;
       else if (strcmp (a, "--force") == 0)
         force = 1;
+      else if (strcmp (a, "--all") == 0)
+        all = 1;
       else if (strcmp (a, "-o") == 0 && i + 1 < argc)
         out = argv[++i];
       else if ((r = option_value (argc, argv, &i, "--output", &v)) != 0)
@@ -1643,7 +1717,7 @@ cmd_flame (int argc, char **argv)
       error_msg ("flame: no data files given; try 'tally --help'");
       goto usage;
     }
-  r = tree_command ("flame", files, nfiles, out, folded, event, force);
+  r = tree_command ("flame", files, nfiles, out, folded, event, force, all);
   free (files);
   return r;
 usage:
@@ -1784,7 +1858,7 @@ cmd_report (int argc, char **argv)
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   opts.lines = xmalloc ((size_t) argc * sizeof *opts.lines);
   size_t npaths = 0;
-  int json = 0, csv = 0, tree = 0, only_files = 0, force = 0;
+  int json = 0, csv = 0, tree = 0, only_files = 0, force = 0, all = 0;
   const char *event = NULL;
   for (int i = 1; i < argc; i++)
     {
@@ -1810,6 +1884,8 @@ cmd_report (int argc, char **argv)
         tree = 1;
       else if (strcmp (a, "--force") == 0)
         force = 1;
+      else if (strcmp (a, "--all") == 0)
+        all = 1;
       else if (strcmp (a, "--blocks") == 0)
         opts.blocks = 1;
       else if ((r = option_value (argc, argv, &i, "--lines", &v)) != 0)
@@ -1901,7 +1977,7 @@ cmd_report (int argc, char **argv)
   if (tree)
     {
       int rc = tree_command ("report --tree", paths, npaths, NULL, 0, event,
-                             force);
+                             force, all);
       free (paths);
       free (opts.lines);
       return rc;
@@ -1918,8 +1994,10 @@ cmd_report (int argc, char **argv)
       free (opts.lines);
       return EXIT_BAD_DATA;
     }
+  if (!all)
+    merge_hide_system (&m, 0);
 
-  struct row **order = xmalloc (m.nrows * sizeof *order);
+  struct row **order = xmalloc ((m.nrows ? m.nrows : 1) * sizeof *order);
   for (size_t i = 0; i < m.nrows; i++)
     order[i] = &m.rows[i];
   sort_key = opts.sort;
@@ -2089,7 +2167,7 @@ cmd_lcov (int argc, char **argv)
   const char *out = NULL;
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   size_t npaths = 0;
-  int only_files = 0, force = 0;
+  int only_files = 0, force = 0, all = 0;
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i];
@@ -2116,6 +2194,8 @@ cmd_lcov (int argc, char **argv)
         out = a + 9;
       else if (strcmp (a, "--force") == 0)
         force = 1;
+      else if (strcmp (a, "--all") == 0)
+        all = 1;
       else
         {
           error_msg ("lcov: unknown option '%s'; try 'tally --help'", a);
@@ -2144,6 +2224,11 @@ cmd_lcov (int argc, char **argv)
       struct cov_result cov;
       cov_compute (cb, nb, &cov);
       free (cb);
+      if (!all)
+        {
+          cov_hide_system (&m, &cov);
+          merge_hide_system (&m, 1);
+        }
       size_t unknown = 0;
       for (size_t i = 0; i < cov.nfiles; i++)
         for (size_t k = 0; k < cov.files[i].nlines; k++)
@@ -2250,12 +2335,14 @@ static const struct flag_name module_flags[] = {
   { TALLY_MOD_HOOKS_NONE, "hooks-none" },
   { TALLY_MOD_BLOCKS_TREE, "placement-tree" },
   { TALLY_MOD_COUNTERS_MAPPED, "counters-mapped" },
+  { TALLY_MOD_SYSTEM_MARKED, "system-marked" },
 };
 
 /* Names of the function flags, for dump.  */
 static const struct flag_name fn_flags[] = {
   { TALLY_FN_CLONE, "clone" },
   { TALLY_FN_CALLS_DERIVED, "calls-derived" },
+  { TALLY_FN_SYSTEM, "system" },
 };
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])
