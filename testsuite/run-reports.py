@@ -69,7 +69,8 @@ def check_mixed_builds(a, work):
         expect(p.stdout == "" and not os.path.exists(out),
                "tally %s refused but wrote something: %r" % (what, p.stdout[:200]))
         expect("tally: %s: %s was built with at=late hooks=call blocks=none (%s) and with "
-               "at=early hooks=call blocks=none (%s)" % (what, src, both[0], both[1]) in p.stderr
+               "at=early hooks=call blocks=none (%s)" % (what, os.path.abspath(src), both[0],
+                                                        both[1]) in p.stderr
                and "--force" in p.stderr,
                "tally %s: no message naming the source, the settings and the files:\n%s"
                % (what, p.stderr))
@@ -192,7 +193,109 @@ def check_system_headers(a, work):
             expect(out_all.count("\n") >= out.count("\n"), "--all: %s" % out_all)
 
 
+def check_diff(a, work):
+    """tally diff A B of two runs of diff-prog.c with other inputs: the
+    calls and line counts differ by what the program says it did, sorted
+    by the largest change; functions match across builds (-O0 blocks=count
+    against -O2 hooks=call); cycles (measure=cycles) differ by what each
+    file's report says; --json, --csv and the text agree."""
+    src = os.path.abspath(os.path.join(a.srcdir, "reports", "diff-prog.c"))
+
+    def build_run(name, flags, opt, inputs):
+        exe = os.path.join(work, name)
+        run([a.cc, opt, "-fplugin=" + a.plugin, *["-fplugin-arg-tally-" + f for f in flags],
+             src, "-o", exe, a.runtime])
+        res = []
+        for n in inputs:
+            data = os.path.join(work, "%s-%d.data" % (name, n))
+            words = run_data(exe, data, [str(n)]).split()
+            res.append((data, {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}))
+        return res
+
+    (fa, pa), (fb, pb) = build_run("counts", ["at=early", "blocks=count"], "-O0", [3, 10])
+
+    def diff(*args, check=True):
+        return run([a.tally, "diff", *args], check=check)
+
+    def csv_of(*args):
+        return list(csv.DictReader(io.StringIO(diff("--csv", *args).stdout)))
+    rows = csv_of(fa, fb)
+    want = sorted(((fn, pa[fn], pb[fn]) for fn in pa if pa[fn] != pb[fn]),
+                  key=lambda t: (-abs(t[2] - t[1]), t[0]))
+    got = [(r["function"], int(r["calls_a"]), int(r["calls_b"])) for r in rows]
+    expect(got == want, "tally diff --csv: %s, the program says %s" % (got, want))
+    for r in rows:
+        expect(int(r["delta_calls"]) == int(r["calls_b"]) - int(r["calls_a"])
+               and (r["ratio_calls"] == "" if r["calls_a"] == "0" else
+                    abs(float(r["ratio_calls"]) - int(r["calls_b"]) / int(r["calls_a"])) < 1e-4)
+               and r["file"] == src,
+               "tally diff --csv row %s" % r)
+    every = {r["function"]: r for r in csv_of("--all", fa, fb)}
+    expect(every["fixed"]["delta_calls"] == "0" and every["main"]["delta_calls"] == "0"
+           and len(every) == len(rows) + 2, "tally diff --all: %s" % every)
+    expect([r["function"] for r in csv_of("--top=1", fa, fb)] == [want[0][0]],
+           "tally diff --top=1")
+    text = diff(fa, fb).stdout
+    expect("%d functions differ, 2 unchanged" % len(want) in text,
+           "tally diff text:\n" + text)
+    js = json.loads(diff("--json", fa, fb).stdout)
+    expect([(f["name"], f["calls_a"], f["calls_b"], f["delta_calls"]) for f in js["functions"]]
+           == [(n, x, y, y - x) for n, x, y in want] and js["unchanged"] == 2
+           and js["measured"] is False, "tally diff --json: %s" % js)
+
+    # Lines: the marked lines run as often as their function is called.
+    marks = {}
+    with open(src) as f:
+        for no, line in enumerate(f, 1):
+            for m in ("LOOP-STEP", "LOOP-BIG"):
+                if m in line:
+                    marks[m] = no
+    lines = {int(r["line"]): r for r in csv.DictReader(io.StringIO(
+        diff("--csv", "--lines", fa, fb).stdout))}
+    for m, fn in (("LOOP-STEP", "step"), ("LOOP-BIG", "big")):
+        r = lines.get(marks[m])
+        expect(r and (int(r["count_a"]), int(r["count_b"]), int(r["delta"]))
+               == (pa[fn], pb[fn], pb[fn] - pa[fn]),
+               "tally diff --lines: line %d (%s): %s, the program says %d -> %d"
+               % (marks[m], m, r, pa[fn], pb[fn]))
+    expect(all(r["count_a"] != r["count_b"] for r in lines.values()),
+           "tally diff --lines lists unchanged lines")
+
+    # Another build of the same source with the same input: the program's
+    # functions match and do not differ (at -O2 glibc's inline atoi from
+    # <stdlib.h> is instrumented too, a function of the B side only).
+    [(fo, po)] = build_run("other", ["at=early", "hooks=call"], "-O2", [3])
+    rows = csv_of(fa, fo)
+    expect(po == pa and [r for r in rows if r["file"] != "/usr/include/stdlib.h"] == []
+           and all(r["calls_a"] == "" for r in rows),
+           "tally diff across builds: %s" % rows)
+
+    # Cycles: the deltas of what each file's own report says.
+    (ma, qa), (mb, qb) = build_run("cycles", ["at=early", "measure=cycles"], "-O0", [3, 10])
+    js = json.loads(diff("--json", "--sort=cycles", "--all", ma, mb).stdout)
+    expect(js["measured"] is True, "tally diff --json of measured files: %s" % js)
+    rep = [{f["name"]: f for f in json.loads(run([a.tally, "report", "--json", d]).stdout)["functions"]}
+           for d in (ma, mb)]
+    for f in js["functions"]:
+        xa, xb = rep[0][f["name"]]["excl_cycles"], rep[1][f["name"]]["excl_cycles"]
+        expect((f["excl_cycles_a"], f["excl_cycles_b"], f["delta_excl_cycles"]) == (xa, xb, xb - xa)
+               and f["calls_a"] == qa.get(f["name"], 1) and f["calls_b"] == qb.get(f["name"], 1),
+               "tally diff --json cycles of %s: %s, the reports say %d -> %d" % (f["name"], f, xa, xb))
+    d = [abs(f["delta_excl_cycles"]) for f in js["functions"]]
+    expect(d == sorted(d, reverse=True), "tally diff --sort=cycles order: %s" % d)
+
+    # Usage and data errors.
+    for args, code in (([fa], 2), ([fa, fb, fb], 2), (["--sort=size", fa, fb], 2),
+                       (["--json", "--csv", fa, fb], 2), (["--sort=cycles", fa, fb], 1),
+                       ([fa, os.path.join(work, "missing.data")], 1)):
+        p = diff(*args, check=False)
+        expect(p.returncode == code and p.stdout == "" and p.stderr.startswith("tally: "),
+               "tally diff %s: exit %d (want %d) %r %r" % (args, p.returncode, code,
+                                                         p.stdout, p.stderr))
+
+
 CHECKS = {
+    "diff": check_diff,
     "mixed-builds": check_mixed_builds,
     "system-headers": check_system_headers,
 }

@@ -25,6 +25,7 @@
 #include "builds.h"
 #include "coverage.h"
 #include "datafile.h"
+#include "diff.h"
 #include "hide.h"
 #include "paths.h"
 #include "run.h"
@@ -59,6 +60,8 @@ static const char usage_text[] =
   "  select [--percent=P] [--filter] FILE...\n"
   "                              the fewest functions making up P% (default\n"
   "                              80) of the measured time (measure=cycles)\n"
+  "  diff [OPTION]... A B         per-function (--lines: per-line) changes\n"
+  "                              from data file A to B, largest first\n"
   "  run [OPTION]... [--] COMMAND [ARG]...\n"
   "                              run a build with -fplugin=tally and the\n"
   "                              runtime in CC and CXX (tally run --help)\n"
@@ -100,6 +103,15 @@ static const char usage_text[] =
   "                (\"80\" or \"80%\"; default 80)\n"
   "  --filter      print a filter file (-fplugin-arg-tally-filter) including\n"
   "                them instead of the table\n"
+  "\n"
+  "Diff options:\n"
+  "  --sort=KEY    order by the largest change in calls (default) or\n"
+  "                cycles (exclusive, measure=cycles), or by name\n"
+  "  --top=N       print only the first N rows\n"
+  "  --lines       line counts that differ (blocks=count) instead of\n"
+  "                functions\n"
+  "  --all         also list what did not change (and system headers)\n"
+  "  --json, --csv  one JSON object or CSV instead of the table\n"
   "\n"
   "Merge options:\n"
   "  -o OUT, --output=OUT  the file to write (replaced atomically; may be\n"
@@ -3346,7 +3358,7 @@ main (int argc, char **argv)
   int status;
   if (argc < 2)
     {
-      error_msg ("no command given (commands: report, dump, merge, lcov, flame, select, run, help); try 'tally "
+      error_msg ("no command given (commands: report, dump, merge, lcov, flame, select, diff, run, help); try 'tally "
              "--help'");
       return EXIT_USAGE;
     }
@@ -3374,6 +3386,8 @@ main (int argc, char **argv)
     status = cmd_lcov (argc - 1, argv + 1);
   else if (strcmp (cmd, "select") == 0)
     status = cmd_select (argc - 1, argv + 1);
+  else if (strcmp (cmd, "diff") == 0)
+    status = tally_diff_main (argc - 1, argv + 1, usage_text);
   else if (strcmp (cmd, "run") == 0)
     status = cmd_run (argc - 1, argv + 1);
   else
