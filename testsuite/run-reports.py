@@ -12,7 +12,9 @@ import csv
 import io
 import json
 import os
+import struct
 import sys
+import zlib
 
 from checklib import Failure, expect, run, run_check
 
@@ -123,6 +125,21 @@ def check_system_headers(a, work):
     expect(("atol" in [r[1] for r in rows if r[0] == 0 and r[2].startswith("/usr/include/")]),
            "report --all: no 0-call atol: %s" % rows)
     expect(len(csv_rows(a, data)) == len(rows) - 1, "report --csv: %s" % csv_rows(a, data))
+    # A file of a plugin before the mark (module flag 0x10000 clear): atol
+    # is judged by its path, /usr/include/stdlib.h.
+    with open(data, "rb") as f:
+        raw = bytearray(f.read())
+    at = 48 + 4 + struct.unpack_from("<I", raw, 48)[0]
+    expect(raw[at:at + 4] == b"MODL", "sample.data: no module record at %d" % at)
+    flags = struct.unpack_from("<I", raw, at + 16)[0]
+    expect(flags & 0x10000, "sample.data: module flags %#x lack 0x10000" % flags)
+    struct.pack_into("<I", raw, at + 16, flags & ~0x10000)
+    struct.pack_into("<I", raw, len(raw) - 12, zlib.crc32(bytes(raw[:len(raw) - 16])))
+    old = os.path.join(work, "old.data")
+    with open(old, "wb") as f:
+        f.write(raw)
+    expect(csv_rows(a, old) == csv_rows(a, data) and csv_rows(a, "--all", old) == rows,
+           "a file without the mark: %s" % csv_rows(a, old))
     js = json.loads(run([a.tally, "report", "--json", data]).stdout)
     expect("atol" not in [f["name"] for f in js["functions"]] and js["totals"]["hidden"] == 1,
            "report --json: %s" % js["totals"])
