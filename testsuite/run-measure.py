@@ -299,10 +299,12 @@ OUTSIDE = "[uninstrumented] "
 
 def tree_rows(a, data, env=None, outside=False):
     """`tally report --tree DATA` as {path tuple: (calls, incl, excl)}.
-    Unless OUTSIDE, the frames libunwind found below the first
-    instrumented ones ("[uninstrumented] ...") are left out of the paths
-    (and their own rows, which have no values, dropped)."""
-    out = run([a.tally, "report", "--tree", data], env=env).stdout.splitlines()
+    Unless OUTSIDE (report --tree --all), the frames libunwind found
+    below the first instrumented ones ("[uninstrumented] ...") are left
+    out of the paths (report --tree hides them; a row of one would be cut
+    here too, and its values must be 0)."""
+    out = run([a.tally, "report", "--tree", *(["--all"] if outside else []), data],
+              env=env).stdout.splitlines()
     res, stack = {}, []
     for line in out[1:]:
         calls, incl, excl = (int(v) for v in line[:46].split())
@@ -790,16 +792,17 @@ def merge_check(a, work, tag, flags, libs=(), env=None, procs=6, rounds=3,
             expect(g == w, "%s %s: %s is %s, the plain files sum to %s"
                    % (tag, what, n, g, w))
         if "-fplugin-arg-tally-paths=on" in flags:
-            tree = run([a.tally, "report", "--tree", data]).stdout
-            plain_tree = run([a.tally, "report", "--tree"] + plain).stdout
+            tree = run([a.tally, "report", "--tree", "--all", data]).stdout
+            plain_tree = run([a.tally, "report", "--tree", "--all"] + plain).stdout
             expect(tree == plain_tree, "%s %s: the tree\n%s\nis not the plain "
                    "files' tree\n%s" % (tag, what, tree, plain_tree))
             paths = tree_rows(a, data)
             expect(paths[("main", "y", "x", "shared")][0] == procs * rounds * 140,
                    "%s %s: main;y;x;shared %s" % (tag, what, paths[("main", "y", "x", "shared")]))
             for ev in events:
-                tree = run([a.tally, "report", "--tree", "--event", ev, data]).stdout
-                plain_tree = run([a.tally, "report", "--tree", "--event", ev] + plain).stdout
+                tree = run([a.tally, "report", "--tree", "--all", "--event", ev, data]).stdout
+                plain_tree = run([a.tally, "report", "--tree", "--all", "--event", ev]
+                                 + plain).stdout
                 expect(tree == plain_tree, "%s %s: the %s tree\n%s\nis not the "
                        "plain files' tree\n%s" % (tag, what, ev, tree, plain_tree))
     return exe, merged, plain
