@@ -549,7 +549,9 @@ struct merge
   unsigned ev_map[TALLY_MAX_MEAS]; /* the file being merged: its value
                                       K + 1 is event ev_map[K] */
   uint64_t excl; /* sum of the exclusive cycles: the measured total */
-  uint64_t negative;     /* block or edge counts that came out negative */
+  uint64_t negative;     /* block or edge counts that came out negative,
+                            in update=single bodies */
+  uint64_t inconsistent; /* the same in update=atomic and tls bodies */
   size_t underived;      /* bodies whose entries could not be derived */
   size_t hidden;         /* rows left out as system-header functions */
   const char *what;      /* the command, for messages */
@@ -801,7 +803,10 @@ merge_finish (struct merge *m, int by_body)
             }
           tally_flow_solve (&b->bm, b->counters, b->ncounters, &b->flow);
           b->solved = 1;
-          m->negative += b->flow.negative;
+          if (b->mod_flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS))
+            m->inconsistent += b->flow.negative;
+          else
+            m->negative += b->flow.negative;
           if ((b->flags & TALLY_FN_CALLS_DERIVED)
               && b->bm.kind != TALLY_MAP_VISITED)
             {
@@ -966,9 +971,17 @@ merge_notes (const struct merge *m)
   if (m->negative)
     fprintf (stderr, "tally: warning: %" PRIu64 " block or edge %s came out "
              "negative and %s shown as 0 (update=single counts from several "
-             "threads race; use update=atomic or tls)\n", m->negative,
+             "threads race, or a dump read them while other threads were "
+             "counting; use update=atomic or tls)\n", m->negative,
              plural (m->negative, "count", "counts"),
              plural (m->negative, "is", "are"));
+  if (m->inconsistent)
+    fprintf (stderr, "tally: warning: %" PRIu64 " block or edge %s of "
+             "update=atomic or tls code came out negative and %s shown as 0 "
+             "(the counts are not those of one moment: a dump read them while "
+             "other threads were counting, or the file was altered)\n",
+             m->inconsistent, plural (m->inconsistent, "count", "counts"),
+             plural (m->inconsistent, "is", "are"));
   if (m->underived)
     fprintf (stderr, "tally: warning: the entries of %zu %s cannot be derived "
              "from %s block counts (placement=block leaves some edges "
