@@ -697,6 +697,42 @@ def check_frames(a, work):
                    "frames.c %s: no note that %s gets return-site exits" % (opt, fn))
         for f in dumps:
             os.unlink(os.path.join(work, f))
+    # A callee reading its caller's return address or frame (level 1) must
+    # find what the caller would: the whole unit keeps return-site exits,
+    # with a warning naming the first such read.
+    src = os.path.join(a.srcdir, "measure", "caller-address.c")
+    exe0 = os.path.join(work, "caller-address-plain")
+    run([a.cc, "-O2", "-fno-omit-frame-pointer", src, "-o", exe0])
+    want = run([exe0]).stdout
+    expect(want == "ok 6\n", "caller-address.c uninstrumented: %r" % want)
+    for opt in ("-O0", "-O2"):
+        exe = os.path.join(work, "caller-address" + opt)
+        c = run([a.cc, opt, "-fno-omit-frame-pointer", "-fplugin=" + a.plugin,
+                 "-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=cycles",
+                 "-fplugin-arg-tally-exit=frames", "-fdump-tree-all", src, "-o", exe,
+                 a.runtime], cwd=work)
+        expect("caller-address.c:25:10: warning: '-fplugin-arg-tally-exit=frames': this "
+               "unit reads the return address of a caller" in c.stderr.replace("\u2018", "'")
+               .replace("\u2019", "'"),
+               "caller-address.c %s: no warning at the first read: %r" % (opt, c.stderr))
+        p = run([exe], env={"TALLY_OUTPUT": exe + ".data"}, check=False)
+        expect(p.returncode == 0 and p.stdout == want,
+               "caller-address.c %s exit=frames: status %d, output %r: a callee found "
+               "another return address than its caller's" % (opt, p.returncode, p.stdout))
+        rows = {f["name"]: (f["calls"], f["exits"]) for f in json.loads(
+            run([a.tally, "report", "--json", exe + ".data"]).stdout)["functions"]}
+        expect(rows.get("dispatch") == (9, 9) and rows.get("read_callers") == (3, 3)
+               and rows.get("main") == (1, 1),
+               "caller-address.c %s: calls and exits %s" % (opt, rows))
+        dumps = [f for f in os.listdir(work) if f.startswith("caller-address") and ".c." in f]
+        text = "".join(open(os.path.join(work, f)).read() for f in dumps if f.endswith(".tally"))
+        for fn in ("main", "dispatch", "own", "by_callee", "read_callers", "by_frame",
+                   "read_callers_frame"):
+            expect("%s gets return-site exits: exit=frames: the unit reads a caller's "
+                   "return address" % fn in text,
+                   "caller-address.c %s: %s is not left to return-site exits" % (opt, fn))
+        for f in dumps:
+            os.unlink(os.path.join(work, f))
 
 
 def check_errors(a, work):
