@@ -984,8 +984,8 @@ merge_notes (const struct merge *m)
              plural (m->inconsistent, "is", "are"));
   if (m->underived)
     fprintf (stderr, "tally: warning: the entries of %zu %s cannot be derived "
-             "from %s block counts (placement=block leaves some edges "
-             "undetermined); %s 0\n", m->underived,
+             "from %s block counts (an older plugin's placement=block left "
+             "some edges undetermined); %s 0\n", m->underived,
              m->underived == 1 ? "function" : "functions",
              m->underived == 1 ? "its" : "their",
              m->underived == 1 ? "it shows" : "they show");
