@@ -710,7 +710,7 @@ def check_frames(a, work):
         c = run([a.cc, opt, "-fno-omit-frame-pointer", "-fplugin=" + a.plugin,
                  "-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=cycles",
                  "-fplugin-arg-tally-exit=frames", "-fdump-tree-all", src, "-o", exe,
-                 a.runtime], cwd=work)
+                 a.runtime])
         expect("caller-address.c:25:10: warning: '-fplugin-arg-tally-exit=frames': this "
                "unit reads the return address of a caller" in c.stderr.replace("\u2018", "'")
                .replace("\u2019", "'"),
