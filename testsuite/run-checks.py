@@ -187,7 +187,7 @@ def merge_target(exe, work, name):
 
 def readable(a, path):
     """(whether tally report reads PATH, its stderr)."""
-    p = run([a.tally, "report", path], check=False)
+    p = run([a.tally, "report", path], check=False, errors="replace")
     return p.returncode == 0, p.stderr
 
 
@@ -197,7 +197,8 @@ def check_bad_maps(a, work):
     it into an output no tool can read again) and by the runtime's %m merge
     (which moves the file aside to PATH.bad, writes this run's counts and
     keeps the program's exit status).  Then a seeded loop of mutated block
-    maps: every merge either refuses or writes a file tally report reads."""
+    maps (and, every third pair, bytes anywhere in the records): every
+    merge either refuses or writes a file tally report reads."""
     import random
     exe = build_abc(a, work, extra=["-fplugin-arg-tally-blocks=count"])
     good_path = os.path.join(work, "good.data")
@@ -244,6 +245,8 @@ def check_bad_maps(a, work):
     for i in range(pairs):
         d = bytearray(good)
         off, size = rng.choice(maps)
+        if i % 3 == 2:  # anywhere in the records: strings, counts, sizes
+            off, size = 40, len(good) - 16 - 40
         for _ in range(rng.randint(1, 3)):
             k = off + rng.randrange(size)
             if rng.random() < 0.5:
@@ -255,7 +258,8 @@ def check_bad_maps(a, work):
         open(mpath, "wb").write(d)
         if os.path.exists(out):
             os.unlink(out)
-        p = run([a.tally, "merge", "-o", out, good_path, mpath], check=False)
+        p = run([a.tally, "merge", "-o", out, good_path, mpath], check=False,
+                errors="replace")
         if p.returncode != 0:
             refused["merge"] += 1
             expect(not os.path.exists(out), "pair %d: tally merge refused but wrote %s" % (i, out))
@@ -267,7 +271,7 @@ def check_bad_maps(a, work):
             if os.path.exists(f):
                 os.unlink(f)
         open(target, "wb").write(d)
-        p = run([exe], env={"TALLY_OUTPUT": pattern}, check=False)
+        p = run([exe], env={"TALLY_OUTPUT": pattern}, check=False, errors="replace")
         expect(p.returncode == 0, "pair %d: the program exited %d under %%m" % (i, p.returncode))
         if os.path.exists(target + ".bad"):
             refused["runtime"] += 1
