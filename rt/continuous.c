@@ -720,8 +720,16 @@ tally_rt_cont_fork_child (void)
       tally_rt_error ("forked child: cannot give it a continuous file of its "
                       "own (%s, errno %d); it writes its counts when it "
                       "dumps", tally_rt_errno_text (e), e);
+      /* The chunk that found no room is cut off (cont_end is where it
+         began), so the child's file does not end in a half chunk.  */
       if (cont_fd >= 0)
-        close (cont_fd); /* the child's own, or none */
+        {
+          int r;
+          do
+            r = ftruncate (cont_fd, (off_t) cont_end);
+          while (r != 0 && errno == EINTR);
+          close (cont_fd); /* the child's own, or none */
+        }
       cont_fd = -1;
       child_fallback ();
       return;

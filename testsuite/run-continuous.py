@@ -557,6 +557,12 @@ def check_full_fs(a, work):
         want_all(a, data.replace("%p", str(p.pid)).replace("%c", ""),
                  {"f": (7, 7), "main": (1, 0)}, "fork, no room for the child: parent",
                  finished=False)
+        # The killed child's file: its header, without the chunk that found
+        # no room (its counts died with it, as without %c).
+        child = data.replace("%p", out.split()[0]).replace("%c", "")
+        got, err = report(a, child)
+        expect(not any(got.values()) and "cut short" not in err,
+               "fork: the child's file %s: %s %r" % (child, got, err))
 
         # dlopen: every region fits but the library's second load.
         for f in os.listdir(mnt):
