@@ -14,7 +14,9 @@
  *    not clobber it;
  * 2. appends a CMOD chunk: the unit's module record (with the counts so
  *    far) and a table of where each function's counters are in the region,
- *    then grows the file by the region, page-aligned: the span from the
+ *    then grows the file by the region, allocated (fallocate: a sparse
+ *    region on a full file system would fault with SIGBUS at the first
+ *    store into a page it has no room for), page-aligned: the span from the
  *    unit's first counter to its last (the plugin puts them all in one
  *    section, so the span holds nothing else), rounded out to whole pages;
  * 3. maps the region MAP_SHARED, copies the counts so far into it and sets
@@ -126,6 +128,37 @@ pread_all (int fd, void *buf, size_t n, uint64_t off)
       off += (uint64_t) k;
     }
   return 1;
+}
+
+/* Allocate the file's blocks for [OFF, OFF + LEN) and extend the file to
+   OFF + LEN: 0 or an errno value (ENOSPC on a full file system).  A region
+   only sized with ftruncate is sparse, and the first store into a page the
+   file system then has no room for kills the process with SIGBUS; an
+   allocated one takes every store.  A file system without fallocate gets
+   the region written with zeros (what posix_fallocate does then), which
+   allocates it as well.  */
+static int
+reserve (int fd, uint64_t off, uint64_t len)
+{
+  int r;
+  do
+    r = fallocate (fd, 0, (off_t) off, (off_t) len);
+  while (r != 0 && errno == EINTR);
+  if (r == 0)
+    return 0;
+  if (errno != EOPNOTSUPP && errno != ENOSYS)
+    return errno;
+  static const unsigned char zeros[4096];
+  while (len)
+    {
+      size_t n = len < sizeof zeros ? (size_t) len : sizeof zeros;
+      int e = pwrite_all (fd, zeros, n, off);
+      if (e)
+        return e;
+      off += n;
+      len -= n;
+    }
+  return 0;
 }
 
 static size_t
@@ -463,13 +496,10 @@ map_module (struct tally_module *m, const char **what)
   int e = write_chunk (cont_fd, m, cont_end, start, len, region);
   if (e)
     return e;
-  *what = "extend";
-  int r;
-  do
-    r = ftruncate (cont_fd, (off_t) (region + len));
-  while (r != 0 && errno == EINTR);
-  if (r != 0)
-    return errno;
+  *what = "allocate";
+  e = reserve (cont_fd, region, len);
+  if (e)
+    return e;
   *what = "map";
   void *addr = mmap (NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, cont_fd,
                      (off_t) region);
@@ -671,8 +701,8 @@ tally_rt_cont_fork_child (void)
                                       + rec,
                                   page);
       e = write_chunk (cont_fd, r->m, cont_end, r->start, r->len, region);
-      if (!e && ftruncate (cont_fd, (off_t) (region + r->len)) != 0)
-        e = errno;
+      if (!e)
+        e = reserve (cont_fd, region, r->len);
       if (!e && mmap (r->addr, r->len, PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_FIXED, cont_fd, (off_t) region)
                     == MAP_FAILED)
@@ -688,8 +718,16 @@ tally_rt_cont_fork_child (void)
       tally_rt_error ("forked child: cannot give it a continuous file of its "
                       "own (%s, errno %d); it writes its counts when it "
                       "dumps", tally_rt_errno_text (e), e);
+      /* The chunk that found no room is cut off (cont_end is where it
+         began), so the child's file does not end in a half chunk.  */
       if (cont_fd >= 0)
-        close (cont_fd); /* the child's own, or none */
+        {
+          int r;
+          do
+            r = ftruncate (cont_fd, (off_t) cont_end);
+          while (r != 0 && errno == EINTR);
+          close (cont_fd); /* the child's own, or none */
+        }
       cont_fd = -1;
       child_fallback ();
       return;

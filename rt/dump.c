@@ -677,9 +677,13 @@ finish_file (struct writer *w, uint64_t file_size, const char *tmp,
  *    scratch memory (mmap), reading each counter once.
  * 2. An fcntl write lock on PATH.lock serialises the writers (processes;
  *    the dump lock already serialises this process's threads).
- * 3. The existing PATH, if any, is mmap'ed privately and checked whole
- *    (size, trailer, CRC, every record's bounds).  A damaged one is moved
- *    to PATH.bad and reported, never merged and never silently lost.
+ * 3. The existing PATH, if any, is read (pread, into private anonymous
+ *    memory: a mapping of the file would die of SIGBUS if another process
+ *    truncated it, since the lock is advisory) and checked whole (size,
+ *    trailer, CRC, every record's bounds, every block map as strictly as
+ *    tally report decodes it).  A damaged one, or one whose size changed
+ *    while it was read, is moved to PATH.bad and reported, never merged
+ *    and never silently lost.
  * 4. Each of our records takes the first unclaimed existing record of the
  *    same build (tally_rt_rec_match: same checksum, source and function
  *    symbols) and the two are summed; a record of another build of the
@@ -935,19 +939,23 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
         why = "over 4 GiB";
       else if (st.st_size > 0)
         {
-          void *m = mmap (NULL, (size_t) st.st_size, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE, ofd, 0);
-          if (m == MAP_FAILED)
+          int r = tally_rt_read_whole (ofd, (size_t) st.st_size, &old, &e);
+          if (r < 0)
             {
-              e = errno;
               close (ofd);
-              tally_rt_error ("cannot map %s to merge into it: %s (errno "
+              tally_rt_error ("cannot read %s to merge into it: %s (errno "
                               "%d); no data written", path, tally_rt_errno_text (e), e);
               goto out;
             }
-          old = (unsigned char *) m;
-          old_len = (size_t) st.st_size;
-          why = tally_rt_check_file (old, old_len, &old_rec, &old_n, &oldx);
+          if (r > 0)
+            why = "changed size while it was read (a writer that does not "
+                  "take the lock?)";
+          else
+            {
+              old_len = (size_t) st.st_size;
+              why = tally_rt_check_file (old, old_len, &old_rec, &old_n,
+                                         &oldx);
+            }
         }
       else
         why = "empty";

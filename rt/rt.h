@@ -157,6 +157,14 @@ struct tally_rt_extras
 const char *tally_rt_check_file (const unsigned char *buf, size_t len,
                                  size_t *records, uint32_t *nmodules,
                                  struct tally_rt_extras *x) TALLY_HIDDEN;
+/* Read the regular file FD, SIZE bytes (> 0) by its fstat, into private
+   anonymous memory *BUF (SIZE bytes, for munmap) with pread: 0; 1 (and no
+   memory) if the file shrank or grew meanwhile (another writer, which the
+   advisory lock does not stop); -1 with the errno value in *E if it could
+   not be read.  A mapping of the file itself would turn a truncation by
+   another process into SIGBUS.  */
+int tally_rt_read_whole (int fd, size_t size, unsigned char **buf, int *e)
+    TALLY_HIDDEN;
 /* The function ids [base, base + count) of module record `rec`.  */
 struct tally_rt_range
 {

@@ -149,6 +149,169 @@ def check_bad_files(a, work):
     expect(p.returncode == 1, "bad file accepted")
 
 
+def block_maps(d):
+    """[(offset, size)] of every non-empty block map in data file D (module
+    records as doc/data-format.md lays them out)."""
+    u32 = lambda o: struct.unpack_from("<I", d, o)[0]
+    nmod = u32(40)
+    pos = 48 + 4 + u32(48)  # the program name
+    maps = []
+    for _ in range(nmod):
+        nfns = u32(pos + 20)
+        pos += 24
+        for _ in range(2):  # source, directory
+            pos += 4 + u32(pos)
+        for _ in range(nfns):
+            for _ in range(4):  # name, symbol, origin, file
+                pos += 4 + u32(pos)
+            nc = u32(pos + 8)
+            pos += 16 + 8 * nc
+            size = u32(pos)
+            if size:
+                maps.append((pos + 4, size))
+            pos += 4 + size
+    return maps
+
+
+def merge_target(exe, work, name):
+    """(TALLY_OUTPUT pattern with %m in a directory of its own, the file it
+    names for EXE), after one run of EXE that wrote it."""
+    d = os.path.join(work, name)
+    os.mkdir(d)
+    pattern = os.path.join(d, "%m.data")
+    run([exe], env={"TALLY_OUTPUT": pattern})
+    names = [f for f in os.listdir(d) if f.endswith(".data")]
+    expect(len(names) == 1, "%%m wrote %s" % names)
+    return pattern, os.path.join(d, names[0])
+
+
+def readable(a, path):
+    """(whether tally report reads PATH, its stderr)."""
+    p = run([a.tally, "report", path], check=False, errors="replace")
+    return p.returncode == 0, p.stderr
+
+
+def check_bad_maps(a, work):
+    """A block map damaged under a valid CRC (a disk error, another program)
+    is refused by tally report, by tally merge (which would otherwise copy
+    it into an output no tool can read again) and by the runtime's %m merge
+    (which moves the file aside to PATH.bad, writes this run's counts and
+    keeps the program's exit status).  Then a seeded loop of mutated block
+    maps (and, every third pair, bytes anywhere in the records): every
+    merge either refuses or writes a file tally report reads."""
+    import random
+    exe = build_abc(a, work, extra=["-fplugin-arg-tally-blocks=count"])
+    good_path = os.path.join(work, "good.data")
+    run([exe], env={"TALLY_OUTPUT": good_path})
+    good = open(good_path, "rb").read()
+    maps = block_maps(good)
+    expect(len(maps) >= 4, "only %d block maps in %s" % (len(maps), good_path))
+    one = report_calls(a, good_path)
+    expect(one.get("main") == (1, 1), "one run: main %s, want (1, 1)" % (one.get("main"),))
+    off, size = maps[0]
+    damaged = bytearray(good)
+    damaged[off:off + 4] = struct.pack("<I", 7)  # map version 7
+    damaged = refix(bytes(damaged))
+    bad_path = os.path.join(work, "bad.data")
+    open(bad_path, "wb").write(damaged)
+    ok, err = readable(a, bad_path)
+    expect(not ok and "bad block map" in err, "report of a damaged map: %r" % err)
+    # tally merge refuses, writes nothing.
+    out = os.path.join(work, "merged.data")
+    p = run([a.tally, "merge", "-o", out, good_path, bad_path], check=False)
+    expect(p.returncode != 0 and "bad block map" in p.stderr and bad_path in p.stderr,
+           "tally merge of a damaged map: exit %d, %r" % (p.returncode, p.stderr))
+    expect(not os.path.exists(out), "tally merge wrote %s" % out)
+    # The runtime's %m: moved aside, this run's counts written, exit 0.
+    pattern, target = merge_target(exe, work, "m")
+    open(target, "wb").write(damaged)
+    p = run([exe], env={"TALLY_OUTPUT": pattern}, check=False)
+    expect(p.returncode == 0 and p.stdout.strip() == "100",
+           "%%m over a damaged map: exit %d, output %r" % (p.returncode, p.stdout))
+    expect("corrupt block map" in p.stderr and "moved aside to %s.bad" % target in p.stderr,
+           "%%m over a damaged map: message %r" % p.stderr)
+    expect(open(target + ".bad", "rb").read() == damaged, "the damaged file was not kept")
+    ok, err = readable(a, target)
+    expect(ok, "%%m wrote an unreadable file: %s" % err)
+    expect(report_calls(a, target) == one, "%%m after moving aside: %s, want %s"
+           % (report_calls(a, target), one))
+    # And a second run merges into the new file: 2 runs.
+    run([exe], env={"TALLY_OUTPUT": pattern})
+    expect(report_calls(a, target).get("main") == (2, 2), "second %m run did not merge")
+
+    rng = random.Random(13)
+    refused = {"merge": 0, "runtime": 0}
+    pairs = 300
+    for i in range(pairs):
+        d = bytearray(good)
+        off, size = rng.choice(maps)
+        if i % 3 == 2:  # anywhere in the records: strings, counts, sizes
+            off, size = 40, len(good) - 16 - 40
+        for _ in range(rng.randint(1, 3)):
+            k = off + rng.randrange(size)
+            if rng.random() < 0.5:
+                d[k] ^= 1 << rng.randrange(8)
+            else:
+                d[k] = rng.choice((0, 1, 2, 0xff, rng.randrange(256)))
+        d = refix(bytes(d))
+        mpath = os.path.join(work, "mut.data")
+        open(mpath, "wb").write(d)
+        if os.path.exists(out):
+            os.unlink(out)
+        p = run([a.tally, "merge", "-o", out, good_path, mpath], check=False,
+                errors="replace")
+        if p.returncode != 0:
+            refused["merge"] += 1
+            expect(not os.path.exists(out), "pair %d: tally merge refused but wrote %s" % (i, out))
+        else:
+            ok, err = readable(a, out)
+            expect(ok, "pair %d: tally merge wrote a file tally report cannot read: %s"
+                   % (i, err))
+        for f in (target, target + ".bad"):
+            if os.path.exists(f):
+                os.unlink(f)
+        open(target, "wb").write(d)
+        p = run([exe], env={"TALLY_OUTPUT": pattern}, check=False, errors="replace")
+        expect(p.returncode == 0, "pair %d: the program exited %d under %%m" % (i, p.returncode))
+        if os.path.exists(target + ".bad"):
+            refused["runtime"] += 1
+        ok, err = readable(a, target)
+        expect(ok, "pair %d: the runtime's %%m wrote a file tally report cannot read: %s"
+               % (i, err))
+    print("%d mutated pairs: tally merge refused %d, the runtime moved aside %d"
+          % (pairs, refused["merge"], refused["runtime"]))
+
+
+def check_merge_shrink(a, work):
+    """The file a %m merge reads is truncated meanwhile by a process that
+    ignores the advisory lock (an LD_PRELOAD shim truncates it to half, in whole pages, at the
+    first mmap made while the merge holds it open: deterministically between
+    its fstat and its read).  The merging program keeps its exit status (no
+    SIGBUS), the file is moved aside to PATH.bad with a message, and the
+    new file holds this run's counts exactly."""
+    exe = build_abc(a, work)
+    shim = os.path.join(work, "shrink-shim.so")
+    run([a.cc, "-O2", "-fPIC", "-shared", os.path.join(a.srcdir, "faults", "shrink-shim.c"),
+         "-o", shim])
+    pattern, target = merge_target(exe, work, "s")
+    for _ in range(2):
+        run([exe], env={"TALLY_OUTPUT": pattern})
+    expect(report_calls(a, target).get("main") == (3, 3), "3 merged runs: %s"
+           % report_calls(a, target))
+    p = run([exe], env={"TALLY_OUTPUT": pattern, "LD_PRELOAD": shim,
+                        "SHRINK_VICTIM": target}, check=False)
+    expect("shim: truncated" in p.stderr, "the shim did not truncate: %r" % p.stderr)
+    expect(p.returncode == 0 and p.stdout.strip() == "100",
+           "the merging program ended with %d (want 0), output %r, stderr %r"
+           % (p.returncode, p.stdout, p.stderr))
+    expect("changed size while it was read" in p.stderr
+           and "moved aside to %s.bad" % target in p.stderr,
+           "no clear message: %r" % p.stderr)
+    expect(os.path.exists(target + ".bad"), "the changed file was not kept as .bad")
+    expect(report_calls(a, target).get("main") == (1, 1),
+           "after the move: %s, want this run's main (1, 1)" % report_calls(a, target))
+
+
 def report_calls(a, path):
     out = run([a.tally, "report", "--csv", path]).stdout.splitlines()
     calls = {}
@@ -920,6 +1083,8 @@ CHECKS = {
     "install": check_install,
     "plugin-errors": check_plugin_errors,
     "bad-files": check_bad_files,
+    "bad-maps": check_bad_maps,
+    "merge-shrink": check_merge_shrink,
     "api": check_api,
     "output-path": check_output_path,
     "output-safety": check_output_safety,

@@ -251,6 +251,28 @@ bad:
   return -1;
 }
 
+int
+tally_data_check_maps (const struct tally_data *d, char *err, size_t errlen)
+{
+  for (uint32_t i = 0; i < d->nmodules; i++)
+    for (uint32_t j = 0; j < d->modules[i].nfns; j++)
+      {
+        const struct tally_data_fn *f = &d->modules[i].fns[j];
+        struct tally_blockmap bm;
+        char why[200];
+        if (!f->map_size)
+          continue;
+        if (tally_map_decode (f->map, f->map_size, f->ncounters, &bm, why,
+                              sizeof why) != 0)
+          return fail (err, errlen, "module %lu (%s) function %lu (%s): bad "
+                       "block map: %s: file is corrupt", (unsigned long) i,
+                       d->modules[i].source, (unsigned long) j, f->symbol,
+                       why);
+        tally_map_free (&bm);
+      }
+  return 0;
+}
+
 void
 tally_map_free (struct tally_blockmap *m)
 {

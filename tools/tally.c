@@ -731,25 +731,12 @@ add_body_meas (struct merge *m, struct body *b, const struct tally_data_fn *f,
 static int
 merge_file (struct merge *m, const char *path, const struct tally_data *d)
 {
-  for (uint32_t i = 0; i < d->nmodules; i++)
-    for (uint32_t j = 0; j < d->modules[i].nfns; j++)
-      {
-        const struct tally_data_fn *f = &d->modules[i].fns[j];
-        struct tally_blockmap bm;
-        char err[256];
-        if (!f->map_size)
-          continue;
-        if (tally_map_decode (f->map, f->map_size, f->ncounters, &bm, err,
-                              sizeof err) != 0)
-          {
-            error_msg ("%s: module %lu (%s) function %lu (%s): bad block map: "
-                       "%s: file is corrupt", path, (unsigned long) i,
-                       d->modules[i].source, (unsigned long) j, f->symbol,
-                       err);
-            return -1;
-          }
-        tally_map_free (&bm);
-      }
+  char err[512];
+  if (tally_data_check_maps (d, err, sizeof err) != 0)
+    {
+      error_msg ("%s: %s", path, err);
+      return -1;
+    }
   m->files = xgrow (m->files, &m->files_cap, m->nfiles + 1,
                     sizeof *m->files);
   struct file_info *fi = &m->files[m->nfiles++];
@@ -3307,9 +3294,19 @@ cmd_merge (int argc, char **argv)
         }
       struct tally_data d;
       char err[256];
+      char merr[512];
       if (tally_read_file (a, &d, err, sizeof err) != 0)
         {
           error_msg ("%s: %s", a, err);
+          status = EXIT_BAD_DATA;
+          break;
+        }
+      /* Its maps are copied into the output: one tally report could not
+         decode would make the output unreadable.  */
+      if (tally_data_check_maps (&d, merr, sizeof merr) != 0)
+        {
+          error_msg ("%s: %s; nothing written", a, merr);
+          tally_data_free (&d);
           status = EXIT_BAD_DATA;
           break;
         }
