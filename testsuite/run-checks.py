@@ -224,6 +224,87 @@ def check_output_path(a, work):
         expect(stat.S_ISCHR(os.stat(dev).st_mode), "the character device was replaced")
 
 
+def check_tool_output(a, work):
+    """`-o OUT` of tally lcov, merge and flame (tools/output.c): a device or
+    a FIFO is written in place, never replaced by a regular file; a
+    directory is refused; a symbolic link planted at the old predictable
+    temporary name (OUT.tmp.PID) is not followed; a regular OUT is replaced
+    whole.  The character device (made with mknod in the scratch directory,
+    never the system's /dev/null) needs root."""
+    exe = build_abc(a, work, extra=["-fplugin-arg-tally-paths=on", "-fplugin-arg-tally-measure=cycles",
+                                      "-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-blocks=count"])
+    data = os.path.join(work, "abc.data")
+    run([exe], env={"TALLY_OUTPUT": data})
+    commands = {"lcov": ["lcov", data], "merge": ["merge", data], "flame": ["flame", data]}
+    for name, args in commands.items():
+        run([a.tally, *args, "-o", os.path.join(work, name + ".want")])
+    want = {name: open(os.path.join(work, name + ".want"), "rb").read() for name in commands}
+    for name in commands:
+        expect(len(want[name]) > 0, "%s -o wrote nothing" % name)
+    dev = os.path.join(work, "null")
+    try:
+        os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        dev = None
+    for name, args in commands.items():
+        # A FIFO, read while tally writes it: stays a FIFO, gets the output.
+        fifo = os.path.join(work, name + ".fifo")
+        os.mkfifo(fifo)
+        got = {}
+        reader = threading.Thread(target=lambda: got.setdefault("data", open(fifo, "rb").read()))
+        reader.start()
+        p = run([a.tally, *args, "-o", fifo], check=False, timeout=60)
+        reader.join(30)
+        expect(p.returncode == 0, "%s -o FIFO: exit %d\n%s" % (name, p.returncode, p.stderr))
+        expect(stat.S_ISFIFO(os.lstat(fifo).st_mode), "%s -o replaced the FIFO" % name)
+        if name != "merge":  # merge's header has the time of the merge
+            expect(got.get("data") == want[name], "%s -o FIFO: the reader got other bytes" % name)
+        else:
+            expect(len(got.get("data", b"")) == len(want[name]), "merge -o FIFO: wrong size")
+        if dev:
+            p = run([a.tally, *args, "-o", dev], check=False)
+            expect(p.returncode == 0, "%s -o DEVICE: exit %d\n%s" % (name, p.returncode, p.stderr))
+            expect(stat.S_ISCHR(os.lstat(dev).st_mode),
+                   "%s -o replaced the character device with a regular file" % name)
+        # A directory: refused, left alone.
+        d = os.path.join(work, name + ".dir")
+        os.mkdir(d)
+        p = run([a.tally, *args, "-o", d], check=False)
+        expect(p.returncode == 1 and "cannot write %s: it is a directory" % d in p.stderr,
+               "%s -o DIR: exit %d\n%s" % (name, p.returncode, p.stderr))
+        expect(os.listdir(d) == [], "%s -o DIR wrote into it" % name)
+        # A link planted at the temporary name the old code used: a child
+        # plants it for its own pid, then becomes tally (exec keeps the pid).
+        out = os.path.join(work, name + ".out")
+        victim = os.path.join(work, name + ".victim")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        p = subprocess.run([a.tally, *args, "-o", out], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: os.symlink(victim, "%s.tmp.%d" % (out, os.getpid())))
+        expect(open(victim).read() == "precious\n",
+               "%s -o followed the link planted at %s.tmp.PID" % (name, out))
+        expect(p.returncode == 0 and stat.S_ISREG(os.lstat(out).st_mode),
+               "%s -o beside a planted link: exit %d\n%s" % (name, p.returncode, p.stderr))
+        # A regular OUT is replaced whole; a link at OUT is replaced, its
+        # target untouched; no temporary is left behind.
+        with open(out, "w") as f:
+            f.write("old contents that are longer than nothing\n" * 200)
+        run([a.tally, *args, "-o", out])
+        if name != "merge":
+            expect(open(out, "rb").read() == want[name], "%s -o over a regular file" % name)
+        link = os.path.join(work, name + ".link")
+        os.symlink(victim, link)
+        run([a.tally, *args, "-o", link])
+        expect(open(victim).read() == "precious\n" and not os.path.islink(link),
+               "%s -o LINK wrote through the link" % name)
+        left = [f for f in os.listdir(work) if ".tmp." in f and not os.path.islink(os.path.join(work, f))]
+        expect(not left, "temporaries left behind: %s" % left)
+    if not dev:
+        raise Skip("(not root: the character-device case was not run; the FIFO, "
+                   "directory and link cases passed)")
+
+
 def check_asan_runtime(a, work):
     san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
     for prog, flags in (("s-abc.c", []), ("threads.c", ["-pthread", "-fplugin-arg-tally-update=atomic"])):
@@ -667,6 +748,7 @@ CHECKS = {
     "bad-files": check_bad_files,
     "api": check_api,
     "output-path": check_output_path,
+    "tool-output": check_tool_output,
     "asan-runtime": check_asan_runtime,
 }
 

@@ -24,6 +24,7 @@
 #include "blockmap.h"
 #include "coverage.h"
 #include "datafile.h"
+#include "output.h"
 #include "paths.h"
 #include "run.h"
 #include "select.h"
@@ -1555,20 +1556,22 @@ tree_command (const char *what, const char **files, size_t nfiles,
     tally_tree_print (t, stdout);
   else
     {
-      FILE *f = strcmp (out, "-") == 0 ? stdout : fopen (out, "w");
-      if (!f)
+      struct tally_out o = { stdout, NULL, NULL };
+      char err[512];
+      if (strcmp (out, "-") != 0
+          && tally_out_open (&o, out, err, sizeof err) != 0)
         {
-          error_msg ("%s: cannot write %s: %s", what, out, strerror (errno));
+          error_msg ("%s: %s", what, err);
           tally_tree_free (t);
           return EXIT_BAD_DATA;
         }
       if (folded)
-        tally_tree_folded (t, f);
+        tally_tree_folded (t, o.f);
       else
-        tally_tree_svg (t, f, nfiles == 1 ? files[0] : "tally flame");
-      if (f != stdout && fclose (f) != 0)
+        tally_tree_svg (t, o.f, nfiles == 1 ? files[0] : "tally flame");
+      if (o.f != stdout && tally_out_close (&o, err, sizeof err) != 0)
         {
-          error_msg ("%s: cannot write %s: %s", what, out, strerror (errno));
+          error_msg ("%s: %s", what, err);
           rc = EXIT_BAD_DATA;
         }
     }
@@ -2123,35 +2126,22 @@ cmd_lcov (int argc, char **argv)
         write_lcov (stdout, &m, &cov);
       else
         {
-          size_t n = strlen (out) + 32;
-          char *tmp = xmalloc (n);
-          snprintf (tmp, n, "%s.tmp.%ld", out, (long) getpid ());
-          FILE *f = fopen (tmp, "w");
-          if (!f)
+          struct tally_out o;
+          char err[512];
+          if (tally_out_open (&o, out, err, sizeof err) != 0)
             {
-              error_msg ("lcov: cannot create %s: %s", tmp, strerror (errno));
+              error_msg ("lcov: %s", err);
               status = EXIT_BAD_DATA;
             }
           else
             {
-              write_lcov (f, &m, &cov);
-              int bad = ferror (f);
-              if (fclose (f) != 0 || bad)
+              write_lcov (o.f, &m, &cov);
+              if (tally_out_close (&o, err, sizeof err) != 0)
                 {
-                  error_msg ("lcov: cannot write %s: %s", tmp,
-                             strerror (errno));
-                  remove (tmp);
-                  status = EXIT_BAD_DATA;
-                }
-              else if (rename (tmp, out) != 0)
-                {
-                  error_msg ("lcov: cannot rename %s to %s: %s", tmp, out,
-                             strerror (errno));
-                  remove (tmp);
+                  error_msg ("lcov: %s", err);
                   status = EXIT_BAD_DATA;
                 }
             }
-          free (tmp);
         }
       if (unknown)
         fprintf (stderr, "tally: warning: %zu %s left out: %s count could "
@@ -2409,8 +2399,9 @@ cmd_dump (int argc, char **argv)
  * file; another build of the same source stays a record of its own.  With
  * --force, modules with the same source are merged whatever their
  * checksum (and within one input file too): functions pair by symbol and
- * a function only one build has is added.  The output is written to OUT.tmp.PID and renamed over OUT, so it
- * may be one of the inputs.
+ * a function only one build has is added.  The output is written to a new
+ * temporary and renamed over OUT (output.c), so it may be one of the
+ * inputs.
  *
  * The measured values (MEAS) of a function add up as its counts do; a file
  * without them adds zeros; files that measure other values (other PAPI
@@ -2896,7 +2887,7 @@ str_bytes (const char *s)
   return 4 + strlen (s);
 }
 
-/* Write ACC to PATH (through PATH.tmp.PID).  Returns 0 or EXIT_BAD_DATA. */
+/* Write ACC to PATH (tools/output.c).  Returns 0 or EXIT_BAD_DATA. */
 static int
 write_merged (const char *path, const struct accumulator *acc,
               const char *program, uint32_t flags)
@@ -2942,16 +2933,14 @@ write_merged (const char *path, const struct accumulator *acc,
     size += 24 + 4 * (uint64_t) acc->n + 32 * (uint64_t) (acc->nnodes - 1);
   if (acc->paths && acc->nmeas > 1)
     size += 12 + 16 * (uint64_t) (acc->nmeas - 1) * (acc->nnodes - 1);
-  size_t n = strlen (path) + 32;
-  char *tmp = xmalloc (n);
-  snprintf (tmp, n, "%s.tmp.%ld", path, (long) getpid ());
-  struct out_writer w = { fopen (tmp, "wb"), 0, 0 };
-  if (!w.f)
+  struct tally_out o;
+  char err[512];
+  if (tally_out_open (&o, path, err, sizeof err) != 0)
     {
-      error_msg ("merge: cannot create %s: %s", tmp, strerror (errno));
-      free (tmp);
+      error_msg ("merge: %s", err);
       return EXIT_BAD_DATA;
     }
+  struct out_writer w = { o.f, 0, 0 };
   out_bytes (&w, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
   out_u32 (&w, TALLY_FILE_VERSION);
   out_u32 (&w, TALLY_BYTE_ORDER_MARK);
@@ -3067,25 +3056,18 @@ write_merged (const char *path, const struct accumulator *acc,
   out_u32 (&w, TALLY_TAG_END);
   out_u32 (&w, crc);
   out_u64 (&w, size);
-  int bad = ferror (w.f);
-  if (fclose (w.f) != 0 || bad || w.total != size)
+  if (w.total != size)
     {
-      error_msg ("merge: cannot write %s: %s", tmp,
-                 w.total != size ? "size mismatch (internal error)"
-                                 : strerror (errno));
-      remove (tmp);
-      free (tmp);
+      error_msg ("merge: cannot write %s: size mismatch (internal error)",
+                 path);
+      tally_out_discard (&o);
       return EXIT_BAD_DATA;
     }
-  if (rename (tmp, path) != 0)
+  if (tally_out_close (&o, err, sizeof err) != 0)
     {
-      error_msg ("merge: cannot rename %s to %s: %s", tmp, path,
-                 strerror (errno));
-      remove (tmp);
-      free (tmp);
+      error_msg ("merge: %s", err);
       return EXIT_BAD_DATA;
     }
-  free (tmp);
   return 0;
 }
 
