@@ -305,6 +305,47 @@ def check_tool_output(a, work):
                    "directory and link cases passed)")
 
 
+def check_lcov_names(a, work):
+    """A source file whose name holds a line break cannot inject records
+    into `tally lcov`'s tracefile (lcov has no escapes): its record is left
+    out with a message naming it escaped, exit status 1, and the other
+    files' records are written as usual."""
+    evil = os.path.join(work, "evil\nDA:1,99\nx.c")
+    with open(evil, "w") as f:
+        f.write("int f (int x) { return x > 3 ? x : -x; }\n")
+    good = os.path.join(work, "good.c")
+    with open(good, "w") as f:
+        f.write("int f (int);\n"
+                "int main (int argc, char **argv)\n"
+                "{\n"
+                "  (void) argv;\n"
+                "  return f (argc) == 99;\n"
+                "}\n")
+    exe = os.path.join(work, "prog")
+    run([a.cc, "-O0", "-fplugin=" + a.plugin, "-fplugin-arg-tally-blocks=count", evil, good,
+         "-o", exe, a.runtime])
+    data = os.path.join(work, "prog.data")
+    run([exe], env={"TALLY_OUTPUT": data})
+    for out in (None, os.path.join(work, "prog.info")):
+        p = run([a.tally, "lcov", data] + (["-o", out] if out else []), check=False)
+        text = open(out).read() if out else p.stdout
+        record = re.compile(r"TN:|SF:/.*|FNF?:.*|FNDA:\d+,\S+|FN[FH]:\d+|BRDA:\d+,\d+,\d+,(\d+|-)"
+                            r"|BR[FH]:\d+|DA:\d+,\d+|L[FH]:\d+|end_of_record")
+        bad = [line for line in text.splitlines() if not record.fullmatch(line)]
+        expect(not bad, "lines of the tracefile that are not lcov records: %s" % bad)
+        expect("DA:1,99" not in text.splitlines(), "the file name injected DA:1,99:\n%s" % text)
+        files = re.findall(r"^SF:(.*)$", text, re.M)
+        expect(files == [good], "records for %s, want only %s" % (files, good))
+        expect(re.search(r"^FN:2,main$", text, re.M) and re.search(r"^DA:5,1$", text, re.M),
+               "good.c's record lacks main:\n%s" % text)
+        expect(p.returncode == 1, "exit %d with a file left out, want 1" % p.returncode)
+        want = 'tally: lcov: source file "%s" left out of the tracefile' % evil.replace("\n", "\\n")
+        expect(want in p.stderr, "want %r in:\n%s" % (want, p.stderr))
+    # report escapes the name (it is not dropped there).
+    p = run([a.tally, "report", data])
+    expect("evil\\x0aDA:1,99" in p.stdout, "report:\n%s" % p.stdout)
+
+
 def check_asan_runtime(a, work):
     san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
     for prog, flags in (("s-abc.c", []), ("threads.c", ["-pthread", "-fplugin-arg-tally-update=atomic"])):
@@ -749,6 +790,7 @@ CHECKS = {
     "api": check_api,
     "output-path": check_output_path,
     "tool-output": check_tool_output,
+    "lcov-names": check_lcov_names,
     "asan-runtime": check_asan_runtime,
 }
 

@@ -1985,10 +1985,49 @@ compare_sf_fn (const void *pa, const void *pb)
   return c;
 }
 
-/* Write the tracefile of M and C to OUT.  */
+/* Whether a tracefile can hold S: lcov reads it line by line and has no
+   escapes, so a line break in a name would start records of its own (a
+   file named "x.c\nDA:1,99" adds a line count).  Every control character
+   is refused.  */
+static int
+lcov_name_ok (const char *s)
+{
+  for (; *s; s++)
+    if ((unsigned char) *s < 0x20 || *s == 0x7f)
+      return 0;
+  return 1;
+}
+
+/* Say on stderr that the WHAT named S is left out, S escaped as dump
+   prints it.  */
 static void
+lcov_left_out (const char *what, const char *s)
+{
+  fflush (stdout);
+  fprintf (stderr, "tally: lcov: %s \"", what);
+  for (; *s; s++)
+    {
+      unsigned char ch = (unsigned char) *s;
+      if (ch == '\n')
+        fputs ("\\n", stderr);
+      else if (ch == '"' || ch == '\\')
+        fprintf (stderr, "\\%c", ch);
+      else if (ch < 0x20 || ch == 0x7f)
+        fprintf (stderr, "\\x%02x", ch);
+      else
+        fputc (ch, stderr);
+    }
+  fputs ("\" left out of the tracefile: lcov cannot hold a control "
+         "character in a name\n", stderr);
+}
+
+/* Write the tracefile of M and C to OUT.  Returns the number of source
+   files and functions left out because their names have control
+   characters (lcov_name_ok).  */
+static size_t
 write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
 {
+  size_t left = 0;
   struct sf_fn *fns = xmalloc ((m->nrows ? m->nrows : 1) * sizeof *fns);
   for (size_t i = 0; i < m->nrows; i++)
     {
@@ -2014,18 +2053,32 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
         fi++;
       if (cf && !cf->nlines && f0 == fi)
         continue;
-      fprintf (out, "TN:\nSF:%s\n", path);
-      size_t fnh = 0;
-      for (size_t k = f0; k < fi; k++)
-        fprintf (out, "FN:%lu,%s\n", (unsigned long) fns[k].row->line,
-                 fns[k].row->origin);
-      for (size_t k = f0; k < fi; k++)
+      if (!lcov_name_ok (path))
         {
-          fprintf (out, "FNDA:%" PRIu64 ",%s\n", fns[k].row->calls,
-                   fns[k].row->origin);
-          fnh += fns[k].row->calls != 0;
+          lcov_left_out ("source file", path);
+          left++;
+          continue;
         }
-      fprintf (out, "FNF:%zu\nFNH:%zu\n", fi - f0, fnh);
+      fprintf (out, "TN:\nSF:%s\n", path);
+      size_t fnf = 0, fnh = 0;
+      for (size_t k = f0; k < fi; k++)
+        if (lcov_name_ok (fns[k].row->origin))
+          fprintf (out, "FN:%lu,%s\n", (unsigned long) fns[k].row->line,
+                   fns[k].row->origin);
+        else
+          {
+            lcov_left_out ("function", fns[k].row->origin);
+            left++;
+          }
+      for (size_t k = f0; k < fi; k++)
+        if (lcov_name_ok (fns[k].row->origin))
+          {
+            fprintf (out, "FNDA:%" PRIu64 ",%s\n", fns[k].row->calls,
+                     fns[k].row->origin);
+            fnf++;
+            fnh += fns[k].row->calls != 0;
+          }
+      fprintf (out, "FNF:%zu\nFNH:%zu\n", fnf, fnh);
       if (cf && cf->nbranches)
         {
           size_t brh = 0;
@@ -2059,6 +2112,7 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
   for (size_t i = 0; i < m->nrows; i++)
     free (fns[i].path);
   free (fns);
+  return left;
 }
 
 static int
@@ -2122,8 +2176,9 @@ cmd_lcov (int argc, char **argv)
       for (size_t i = 0; i < cov.nfiles; i++)
         for (size_t k = 0; k < cov.files[i].nlines; k++)
           unknown += !cov.files[i].lines[k].known;
+      size_t left = 0;
       if (!out)
-        write_lcov (stdout, &m, &cov);
+        left = write_lcov (stdout, &m, &cov);
       else
         {
           struct tally_out o;
@@ -2135,7 +2190,7 @@ cmd_lcov (int argc, char **argv)
             }
           else
             {
-              write_lcov (o.f, &m, &cov);
+              left = write_lcov (o.f, &m, &cov);
               if (tally_out_close (&o, err, sizeof err) != 0)
                 {
                   error_msg ("lcov: %s", err);
@@ -2148,6 +2203,8 @@ cmd_lcov (int argc, char **argv)
                  "not be determined\n", unknown,
                  unknown == 1 ? "line" : "lines",
                  unknown == 1 ? "its" : "their");
+      if (left && !status)
+        status = EXIT_BAD_DATA; /* the tracefile lacks them: say so */
       merge_notes (&m);
       cov_free (&cov);
     }
