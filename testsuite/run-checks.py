@@ -346,6 +346,110 @@ def check_lcov_names(a, work):
     expect("evil\\x0aDA:1,99" in p.stdout, "report:\n%s" % p.stdout)
 
 
+def scale_counters(data, factor):
+    """DATA (a version-2 data file) with every function counter multiplied
+    by FACTOR, the CRC recomputed: the flow stays consistent, so every
+    derived count scales too."""
+    d = bytearray(data)
+    pos = 48
+    def skip_str(pos):
+        return pos + 4 + struct.unpack_from("<I", d, pos)[0]
+    nmods = struct.unpack_from("<I", d, 40)[0]
+    pos = skip_str(pos)  # program
+    for _ in range(nmods):
+        nfns = struct.unpack_from("<I", d, pos + 20)[0]
+        pos = skip_str(skip_str(pos + 24))  # tag .. functions, source, directory
+        for _ in range(nfns):
+            for _ in range(4):
+                pos = skip_str(pos)  # name, symbol, origin, file
+            n = struct.unpack_from("<I", d, pos + 8)[0]
+            pos += 16
+            for k in range(n):
+                v = struct.unpack_from("<Q", d, pos + 8 * k)[0] * factor
+                assert v < 2 ** 64
+                struct.pack_into("<Q", d, pos + 8 * k, v)
+            pos += 8 * n
+            pos += 4 + struct.unpack_from("<I", d, pos)[0]  # block map
+    return refix(bytes(d))
+
+
+def lcov_counts(text):
+    """{(file, line): count} of the DA lines and {function: calls} of FNDA."""
+    lines, calls, sf = {}, {}, None
+    for line in text.splitlines():
+        if line.startswith("SF:"):
+            sf = line[3:]
+        elif line.startswith("DA:"):
+            n, c = line[3:].split(",")
+            lines[(sf, int(n))] = int(c)
+        elif line.startswith("FNDA:"):
+            c, fn = line[5:].split(",")
+            calls[fn] = int(c)
+    return lines, calls
+
+
+def check_lcov_huge_counts(a, work):
+    """tally lcov under ASan and UBSan (halt on error): a file without block
+    maps, and counts near 2^64 whose line sums pass 2^63 (they were summed
+    as int64_t) and 2^64 (they saturate at 2^64-1, as doc/cli.md says every
+    sum does).  Every counter of a valid file is multiplied by K, so each
+    line count must be K times the unscaled one, or 2^64-1."""
+    env = {"UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+           "ASAN_OPTIONS": "halt_on_error=1:detect_leaks=1"}
+    exe = build_abc(a, work)
+    plain = os.path.join(work, "plain.data")
+    run([exe], env={"TALLY_OUTPUT": plain})
+    p = run([a.tally_asan, "lcov", plain], env=env, check=False)
+    expect(p.returncode == 0 and "runtime error" not in p.stderr and "ERROR" not in p.stderr,
+           "lcov of a file without block maps: exit %d\n%s" % (p.returncode, p.stderr))
+    expect(re.search(r"^FNDA:1,main$", p.stdout, re.M), "no FNDA for main:\n%s" % p.stdout)
+    src = os.path.join(work, "loops.c")
+    with open(src, "w") as f:
+        # Line 1: two functions whose counts gcov adds up (as lcov does),
+        # each run 3 times: 6, above every counter.  Line 5: a loop on one
+        # line (entry plus 3 cycles).
+        f.write("static int f1 (int x) { return x + 1; } static int f2 (int x) { return x * 2; }\n"
+                "int main (int argc, char **argv)\n"
+                "{\n"
+                "  int s = 0;\n"
+                "  for (int i = 0; i < argc + 2; i++) s += i;\n"
+                "  for (int i = 0; i < argc + 2; i++)\n"
+                "    s += f1 (i) + f2 (i);\n"
+                "  return s == 99 && argv;\n"
+                "}\n")
+    exe = os.path.join(work, "loops")
+    run([a.cc, "-O0", "-fplugin=" + a.plugin, "-fplugin-arg-tally-blocks=count", src,
+         "-o", exe, a.runtime])
+    small = os.path.join(work, "small.data")
+    run([exe], env={"TALLY_OUTPUT": small})
+    want_lines, want_calls = lcov_counts(run([a.tally, "lcov", small]).stdout)
+    # The largest K that keeps every stored counter (at most 4: the
+    # loops' conditions) below 2^64.
+    data = open(small, "rb").read()
+    factor = (2 ** 64 - 1) // 4
+    huge = os.path.join(work, "huge.data")
+    try:
+        scaled = scale_counters(data, factor)
+    except AssertionError:
+        raise Failure("a stored counter is above 4 (the program changed?)")
+    with open(huge, "wb") as f:
+        f.write(scaled)
+    p = run([a.tally_asan, "lcov", huge], env=env, check=False)
+    expect(p.returncode == 0 and "runtime error" not in p.stderr and "ERROR" not in p.stderr,
+           "lcov of counts near 2^64: exit %d\n%s" % (p.returncode, p.stderr))
+    got_lines, got_calls = lcov_counts(p.stdout)
+    expect(set(got_lines) == set(want_lines), "other lines: %s vs %s" % (got_lines, want_lines))
+    for key, c in want_lines.items():
+        want = min(c * factor, 2 ** 64 - 1)
+        expect(got_lines[key] == want, "line %s: count %d, want %d x %d = %d"
+               % (key[1], got_lines[key], c, factor, want))
+    expect(got_calls.get("main") == factor, "main called %s times" % got_calls.get("main"))
+    expect(any(2 ** 63 <= c * factor < 2 ** 64 for c in want_lines.values()),
+           "no line count between 2^63 and 2^64: %s" % want_lines)
+    expect(any(c * factor >= 2 ** 64 for c in want_lines.values()),
+           "no line count saturates: %s" % want_lines)
+
+
 def check_asan_runtime(a, work):
     san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
     for prog, flags in (("s-abc.c", []), ("threads.c", ["-pthread", "-fplugin-arg-tally-update=atomic"])):
@@ -791,6 +895,7 @@ CHECKS = {
     "output-path": check_output_path,
     "tool-output": check_tool_output,
     "lcov-names": check_lcov_names,
+    "lcov-huge-counts": check_lcov_huge_counts,
     "asan-runtime": check_asan_runtime,
 }
 
