@@ -18,6 +18,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 import zlib
 from fractions import Fraction
 
@@ -448,6 +449,126 @@ def check_lcov_huge_counts(a, work):
            "no line count between 2^63 and 2^64: %s" % want_lines)
     expect(any(c * factor >= 2 ** 64 for c in want_lines.values()),
            "no line count saturates: %s" % want_lines)
+
+
+def path_file(nfns, nodes, depth):
+    """A valid data file (version 2, correct size and CRC) of one module of
+    NFNS functions f0..f{NFNS-1} and a PATH record with depth limit DEPTH
+    and NODES, a list of (parent, function, calls, incl, excl)."""
+    def s(text):
+        b = text.encode()
+        return struct.pack("<I", len(b)) + b
+    body = [struct.pack("<IIQII", 0x4c444f4d, 3, 0x1234, 0x2 | 0x8, nfns), s("t.c"), s("/tmp")]
+    for i in range(nfns):
+        name = s("f%d" % i)
+        body.append(name + name + name + s("t.c") + struct.pack("<IIIIQQI", i + 1, 0, 2, 0, 0, 0, 0))
+    body.append(struct.pack("<IIQIII", 0x48544150, depth, 0, 1, 0, len(nodes)))
+    body.append(b"".join(struct.pack("<IIQQQ", *n) for n in nodes))
+    body = b"".join(body)
+    program = s("/tmp/deep")
+    size = 48 + len(program) + len(body) + 16
+    head = b"TALLYDAT" + struct.pack("<IIQQQII", 2, 0x01020304, size, 1, 0, 1, 1) + program
+    data = head + body
+    return data + struct.pack("<IIQ", 0x444e4554, zlib.crc32(data), size)
+
+
+def deep_wide_tree(wide, chains, depth):
+    """main (f0) with WIDE children f1..f{WIDE}, and below the first CHAINS
+    of them a chain down to DEPTH levels: wide * 1 + chains * (depth - 2)
+    nodes besides main.  Only leaves have exclusive cycles (so collapsed
+    stacks stay small): each 1, and every inclusive value is the sum."""
+    nodes = [(0, 0, 1, 0, 0)]  # node 1: main
+    leaves = {}
+    for i in range(1, wide + 1):
+        nodes.append((1, i, 1, 0, 0))
+    for c in range(chains):
+        parent = 2 + c
+        for level in range(3, depth + 1):
+            nodes.append((parent, (c * 7 + level) % wide + 1, 1, 0, 0))
+            parent = len(nodes)
+    # Inclusive cycles: 1 per leaf under the node.
+    count = [0] * (len(nodes) + 1)
+    kids = [0] * (len(nodes) + 1)
+    for i, n in enumerate(nodes, 1):
+        kids[n[0]] += 1
+    for i in range(len(nodes), 0, -1):
+        if not kids[i]:
+            count[i] += 1
+        count[nodes[i - 1][0]] += count[i]
+    return [(p, f, c, count[i], 0 if kids[i] else 1)
+            for i, (p, f, c, _, _) in enumerate(nodes, 1)], count[1]
+
+
+def check_deep_paths(a, work):
+    """Call paths: a chain deeper than the file's own depth limit (60,000
+    levels under a limit of 64) and a limit above 1024 are refused with a
+    clear error by every command (it overflowed tally flame's stack); a
+    legal tree of 300,000 nodes (a node with 100,000 children and chains
+    1,001 deep under a limit of 1,024) is reported in time linear in its
+    size: ten times the nodes take about ten times as long, not a hundred."""
+    chain = [(i, 0, 1, 60000 - i, 1) for i in range(60000)]
+    for name, data, pattern in (
+            ("chain", path_file(1, chain, 64),
+             r"path node 65 is 65 calls deep, deeper than the file's depth limit 64: file is corrupt"),
+            ("limit", path_file(1, chain[:10], 5000),
+             r"depth limit 5000 is above 1024: file is corrupt")):
+        path = os.path.join(work, name + ".data")
+        with open(path, "wb") as f:
+            f.write(data)
+        for cmd in (["report", "--tree"], ["flame"], ["flame", "--folded"], ["report"],
+                    ["merge", "-o", os.path.join(work, "m.data")], ["dump"]):
+            p = run([a.tally, *cmd, path], check=False)
+            expect(p.returncode == 1 and re.search(pattern, p.stderr) and path in p.stderr,
+                   "tally %s on the %s file: exit %d, want 1 and /%s/:\n%s"
+                   % (" ".join(cmd), name, p.returncode, pattern, p.stderr[-2000:]))
+    # The same chain within its limit (1,024) is fine.
+    ok = os.path.join(work, "ok.data")
+    with open(ok, "wb") as f:
+        f.write(path_file(1, chain[:1024], 1024))
+    p = run([a.tally, "report", "--tree", ok])
+    lines = p.stdout.splitlines()
+    expect(len(lines) == 1025 and lines[-1].endswith("  [1024] f0  t.c"),
+           "a chain of 1024 within its limit:\n%s" % "\n".join(lines[-3:]))
+    times = {}
+    for scale in (10, 1):
+        nodes, total = deep_wide_tree(100000 // scale, 200 // scale, 1001)
+        path = os.path.join(work, "tree%d.data" % scale)
+        with open(path, "wb") as f:
+            f.write(path_file(100000 // scale + 1, nodes, 1024))
+        took = 0.0
+        out = os.path.join(work, "out")
+        for cmd in (["report", "--tree"], ["flame", "--folded"], ["flame"]):
+            start = time.monotonic()
+            try:
+                with open(out, "w") as f:
+                    p = subprocess.run([a.tally, *cmd, path], stdout=f, stderr=subprocess.PIPE,
+                                       text=True, timeout=600)
+            except subprocess.TimeoutExpired:
+                raise Failure("tally %s on %d nodes: not done in 600 s" % (" ".join(cmd), len(nodes)))
+            took += time.monotonic() - start
+            expect(p.returncode == 0, "tally %s on %d nodes: exit %d\n%s"
+                   % (" ".join(cmd), len(nodes), p.returncode, p.stderr))
+            if cmd == ["report", "--tree"]:
+                with open(out) as f:
+                    rows = sum(1 for _ in f)
+                expect(rows == len(nodes) + 1, "--tree printed %d rows for %d nodes"
+                       % (rows - 1, len(nodes)))
+            if cmd == ["flame", "--folded"]:
+                folded = open(out).read().splitlines()
+                expect(len(folded) == (100000 // scale - 200 // scale) + 200 // scale,
+                       "%d collapsed stacks" % len(folded))
+                expect(sum(int(l.rsplit(" ", 1)[1]) for l in folded) == total,
+                       "collapsed stacks do not add up to %d" % total)
+                deepest = max(l.count(";") for l in folded)
+                expect(deepest == 1000, "deepest stack has %d frames, want 1001" % (deepest + 1))
+        times[scale] = took
+        print("%d nodes: %.2f s" % (len(nodes), took))
+    ratio = times[1] / max(times[10], 0.05)
+    # Here: 0.4 s against 2 s (ratio 8); the quadratic code of 1f22866
+    # took 3.3 s against 105 s (ratio 31).
+    expect(times[1] < 30 and ratio < 25,
+           "300,000 nodes took %.1f s, %.0f times as long as 30,000 (linear: about 10)"
+           % (times[1], ratio))
 
 
 def check_asan_runtime(a, work):
@@ -896,6 +1017,7 @@ CHECKS = {
     "tool-output": check_tool_output,
     "lcov-names": check_lcov_names,
     "lcov-huge-counts": check_lcov_huge_counts,
+    "deep-paths": check_deep_paths,
     "asan-runtime": check_asan_runtime,
 }
 
