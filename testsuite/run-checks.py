@@ -55,6 +55,15 @@ def check_plugin_errors(a, work):
          r"'-fplugin-arg-tally-blocks' cannot be combined with '-fplugin-arg-tally-hooks=user:u'"),
         (["-fplugin-arg-tally-help=yes"], r"'-fplugin-arg-tally-help' takes no value"),
         (["-flto"], r"does not support '-flto'"),
+        # An option given twice: which one was meant is not known.
+        (["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-hooks=inline"],
+         r"'-fplugin-arg-tally-hooks' given twice \('hooks=call' and 'hooks=inline'\); give it once"),
+        (["-fplugin-arg-tally-blocks=count", "-fplugin-arg-tally-at=late", "-fplugin-arg-tally-blocks=count"],
+         r"'-fplugin-arg-tally-blocks' given twice \('blocks=count' and 'blocks=count'\)"),
+        (["-fplugin-arg-tally-verbose", "-fplugin-arg-tally-verbose"],
+         r"'-fplugin-arg-tally-verbose' given twice \('verbose' and 'verbose'\)"),
+        (["-fplugin-arg-tally-filter=" + os.path.dirname(src)],
+         r"'-fplugin-arg-tally-filter=.*progs': cannot read the filter file: it is a directory"),
     ]
     for flags, pattern in cases:
         p = run([a.cc, "-c", "-fplugin=" + a.plugin, *flags, src, "-o",
@@ -571,6 +580,115 @@ def check_deep_paths(a, work):
            % (times[1], ratio))
 
 
+def after_modules(d):
+    """The offset of the first record after the modules of data file D
+    (version 2), and [number of functions per module]."""
+    def skip_str(pos):
+        return pos + 4 + struct.unpack_from("<I", d, pos)[0]
+    nmods = struct.unpack_from("<I", d, 40)[0]
+    pos = skip_str(48)  # program
+    nfns = []
+    for _ in range(nmods):
+        nfns.append(struct.unpack_from("<I", d, pos + 20)[0])
+        pos = skip_str(skip_str(pos + 24))
+        for _ in range(nfns[-1]):
+            for _ in range(4):
+                pos = skip_str(pos)
+            pos += 16 + 8 * struct.unpack_from("<I", d, pos + 8)[0]
+            pos += 4 + struct.unpack_from("<I", d, pos)[0]
+    return pos, nfns
+
+
+def expected_dump_records(d):
+    """The lines `tally dump` should print for the MEAS, FRMS, PATH and
+    PEVT records of data file D, decoded here from the bytes."""
+    pos, nfns = after_modules(d)
+    out = []
+    def u32():
+        nonlocal pos
+        pos += 4
+        return struct.unpack_from("<I", d, pos - 4)[0]
+    def u64():
+        nonlocal pos
+        pos += 8
+        return struct.unpack_from("<Q", d, pos - 8)[0]
+    def string():
+        nonlocal pos
+        n = u32()
+        pos += n
+        return d[pos - n:pos].decode()
+    tag = u32()
+    if tag == 0x5341454d:
+        v = u32()
+        names = [string() for _ in range(v)]
+        out.append("meas values=%d: %s" % (v, " ".join('"%s"' % n for n in names)))
+        for m in range(u32()):
+            for j in range(u32()):
+                pairs = ["%d/%d" % (u64(), u64()) for _ in range(v)]
+                out.append("  module %d fn %d incl/excl: %s" % (m, j, " ".join(pairs)))
+        tag = u32()
+    frames = []
+    if tag == 0x534d5246:
+        count = u32()
+        out.append("frames count=%d" % count)
+        for f in range(count):
+            fid, addr, name = u32(), u64(), string()
+            frames.append(fid)
+            out.append('  frame %d id=0x%08x address=0x%x name="%s"' % (f, fid, addr, name))
+        tag = u32()
+    nodes = 0
+    if tag == 0x48544150:
+        depth, lost, nrec = u32(), u64(), u32()
+        bases = [u32() for _ in range(nrec)]
+        nodes = u32()
+        out.append("path depth=%d lost=%d nodes=%d" % (depth, lost, nodes))
+        for i in range(1, nodes + 1):
+            parent, fid, calls, incl, excl = u32(), u32(), u64(), u64(), u64()
+            if fid == 0xffffffff:
+                what = "function=none"
+            elif fid >= 0xf0000000:
+                what = "frame=%d" % frames.index(fid)
+            else:
+                m = [k for k in range(nrec) if bases[k] <= fid < bases[k] + nfns[k]][0]
+                what = "function=%d:%d" % (m, fid - bases[m])
+            out.append("  node %d parent=%d %s calls=%d incl=%d excl=%d"
+                       % (i, parent, what, calls, incl, excl))
+        tag = u32()
+    if tag == 0x54564550:
+        e, n = u32(), u32()
+        out.append("path-events events=%d nodes=%d" % (e, n))
+        for i in range(1, n + 1):
+            pairs = ["%d/%d" % (u64(), u64()) for _ in range(e)]
+            out.append("  node %d incl/excl: %s" % (i, " ".join(pairs)))
+        tag = u32()
+    expect(tag == 0x444e4554, "no trailer after the records (tag %#x)" % tag)
+    return out
+
+
+def check_dump_records(a, work):
+    """`tally dump` prints the MEAS, FRMS, PATH and PEVT records too, each
+    value as stored: its lines between the last function and the trailer
+    are those decoded here from the file's bytes.  A paths=on program's
+    own file, and the seed files with outside frames and PAPI events."""
+    exe = build_abc(a, work, extra=["-fplugin-arg-tally-paths=on", "-fplugin-arg-tally-measure=cycles",
+                                    "-fplugin-arg-tally-hooks=call"])
+    data = os.path.join(work, "abc.data")
+    run([exe], env={"TALLY_OUTPUT": data})
+    seeds = os.path.join(a.srcdir, "..", "tools", "fuzz-corpus")
+    for path in (data, os.path.join(seeds, "frames-valid"), os.path.join(seeds, "pevt-valid")):
+        want = expected_dump_records(open(path, "rb").read())
+        out = run([a.tally, "dump", path]).stdout.splitlines()
+        last_fn = max(i for i, l in enumerate(out) if l.startswith("  fn "))
+        got = [l for l in out[last_fn + 1:-1]]
+        expect(out[-1].startswith("trailer "), "%s: last line %r" % (path, out[-1]))
+        expect(got == want, "%s: dump prints\n%s\nwant\n%s"
+               % (os.path.basename(path), "\n".join(got), "\n".join(want)))
+        expect(any(l.startswith("path depth=") for l in got), "%s: no path record" % path)
+    for name, record in (("frames-valid", "frames count="), ("pevt-valid", "path-events events=")):
+        out = run([a.tally, "dump", os.path.join(seeds, name)]).stdout
+        expect(record in out, "%s: no %s line" % (name, record))
+
+
 def check_asan_runtime(a, work):
     san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
     for prog, flags in (("s-abc.c", []), ("threads.c", ["-pthread", "-fplugin-arg-tally-update=atomic"])):
@@ -682,13 +800,14 @@ def check_filter(a, work):
     what happened to each function; bad filter files are errors."""
     src = os.path.join(a.srcdir, "filter", "prog.c")
 
-    def instrumented(rules, extra=()):
-        path = os.path.join(work, "rules")
-        with open(path, "w") as f:
-            f.write(rules)
+    def instrumented(rules, extra=(), path=None, **kw):
+        if rules is not None:
+            path = os.path.join(work, "rules")
+            with open(path, "w") as f:
+                f.write(rules)
         exe = os.path.join(work, "prog")
         p = run([a.cc, "-O0", "-fplugin=" + a.plugin, "-fplugin-arg-tally-filter=" + path,
-                 *extra, src, "-o", exe, a.runtime], env={"LC_ALL": "C"})
+                 *extra, src, "-o", exe, a.runtime], env={"LC_ALL": "C"}, **kw)
         data = os.path.join(work, "f.data")
         if os.path.exists(data):
             os.unlink(data)
@@ -711,6 +830,17 @@ def check_filter(a, work):
     expect(got == {"looping", "work", "main"} or got == {"looping", "work"},
            "min-statements keeps loops and big functions: %s" % got)
     expect("tiny" not in got and "log_debug" not in got, "min-statements: %s" % got)
+    # A rule longer than any line buffer is read whole: a bracket of 5000
+    # letters, "[ww...w]ork", matches work.
+    got, _ = instrumented("# a long rule\nexclude function [%s]ork\n" % ("w" * 5000))
+    expect(got == every - {"work"}, "a rule of 5000 bytes: %s" % got)
+    # A filter file may be a pipe (<(tally select --filter ...)).
+    r, w = os.pipe()
+    os.write(w, b"exclude function tiny\n")
+    os.close(w)
+    got, _ = instrumented(None, pass_fds=(r,), path="/dev/fd/%d" % r)
+    os.close(r)
+    expect(got == every - {"tiny"}, "a filter from a pipe: %s" % got)
     got, text = instrumented("exclude function tiny\n", ["-fplugin-arg-tally-verbose"])
     text = plain_quotes(text)
     expect("note: tally: 'tiny' not instrumented: excluded by a function rule" in text
@@ -720,7 +850,12 @@ def check_filter(a, work):
     bad = os.path.join(work, "bad")
     with open(bad, "w") as f:
         f.write("include function a\ninclude everything\n")
+    nul = os.path.join(work, "nul")
+    with open(nul, "w") as f:
+        f.write("exclude function tiny\nexclude function work\0 main\n")
     for flag, pattern in ((bad, r"bad:2: cannot read this rule; the accepted lines are"),
+                          (nul, r"nul:2: a NUL byte in the line; a filter file is text"),
+                          (work, r"cannot read the filter file: it is a directory"),
                           (os.path.join(work, "missing"), r"cannot read the filter file"),
                           ("", r"'-fplugin-arg-tally-filter' needs a value")):
         opt = "-fplugin-arg-tally-filter" + ("=" + flag if flag else "")
@@ -1018,6 +1153,7 @@ CHECKS = {
     "lcov-names": check_lcov_names,
     "lcov-huge-counts": check_lcov_huge_counts,
     "deep-paths": check_deep_paths,
+    "dump-records": check_dump_records,
     "asan-runtime": check_asan_runtime,
 }
 

@@ -24,6 +24,7 @@
 #include "blockmap.h"
 #include "coverage.h"
 #include "datafile.h"
+#include "dump.h"
 #include "output.h"
 #include "paths.h"
 #include "run.h"
@@ -2268,6 +2269,9 @@ static const struct flag_name module_flags[] = {
   { TALLY_MOD_HOOKS_NONE, "hooks-none" },
   { TALLY_MOD_BLOCKS_TREE, "placement-tree" },
   { TALLY_MOD_COUNTERS_MAPPED, "counters-mapped" },
+  { TALLY_MOD_PATHS, "paths-on" },
+  { TALLY_MOD_MEASURE_PAPI, "measure-papi" },
+  { TALLY_MOD_EXIT_FRAMES, "exit-frames" },
 };
 
 /* Names of the function flags, for dump.  */
@@ -2386,6 +2390,7 @@ dump_data (const char *path, const struct tally_data *d)
             dump_map (f);
         }
     }
+  tally_dump_records (d, put_quoted);
   /* A continuous file has no trailer: its chunks were checked one by one.  */
   if (d->flags & TALLY_FILE_CONTINUOUS)
     printf ("end (continuous file, no trailer) size=%" PRIu64 "\n", d->file_size);
