@@ -524,12 +524,14 @@ def check_deep_paths(a, work):
         path = os.path.join(work, name + ".data")
         with open(path, "wb") as f:
             f.write(data)
-        for cmd in (["report", "--tree"], ["flame"], ["flame", "--folded"], ["report"],
-                    ["merge", "-o", os.path.join(work, "m.data")], ["dump"]):
-            p = run([a.tally, *cmd, path], check=False)
-            expect(p.returncode == 1 and re.search(pattern, p.stderr) and path in p.stderr,
-                   "tally %s on the %s file: exit %d, want 1 and /%s/:\n%s"
-                   % (" ".join(cmd), name, p.returncode, pattern, p.stderr[-2000:]))
+        for tool in (a.tally, a.tally_asan):
+            for cmd in (["report", "--tree"], ["flame"], ["flame", "--folded"], ["report"],
+                        ["merge", "-o", os.path.join(work, "m.data")], ["dump"]):
+                p = run([tool, *cmd, path], check=False)
+                expect(p.returncode == 1 and re.search(pattern, p.stderr) and path in p.stderr,
+                       "%s %s on the %s file: exit %d, want 1 and /%s/:\n%s"
+                       % (os.path.basename(tool), " ".join(cmd), name, p.returncode, pattern,
+                          p.stderr[-2000:]))
     # The same chain within its limit (1,024) is fine.
     ok = os.path.join(work, "ok.data")
     with open(ok, "wb") as f:
