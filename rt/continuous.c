@@ -8,7 +8,7 @@
  * the module list, under the dump lock):
  *
  * 1. opens the continuous file the first time: a new one is written to
- *    PATH.tmp.PID and renamed into place (a header only); an existing one
+ *    PATH.tmp.RANDOM and renamed into place (a header only); an existing one
  *    that this very process wrote before an exec (same pid, same process
  *    start time) is continued, as a new session, so the exec'd image does
  *    not clobber it;
@@ -184,7 +184,7 @@ file_ok (void)
   struct stat st;
   if (fstat (cont_fd, &st) == 0 && st.st_dev == cont_dev && st.st_ino == cont_ino)
     return 1;
-  int fd = open (cont_file, O_RDWR | O_CLOEXEC);
+  int fd = open (cont_file, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return 0;
   if (fstat (fd, &st) != 0 || st.st_dev != cont_dev || st.st_ino != cont_ino)
@@ -256,15 +256,23 @@ static int
 open_file (const char *path, const char *program)
 {
   /* A device or FIFO (/dev/null) cannot hold regions, and renaming over it
-     would replace it.  */
-  struct stat st;
-  if (stat (path, &st) == 0 && !S_ISREG (st.st_mode))
+     would replace it; a link, a directory, another user's file are refused
+     (outfile.c, reported).  */
+  int inplace;
+  if (tally_rt_out_check (path, &inplace) != 0)
+    return errno;
+  if (inplace)
     return EISDIR;
   uint64_t start = process_start ();
-  int fd = open (path, O_RDWR | O_CLOEXEC);
+  int fd;
+  do
+    fd = open (path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  while (fd < 0 && errno == EINTR);
   if (fd >= 0)
     {
-      if (adopt (fd, start))
+      struct stat st;
+      if (fstat (fd, &st) == 0 && (st.st_uid == geteuid () || st.st_uid == 0)
+          && adopt (fd, start))
         {
           cont_fd = fd;
           note_identity ();
@@ -272,18 +280,8 @@ open_file (const char *path, const char *program)
         }
       close (fd);
     }
-  char tmp[4096 + 32], digits[24];
-  size_t n = strlen (path);
-  if (n + 32 > sizeof tmp)
-    return ENAMETOOLONG;
-  memcpy (tmp, path, n);
-  memcpy (tmp + n, ".tmp.", 5);
-  n += 5;
-  size_t d = tally_rt_utoa (digits, (unsigned long) getpid ());
-  memcpy (tmp + n, digits, d + 1);
-  do
-    fd = open (tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  while (fd < 0 && errno == EINTR);
+  char tmp[4096 + 32];
+  fd = tally_rt_out_tmp (path, tmp, sizeof tmp, 1);
   if (fd < 0)
     return errno;
   size_t plen = strlen (program);
@@ -306,8 +304,8 @@ open_file (const char *path, const char *program)
     e = pwrite_all (fd, program, plen, sizeof h);
   if (!e)
     e = pwrite_all (fd, s, 8, sizeof h + plen);
-  if (!e && rename (tmp, path) != 0)
-    e = errno;
+  if (!e && tally_rt_out_commit (tmp, path) != 0)
+    e = errno; /* reported */
   if (e)
     {
       close (fd);

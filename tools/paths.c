@@ -36,6 +36,7 @@ struct tally_tree
   size_t *slots;   /* node indexes by (parent, name, file); 0: empty */
   size_t nslots;   /* a power of two, at least twice len */
   char *event; /* the values shown: a PAPI event, or NULL for cycles */
+  int frames;  /* show the frames below the instrumented code */
 };
 
 /* --tree indents a path by two spaces a level up to this depth; deeper
@@ -174,6 +175,14 @@ tally_tree_add (struct tally_tree *t, const struct tally_data *d)
           continue;
         }
       size_t c;
+      if (p->module == TALLY_DATA_FRAME && !t->frames)
+        {
+          /* Hidden: its callees hang from its parent (frames are only
+             found below a thread's first instrumented call, and have no
+             values of their own).  */
+          map[i] = parent;
+          continue;
+        }
       if (p->module == TALLY_DATA_FRAME)
         {
           /* A frame below the thread's first instrumented call.  */
@@ -205,6 +214,12 @@ tally_tree_add (struct tally_tree *t, const struct tally_data *d)
     }
   free (map);
   return 0;
+}
+
+void
+tally_tree_show_frames (struct tally_tree *t, int show)
+{
+  t->frames = show;
 }
 
 size_t
