@@ -26,7 +26,9 @@
 #include "coverage.h"
 #include "datafile.h"
 #include "diff.h"
+#include "dump.h"
 #include "hide.h"
+#include "output.h"
 #include "paths.h"
 #include "run.h"
 #include "select.h"
@@ -1657,20 +1659,22 @@ tree_command (const char *what, const char **files, size_t nfiles,
     tally_tree_print (t, stdout);
   else
     {
-      FILE *f = strcmp (out, "-") == 0 ? stdout : fopen (out, "w");
-      if (!f)
+      struct tally_out o = { stdout, NULL, NULL };
+      char err[512];
+      if (strcmp (out, "-") != 0
+          && tally_out_open (&o, out, err, sizeof err) != 0)
         {
-          error_msg ("%s: cannot write %s: %s", what, out, strerror (errno));
+          error_msg ("%s: %s", what, err);
           tally_tree_free (t);
           return EXIT_BAD_DATA;
         }
       if (folded)
-        tally_tree_folded (t, f);
+        tally_tree_folded (t, o.f);
       else
-        tally_tree_svg (t, f, nfiles == 1 ? files[0] : "tally flame");
-      if (f != stdout && fclose (f) != 0)
+        tally_tree_svg (t, o.f, nfiles == 1 ? files[0] : "tally flame");
+      if (o.f != stdout && tally_out_close (&o, err, sizeof err) != 0)
         {
-          error_msg ("%s: cannot write %s: %s", what, out, strerror (errno));
+          error_msg ("%s: %s", what, err);
           rc = EXIT_BAD_DATA;
         }
     }
@@ -2097,10 +2101,49 @@ compare_sf_fn (const void *pa, const void *pb)
   return c;
 }
 
-/* Write the tracefile of M and C to OUT.  */
+/* Whether a tracefile can hold S: lcov reads it line by line and has no
+   escapes, so a line break in a name would start records of its own (a
+   file named "x.c\nDA:1,99" adds a line count).  Every control character
+   is refused.  */
+static int
+lcov_name_ok (const char *s)
+{
+  for (; *s; s++)
+    if ((unsigned char) *s < 0x20 || *s == 0x7f)
+      return 0;
+  return 1;
+}
+
+/* Say on stderr that the WHAT named S is left out, S escaped as dump
+   prints it.  */
 static void
+lcov_left_out (const char *what, const char *s)
+{
+  fflush (stdout);
+  fprintf (stderr, "tally: lcov: %s \"", what);
+  for (; *s; s++)
+    {
+      unsigned char ch = (unsigned char) *s;
+      if (ch == '\n')
+        fputs ("\\n", stderr);
+      else if (ch == '"' || ch == '\\')
+        fprintf (stderr, "\\%c", ch);
+      else if (ch < 0x20 || ch == 0x7f)
+        fprintf (stderr, "\\x%02x", ch);
+      else
+        fputc (ch, stderr);
+    }
+  fputs ("\" left out of the tracefile: lcov cannot hold a control "
+         "character in a name\n", stderr);
+}
+
+/* Write the tracefile of M and C to OUT.  Returns the number of source
+   files and functions left out because their names have control
+   characters (lcov_name_ok).  */
+static size_t
 write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
 {
+  size_t left = 0;
   struct sf_fn *fns = xmalloc ((m->nrows ? m->nrows : 1) * sizeof *fns);
   for (size_t i = 0; i < m->nrows; i++)
     {
@@ -2126,18 +2169,32 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
         fi++;
       if (cf && !cf->nlines && f0 == fi)
         continue;
-      fprintf (out, "TN:\nSF:%s\n", path);
-      size_t fnh = 0;
-      for (size_t k = f0; k < fi; k++)
-        fprintf (out, "FN:%lu,%s\n", (unsigned long) fns[k].row->line,
-                 fns[k].row->origin);
-      for (size_t k = f0; k < fi; k++)
+      if (!lcov_name_ok (path))
         {
-          fprintf (out, "FNDA:%" PRIu64 ",%s\n", fns[k].row->calls,
-                   fns[k].row->origin);
-          fnh += fns[k].row->calls != 0;
+          lcov_left_out ("source file", path);
+          left++;
+          continue;
         }
-      fprintf (out, "FNF:%zu\nFNH:%zu\n", fi - f0, fnh);
+      fprintf (out, "TN:\nSF:%s\n", path);
+      size_t fnf = 0, fnh = 0;
+      for (size_t k = f0; k < fi; k++)
+        if (lcov_name_ok (fns[k].row->origin))
+          fprintf (out, "FN:%lu,%s\n", (unsigned long) fns[k].row->line,
+                   fns[k].row->origin);
+        else
+          {
+            lcov_left_out ("function", fns[k].row->origin);
+            left++;
+          }
+      for (size_t k = f0; k < fi; k++)
+        if (lcov_name_ok (fns[k].row->origin))
+          {
+            fprintf (out, "FNDA:%" PRIu64 ",%s\n", fns[k].row->calls,
+                     fns[k].row->origin);
+            fnf++;
+            fnh += fns[k].row->calls != 0;
+          }
+      fprintf (out, "FNF:%zu\nFNH:%zu\n", fnf, fnh);
       if (cf && cf->nbranches)
         {
           size_t brh = 0;
@@ -2171,6 +2228,7 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
   for (size_t i = 0; i < m->nrows; i++)
     free (fns[i].path);
   free (fns);
+  return left;
 }
 
 static int
@@ -2245,45 +2303,35 @@ cmd_lcov (int argc, char **argv)
       for (size_t i = 0; i < cov.nfiles; i++)
         for (size_t k = 0; k < cov.files[i].nlines; k++)
           unknown += !cov.files[i].lines[k].known;
+      size_t left = 0;
       if (!out)
-        write_lcov (stdout, &m, &cov);
+        left = write_lcov (stdout, &m, &cov);
       else
         {
-          size_t n = strlen (out) + 32;
-          char *tmp = xmalloc (n);
-          snprintf (tmp, n, "%s.tmp.%ld", out, (long) getpid ());
-          FILE *f = fopen (tmp, "w");
-          if (!f)
+          struct tally_out o;
+          char err[512];
+          if (tally_out_open (&o, out, err, sizeof err) != 0)
             {
-              error_msg ("lcov: cannot create %s: %s", tmp, strerror (errno));
+              error_msg ("lcov: %s", err);
               status = EXIT_BAD_DATA;
             }
           else
             {
-              write_lcov (f, &m, &cov);
-              int bad = ferror (f);
-              if (fclose (f) != 0 || bad)
+              left = write_lcov (o.f, &m, &cov);
+              if (tally_out_close (&o, err, sizeof err) != 0)
                 {
-                  error_msg ("lcov: cannot write %s: %s", tmp,
-                             strerror (errno));
-                  remove (tmp);
-                  status = EXIT_BAD_DATA;
-                }
-              else if (rename (tmp, out) != 0)
-                {
-                  error_msg ("lcov: cannot rename %s to %s: %s", tmp, out,
-                             strerror (errno));
-                  remove (tmp);
+                  error_msg ("lcov: %s", err);
                   status = EXIT_BAD_DATA;
                 }
             }
-          free (tmp);
         }
       if (unknown)
         fprintf (stderr, "tally: warning: %zu %s left out: %s count could "
                  "not be determined\n", unknown,
                  unknown == 1 ? "line" : "lines",
                  unknown == 1 ? "its" : "their");
+      if (left && !status)
+        status = EXIT_BAD_DATA; /* the tracefile lacks them: say so */
       merge_notes (&m);
       cov_free (&cov);
     }
@@ -2347,6 +2395,9 @@ static const struct flag_name module_flags[] = {
   { TALLY_MOD_HOOKS_NONE, "hooks-none" },
   { TALLY_MOD_BLOCKS_TREE, "placement-tree" },
   { TALLY_MOD_COUNTERS_MAPPED, "counters-mapped" },
+  { TALLY_MOD_PATHS, "paths-on" },
+  { TALLY_MOD_MEASURE_PAPI, "measure-papi" },
+  { TALLY_MOD_EXIT_FRAMES, "exit-frames" },
   { TALLY_MOD_SYSTEM_MARKED, "system-marked" },
 };
 
@@ -2467,6 +2518,7 @@ dump_data (const char *path, const struct tally_data *d)
             dump_map (f);
         }
     }
+  tally_dump_records (d, put_quoted);
   /* A continuous file has no trailer: its chunks were checked one by one.  */
   if (d->flags & TALLY_FILE_CONTINUOUS)
     printf ("end (continuous file, no trailer) size=%" PRIu64 "\n", d->file_size);
@@ -2537,8 +2589,9 @@ cmd_dump (int argc, char **argv)
  * file; another build of the same source stays a record of its own.  With
  * --force, modules with the same source are merged whatever their
  * checksum (and within one input file too): functions pair by symbol and
- * a function only one build has is added.  The output is written to OUT.tmp.PID and renamed over OUT, so it
- * may be one of the inputs.
+ * a function only one build has is added.  The output is written to a new
+ * temporary and renamed over OUT (output.c), so it may be one of the
+ * inputs.
  *
  * The measured values (MEAS) of a function add up as its counts do; a file
  * without them adds zeros; files that measure other values (other PAPI
@@ -3024,7 +3077,7 @@ str_bytes (const char *s)
   return 4 + strlen (s);
 }
 
-/* Write ACC to PATH (through PATH.tmp.PID).  Returns 0 or EXIT_BAD_DATA. */
+/* Write ACC to PATH (tools/output.c).  Returns 0 or EXIT_BAD_DATA. */
 static int
 write_merged (const char *path, const struct accumulator *acc,
               const char *program, uint32_t flags)
@@ -3070,16 +3123,14 @@ write_merged (const char *path, const struct accumulator *acc,
     size += 24 + 4 * (uint64_t) acc->n + 32 * (uint64_t) (acc->nnodes - 1);
   if (acc->paths && acc->nmeas > 1)
     size += 12 + 16 * (uint64_t) (acc->nmeas - 1) * (acc->nnodes - 1);
-  size_t n = strlen (path) + 32;
-  char *tmp = xmalloc (n);
-  snprintf (tmp, n, "%s.tmp.%ld", path, (long) getpid ());
-  struct out_writer w = { fopen (tmp, "wb"), 0, 0 };
-  if (!w.f)
+  struct tally_out o;
+  char err[512];
+  if (tally_out_open (&o, path, err, sizeof err) != 0)
     {
-      error_msg ("merge: cannot create %s: %s", tmp, strerror (errno));
-      free (tmp);
+      error_msg ("merge: %s", err);
       return EXIT_BAD_DATA;
     }
+  struct out_writer w = { o.f, 0, 0 };
   out_bytes (&w, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
   out_u32 (&w, TALLY_FILE_VERSION);
   out_u32 (&w, TALLY_BYTE_ORDER_MARK);
@@ -3195,25 +3246,18 @@ write_merged (const char *path, const struct accumulator *acc,
   out_u32 (&w, TALLY_TAG_END);
   out_u32 (&w, crc);
   out_u64 (&w, size);
-  int bad = ferror (w.f);
-  if (fclose (w.f) != 0 || bad || w.total != size)
+  if (w.total != size)
     {
-      error_msg ("merge: cannot write %s: %s", tmp,
-                 w.total != size ? "size mismatch (internal error)"
-                                 : strerror (errno));
-      remove (tmp);
-      free (tmp);
+      error_msg ("merge: cannot write %s: size mismatch (internal error)",
+                 path);
+      tally_out_discard (&o);
       return EXIT_BAD_DATA;
     }
-  if (rename (tmp, path) != 0)
+  if (tally_out_close (&o, err, sizeof err) != 0)
     {
-      error_msg ("merge: cannot rename %s to %s: %s", tmp, path,
-                 strerror (errno));
-      remove (tmp);
-      free (tmp);
+      error_msg ("merge: %s", err);
       return EXIT_BAD_DATA;
     }
-  free (tmp);
   return 0;
 }
 
