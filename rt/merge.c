@@ -339,7 +339,9 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
   if (end - pos >= 24 && tally_rt_get_u32 (buf + pos) == TALLY_TAG_PATH)
     {
       x->paths = pos;
-      if (tally_rt_get_u32 (buf + pos + 16) != n)
+      uint32_t limit = tally_rt_get_u32 (buf + pos + 4);
+      if (tally_rt_get_u32 (buf + pos + 16) != n
+          || limit > TALLY_PATH_DEPTH_MAX)
         return "corrupt path record";
       pos += 20;
       if (n > (end - pos) / 4)
@@ -357,6 +359,11 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
       pos += 4;
       if (nodes > (end - pos) / 32)
         return "corrupt path record";
+      /* Each node's depth (the root, node 0, is at 0): none deeper than
+         the file's limit, as the tools' reader checks.  The scratch holds
+         it: 4 bytes a 32-byte node.  */
+      uint32_t *depth = (uint32_t *) (void *) (rg + n);
+      depth[0] = 0;
       for (uint32_t i = 1; i <= nodes; i++, pos += 32)
         {
           const unsigned char *b = buf + pos;
@@ -364,6 +371,9 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
           int values = tally_rt_get_u64 (b + 8) || tally_rt_get_u64 (b + 16);
           if (tally_rt_get_u32 (b) >= i
               || tally_rt_get_u64 (b + 24) > tally_rt_get_u64 (b + 16))
+            return "corrupt path record";
+          depth[i] = depth[tally_rt_get_u32 (b)] + 1;
+          if (depth[i] > limit)
             return "corrupt path record";
           if (id == UINT32_MAX)
             {
@@ -423,7 +433,9 @@ tally_rt_frame_index (const uint32_t *ids, uint32_t n, uint32_t id)
 size_t
 tally_rt_extras_scratch (uint32_t nmodules, size_t bytes)
 {
-  /* nfns and a range per record, and a frame id per 16 bytes.  */
+  /* nfns and a range per record, and a frame id per 16 bytes (a frame
+     takes 16 bytes at least, a path node 32: the nodes' depths fit in
+     the same bytes / 4).  */
   return (size_t) nmodules * (4 + sizeof (struct tally_rt_range))
          + bytes / 16 * 4 + 64;
 }
