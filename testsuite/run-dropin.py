@@ -225,7 +225,8 @@ def check_pkg_config(a, work):
         path = run(["pkg-config", "--variable=" + var, "tally"], env=env).stdout.strip()
         expect(os.path.isfile(path), "--variable=%s: %r is not a file" % (var, path))
     libs = run(["pkg-config", "--libs", "tally"], env=env).stdout.split()
-    expect("-ltally-rt" in libs and "-L" + libdir in libs, "--libs: %s" % libs)
+    expect("-Wl,--push-state,--no-as-needed,-L%s,-ltally-rt,--pop-state" % libdir in libs
+           and "-L" + libdir in libs, "--libs: %s" % libs)
 
     d = copy_project(a, work, "make")
     run(["make", "-s", "TALLY=1"], cwd=d, env=env)
@@ -240,6 +241,22 @@ def check_pkg_config(a, work):
     run([a.meson, "setup", b, os.path.join(a.srcdir, "dropin"), "-Dtally=enabled"], env=env)
     run([a.meson, "compile", "-C", b], env=env)
     check_counts(a, os.path.join(b, "demo"), work, "late", env=env, name="pc-meson")
+
+    # autoconf puts LDFLAGS before the objects ("$CC -o conftest $CFLAGS
+    # $LDFLAGS conftest.c $LIBS"), where a bare -ltally-rt is dropped by
+    # Debian's default --as-needed: configure stopped at "C compiler cannot
+    # create executables".
+    if shutil.which("autoconf"):
+        d2 = copy_project(a, work, "pc-autotools")
+        run(["autoconf"], cwd=d2)
+        pcenv = dict(env, CFLAGS=" ".join(cflags), CXXFLAGS=" ".join(cflags),
+                     LDFLAGS=" ".join(libs),
+                     TALLY_OUTPUT=os.path.join(work, "pc-conftest.%p.data"))
+        p = run(["./configure"], cwd=d2, env=pcenv, check=False)
+        expect(p.returncode == 0 and "checking whether the C compiler works... yes" in p.stdout,
+               "configure with LDFLAGS='%s' failed:\n%s%s" % (pcenv["LDFLAGS"], p.stdout, p.stderr))
+        run(["make", "-s", "-f", "Makefile.autoconf"], cwd=d2, env=env)
+        check_counts(a, os.path.join(d2, "demo"), work, "late", env=env, name="pc-autotools")
 
     # The installed tally, moved with its tree, finds the installed plugin.
     tool = [os.path.join(r, f) for r, _, fs in os.walk(dest) for f in fs
