@@ -193,6 +193,59 @@ def check_run_errors(a, work):
     expect(m and os.path.isfile(m.group(1)), "--print-env:\n%s" % p.stdout)
 
 
+def check_specs(a, work):
+    """gcc -specs=tally.specs (the build tree's) is the only change: it
+    loads the plugin into compiles and links the runtime into links, with
+    plugin options anywhere on the command line; autoconf's configure with
+    CC and CXX, CMake with CMAKE_C_FLAGS and CMAKE_CXX_FLAGS, Meson with
+    c_args, c_link_args, cpp_args and cpp_link_args."""
+    specs = os.path.join(a.build_dir, "plugin", "tally.specs")
+    expect(os.path.isfile(specs), "no %s" % specs)
+    flag = "-specs=" + specs
+    src = os.path.join(a.srcdir, "dropin")
+    # -E, -S and -c do not link; an option before -specs still reaches the
+    # plugin; -nostdlib links no runtime.
+    out = os.path.join(work, "x")
+    run([a.cc, "-E", flag, os.path.join(src, "shapes.c"), "-o", out + ".i"])
+    run([a.cc, "-fplugin-arg-tally-hooks=call", "-S", flag, "-I", src,
+         os.path.join(src, "main.c"), "-o", out + ".s"])
+    asm = open(out + ".s").read()
+    expect("call\t__tally_enter" in asm,
+           "hooks=call before -specs: no hook calls in the assembly")
+    run([a.cc, "-c", flag, "-fPIC", os.path.join(src, "shapes.c"), "-o", out + ".o"])
+    p = run([a.cc, "-c", flag, "-fplugin-arg-tally-hooks=fast", os.path.join(src, "shapes.c"),
+             "-o", out + ".o"], check=False)
+    expect(p.returncode != 0 and "hooks" in p.stderr, "a bad option after -specs: %r" % p.stderr)
+    run([a.cc, "-shared", flag, out + ".o", "-o", out + ".so"])
+    expect(any(n.startswith("libtally-rt.so") for n in needed(out + ".so")),
+           "-shared with -specs: %s" % needed(out + ".so"))
+
+    if shutil.which("autoconf"):
+        d = copy_project(a, work, "specs-autotools")
+        run(["autoconf"], cwd=d)
+        env = {"CC": a.cc + " " + flag, "CXX": a.cxx + " " + flag,
+               "TALLY_OUTPUT": os.path.join(work, "conftest.%p.data")}
+        p = run(["./configure"], cwd=d, env=env)
+        expect("checking whether the C compiler works... yes" in p.stdout, p.stdout)
+        run(["make", "-s", "-f", "Makefile.autoconf"], cwd=d)
+        check_counts(a, os.path.join(d, "demo"), work, "late", name="specs-autotools")
+        run(["make", "-s", "-f", "Makefile.autoconf", "clean"], cwd=d, check=False)
+    if shutil.which("cmake"):
+        b = os.path.join(work, "specs-cmake")
+        run(["cmake", "-S", src, "-B", b, "-DCMAKE_BUILD_TYPE=Release",
+             "-DCMAKE_C_FLAGS=" + flag + " -fplugin-arg-tally-at=early",
+             "-DCMAKE_CXX_FLAGS=" + flag + " -fplugin-arg-tally-at=early"],
+            env=compiler_env(a))
+        run(["cmake", "--build", b])
+        calls = check_counts(a, os.path.join(b, "demo"), work, "early", name="specs-cmake")
+        expect("helper" in calls, "at=early did not reach the compiler: no helper row")
+    b = os.path.join(work, "specs-meson")
+    run([a.meson, "setup", b, src, "-Dc_args=" + flag, "-Dc_link_args=" + flag,
+         "-Dcpp_args=" + flag, "-Dcpp_link_args=" + flag], env=compiler_env(a))
+    run([a.meson, "compile", "-C", b])
+    check_counts(a, os.path.join(b, "demo"), work, "late", name="specs-meson")
+
+
 def install_tree(a, work):
     """meson install into WORK/dest; returns (dest, the directory of a
     tally.pc rewritten for the relocated tree, libdir)."""
@@ -275,6 +328,7 @@ CHECKS = {
     "run-cmake": check_run_cmake,
     "run-meson": check_run_meson,
     "run-errors": check_run_errors,
+    "specs": check_specs,
     "pkg-config": check_pkg_config,
 }
 
@@ -291,6 +345,7 @@ def main():
     a = ap.parse_args()
     a.tally = os.path.abspath(a.tally)
     a.srcdir = os.path.abspath(a.srcdir)
+    a.build_dir = os.path.abspath(a.build_dir)
     return run_check(CHECKS, a.check, a, "tally-dropin-")
 
 
