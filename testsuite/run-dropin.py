@@ -157,6 +157,38 @@ def check_run_meson(a, work):
     check_counts(a, os.path.join(b, "demo"), work, "late", name="meson")
 
 
+def check_run_languages(a, work):
+    """Options per language: --exit=frames (refused by C++ before) builds a
+    project with C and C++ units, the C++ ones falling back to return-site
+    exits with a warning; --c-KEY and --cxx-KEY reach one compiler only."""
+    p = run([a.tally, "run", "--print-env", "--hooks=call", "--measure=cycles",
+             "--c-exit=frames", "--cxx-at=early"], env=compiler_env(a))
+    cc = re.search(r"^CC='(.*)'$", p.stdout, re.M).group(1)
+    cxx = re.search(r"^CXX='(.*)'$", p.stdout, re.M).group(1)
+    for flag, in_cc, in_cxx in (("-fplugin-arg-tally-hooks=call", 1, 1),
+                                ("-fplugin-arg-tally-measure=cycles", 1, 1),
+                                ("-fplugin-arg-tally-exit=frames", 1, 0),
+                                ("-fplugin-arg-tally-at=early", 0, 1)):
+        expect((flag in cc.split()) == bool(in_cc) and (flag in cxx.split()) == bool(in_cxx),
+               "%s: CC=%r CXX=%r" % (flag, cc, cxx))
+    d = copy_project(a, work, "languages")
+    run([a.tally, "run", "--hooks=call", "--measure=cycles", "--c-exit=frames",
+         "--cxx-at=early", "--", "make", "-s"], cwd=d, env=compiler_env(a))
+    check_counts(a, os.path.join(d, "demo"), work, "late", name="languages")
+    # One --exit=frames for both: the C++ unit warns and builds.
+    run(["make", "-s", "clean"], cwd=d)
+    p = run([a.tally, "run", "--hooks=call", "--measure=cycles", "--exit=frames", "--",
+             "make", "-s"], cwd=d, env=compiler_env(a, {"LC_ALL": "C"}))
+    text = p.stderr.replace("\u2018", "'").replace("\u2019", "'")
+    expect("twice.cc" in text and "cannot be used with exceptions" in text,
+           "no fallback warning for twice.cc:\n%s" % text)
+    check_counts(a, os.path.join(d, "demo"), work, "late", name="languages-frames")
+    p = run([a.tally, "run", "--cxx-hooks=fast", "--", "true"], env=compiler_env(a, {"LC_ALL": "C"}),
+            check=False)
+    expect(p.returncode != 0 and "invalid value 'fast'" in p.stderr.replace("\u2018", "'").replace("\u2019", "'"),
+           "--cxx-hooks=fast: %d %r" % (p.returncode, p.stderr))
+
+
 def check_run_errors(a, work):
     """Bad options stop tally run before the command runs, with the
     plugin's own message."""
@@ -328,6 +360,7 @@ CHECKS = {
     "run-cmake": check_run_cmake,
     "run-meson": check_run_meson,
     "run-errors": check_run_errors,
+    "run-languages": check_run_languages,
     "specs": check_specs,
     "pkg-config": check_pkg_config,
 }
