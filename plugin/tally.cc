@@ -436,6 +436,11 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
     }
   if (tally_opts.hooks == TALLY_HOOKS_USER)
     tally_user_register (info->base_name);
+  /* exit=frames: every body of the unit is looked at before the first is
+     compiled (after the IPA passes, at -O0 too).  */
+  if (tally_opts.exit_frames)
+    register_callback (info->base_name, PLUGIN_ALL_IPA_PASSES_END,
+                       tally_frames_scan_unit, NULL);
 
   /* 4. Module descriptor at the end of the unit, GC roots, LTO check.  */
   register_callback (info->base_name, PLUGIN_START_UNIT, check_unit, NULL);

@@ -11,14 +11,12 @@
  * 1. A PATH this process placed itself, still the same file (device and
  *    inode), is replaced (rename): a process dumping again, tally_dump()
  *    and then the exit dump.
- * 2. Otherwise the file is linked in under PATH, or if something is there
+ * 2. Otherwise the file goes under PATH, or if something is there
  *    under PATH-2, PATH-3, ... ("tally.1234-2.data": the number goes before
  *    the last extension of the file name, so tally.*.data still matches),
- *    the first name that is free; link(2) fails if the name exists, so two
- *    processes can never take the same name.  The temporary name is then
- *    removed.  Where links are not supported, renameat2(RENAME_NOREPLACE)
- *    does the same; where neither is, the file is renamed over PATH as
- *    before.
+ *    the first name that is free, through outfile.c's commit, which puts
+ *    a file under a free name with renameat2(RENAME_NOREPLACE) (or a link)
+ *    and checks every name it would replace.
  * 3. The name taken is remembered for the next dumps of this process (a
  *    forked child has another pid, so another PATH).
  *
@@ -31,9 +29,6 @@
 
 #include "rt.h"
 
-#ifndef RENAME_NOREPLACE
-#define RENAME_NOREPLACE 1
-#endif
 #ifndef AT_FDCWD
 #define AT_FDCWD -100
 #endif
@@ -86,25 +81,18 @@ numbered (char *out, size_t cap, const char *path, unsigned n)
   copy (out, pos, cap, path + head, strlen (path + head));
 }
 
-/* Give TMP the name NAME unless NAME exists.  0, or -1 with errno (EEXIST:
-   taken; ENOTSUP: neither links nor RENAME_NOREPLACE here).  */
+/* Whether NAME exists (as anything: a link is not followed).  */
 static int
-place_new (const char *tmp, const char *name)
+exists (const char *name)
 {
-  if (syscall (SYS_linkat, AT_FDCWD, tmp, AT_FDCWD, name, 0) == 0)
-    {
-      unlink (tmp);
-      return 0;
-    }
-  if (errno == EEXIST)
-    return -1;
-  if (syscall (SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, name,
-               RENAME_NOREPLACE) == 0)
-    return 0;
-  if (errno == EINVAL || errno == ENOSYS || errno == EPERM
-      || errno == EOPNOTSUPP)
-    errno = ENOTSUP;
-  return -1;
+  struct stat st;
+#if defined __x86_64__ || defined __aarch64__
+  return syscall (SYS_newfstatat, AT_FDCWD, name, &st, AT_SYMLINK_NOFOLLOW) == 0
+         || errno != ENOENT;
+#else
+  return fstatat (AT_FDCWD, name, &st, AT_SYMLINK_NOFOLLOW) == 0
+         || errno != ENOENT;
+#endif
 }
 
 static void
@@ -137,7 +125,7 @@ tally_rt_place (const char *tmp, const char *path, int unique)
 {
   copy (placed, 0, cap, path, strlen (path));
   if (!unique)
-    return rename (tmp, path);
+    return tally_rt_out_commit (tmp, path);
 
   /* 1. Ours from an earlier dump of this process.  */
   struct stat st;
@@ -145,33 +133,28 @@ tally_rt_place (const char *tmp, const char *path, int unique)
       && st.st_dev == taken_dev && st.st_ino == taken_ino)
     {
       copy (placed, 0, cap, taken, strlen (taken));
-      return rename (tmp, taken);
+      return tally_rt_out_commit (tmp, taken);
     }
 
-  /* 2. The first free name.  */
+  /* 2. The first free name (outfile.c's commit puts the file there with
+     RENAME_NOREPLACE, or a link, so that a name taken meanwhile is not
+     replaced but looked at).  */
   for (unsigned n = 1; n < 100000; n++)
     {
       if (n > 1)
         numbered (placed, cap, path, n);
-      if (place_new (tmp, placed) == 0)
-        {
-          remember (path, placed); /* 3. */
-          if (n > 1 && tally_rt_env ("TALLY_VERBOSE"))
-            tally_rt_error ("%s holds another process's counts (its pid was "
-                            "this one's); writing %s", path, placed);
-          return 0;
-        }
-      if (errno == ENOTSUP)
-        {
-          copy (placed, 0, cap, path, strlen (path));
-          if (rename (tmp, path) != 0)
-            return -1;
-          remember (path, path);
-          return 0;
-        }
-      if (errno != EEXIST)
-        return -1;
+      if (exists (placed))
+        continue;
+      if (tally_rt_out_commit (tmp, placed) != 0)
+        return -1; /* reported */
+      remember (path, placed); /* 3. */
+      if (n > 1 && tally_rt_env ("TALLY_VERBOSE"))
+        tally_rt_error ("%s holds another process's counts (its pid was "
+                        "this one's); writing %s", path, placed);
+      return 0;
     }
+  tally_rt_error ("cannot write %s: it and %s-2 to -99999 all exist; no data "
+                  "written", path, path);
   errno = EEXIST;
   return -1;
 }

@@ -149,6 +149,169 @@ def check_bad_files(a, work):
     expect(p.returncode == 1, "bad file accepted")
 
 
+def block_maps(d):
+    """[(offset, size)] of every non-empty block map in data file D (module
+    records as doc/data-format.md lays them out)."""
+    u32 = lambda o: struct.unpack_from("<I", d, o)[0]
+    nmod = u32(40)
+    pos = 48 + 4 + u32(48)  # the program name
+    maps = []
+    for _ in range(nmod):
+        nfns = u32(pos + 20)
+        pos += 24
+        for _ in range(2):  # source, directory
+            pos += 4 + u32(pos)
+        for _ in range(nfns):
+            for _ in range(4):  # name, symbol, origin, file
+                pos += 4 + u32(pos)
+            nc = u32(pos + 8)
+            pos += 16 + 8 * nc
+            size = u32(pos)
+            if size:
+                maps.append((pos + 4, size))
+            pos += 4 + size
+    return maps
+
+
+def merge_target(exe, work, name):
+    """(TALLY_OUTPUT pattern with %m in a directory of its own, the file it
+    names for EXE), after one run of EXE that wrote it."""
+    d = os.path.join(work, name)
+    os.mkdir(d)
+    pattern = os.path.join(d, "%m.data")
+    run([exe], env={"TALLY_OUTPUT": pattern})
+    names = [f for f in os.listdir(d) if f.endswith(".data")]
+    expect(len(names) == 1, "%%m wrote %s" % names)
+    return pattern, os.path.join(d, names[0])
+
+
+def readable(a, path):
+    """(whether tally report reads PATH, its stderr)."""
+    p = run([a.tally, "report", path], check=False, errors="replace")
+    return p.returncode == 0, p.stderr
+
+
+def check_bad_maps(a, work):
+    """A block map damaged under a valid CRC (a disk error, another program)
+    is refused by tally report, by tally merge (which would otherwise copy
+    it into an output no tool can read again) and by the runtime's %m merge
+    (which moves the file aside to PATH.bad, writes this run's counts and
+    keeps the program's exit status).  Then a seeded loop of mutated block
+    maps (and, every third pair, bytes anywhere in the records): every
+    merge either refuses or writes a file tally report reads."""
+    import random
+    exe = build_abc(a, work, extra=["-fplugin-arg-tally-blocks=count"])
+    good_path = os.path.join(work, "good.data")
+    run([exe], env={"TALLY_OUTPUT": good_path})
+    good = open(good_path, "rb").read()
+    maps = block_maps(good)
+    expect(len(maps) >= 4, "only %d block maps in %s" % (len(maps), good_path))
+    one = report_calls(a, good_path)
+    expect(one.get("main") == (1, 1), "one run: main %s, want (1, 1)" % (one.get("main"),))
+    off, size = maps[0]
+    damaged = bytearray(good)
+    damaged[off:off + 4] = struct.pack("<I", 7)  # map version 7
+    damaged = refix(bytes(damaged))
+    bad_path = os.path.join(work, "bad.data")
+    open(bad_path, "wb").write(damaged)
+    ok, err = readable(a, bad_path)
+    expect(not ok and "bad block map" in err, "report of a damaged map: %r" % err)
+    # tally merge refuses, writes nothing.
+    out = os.path.join(work, "merged.data")
+    p = run([a.tally, "merge", "-o", out, good_path, bad_path], check=False)
+    expect(p.returncode != 0 and "bad block map" in p.stderr and bad_path in p.stderr,
+           "tally merge of a damaged map: exit %d, %r" % (p.returncode, p.stderr))
+    expect(not os.path.exists(out), "tally merge wrote %s" % out)
+    # The runtime's %m: moved aside, this run's counts written, exit 0.
+    pattern, target = merge_target(exe, work, "m")
+    open(target, "wb").write(damaged)
+    p = run([exe], env={"TALLY_OUTPUT": pattern}, check=False)
+    expect(p.returncode == 0 and p.stdout.strip() == "100",
+           "%%m over a damaged map: exit %d, output %r" % (p.returncode, p.stdout))
+    expect("corrupt block map" in p.stderr and "moved aside to %s.bad" % target in p.stderr,
+           "%%m over a damaged map: message %r" % p.stderr)
+    expect(open(target + ".bad", "rb").read() == damaged, "the damaged file was not kept")
+    ok, err = readable(a, target)
+    expect(ok, "%%m wrote an unreadable file: %s" % err)
+    expect(report_calls(a, target) == one, "%%m after moving aside: %s, want %s"
+           % (report_calls(a, target), one))
+    # And a second run merges into the new file: 2 runs.
+    run([exe], env={"TALLY_OUTPUT": pattern})
+    expect(report_calls(a, target).get("main") == (2, 2), "second %m run did not merge")
+
+    rng = random.Random(13)
+    refused = {"merge": 0, "runtime": 0}
+    pairs = 300
+    for i in range(pairs):
+        d = bytearray(good)
+        off, size = rng.choice(maps)
+        if i % 3 == 2:  # anywhere in the records: strings, counts, sizes
+            off, size = 40, len(good) - 16 - 40
+        for _ in range(rng.randint(1, 3)):
+            k = off + rng.randrange(size)
+            if rng.random() < 0.5:
+                d[k] ^= 1 << rng.randrange(8)
+            else:
+                d[k] = rng.choice((0, 1, 2, 0xff, rng.randrange(256)))
+        d = refix(bytes(d))
+        mpath = os.path.join(work, "mut.data")
+        open(mpath, "wb").write(d)
+        if os.path.exists(out):
+            os.unlink(out)
+        p = run([a.tally, "merge", "-o", out, good_path, mpath], check=False,
+                errors="replace")
+        if p.returncode != 0:
+            refused["merge"] += 1
+            expect(not os.path.exists(out), "pair %d: tally merge refused but wrote %s" % (i, out))
+        else:
+            ok, err = readable(a, out)
+            expect(ok, "pair %d: tally merge wrote a file tally report cannot read: %s"
+                   % (i, err))
+        for f in (target, target + ".bad"):
+            if os.path.exists(f):
+                os.unlink(f)
+        open(target, "wb").write(d)
+        p = run([exe], env={"TALLY_OUTPUT": pattern}, check=False, errors="replace")
+        expect(p.returncode == 0, "pair %d: the program exited %d under %%m" % (i, p.returncode))
+        if os.path.exists(target + ".bad"):
+            refused["runtime"] += 1
+        ok, err = readable(a, target)
+        expect(ok, "pair %d: the runtime's %%m wrote a file tally report cannot read: %s"
+               % (i, err))
+    print("%d mutated pairs: tally merge refused %d, the runtime moved aside %d"
+          % (pairs, refused["merge"], refused["runtime"]))
+
+
+def check_merge_shrink(a, work):
+    """The file a %m merge reads is truncated meanwhile by a process that
+    ignores the advisory lock (an LD_PRELOAD shim truncates it to half, in whole pages, at the
+    first mmap made while the merge holds it open: deterministically between
+    its fstat and its read).  The merging program keeps its exit status (no
+    SIGBUS), the file is moved aside to PATH.bad with a message, and the
+    new file holds this run's counts exactly."""
+    exe = build_abc(a, work)
+    shim = os.path.join(work, "shrink-shim.so")
+    run([a.cc, "-O2", "-fPIC", "-shared", os.path.join(a.srcdir, "faults", "shrink-shim.c"),
+         "-o", shim])
+    pattern, target = merge_target(exe, work, "s")
+    for _ in range(2):
+        run([exe], env={"TALLY_OUTPUT": pattern})
+    expect(report_calls(a, target).get("main") == (3, 3), "3 merged runs: %s"
+           % report_calls(a, target))
+    p = run([exe], env={"TALLY_OUTPUT": pattern, "LD_PRELOAD": shim,
+                        "SHRINK_VICTIM": target}, check=False)
+    expect("shim: truncated" in p.stderr, "the shim did not truncate: %r" % p.stderr)
+    expect(p.returncode == 0 and p.stdout.strip() == "100",
+           "the merging program ended with %d (want 0), output %r, stderr %r"
+           % (p.returncode, p.stdout, p.stderr))
+    expect("changed size while it was read" in p.stderr
+           and "moved aside to %s.bad" % target in p.stderr,
+           "no clear message: %r" % p.stderr)
+    expect(os.path.exists(target + ".bad"), "the changed file was not kept as .bad")
+    expect(report_calls(a, target).get("main") == (1, 1),
+           "after the move: %s, want this run's main (1, 1)" % report_calls(a, target))
+
+
 def report_calls(a, path):
     out = run([a.tally, "report", "--csv", path]).stdout.splitlines()
     calls = {}
@@ -222,6 +385,261 @@ def check_output_path(a, work):
     if dev:
         run([exe], env={"TALLY_OUTPUT": dev})
         expect(stat.S_ISCHR(os.stat(dev).st_mode), "the character device was replaced")
+    # A message about a path longer than the message buffer (512 bytes)
+    # keeps its reason: the middle of the path is left out instead.
+    long = os.path.join(work, "no", "such", "x" * 600 + ".data")
+    p = run([exe], env={"TALLY_OUTPUT": long}, check=False)
+    expect(p.returncode == 0 and p.stdout.strip() == "100", "long path: %r" % p)
+    expect(re.search(r"^tally: cannot create %s.*\.\.\..*x\.data\.tmp\.[0-9a-f]+: no such "
+                     r"file or directory \(errno 2\); no data written$"
+                     % re.escape(work), p.stderr, re.M),
+           "the message about a 600-byte path lost its reason:\n%s" % p.stderr)
+    expect(all(len(line) < 512 for line in p.stderr.splitlines()), "over-long line")
+
+
+def report_main(a, data):
+    """main's calls in DATA, None if it cannot be read."""
+    p = run([a.tally, "report", "--csv", data], check=False)
+    m = re.search(r"^(\d+),(\d+),main,", p.stdout, re.M)
+    return int(m.group(1)) if p.returncode == 0 and m else None
+
+
+def planted_run(exe, link_to, name_fmt, env, cwd):
+    """Run EXE from a shell that first plants a symbolic link to LINK_TO
+    named NAME_FMT % its own pid, then execs EXE (exec keeps the pid): the
+    link waits at the name the runtime of today's main would create."""
+    script = 'ln -s "$1" "$(printf "$2" $$)" && exec "$3"'
+    return run(["sh", "-c", script, "sh", link_to, name_fmt, exe], env=env, cwd=cwd,
+               check=False)
+
+
+def check_output_safety(a, work):
+    """Every name the runtime creates is created exclusively, without
+    following a link, never world-writable; a target that is a link, a
+    directory, or another user's file or FIFO is refused with a message;
+    a %m merge moves another user's file aside instead of trusting it
+    (doc/guarantees.md, Security).  The program's own exit status and
+    output are kept throughout."""
+    exe = build_abc(a, work)
+    victim = os.path.join(work, "victim")
+    problems = []
+
+    def soft(cond, msg):
+        """Each problem is listed, not only the first."""
+        if not cond:
+            problems.append(msg)
+
+    def plant_victim():
+        with open(victim, "w") as f:
+            f.write("secret\n")
+        os.chmod(victim, 0o600)
+
+    def victim_intact(what):
+        with open(victim, "rb") as f:
+            soft(f.read() == b"secret\n", "%s: the link's target was written" % what)
+
+    def ok_run(p, what):
+        soft(p.returncode == 0 and p.stdout.strip() == "100",
+               "%s: exit %d, output %r\n%s" % (what, p.returncode, p.stdout, p.stderr))
+
+    # The target itself a link: refused, the link and its target unchanged.
+    plant_victim()
+    out = os.path.join(work, "out.data")
+    os.symlink(victim, out)
+    p = run([exe], env={"TALLY_OUTPUT": out}, check=False)
+    ok_run(p, "target link")
+    victim_intact("target link")
+    soft(os.path.islink(out), "the link at the target was replaced")
+    soft("cannot write %s: it is a symbolic link (not followed); no data written" % out
+           in p.stderr, "no message for a target link: %r" % p.stderr)
+    os.unlink(out)
+    # A link planted at the temporary name of the coming pid.
+    p = planted_run(exe, victim, out + ".tmp.%d", {"TALLY_OUTPUT": out}, work)
+    ok_run(p, "planted temporary")
+    victim_intact("planted temporary")
+    soft(stat.S_ISREG(os.lstat(out).st_mode) and report_main(a, out) == 1,
+           "planted temporary: the data file is not a regular file with the counts")
+    # Modes: the umask is honoured, nothing is world- or group-writable,
+    # the temporary is gone.
+    for umask, want in ((0o022, 0o644), (0o077, 0o600), (0o000, 0o644)):
+        os.unlink(out)
+        old = os.umask(umask)
+        try:
+            run([exe], env={"TALLY_OUTPUT": out})
+        finally:
+            os.umask(old)
+        mode = stat.S_IMODE(os.stat(out).st_mode)
+        soft(mode == want, "umask %03o: mode %03o, want %03o" % (umask, mode, want))
+    soft(not [f for f in os.listdir(work) if ".tmp." in f and not os.path.islink(
+        os.path.join(work, f))], "a temporary file was left: %s" % os.listdir(work))
+
+    # Targets that are not regular files, or another user's.
+    sub = os.path.join(work, "dir.data")
+    os.mkdir(sub)
+    p = run([exe], env={"TALLY_OUTPUT": sub}, check=False)
+    ok_run(p, "directory target")
+    soft("cannot write %s: it is a directory" % sub in p.stderr, "directory: %r" % p.stderr)
+    soft(os.listdir(sub) == [], "something was written into the directory")
+    root = os.geteuid() == 0
+    if root:
+        fifo = os.path.join(work, "their-pipe")
+        os.mkfifo(fifo)
+        os.chown(fifo, 65534, 65534)
+        p = run([exe], env={"TALLY_OUTPUT": fifo}, check=False, timeout=60)
+        ok_run(p, "another user's FIFO")
+        soft("cannot write %s: it is owned by another user" % fifo in p.stderr,
+               "another user's FIFO: %r" % p.stderr)
+        theirs = os.path.join(work, "theirs.data")
+        with open(theirs, "w") as f:
+            f.write("theirs\n")
+        os.chown(theirs, 65534, 65534)
+        p = run([exe], env={"TALLY_OUTPUT": theirs}, check=False)
+        ok_run(p, "another user's file")
+        soft("cannot write %s: it is owned by another user" % theirs in p.stderr,
+               "another user's file: %r" % p.stderr)
+        soft(open(theirs, "rb").read() == b"theirs\n", "another user's file was replaced")
+
+    # %m: the lock file and the merge target.
+    mdir = os.path.join(work, "m")
+    os.mkdir(mdir)
+    pattern = os.path.join(mdir, "%m.data")
+    run([exe], env={"TALLY_OUTPUT": pattern})
+    merged = [os.path.join(mdir, f) for f in os.listdir(mdir) if f.endswith(".data")]
+    soft(len(merged) == 1, "%%m wrote %s" % os.listdir(mdir))
+    merged = merged[0]
+    lock = merged + ".lock"
+    soft(stat.S_IMODE(os.stat(lock).st_mode) == 0o600,
+           "lock file mode %03o, want 600" % stat.S_IMODE(os.stat(lock).st_mode))
+    os.unlink(lock)
+    gone = os.path.join(work, "created-through-lock")
+    os.symlink(gone, lock)
+    p = run([exe], env={"TALLY_OUTPUT": pattern}, check=False)
+    ok_run(p, "lock link")
+    soft(not os.path.exists(gone), "the lock file's link was followed")
+    soft("cannot lock %s: it is a symbolic link" % lock in p.stderr, "lock link: %r" % p.stderr)
+    soft(report_main(a, merged) == 1, "written although the lock was refused")
+    os.unlink(lock)
+    keep = os.path.join(work, "keep.data")
+    os.rename(merged, keep)
+    os.symlink(keep, merged)
+    p = run([exe], env={"TALLY_OUTPUT": pattern}, check=False)
+    ok_run(p, "merge target link")
+    soft(os.path.islink(merged), "the merge target's link was replaced")
+    soft("cannot merge into %s: it is a symbolic link" % merged in p.stderr,
+           "merge target link: %r" % p.stderr)
+    soft(report_main(a, keep) == 1, "merged through a link")
+    os.unlink(merged)
+    os.rename(keep, merged)
+    p = run([exe], env={"TALLY_OUTPUT": pattern})
+    soft(report_main(a, merged) == 2, "own file not merged")
+    if root:
+        # Another user's file is never merged: moved aside, a fresh file.
+        os.chown(merged, 65534, 65534)
+        before = open(merged, "rb").read()
+        p = run([exe], env={"TALLY_OUTPUT": pattern}, check=False)
+        ok_run(p, "another user's merge target")
+        aside = merged + ".other-owner"
+        soft("%s: owned by another user (uid 65534), not trusted; not merged, moved aside "
+               "to %s" % (merged, aside) in p.stderr, "message: %r" % p.stderr)
+        soft(os.path.exists(aside) and open(aside, "rb").read() == before
+               and os.stat(aside).st_uid == 65534, "not moved aside unchanged")
+        soft(report_main(a, merged) == 1 and os.stat(merged).st_uid == 0,
+               "another user's counts were merged")
+
+    # %c: a link at the continuous file and at its coming temporary.
+    cexe = os.path.join(work, "abc-mapped")
+    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-counters=mapped",
+         os.path.join(a.srcdir, "progs", "s-abc.c"), "-o", cexe, a.runtime])
+    cont = os.path.join(work, "cont.data")
+    plant_victim()
+    p = planted_run(cexe, victim, cont + ".tmp.%d", {"TALLY_OUTPUT": cont + "%c"}, work)
+    ok_run(p, "%c planted temporary")
+    victim_intact("%c planted temporary")
+    soft(report_main(a, cont) == 1, "%c: no valid file")
+    os.unlink(cont)
+    os.symlink(victim, cont)
+    p = run([cexe], env={"TALLY_OUTPUT": cont + "%c"}, check=False)
+    ok_run(p, "%c target link")
+    victim_intact("%c target link")
+    soft(os.path.islink(cont) and "it is a symbolic link" in p.stderr,
+           "%%c target link: %r" % p.stderr)
+    if not root:
+        print("not root: another user's files and FIFOs not tried")
+    expect(not problems, "\n".join(problems))
+
+
+def check_secure_output(a, work):
+    """A setuid program (AT_SECURE) reads no TALLY_* variable: the
+    invoking user cannot point its output at a file only the program's
+    owner may write.  It writes the default name only, into the current
+    directory if the invoking user owns it, created exclusively, mode
+    0600; never replacing a file, never following a link."""
+    if os.geteuid() != 0:
+        print("needs root to make a setuid-root program: skipped")
+        raise Skip()
+    setpriv = shutil.which("setpriv")
+    if not setpriv:
+        print("no setpriv (util-linux): skipped")
+        raise Skip()
+    os.chmod(work, 0o755)
+    src = os.path.join(work, "suid.c")
+    with open(src, "w") as f:
+        f.write("#include <stdio.h>\n#include <sys/auxv.h>\n#include <unistd.h>\n"
+                "__attribute__ ((noinline)) int f (int x) { return x + 1; }\n"
+                "int main (void) { int s = 0; for (int i = 0; i < 5; i++) s = f (s);\n"
+                "  printf (\"%lu %d %d\\n\", getauxval (AT_SECURE), (int) geteuid (), s);\n"
+                "  return 0; }\n")
+    exe = os.path.join(work, "suid")
+    run([a.cc, "-O1", "-fplugin=" + a.plugin, src, "-o", exe, a.runtime])
+    os.chown(exe, 0, 0)
+    os.chmod(exe, 0o4755)
+    victim = os.path.join(work, "victim")
+    with open(victim, "w") as f:
+        f.write("secret\n")
+    os.chmod(victim, 0o600)
+    home = os.path.join(work, "home")
+    os.mkdir(home)
+    os.chown(home, 65534, 65534)
+    as_nobody = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    env = {"TALLY_OUTPUT": victim, "TALLY_DUMP_ON": "SIGUSR1", "TALLY_VERBOSE": "1",
+           "TALLY_PAPI_EVENTS": "PAPI_TOT_INS", "TALLY_UNWIND": "1"}
+    p = run(as_nobody + [exe], env=env, cwd=home, check=False)
+    if p.stdout.split()[:2] != ["1", "0"]:
+        print("the setuid bit took no effect (a nosuid mount?): %r: skipped" % p.stdout)
+        raise Skip()
+    expect(p.returncode == 0 and p.stdout.split()[2] == "5",
+           "exit %d, output %r\n%s" % (p.returncode, p.stdout, p.stderr))
+    with open(victim, "rb") as f:
+        expect(f.read() == b"secret\n", "TALLY_OUTPUT was honoured by a setuid program")
+    expect("wrote" not in p.stderr, "TALLY_VERBOSE was honoured: %r" % p.stderr)
+    files = os.listdir(home)
+    expect(len(files) == 1 and re.fullmatch(r"tally\..+\.data", files[0]),
+           "default output: %s\n%s" % (files, p.stderr))
+    data = os.path.join(home, files[0])
+    st = os.stat(data)
+    expect(st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o600,
+           "the file is %o, uid %d (want 600, root's)" % (stat.S_IMODE(st.st_mode), st.st_uid))
+    out = run([a.tally, "report", "--csv", data]).stdout
+    expect(re.search(r"^5,5,f,", out, re.M), "f's calls:\n%s" % out)
+    os.unlink(data)
+    # A link planted at the default name for the coming pid: not followed,
+    # not replaced.
+    p = run(as_nobody + ["sh", "-c", 'ln -s "$1" tally.$$.data && exec "$2"', "sh", victim,
+                         exe], env=env, cwd=home, check=False)
+    expect(p.returncode == 0 and p.stdout.split()[:1] == ["1"], "exit %d" % p.returncode)
+    with open(victim, "rb") as f:
+        expect(f.read() == b"secret\n", "a planted link was followed")
+    expect([f for f in os.listdir(home) if os.path.islink(os.path.join(home, f))],
+           "the planted link was replaced: %s" % os.listdir(home))
+    # A directory the user does not own (a shared /tmp): nothing written.
+    shared = os.path.join(work, "shared")
+    os.mkdir(shared)
+    os.chmod(shared, 0o1777)
+    p = run(as_nobody + [exe], env=env, cwd=shared, check=False)
+    expect(p.returncode == 0, "exit %d" % p.returncode)
+    expect(os.listdir(shared) == [], "written into a directory of another user: %s"
+           % os.listdir(shared))
+    expect("owned by the user who runs it" in p.stderr, "message: %r" % p.stderr)
 
 
 def check_asan_runtime(a, work):
@@ -674,8 +1092,12 @@ CHECKS = {
     "install": check_install,
     "plugin-errors": check_plugin_errors,
     "bad-files": check_bad_files,
+    "bad-maps": check_bad_maps,
+    "merge-shrink": check_merge_shrink,
     "api": check_api,
     "output-path": check_output_path,
+    "output-safety": check_output_safety,
+    "secure-output": check_secure_output,
     "asan-runtime": check_asan_runtime,
 }
 

@@ -29,6 +29,7 @@ struct tally_tree
   struct tnode *n;
   size_t len, cap;
   char *event; /* the values shown: a PAPI event, or NULL for cycles */
+  int frames;  /* show the frames below the instrumented code */
 };
 
 static void *
@@ -121,6 +122,14 @@ tally_tree_add (struct tally_tree *t, const struct tally_data *d)
           continue;
         }
       size_t c;
+      if (p->module == TALLY_DATA_FRAME && !t->frames)
+        {
+          /* Hidden: its callees hang from its parent (frames are only
+             found below a thread's first instrumented call, and have no
+             values of their own).  */
+          map[i] = parent;
+          continue;
+        }
       if (p->module == TALLY_DATA_FRAME)
         {
           /* A frame below the thread's first instrumented call.  */
@@ -152,6 +161,12 @@ tally_tree_add (struct tally_tree *t, const struct tally_data *d)
     }
   free (map);
   return 0;
+}
+
+void
+tally_tree_show_frames (struct tally_tree *t, int show)
+{
+  t->frames = show;
 }
 
 size_t

@@ -22,8 +22,11 @@
 #include <unistd.h>
 
 #include "blockmap.h"
+#include "builds.h"
 #include "coverage.h"
 #include "datafile.h"
+#include "diff.h"
+#include "hide.h"
 #include "paths.h"
 #include "run.h"
 #include "select.h"
@@ -57,6 +60,8 @@ static const char usage_text[] =
   "  select [--percent=P] [--filter] FILE...\n"
   "                              the fewest functions making up P% (default\n"
   "                              80) of the measured time (measure=cycles)\n"
+  "  diff [OPTION]... A B         per-function (--lines: per-line) changes\n"
+  "                              from data file A to B, largest first\n"
   "  run [OPTION]... [--] COMMAND [ARG]...\n"
   "                              run a build with -fplugin=tally and the\n"
   "                              runtime in CC and CXX (tally run --help)\n"
@@ -78,6 +83,12 @@ static const char usage_text[] =
   "                (modules built with -fplugin-arg-tally-blocks=...)\n"
   "  --lines=FILE  print source FILE annotated with line counts, as gcov\n"
   "                does; may be repeated\n"
+  "  --all         (report, lcov, flame) also show the functions of system\n"
+  "                headers never called (lcov: all of them) and the frames\n"
+  "                below the first instrumented call\n"
+  "  --force       (report, lcov, flame) sum modules of one source built\n"
+  "                with other at=, hooks= or blocks= settings instead of\n"
+  "                refusing\n"
   "  --            end of options\n"
   "\n"
   "Flame options:\n"
@@ -93,11 +104,22 @@ static const char usage_text[] =
   "  --filter      print a filter file (-fplugin-arg-tally-filter) including\n"
   "                them instead of the table\n"
   "\n"
+  "Diff options:\n"
+  "  --sort=KEY    order by the largest change in calls (default) or\n"
+  "                cycles (exclusive, measure=cycles), or by name\n"
+  "  --top=N       print only the first N rows\n"
+  "  --lines       line counts that differ (blocks=count) instead of\n"
+  "                functions\n"
+  "  --all         also list what did not change (and system headers)\n"
+  "  --json, --csv  one JSON object or CSV instead of the table\n"
+  "\n"
   "Merge options:\n"
   "  -o OUT, --output=OUT  the file to write (replaced atomically; may be\n"
   "                one of the inputs)\n"
   "  --force       also merge other builds of the same source (functions\n"
-  "                pair by symbol); by default they stay separate modules\n"
+  "                pair by symbol); by default they stay separate modules,\n"
+  "                and builds with other at=, hooks= or blocks= settings\n"
+  "                are refused\n"
   "\n"
   "Lcov options:\n"
   "  -o OUT, --output=OUT  the tracefile to write (default: standard output)\n"
@@ -527,8 +549,13 @@ struct merge
   unsigned ev_map[TALLY_MAX_MEAS]; /* the file being merged: its value
                                       K + 1 is event ev_map[K] */
   uint64_t excl; /* sum of the exclusive cycles: the measured total */
-  uint64_t negative;     /* block or edge counts that came out negative */
+  uint64_t negative;     /* block or edge counts that came out negative,
+                            in update=single bodies */
+  uint64_t inconsistent; /* the same in update=atomic and tls bodies */
   size_t underived;      /* bodies whose entries could not be derived */
+  size_t hidden;         /* rows left out as system-header functions */
+  const char *what;      /* the command, for messages */
+  int force;             /* --force: sum builds with other settings */
 };
 
 /* A function body's symbol differs from its origin exactly when it is a
@@ -704,25 +731,12 @@ add_body_meas (struct merge *m, struct body *b, const struct tally_data_fn *f,
 static int
 merge_file (struct merge *m, const char *path, const struct tally_data *d)
 {
-  for (uint32_t i = 0; i < d->nmodules; i++)
-    for (uint32_t j = 0; j < d->modules[i].nfns; j++)
-      {
-        const struct tally_data_fn *f = &d->modules[i].fns[j];
-        struct tally_blockmap bm;
-        char err[256];
-        if (!f->map_size)
-          continue;
-        if (tally_map_decode (f->map, f->map_size, f->ncounters, &bm, err,
-                              sizeof err) != 0)
-          {
-            error_msg ("%s: module %lu (%s) function %lu (%s): bad block map: "
-                       "%s: file is corrupt", path, (unsigned long) i,
-                       d->modules[i].source, (unsigned long) j, f->symbol,
-                       err);
-            return -1;
-          }
-        tally_map_free (&bm);
-      }
+  char err[512];
+  if (tally_data_check_maps (d, err, sizeof err) != 0)
+    {
+      error_msg ("%s: %s", path, err);
+      return -1;
+    }
   m->files = xgrow (m->files, &m->files_cap, m->nfiles + 1,
                     sizeof *m->files);
   struct file_info *fi = &m->files[m->nfiles++];
@@ -776,7 +790,10 @@ merge_finish (struct merge *m, int by_body)
             }
           tally_flow_solve (&b->bm, b->counters, b->ncounters, &b->flow);
           b->solved = 1;
-          m->negative += b->flow.negative;
+          if (b->mod_flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS))
+            m->inconsistent += b->flow.negative;
+          else
+            m->negative += b->flow.negative;
           if ((b->flags & TALLY_FN_CALLS_DERIVED)
               && b->bm.kind != TALLY_MAP_VISITED)
             {
@@ -848,6 +865,7 @@ merge_paths (struct merge *m, const char **paths, size_t npaths, int by_body)
      them would look complete.  Each file is merged and dropped at once, so
      memory follows the number of distinct functions, not of files.  */
   int bad = 0;
+  struct tally_builds *builds = tally_builds_new ();
   for (size_t i = 0; i < npaths; i++)
     {
       struct tally_data d;
@@ -859,14 +877,78 @@ merge_paths (struct merge *m, const char **paths, size_t npaths, int by_body)
           continue;
         }
       note_unfinished (paths[i], &d);
+      tally_builds_add (builds, paths[i], &d);
       if (!bad && merge_file (m, paths[i], &d) != 0)
         bad = 1;
       tally_data_free (&d);
     }
+  if (!bad && tally_builds_check (builds, m->what, m->force) != 0)
+    bad = 1;
+  tally_builds_free (builds);
   if (bad)
     return EXIT_BAD_DATA;
   merge_finish (m, by_body);
   return 0;
+}
+
+/* Whether body B is a function defined in a system header.  */
+static int
+body_system (const struct body *b)
+{
+  return tally_system_fn (b->mod_flags, b->flags, b->directory, b->file);
+}
+
+/* Leave out the rows of functions defined in system headers (every body
+   of the row): all of them with CALLED_TOO, else those never called.  */
+static void
+merge_hide_system (struct merge *m, int called_too)
+{
+  size_t kept = 0;
+  for (size_t i = 0; i < m->nrows; i++)
+    {
+      struct row *r = &m->rows[i];
+      int sys = r->nbodies > 0;
+      for (size_t k = 0; k < r->nbodies && sys; k++)
+        sys = body_system (&m->bodies[r->bodies[k]]);
+      if (sys && !called_too)
+        for (size_t k = 0; k < r->nbodies && sys; k++)
+          sys = !m->bodies[r->bodies[k]].calls_unknown;
+      if (!sys || (!called_too && (r->calls || r->exits || r->incl)))
+        {
+          m->rows[kept++] = *r;
+          continue;
+        }
+      free (r->name);
+      free (r->symbol);
+      free (r->origin);
+      free (r->file);
+      free (r->directory);
+      for (size_t k = 0; k < r->nclones; k++)
+        free (r->clones[k]);
+      free (r->clones);
+      free (r->bodies);
+    }
+  /* The row tables are not looked in after merge_finish.  */
+  m->hidden = m->nrows - kept;
+  m->nrows = kept;
+}
+
+/* Leave out of C the system headers' files (as merge_hide_system judges
+   M's bodies, and code of headers in the system include directories
+   inlined into other functions).  */
+static void
+cov_hide_system (const struct merge *m, struct cov_result *c)
+{
+  struct tally_fileset *sys = tally_fileset_new ();
+  struct tally_fileset *user = tally_fileset_new ();
+  for (size_t i = 0; i < m->nbodies; i++)
+    {
+      const struct body *b = &m->bodies[i];
+      tally_fileset_add (body_system (b) ? sys : user, b->directory, b->file);
+    }
+  tally_cov_drop_system (c, sys, user);
+  tally_fileset_free (sys);
+  tally_fileset_free (user);
 }
 
 /* Notes on stderr about counts the report could not take as they are.  */
@@ -876,13 +958,21 @@ merge_notes (const struct merge *m)
   if (m->negative)
     fprintf (stderr, "tally: warning: %" PRIu64 " block or edge %s came out "
              "negative and %s shown as 0 (update=single counts from several "
-             "threads race; use update=atomic or tls)\n", m->negative,
+             "threads race, or a dump read them while other threads were "
+             "counting; use update=atomic or tls)\n", m->negative,
              plural (m->negative, "count", "counts"),
              plural (m->negative, "is", "are"));
+  if (m->inconsistent)
+    fprintf (stderr, "tally: warning: %" PRIu64 " block or edge %s of "
+             "update=atomic or tls code came out negative and %s shown as 0 "
+             "(the counts are not those of one moment: a dump read them while "
+             "other threads were counting, or the file was altered)\n",
+             m->inconsistent, plural (m->inconsistent, "count", "counts"),
+             plural (m->inconsistent, "is", "are"));
   if (m->underived)
     fprintf (stderr, "tally: warning: the entries of %zu %s cannot be derived "
-             "from %s block counts (placement=block leaves some edges "
-             "undetermined); %s 0\n", m->underived,
+             "from %s block counts (an older plugin's placement=block left "
+             "some edges undetermined); %s 0\n", m->underived,
              m->underived == 1 ? "function" : "functions",
              m->underived == 1 ? "its" : "their",
              m->underived == 1 ? "it shows" : "they show");
@@ -936,11 +1026,16 @@ count_digits (uint64_t v)
 static void
 print_text (const struct merge *m, struct row **rows, size_t n)
 {
-  printf ("%zu %s, %" PRIu64 " %s, %zu %s, %" PRIu64 " %s\n", m->nfiles,
+  printf ("%zu %s, %" PRIu64 " %s, %zu %s, %" PRIu64 " %s", m->nfiles,
           plural (m->nfiles, "file", "files"), m->nmodules,
           plural (m->nmodules, "module", "modules"), m->nrows,
           plural (m->nrows, "function", "functions"), m->calls,
           plural (m->calls, "call", "calls"));
+  if (m->hidden)
+    printf (" (%zu never-called system-header %s hidden; --all shows %s)",
+            m->hidden, plural (m->hidden, "function", "functions"),
+            plural (m->hidden, "it", "them"));
+  putchar ('\n');
 
   int wcalls = 5, wexits = 5;
   size_t wname = strlen ("function");
@@ -1320,8 +1415,8 @@ print_json (const struct merge *m, struct row **rows, size_t n,
     }
   printf ("\n  ],\n  \"totals\": {\"files\": %zu, \"modules\": %" PRIu64
           ", \"functions\": %zu, \"calls\": %" PRIu64 ", \"exits\": %"
-          PRIu64 "},\n  \"functions\": [", m->nfiles, m->nmodules, m->nrows,
-          m->calls, m->exits);
+          PRIu64 ", \"hidden\": %zu},\n  \"functions\": [", m->nfiles,
+          m->nmodules, m->nrows, m->calls, m->exits, m->hidden);
   for (size_t i = 0; i < n; i++)
     {
       const struct row *r = rows[i];
@@ -1510,9 +1605,12 @@ take_arg (const char *a, int *only_files, const char **list, size_t *n)
    output).  */
 static int
 tree_command (const char *what, const char **files, size_t nfiles,
-              const char *out, int folded, const char *event)
+              const char *out, int folded, const char *event, int force,
+              int all)
 {
   struct tally_tree *t = tally_tree_new (event);
+  tally_tree_show_frames (t, all);
+  struct tally_builds *builds = tally_builds_new ();
   int bad = 0;
   for (size_t i = 0; i < nfiles; i++)
     {
@@ -1525,6 +1623,7 @@ tree_command (const char *what, const char **files, size_t nfiles,
           continue;
         }
       note_unfinished (files[i], &d);
+      tally_builds_add (builds, files[i], &d);
       if (!d.npaths)
         {
           error_msg ("%s: %s: no call paths in this file (build the program "
@@ -1545,6 +1644,9 @@ tree_command (const char *what, const char **files, size_t nfiles,
         }
       tally_data_free (&d);
     }
+  if (!bad && tally_builds_check (builds, what, force) != 0)
+    bad = 1;
+  tally_builds_free (builds);
   if (bad)
     {
       tally_tree_free (t);
@@ -1583,7 +1685,7 @@ cmd_flame (int argc, char **argv)
   const char **files = xmalloc ((size_t) argc * sizeof *files);
   size_t nfiles = 0;
   const char *out = "-", *event = NULL;
-  int folded = 0, only_files = 0, r;
+  int folded = 0, only_files = 0, force = 0, all = 0, r;
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i], *v;
@@ -1598,6 +1700,10 @@ cmd_flame (int argc, char **argv)
         ;
       else if (strcmp (a, "--folded") == 0)
         folded = 1;
+      else if (strcmp (a, "--force") == 0)
+        force = 1;
+      else if (strcmp (a, "--all") == 0)
+        all = 1;
       else if (strcmp (a, "-o") == 0 && i + 1 < argc)
         out = argv[++i];
       else if ((r = option_value (argc, argv, &i, "--output", &v)) != 0)
@@ -1623,7 +1729,7 @@ cmd_flame (int argc, char **argv)
       error_msg ("flame: no data files given; try 'tally --help'");
       goto usage;
     }
-  r = tree_command ("flame", files, nfiles, out, folded, event);
+  r = tree_command ("flame", files, nfiles, out, folded, event, force, all);
   free (files);
   return r;
 usage:
@@ -1764,7 +1870,7 @@ cmd_report (int argc, char **argv)
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   opts.lines = xmalloc ((size_t) argc * sizeof *opts.lines);
   size_t npaths = 0;
-  int json = 0, csv = 0, tree = 0, only_files = 0;
+  int json = 0, csv = 0, tree = 0, only_files = 0, force = 0, all = 0;
   const char *event = NULL;
   for (int i = 1; i < argc; i++)
     {
@@ -1788,6 +1894,10 @@ cmd_report (int argc, char **argv)
         opts.clones = 1;
       else if (strcmp (a, "--tree") == 0)
         tree = 1;
+      else if (strcmp (a, "--force") == 0)
+        force = 1;
+      else if (strcmp (a, "--all") == 0)
+        all = 1;
       else if (strcmp (a, "--blocks") == 0)
         opts.blocks = 1;
       else if ((r = option_value (argc, argv, &i, "--lines", &v)) != 0)
@@ -1878,7 +1988,8 @@ cmd_report (int argc, char **argv)
     }
   if (tree)
     {
-      int rc = tree_command ("report --tree", paths, npaths, NULL, 0, event);
+      int rc = tree_command ("report --tree", paths, npaths, NULL, 0, event,
+                             force, all);
       free (paths);
       free (opts.lines);
       return rc;
@@ -1886,6 +1997,8 @@ cmd_report (int argc, char **argv)
 
   struct merge m;
   memset (&m, 0, sizeof m);
+  m.what = "report";
+  m.force = force;
   if (merge_paths (&m, paths, npaths, opts.clones) != 0)
     {
       merge_free (&m);
@@ -1893,8 +2006,10 @@ cmd_report (int argc, char **argv)
       free (opts.lines);
       return EXIT_BAD_DATA;
     }
+  if (!all)
+    merge_hide_system (&m, 0);
 
-  struct row **order = xmalloc (m.nrows * sizeof *order);
+  struct row **order = xmalloc ((m.nrows ? m.nrows : 1) * sizeof *order);
   for (size_t i = 0; i < m.nrows; i++)
     order[i] = &m.rows[i];
   sort_key = opts.sort;
@@ -2064,7 +2179,7 @@ cmd_lcov (int argc, char **argv)
   const char *out = NULL;
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   size_t npaths = 0;
-  int only_files = 0;
+  int only_files = 0, force = 0, all = 0;
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i];
@@ -2089,6 +2204,10 @@ cmd_lcov (int argc, char **argv)
         }
       else if (strncmp (a, "--output=", 9) == 0)
         out = a + 9;
+      else if (strcmp (a, "--force") == 0)
+        force = 1;
+      else if (strcmp (a, "--all") == 0)
+        all = 1;
       else
         {
           error_msg ("lcov: unknown option '%s'; try 'tally --help'", a);
@@ -2107,6 +2226,8 @@ cmd_lcov (int argc, char **argv)
     }
   struct merge m;
   memset (&m, 0, sizeof m);
+  m.what = "lcov";
+  m.force = force;
   int status = merge_paths (&m, paths, npaths, 0);
   if (!status)
     {
@@ -2115,6 +2236,11 @@ cmd_lcov (int argc, char **argv)
       struct cov_result cov;
       cov_compute (cb, nb, &cov);
       free (cb);
+      if (!all)
+        {
+          cov_hide_system (&m, &cov);
+          merge_hide_system (&m, 1);
+        }
       size_t unknown = 0;
       for (size_t i = 0; i < cov.nfiles; i++)
         for (size_t k = 0; k < cov.files[i].nlines; k++)
@@ -2221,12 +2347,14 @@ static const struct flag_name module_flags[] = {
   { TALLY_MOD_HOOKS_NONE, "hooks-none" },
   { TALLY_MOD_BLOCKS_TREE, "placement-tree" },
   { TALLY_MOD_COUNTERS_MAPPED, "counters-mapped" },
+  { TALLY_MOD_SYSTEM_MARKED, "system-marked" },
 };
 
 /* Names of the function flags, for dump.  */
 static const struct flag_name fn_flags[] = {
   { TALLY_FN_CLONE, "clone" },
   { TALLY_FN_CALLS_DERIVED, "calls-derived" },
+  { TALLY_FN_SYSTEM, "system" },
 };
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])
@@ -3153,6 +3281,7 @@ cmd_merge (int argc, char **argv)
   uint32_t flags = TALLY_FILE_AT_EXIT;
   size_t file = 0;
   int status = 0;
+  struct tally_builds *builds = tally_builds_new ();
   only_files = 0;
   for (int i = 1; i < argc && !status; i++)
     {
@@ -3165,9 +3294,19 @@ cmd_merge (int argc, char **argv)
         }
       struct tally_data d;
       char err[256];
+      char merr[512];
       if (tally_read_file (a, &d, err, sizeof err) != 0)
         {
           error_msg ("%s: %s", a, err);
+          status = EXIT_BAD_DATA;
+          break;
+        }
+      /* Its maps are copied into the output: one tally report could not
+         decode would make the output unreadable.  */
+      if (tally_data_check_maps (&d, merr, sizeof merr) != 0)
+        {
+          error_msg ("%s: %s; nothing written", a, merr);
+          tally_data_free (&d);
           status = EXIT_BAD_DATA;
           break;
         }
@@ -3177,6 +3316,7 @@ cmd_merge (int argc, char **argv)
       else if (strcmp (program, d.program) != 0)
         program[0] = 0; /* several programs: name none */
       flags &= d.flags;
+      tally_builds_add (builds, a, &d);
       status = acc_add_file (&acc, &d, file, force, a);
       tally_data_free (&d);
       file++;
@@ -3184,6 +3324,9 @@ cmd_merge (int argc, char **argv)
   size_t forced = 0;
   for (size_t i = 0; i < acc.n; i++)
     forced += acc.mods[i].forced;
+  if (!status && tally_builds_check (builds, "merge", force) != 0)
+    status = EXIT_BAD_DATA;
+  tally_builds_free (builds);
   if (!status)
     status = write_merged (out, &acc, program ? program : "", flags);
   if (!status && forced)
@@ -3225,7 +3368,7 @@ main (int argc, char **argv)
   int status;
   if (argc < 2)
     {
-      error_msg ("no command given (commands: report, dump, merge, lcov, flame, select, run, help); try 'tally "
+      error_msg ("no command given (commands: report, dump, merge, lcov, flame, select, diff, run, help); try 'tally "
              "--help'");
       return EXIT_USAGE;
     }
@@ -3253,6 +3396,8 @@ main (int argc, char **argv)
     status = cmd_lcov (argc - 1, argv + 1);
   else if (strcmp (cmd, "select") == 0)
     status = cmd_select (argc - 1, argv + 1);
+  else if (strcmp (cmd, "diff") == 0)
+    status = tally_diff_main (argc - 1, argv + 1, usage_text);
   else if (strcmp (cmd, "run") == 0)
     status = cmd_run (argc - 1, argv + 1);
   else
