@@ -324,12 +324,18 @@ check_unit (void *, void *)
   /* The inline code reads the time-stamp counter with x86-64 assembly and
      the frames hold 64-bit CFAs.  */
   /* The unwinder finds each caller through the return addresses, and would
-     meet the trampoline instead.  */
+     meet the trampoline instead.  Such a unit falls back to exit hooks at
+     the returns, with a warning, so that one option serves a project that
+     mixes C with C++ (a C++ test driver among C sources).  */
   if (tally_opts.exit_frames && flag_exceptions)
-    error ("%<-fplugin-arg-tally-exit=frames%> cannot be used with "
-           "exceptions (C++, or %<-fexceptions%>): the unwinder would find "
-           "the return trampoline instead of the caller; use "
-           "%<-fplugin-arg-tally-exit=returns%> (the default)");
+    {
+      warning (0, "%<-fplugin-arg-tally-exit=frames%> cannot be used with "
+               "exceptions (C++, or %<-fexceptions%>): the unwinder would "
+               "find the return trampoline instead of the caller; this unit "
+               "gets exit hooks at its returns "
+               "(%<-fplugin-arg-tally-exit=returns%>)");
+      tally_opts.exit_frames = false;
+    }
   if (tally_opts.measure != TALLY_MEASURE_COUNT
       && TYPE_PRECISION (ptr_type_node) != 64)
     error ("%<-fplugin-arg-tally-measure=cycles%> and %<papi%> support "

@@ -635,11 +635,12 @@ open_tmp (const char *path, char *tmp, size_t cap)
   return fd;
 }
 
-/* Add the trailer, close W's file and rename TMP over PATH.  Returns 0, or
+/* Add the trailer, close W's file and rename TMP over PATH (UNIQUE: a
+   process's own name, placed by tally_rt_place, outname.c).  Returns 0, or
    -1 (reported, errno set, TMP removed).  */
 static int
 finish_file (struct writer *w, uint64_t file_size, const char *tmp,
-             const char *path)
+             const char *path, int unique)
 {
   /* The CRC covers everything before the trailer: fold in what is still
      buffered, then write the trailer outside the checksum.  */
@@ -652,7 +653,7 @@ finish_file (struct writer *w, uint64_t file_size, const char *tmp,
     w->failed = errno;
   if (!w->failed && w->total != file_size)
     w->failed = EIO; /* cannot happen unless a module changed under us */
-  if (!w->failed && tmp[0] && tally_rt_out_commit (tmp, path) != 0)
+  if (!w->failed && tmp[0] && tally_rt_place (tmp, path, unique) != 0)
     {
       int e = errno; /* reported */
       unlink (tmp);
@@ -1108,7 +1109,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
       q += osize;
     }
   put (&w, xbuf, xlen);
-  if (finish_file (&w, file_size, tmp, path) != 0)
+  if (finish_file (&w, file_size, tmp, path, 0) != 0)
     {
       e = errno;
       goto out;
@@ -1207,13 +1208,15 @@ dump_locked (int at_exit)
   put_header (&w, file_size, nmodules, flags, program);
   put_records (&w, head, nlive);
   put_extras (&w, head, nlive, meas, nev, nframes, paths);
-  int rc = finish_file (&w, file_size, tmp, path);
+  int rc = finish_file (&w, file_size, tmp, path,
+                        tally_rt_pattern_unique (pattern, merge));
   if (in_cont)
     tally_rt_cont_dump_end (file_size, rc == 0);
   if (rc != 0)
     return -1;
   if (tally_rt_env ("TALLY_VERBOSE"))
-    tally_rt_error ("wrote %s (%u modules)", path, nmodules);
+    tally_rt_error ("wrote %s (%u modules)", tmp[0] ? tally_rt_placed () : path,
+                    nmodules);
   return 0;
 }
 

@@ -350,6 +350,13 @@ int tally_rt_expand_path (char *path, size_t cap, const char *pattern,
 const char *tally_rt_errno_text (int e) TALLY_HIDDEN;
 #define TALLY_DEFAULT_OUTPUT "tally.%p.data"
 
+/* outname.c: where a finished data file goes.  UNIQUE (a pattern with %p
+   and no merge, tally_rt_pattern_unique): never over another process's
+   file; the name taken is then tally_rt_placed ().  */
+int tally_rt_pattern_unique (const char *pattern, int merge) TALLY_HIDDEN;
+int tally_rt_place (const char *tmp, const char *path, int unique) TALLY_HIDDEN;
+const char *tally_rt_placed (void) TALLY_HIDDEN;
+
 /* continuous.c: continuous output (TALLY_OUTPUT with %c).  All but
    register are called with the dump lock held.  */
 /* Before M (counters=mapped) joins the list: decide on continuous output

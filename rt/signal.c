@@ -1,6 +1,14 @@
 /* TALLY_DUMP_ON: write the data file when a signal arrives.
  *
  *   TALLY_DUMP_ON=SIGUSR1[,SIGUSR2,SIGTERM,...]
+ *   TALLY_DUMP_ON=none[,...]
+ *
+ * By default (unless the list has "none") the signals whose default action
+ * ends the process without a core and that ordinary programs die of, SIGHUP,
+ * SIGINT, SIGPIPE (a pipeline's reader exited) and SIGTERM, get the fatal
+ * handler below too, but only where their disposition is still SIG_DFL when
+ * the handlers are installed: a signal the program ignores or handles stays
+ * as it is, and a handler the program installs later replaces tally's.
  *
  * SIGUSR1 and SIGUSR2 write the file and the program goes on (SA_RESTART,
  * so an interrupted read or wait resumes instead of failing with EINTR).
@@ -47,11 +55,14 @@ static const struct sig_name sig_names[] = {
   { "USR1", SIGUSR1, 0 }, { "USR2", SIGUSR2, 0 }, { "HUP", SIGHUP, 1 },
   { "INT", SIGINT, 1 },   { "QUIT", SIGQUIT, 1 }, { "TERM", SIGTERM, 1 },
   { "ABRT", SIGABRT, 1 }, { "SEGV", SIGSEGV, 1 }, { "BUS", SIGBUS, 1 },
-  { "FPE", SIGFPE, 1 },   { "ILL", SIGILL, 1 },
+  { "FPE", SIGFPE, 1 },   { "ILL", SIGILL, 1 },   { "PIPE", SIGPIPE, 1 },
 };
 #define N_SIGS (sizeof sig_names / sizeof sig_names[0])
 #define ACCEPTED "SIGUSR1, SIGUSR2, SIGHUP, SIGINT, SIGQUIT, SIGTERM, " \
-                 "SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL"
+                 "SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGPIPE, none"
+
+/* Installed unless TALLY_DUMP_ON has "none", where still SIG_DFL.  */
+static const int default_sigs[] = { SIGHUP, SIGINT, SIGPIPE, SIGTERM };
 
 /* What was installed before tally's handler, per entry of sig_names, and
    whether tally's handler is in place.  */
@@ -143,13 +154,53 @@ item_text (char *buf, size_t cap, const char *s, const char *e)
   return buf;
 }
 
+/* Install the handler for entry I of sig_names.  DEFAULT_ONLY: only if the
+   disposition is SIG_DFL (the default set), silently.  */
+static void
+install (int i, int default_only)
+{
+  if (installed[i])
+    return;
+  struct sigaction sa;
+  memset (&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_signal;
+  /* SA_ONSTACK: on a thread's alternate stack if it has one.  */
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+  /* No other signal may start a second dump inside this one.  */
+  sigfillset (&sa.sa_mask);
+  int sig = sig_names[i].sig;
+  if (sigaction (sig, NULL, &previous[i]) != 0)
+    {
+      if (!default_only)
+        tally_rt_error ("TALLY_DUMP_ON: cannot read the disposition of SIG%s",
+                        sig_names[i].name);
+      return;
+    }
+  if (default_only
+      && ((previous[i].sa_flags & SA_SIGINFO)
+          || previous[i].sa_handler != SIG_DFL))
+    return; /* the program's own handler, or ignored: leave it so */
+  if (sig_names[i].fatal && !(previous[i].sa_flags & SA_SIGINFO)
+      && previous[i].sa_handler == SIG_IGN)
+    return; /* ignored, so not fatal: leave it so */
+  if (sigaction (sig, &sa, NULL) != 0)
+    {
+      if (!default_only)
+        tally_rt_error ("TALLY_DUMP_ON: cannot install a handler for SIG%s",
+                        sig_names[i].name);
+      return;
+    }
+  installed[i] = 1;
+  if (sig == SIGSEGV || sig == SIGBUS)
+    alt_stack_init ();
+}
+
 void
 tally_rt_signals_init (void)
 {
   const char *list = tally_rt_env ("TALLY_DUMP_ON");
-  if (!list)
-    return;
-  for (const char *s = list; *s;)
+  int none = 0;
+  for (const char *s = list ? list : ""; *s;)
     {
       const char *e = s;
       while (*e && *e != ',')
@@ -162,41 +213,22 @@ tally_rt_signals_init (void)
         if (strlen (sig_names[i].name) == (size_t) (e - name)
             && memcmp (sig_names[i].name, name, (size_t) (e - name)) == 0)
           found = (int) i;
-      if (found < 0 && e > s)
+      if (e - s == 4 && memcmp (s, "none", 4) == 0)
+        none = 1;
+      else if (found < 0 && e > s)
         {
           char buf[64];
           tally_rt_error ("TALLY_DUMP_ON=%s: unknown signal '%s' (accepted: "
                           ACCEPTED "); ignored", list,
                           item_text (buf, sizeof buf, s, e));
         }
-      else if (found >= 0 && !installed[found])
-        {
-          struct sigaction sa;
-          memset (&sa, 0, sizeof sa);
-          sa.sa_sigaction = on_signal;
-          /* SA_ONSTACK: on a thread's alternate stack if it has one.  */
-          sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-          /* No other signal may start a second dump inside this one.  */
-          sigfillset (&sa.sa_mask);
-          int sig = sig_names[found].sig;
-          if (sigaction (sig, NULL, &previous[found]) != 0)
-            tally_rt_error ("TALLY_DUMP_ON: cannot read the disposition of "
-                            "SIG%s", sig_names[found].name);
-          else if (sig_names[found].fatal
-                   && previous[found].sa_handler == SIG_IGN)
-            ; /* ignored, so not fatal: leave it so */
-          else if (sigaction (sig, &sa, NULL) != 0)
-            tally_rt_error ("TALLY_DUMP_ON: cannot install a handler for "
-                            "SIG%s", sig_names[found].name);
-          else
-            {
-              installed[found] = 1;
-              if (sig == SIGSEGV || sig == SIGBUS)
-                alt_stack_init ();
-            }
-        }
+      else if (found >= 0)
+        install (found, 0);
       s = *e ? e + 1 : e;
     }
+  if (!none)
+    for (unsigned k = 0; k < sizeof default_sigs / sizeof default_sigs[0]; k++)
+      install (find (default_sigs[k]), 1);
 }
 
 void

@@ -1167,6 +1167,15 @@ def check_install(a, work):
            "tally.so not installed in %s" % plugin_dir)
     pcs = [os.path.join(d, f) for d, _, fs in os.walk(dest) for f in fs if f == "tally.pc"]
     expect(len(pcs) == 1, "tally.pc installed %d times" % len(pcs))
+    # tally.specs where a bare -specs=tally.specs finds it, naming the
+    # installed plugin and runtime (run-dropin.py "specs" uses the build
+    # tree's).
+    specs = dest + run([a.cc, "-print-file-name="]).stdout.strip() + "/tally.specs"
+    expect(os.path.isfile(specs), "tally.specs not installed as %s" % specs)
+    text = open(specs).read()
+    expect("-fplugin=%s/tally.so " % plugin_dir in text, "tally.specs:\n%s" % text)
+    for lib in re.findall(r"(/\S+/libtally-rt\.(?:so|a)) ", text):
+        expect(os.path.isfile(dest + lib), "tally.specs names %s, not installed" % lib)
     env = {"PKG_CONFIG_SYSROOT_DIR": dest, "PKG_CONFIG_PATH": os.path.dirname(pcs[0])}
     libs = run(["pkg-config", "--libs", "tally"], env=env).stdout.split()
     # --cflags names the plugin by its installed path (outside DESTDIR);

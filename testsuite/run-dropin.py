@@ -157,6 +157,38 @@ def check_run_meson(a, work):
     check_counts(a, os.path.join(b, "demo"), work, "late", name="meson")
 
 
+def check_run_languages(a, work):
+    """Options per language: --exit=frames (refused by C++ before) builds a
+    project with C and C++ units, the C++ ones falling back to return-site
+    exits with a warning; --c-KEY and --cxx-KEY reach one compiler only."""
+    p = run([a.tally, "run", "--print-env", "--hooks=call", "--measure=cycles",
+             "--c-exit=frames", "--cxx-at=early"], env=compiler_env(a))
+    cc = re.search(r"^CC='(.*)'$", p.stdout, re.M).group(1)
+    cxx = re.search(r"^CXX='(.*)'$", p.stdout, re.M).group(1)
+    for flag, in_cc, in_cxx in (("-fplugin-arg-tally-hooks=call", 1, 1),
+                                ("-fplugin-arg-tally-measure=cycles", 1, 1),
+                                ("-fplugin-arg-tally-exit=frames", 1, 0),
+                                ("-fplugin-arg-tally-at=early", 0, 1)):
+        expect((flag in cc.split()) == bool(in_cc) and (flag in cxx.split()) == bool(in_cxx),
+               "%s: CC=%r CXX=%r" % (flag, cc, cxx))
+    d = copy_project(a, work, "languages")
+    run([a.tally, "run", "--hooks=call", "--measure=cycles", "--c-exit=frames",
+         "--cxx-at=early", "--", "make", "-s"], cwd=d, env=compiler_env(a))
+    check_counts(a, os.path.join(d, "demo"), work, "late", name="languages")
+    # One --exit=frames for both: the C++ unit warns and builds.
+    run(["make", "-s", "clean"], cwd=d)
+    p = run([a.tally, "run", "--hooks=call", "--measure=cycles", "--exit=frames", "--",
+             "make", "-s"], cwd=d, env=compiler_env(a, {"LC_ALL": "C"}))
+    text = p.stderr.replace("\u2018", "'").replace("\u2019", "'")
+    expect("twice.cc" in text and "cannot be used with exceptions" in text,
+           "no fallback warning for twice.cc:\n%s" % text)
+    check_counts(a, os.path.join(d, "demo"), work, "late", name="languages-frames")
+    p = run([a.tally, "run", "--cxx-hooks=fast", "--", "true"], env=compiler_env(a, {"LC_ALL": "C"}),
+            check=False)
+    expect(p.returncode != 0 and "invalid value 'fast'" in p.stderr.replace("\u2018", "'").replace("\u2019", "'"),
+           "--cxx-hooks=fast: %d %r" % (p.returncode, p.stderr))
+
+
 def check_run_errors(a, work):
     """Bad options stop tally run before the command runs, with the
     plugin's own message."""
@@ -193,6 +225,60 @@ def check_run_errors(a, work):
     expect(m and os.path.isfile(m.group(1)), "--print-env:\n%s" % p.stdout)
 
 
+def check_specs(a, work):
+    """gcc -specs=tally.specs (the build tree's) is the only change: it
+    loads the plugin into compiles and links the runtime into links, with
+    plugin options anywhere on the command line; autoconf's configure with
+    CC and CXX, CMake with CMAKE_C_FLAGS and CMAKE_CXX_FLAGS, Meson with
+    c_args, c_link_args, cpp_args and cpp_link_args."""
+    specs = os.path.join(a.build_dir, "plugin", "tally.specs")
+    expect(os.path.isfile(specs), "no %s" % specs)
+    flag = "-specs=" + specs
+    src = os.path.join(a.srcdir, "dropin")
+    # -E, -S and -c do not link; an option before -specs still reaches the
+    # plugin; -nostdlib links no runtime.
+    out = os.path.join(work, "x")
+    run([a.cc, "-E", flag, os.path.join(src, "shapes.c"), "-o", out + ".i"])
+    run([a.cc, "-fplugin-arg-tally-hooks=call", "-S", flag, "-I", src,
+         os.path.join(src, "main.c"), "-o", out + ".s"])
+    asm = open(out + ".s").read()
+    expect("call\t__tally_enter" in asm,
+           "hooks=call before -specs: no hook calls in the assembly")
+    run([a.cc, "-c", flag, "-fPIC", os.path.join(src, "shapes.c"), "-o", out + ".o"])
+    p = run([a.cc, "-c", flag, "-fplugin-arg-tally-hooks=fast", os.path.join(src, "shapes.c"),
+             "-o", out + ".o"], check=False)
+    expect(p.returncode != 0 and "hooks" in p.stderr, "a bad option after -specs: %r" % p.stderr)
+    # libtool passes -specs on again at a link: read twice, it is the same.
+    run([a.cc, "-shared", flag, out + ".o", flag, "-o", out + ".so"])
+    expect(any(n.startswith("libtally-rt.so") for n in needed(out + ".so")),
+           "-shared with -specs: %s" % needed(out + ".so"))
+
+    if shutil.which("autoconf"):
+        d = copy_project(a, work, "specs-autotools")
+        run(["autoconf"], cwd=d)
+        env = {"CC": a.cc + " " + flag, "CXX": a.cxx + " " + flag,
+               "TALLY_OUTPUT": os.path.join(work, "conftest.%p.data")}
+        p = run(["./configure"], cwd=d, env=env)
+        expect("checking whether the C compiler works... yes" in p.stdout, p.stdout)
+        run(["make", "-s", "-f", "Makefile.autoconf"], cwd=d)
+        check_counts(a, os.path.join(d, "demo"), work, "late", name="specs-autotools")
+        run(["make", "-s", "-f", "Makefile.autoconf", "clean"], cwd=d, check=False)
+    if shutil.which("cmake"):
+        b = os.path.join(work, "specs-cmake")
+        run(["cmake", "-S", src, "-B", b, "-DCMAKE_BUILD_TYPE=Release",
+             "-DCMAKE_C_FLAGS=" + flag + " -fplugin-arg-tally-at=early",
+             "-DCMAKE_CXX_FLAGS=" + flag + " -fplugin-arg-tally-at=early"],
+            env=compiler_env(a))
+        run(["cmake", "--build", b])
+        calls = check_counts(a, os.path.join(b, "demo"), work, "early", name="specs-cmake")
+        expect("helper" in calls, "at=early did not reach the compiler: no helper row")
+    b = os.path.join(work, "specs-meson")
+    run([a.meson, "setup", b, src, "-Dc_args=" + flag, "-Dc_link_args=" + flag,
+         "-Dcpp_args=" + flag, "-Dcpp_link_args=" + flag], env=compiler_env(a))
+    run([a.meson, "compile", "-C", b])
+    check_counts(a, os.path.join(b, "demo"), work, "late", name="specs-meson")
+
+
 def install_tree(a, work):
     """meson install into WORK/dest; returns (dest, the directory of a
     tally.pc rewritten for the relocated tree, libdir)."""
@@ -225,7 +311,8 @@ def check_pkg_config(a, work):
         path = run(["pkg-config", "--variable=" + var, "tally"], env=env).stdout.strip()
         expect(os.path.isfile(path), "--variable=%s: %r is not a file" % (var, path))
     libs = run(["pkg-config", "--libs", "tally"], env=env).stdout.split()
-    expect("-ltally-rt" in libs and "-L" + libdir in libs, "--libs: %s" % libs)
+    expect("-Wl,--push-state,--no-as-needed,-L%s,-ltally-rt,--pop-state" % libdir in libs
+           and "-L" + libdir in libs, "--libs: %s" % libs)
 
     d = copy_project(a, work, "make")
     run(["make", "-s", "TALLY=1"], cwd=d, env=env)
@@ -240,6 +327,22 @@ def check_pkg_config(a, work):
     run([a.meson, "setup", b, os.path.join(a.srcdir, "dropin"), "-Dtally=enabled"], env=env)
     run([a.meson, "compile", "-C", b], env=env)
     check_counts(a, os.path.join(b, "demo"), work, "late", env=env, name="pc-meson")
+
+    # autoconf puts LDFLAGS before the objects ("$CC -o conftest $CFLAGS
+    # $LDFLAGS conftest.c $LIBS"), where a bare -ltally-rt is dropped by
+    # Debian's default --as-needed: configure stopped at "C compiler cannot
+    # create executables".
+    if shutil.which("autoconf"):
+        d2 = copy_project(a, work, "pc-autotools")
+        run(["autoconf"], cwd=d2)
+        pcenv = dict(env, CFLAGS=" ".join(cflags), CXXFLAGS=" ".join(cflags),
+                     LDFLAGS=" ".join(libs),
+                     TALLY_OUTPUT=os.path.join(work, "pc-conftest.%p.data"))
+        p = run(["./configure"], cwd=d2, env=pcenv, check=False)
+        expect(p.returncode == 0 and "checking whether the C compiler works... yes" in p.stdout,
+               "configure with LDFLAGS='%s' failed:\n%s%s" % (pcenv["LDFLAGS"], p.stdout, p.stderr))
+        run(["make", "-s", "-f", "Makefile.autoconf"], cwd=d2, env=env)
+        check_counts(a, os.path.join(d2, "demo"), work, "late", env=env, name="pc-autotools")
 
     # The installed tally, moved with its tree, finds the installed plugin.
     tool = [os.path.join(r, f) for r, _, fs in os.walk(dest) for f in fs
@@ -258,6 +361,8 @@ CHECKS = {
     "run-cmake": check_run_cmake,
     "run-meson": check_run_meson,
     "run-errors": check_run_errors,
+    "run-languages": check_run_languages,
+    "specs": check_specs,
     "pkg-config": check_pkg_config,
 }
 
@@ -274,6 +379,7 @@ def main():
     a = ap.parse_args()
     a.tally = os.path.abspath(a.tally)
     a.srcdir = os.path.abspath(a.srcdir)
+    a.build_dir = os.path.abspath(a.build_dir)
     return run_check(CHECKS, a.check, a, "tally-dropin-")
 
 

@@ -326,12 +326,22 @@ def check_signals(a, work):
             expect(p.returncode == -sig, "%s %s: exit %d, want death by signal %d\n%s"
                    % (hooks, mode, p.returncode, sig, p.stderr))
             want(a, data, "f", n, what="%s %s" % (hooks, mode))
-            # Without TALLY_DUMP_ON the same death writes nothing.
-            p = run([exe, mode], env={"TALLY_OUTPUT": data + ".no"}, check=False,
-                    preexec_fn=no_core)
-            expect(p.returncode == -sig and not os.path.exists(data + ".no"),
-                   "%s %s without TALLY_DUMP_ON: exit %d, file %s"
-                   % (hooks, mode, p.returncode, os.path.exists(data + ".no")))
+            # Without TALLY_DUMP_ON SIGTERM, whose action is the default,
+            # writes the file too (the default set: SIGHUP, SIGINT,
+            # SIGPIPE, SIGTERM); SIGABRT and SIGSEGV write nothing, nor
+            # anything with TALLY_DUMP_ON=none.
+            for dump_on in (None, "none"):
+                out = "%s.%s" % (data, dump_on or "unset")
+                env = {"TALLY_OUTPUT": out}
+                if dump_on:
+                    env["TALLY_DUMP_ON"] = dump_on
+                p = run([exe, mode], env=env, check=False, preexec_fn=no_core)
+                written = sig == signal.SIGTERM and not dump_on
+                expect(p.returncode == -sig and os.path.exists(out) == written,
+                       "%s %s with TALLY_DUMP_ON=%s: exit %d, file %s, want %s"
+                       % (hooks, mode, dump_on, p.returncode, os.path.exists(out), written))
+                if written:
+                    want(a, out, "f", n, what="%s %s by default" % (hooks, mode))
         # A stack overflow: the handler runs on the alternate stack tally
         # gave the main thread, or on the program's own (kept), and the
         # process still dies of SIGSEGV.
@@ -358,6 +368,42 @@ def check_signals(a, work):
         p.communicate(timeout=60)
         expect(p.returncode == -signal.SIGTERM, "%s: SIGTERM: exit %d" % (hooks, p.returncode))
         want(a, data, "f", 5, what=hooks + " external SIGTERM")
+        # A pipeline whose reader exits early: the writer dies of SIGPIPE
+        # (by default, no TALLY_DUMP_ON), the shell sees that death, and
+        # the file has every call made (the program notes each in a file
+        # of its own before it writes the line that kills it).
+        data = os.path.join(work, "pipe-%s.data" % hooks)
+        count = os.path.join(work, "pipe-%s.count" % hooks)
+        p = run(["bash", "-c", '"$0" pipe | head -n 1; echo "status ${PIPESTATUS[0]}"', exe],
+                env={"TALLY_OUTPUT": data, "SIGNAL_TEST_COUNT": count})
+        expect(p.stdout.splitlines() == ["line 1", "status %d" % (128 + signal.SIGPIPE)],
+               "%s pipe: %r %r" % (hooks, p.stdout, p.stderr))
+        expect(p.stderr == "", "%s pipe: messages %r" % (hooks, p.stderr))
+        with open(count) as f:
+            made = int(f.read().split()[0])
+        want(a, data, "f", made, what=hooks + " SIGPIPE in a pipeline")
+        want(a, data, "main", 1, 0, what=hooks + " SIGPIPE in a pipeline")
+        # An external SIGINT (Ctrl-C) while the program waits, by default.
+        data = os.path.join(work, "int-%s.data" % hooks)
+        env = dict(os.environ, TALLY_OUTPUT=data)
+        env.pop("TALLY_DUMP_ON", None)
+        p = subprocess.Popen([exe, "wait"], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        expect(p.stdout.readline().strip() == "ready", "%s: no ready line" % hooks)
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=60)
+        expect(p.returncode == -signal.SIGINT, "%s: SIGINT: exit %d" % (hooks, p.returncode))
+        want(a, data, "f", 5, what=hooks + " external SIGINT")
+        # The program's own SIGTERM handler, installed before tally's
+        # registration, is left alone: it ends the process with _exit(7),
+        # which writes nothing (had tally's handler replaced it, tally
+        # would have written the file and then called it).
+        data = os.path.join(work, "own-term-%s.data" % hooks)
+        p = run([exe, "raise"], env={"TALLY_OUTPUT": data, "SIGNAL_TEST_OWN_TERM": "1"},
+                check=False)
+        expect(p.returncode == 7 and not os.path.exists(data),
+               "%s own SIGTERM handler: exit %d, file %s" % (hooks, p.returncode,
+                                                             os.path.exists(data)))
     p = run([exe, "raise"], env={"TALLY_OUTPUT": os.path.join(work, "bad.data"),
                                  "TALLY_DUMP_ON": "SIGUSR1,SIGFOO,SIGTERM"}, check=False)
     lines = p.stderr.splitlines()
@@ -366,6 +412,92 @@ def check_signals(a, work):
         "bad TALLY_DUMP_ON: %r" % p.stderr)
     expect(p.returncode == -signal.SIGTERM and os.path.exists(os.path.join(work, "bad.data")),
            "the valid names of a bad TALLY_DUMP_ON were not installed")
+
+
+def run_waiting(exe, env, between=None):
+    """Run EXE wait (lossless/signal.c: 5 calls of f, "ready", a byte read
+    from stdin, 2 more calls) with ENV; BETWEEN(pid) runs while it waits.
+    Returns the process (ended)."""
+    full = dict(os.environ)
+    full.pop("TALLY_DUMP_ON", None)
+    full.update(env)
+    p = subprocess.Popen([exe, "wait"], env=full, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        expect(p.stdout.readline().strip() == "ready", "%s: no ready line" % exe)
+        if between:
+            between(p.pid)
+        out, err = p.communicate("x", timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    expect(p.returncode == 0 and out.strip() == "7" and err == "",
+           "%s wait: exit %d, %r, %r" % (exe, p.returncode, out, err))
+    return p
+
+
+def check_pid_reuse(a, work):
+    """A TALLY_OUTPUT with %p (the default's) never replaces a file another
+    process wrote under the same pid (a pid reused after a wrap, a pid
+    namespace, a file of an earlier session): the process takes NAME-2,
+    NAME-3, ... instead, and nothing is lost; the dumps of one process
+    still replace its own file."""
+    exe = build(a, work, "signal.c", "inline")
+    # An earlier process's file under the name the next process will use:
+    # the pid is known once the process runs, before it dumps.
+    sub = os.path.join(work, "reuse")
+    os.mkdir(sub)
+    first = os.path.join(work, "first.data")
+    run_waiting(exe, {"TALLY_OUTPUT": first})
+    old = open(first, "rb").read()
+    pids = []
+
+    def plant(pid):
+        pids.append(pid)
+        with open(os.path.join(sub, "t.%d.data" % pid), "wb") as f:
+            f.write(old)
+    run_waiting(exe, {"TALLY_OUTPUT": os.path.join(sub, "t.%p.data")}, plant)
+    files = sorted(os.listdir(sub))
+    want_files = ["t.%d-2.data" % pids[0], "t.%d.data" % pids[0]]
+    expect(files == want_files, "pid reuse: files %s, want %s" % (files, want_files))
+    expect(open(os.path.join(sub, want_files[1]), "rb").read() == old,
+           "pid reuse: the earlier process's file was changed")
+    want(a, os.path.join(sub, want_files[0]), "f", 7, what="pid reuse")
+    total = calls(a, os.path.join(sub, want_files[0]))["f"][0] + calls(a, first)["f"][0]
+    rows = json.loads(run([a.tally, "report", "--json"]
+                          + [os.path.join(sub, f) for f in files]).stdout)["functions"]
+    got = sum(r["calls"] for r in rows if r["name"] == "f")
+    expect(got == total == 14, "pid reuse: the report of both files has f %d, want %d" % (got, total))
+    # One process dumping twice (SIGUSR1, then exit) keeps one file.
+    sub = os.path.join(work, "again")
+    os.mkdir(sub)
+
+    def usr1(pid):
+        os.kill(pid, signal.SIGUSR1)
+        expect(wait_for(os.path.join(sub, "t.%d.data" % pid)), "no file after SIGUSR1")
+    run_waiting(exe, {"TALLY_OUTPUT": os.path.join(sub, "t.%p.data"),
+                      "TALLY_DUMP_ON": "SIGUSR1"}, usr1)
+    files = os.listdir(sub)
+    expect(len(files) == 1, "two dumps of one process: files %s" % files)
+    want(a, os.path.join(sub, files[0]), "f", 7, what="two dumps of one process")
+    # Real pid reuse: each run in a new pid namespace is pid 1 (root only).
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        print("pid namespaces: skipped (needs root and unshare)")
+        return
+    sub = os.path.join(work, "ns")
+    os.mkdir(sub)
+    env = {"TALLY_OUTPUT": os.path.join(sub, "%p.data")}
+    for i in range(3):
+        p = run(["unshare", "--pid", "--fork", exe, "wait"], env=env, input="x", check=False)
+        if p.returncode != 0 and i == 0 and "unshare" in p.stderr:
+            print("pid namespaces: skipped (%s)" % p.stderr.strip())
+            return
+        expect(p.returncode == 0 and p.stdout.split()[-1] == "7",
+               "unshare run %d: %d %r %r" % (i, p.returncode, p.stdout, p.stderr))
+    files = sorted(os.listdir(sub))
+    expect(files == ["1-2.data", "1-3.data", "1.data"], "pid namespaces: files %s" % files)
+    for f in files:
+        want(a, os.path.join(sub, f), "f", 7, what="pid namespace " + f)
 
 
 def check_late(a, work):
@@ -797,6 +929,7 @@ CHECKS = {
     "fork-lines": check_fork_lines,
     "exec": check_exec,
     "signals": check_signals,
+    "pid-reuse": check_pid_reuse,
     "late": check_late,
     "merge": check_merge,
     "merge-tool": check_merge_tool,

@@ -735,6 +735,50 @@ def check_frames(a, work):
             os.unlink(os.path.join(work, f))
 
 
+def check_frames_cxx(a, work):
+    """exit=frames in a unit with exceptions (C++) falls back to return-site
+    exits with a warning, so one option builds a project mixing C and C++;
+    the counts and the call tree are exit=returns' (check_exceptions)."""
+    x86_64()
+    for opt in ("-O0", "-O2"):
+        what = "exceptions.cc exit=frames %s" % opt
+        exe = os.path.join(work, "exc-frames" + opt)
+        p = run([a.cxx, opt, "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
+                 "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-exit=frames",
+                 os.path.join(a.srcdir, "measure", "exceptions.cc"), "-o", exe, a.runtime,
+                 "-lpthread"], env={"LC_ALL": "C"}, check=False)
+        text = p.stderr.replace("\u2018", "'").replace("\u2019", "'")
+        expect(p.returncode == 0, "%s: the build failed:\n%s" % (what, text))
+        expect("warning: '-fplugin-arg-tally-exit=frames' cannot be used with exceptions"
+               in text and "this unit gets exit hooks at its returns" in text,
+               "%s: no fallback warning:\n%s" % (what, text))
+        _, rows = measure(a, exe, work)
+        names = {"int main()": "main", "void catcher(int)": "catcher",
+                 "void after()": "after", "void t1(int)": "t1",
+                 "void t2(int)": "t2", "void t3(int)": "t3"}
+        rows = {names.get(n, n): r for n, r in rows.items()}
+        check_counts(what, rows, {"main": (1, 1), "catcher": (1000, 1000),
+                                  "after": (1000, 1000), "t1": (1000, 0),
+                                  "t2": (1000, 0), "t3": (1000, 0)})
+        check_tree(what, rows, {"main": ["catcher"],
+                                "catcher": ["t1", "after"], "t1": ["t2"],
+                                "t2": ["t3"], "t3": []})
+        check_sums(what, rows, ["main"])
+    # -fexceptions in C: the same fallback, and -Werror makes it an error.
+    src = os.path.join(work, "x.c")
+    with open(src, "w") as f:
+        f.write("int main (void) { return 0; }\n")
+    base = [a.cc, "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
+            "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-exit=frames",
+            "-fexceptions", "-c", src, "-o", os.path.join(work, "x.o")]
+    p = run(base, env={"LC_ALL": "C"}, check=False)
+    expect(p.returncode == 0 and "cannot be used with exceptions" in p.stderr,
+           "C -fexceptions: exit %d:\n%s" % (p.returncode, p.stderr))
+    p = run(base + ["-Werror"], env={"LC_ALL": "C"}, check=False)
+    expect(p.returncode != 0 and "internal compiler error" not in p.stderr,
+           "C -fexceptions -Werror: exit %d:\n%s" % (p.returncode, p.stderr))
+
+
 def check_errors(a, work):
     src = os.path.join(work, "x.c")
     with open(src, "w") as f:
@@ -751,9 +795,6 @@ def check_errors(a, work):
          "invalid value 'trampoline' for '-fplugin-arg-tally-exit'; accepted values: returns, frames"),
         (["-fplugin-arg-tally-exit=frames", "-fplugin-arg-tally-measure=cycles"],
          "'-fplugin-arg-tally-exit=frames' needs '-fplugin-arg-tally-hooks=call' and '-fplugin-arg-tally-measure=cycles'"),
-        (["-fplugin-arg-tally-exit=frames", "-fplugin-arg-tally-measure=cycles",
-          "-fplugin-arg-tally-hooks=call", "-fexceptions"],
-         "'-fplugin-arg-tally-exit=frames' cannot be used with exceptions (C++, or '-fexceptions')"),
         (["-fplugin-arg-tally-exit=frames", "-fplugin-arg-tally-measure=cycles",
           "-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-at=early"],
          "'-fplugin-arg-tally-exit=frames' needs '-fplugin-arg-tally-at=late'"),
@@ -1194,6 +1235,7 @@ CHECKS = {
     "papi": check_papi,
     "unwind": check_unwind,
     "frames": check_frames,
+    "frames-cxx": check_frames_cxx,
     "errors": check_errors,
     "bad-meas": check_bad_meas,
     "merge": check_merge,

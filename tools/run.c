@@ -54,12 +54,16 @@ static const char run_usage[] =
   "                          (--hooks=call, --at=early, --blocks=count,\n"
   "                          --update=atomic, --filter=FILE,\n"
   "                          --select=PROFILE[:P%], --verbose;\n"
-  "                          see tally-plugin(7))\n"
-  "  -fplugin-arg-tally-KEY[=VALUE]  the same, as the compiler spells it\n"
+  "                          see tally-plugin(7)), for C and C++\n"
+  "  --c-KEY[=VALUE], --cxx-KEY[=VALUE]\n"
+  "                          the same for C only (CC) or C++ only (CXX)\n"
+  "  -fplugin-arg-tally-KEY[=VALUE]  the same as --KEY, as the compiler spells it\n"
   "  --runtime=shared|static link the shared runtime (default) or the static\n"
   "                          one, whole, into every program and library\n"
   "  --output=PATTERN        set TALLY_OUTPUT for COMMAND (where the programs\n"
-  "                          it runs write their data files)\n"
+  "                          it runs write their data files; for a test\n"
+  "                          suite, DIR/%m.data: one file per program, every\n"
+  "                          process merged into it)\n"
   "  --override              for a make command: also pass CC= and CXX= on its\n"
   "                          command line, which beat a Makefile's own CC\n"
   "  --print-env             print the variables as shell assignments and exit\n"
@@ -213,11 +217,14 @@ print_assignment (const char *name, const char *value)
 int
 cmd_run (int argc, char **argv)
 {
-  /* 1. Options, up to "--" or the first word that is not one.  */
-  struct buf flags = { NULL, 0, 0 };
+  /* 1. Options, up to "--" or the first word that is not one.  Plugin
+     options go to C and C++ (FLAGS[0] and FLAGS[1]), or with --c- or
+     --cxx- to one of them.  */
+  struct buf flags[2] = { { NULL, 0, 0 }, { NULL, 0, 0 } };
   const char *runtime = "shared", *output = NULL;
-  int override = 0, print_env = 0, i;
-  buf_add (&flags, "");
+  int override = 0, print_env = 0, cxx_own = 0, i;
+  buf_add (&flags[0], "");
+  buf_add (&flags[1], "");
   for (i = 1; i < argc && argv[i][0] == '-'; i++)
     {
       const char *a = argv[i];
@@ -256,6 +263,11 @@ cmd_run (int argc, char **argv)
         {
           /* A plugin option: the plugin itself checks it in step 4.  */
           const char *kv = a[1] == '-' ? a + 2 : a + 19;
+          int lang = -1; /* both */
+          if (a[1] == '-' && strncmp (kv, "c-", 2) == 0)
+            lang = 0, kv += 2;
+          else if (a[1] == '-' && strncmp (kv, "cxx-", 4) == 0)
+            lang = 1, kv += 4, cxx_own = 1;
           char *word = concat ("-fplugin-arg-tally-", kv);
           if (strncmp (kv, "filter=", 7) == 0 && kv[7])
             {
@@ -295,7 +307,10 @@ cmd_run (int argc, char **argv)
               word = concat (tmp, percent);
               free (tmp);
             }
-          int bad = add_word (&flags, word);
+          int bad = 0;
+          for (int l = 0; l < 2; l++)
+            if (lang < 0 || lang == l)
+              bad |= add_word (&flags[l], word);
           free (word);
           if (bad)
             return EXIT_USAGE;
@@ -328,13 +343,13 @@ cmd_run (int argc, char **argv)
   if (locate (plugin, libdir) != 0)
     return 1;
 
-  /* 3. The words added to CC and CXX.  */
+  /* 3. The words added to CC and CXX: the plugin, its options for the
+     language, the runtime.  */
   struct buf add = { NULL, 0, 0 };
   buf_add (&add, "");
   char *word = concat ("-fplugin=", plugin);
   int bad = add_word (&add, word);
   free (word);
-  buf_add (&add, flags.s);
   if (strchr (libdir, ','))
     {
       run_error ("the runtime's directory '%s' contains a comma, which "
@@ -355,23 +370,40 @@ cmd_run (int argc, char **argv)
       buf_add (&link, libdir);
       buf_add (&link, "/libtally-rt.a,--pop-state");
     }
-  bad |= add_word (&add, link.s);
+  struct buf tail = { NULL, 0, 0 };
+  buf_add (&tail, "");
+  bad |= add_word (&tail, link.s);
   if (bad)
     return 1;
+  char *add_c = concat (add.s, flags[0].s), *add_cxx = concat (add.s, flags[1].s);
+  char *tmp = add_c;
+  add_c = concat (add_c, tail.s);
+  free (tmp);
+  tmp = add_cxx;
+  add_cxx = concat (add_cxx, tail.s);
+  free (tmp);
   const char *cc = getenv ("CC"), *cxx = getenv ("CXX");
-  char *new_cc = concat (cc && *cc ? cc : TALLY_CC, add.s);
-  char *new_cxx = concat (cxx && *cxx ? cxx : TALLY_CXX, add.s);
+  char *new_cc = concat (cc && *cc ? cc : TALLY_CC, add_c);
+  char *new_cxx = concat (cxx && *cxx ? cxx : TALLY_CXX, add_cxx);
 
   /* 4. One empty compile: the plugin loads into this compiler and accepts
-     the options, or says why not (on stderr) before COMMAND starts.  */
-  char *check = concat (new_cc, " -x c -c -o /dev/null /dev/null");
-  int status = system (check);
-  free (check);
-  if (status != 0)
+     the options, or says why not (on stderr) before COMMAND starts.  The
+     C++ compiler too when it has options of its own.  */
+  for (int l = 0; l < 1 + cxx_own; l++)
     {
-      run_error ("'%s' cannot compile with the plugin and these options "
-                 "(see above); nothing was run%s", cc && *cc ? cc : TALLY_CC, "");
-      return 1;
+      char *check = concat (l ? new_cxx : new_cc,
+                            l ? " -x c++ -c -o /dev/null /dev/null"
+                              : " -x c -c -o /dev/null /dev/null");
+      int status = system (check);
+      free (check);
+      if (status != 0)
+        {
+          const char *which = l ? (cxx && *cxx ? cxx : TALLY_CXX)
+                                : (cc && *cc ? cc : TALLY_CC);
+          run_error ("'%s' cannot compile with the plugin and these options "
+                     "(see above); nothing was run%s", which, "");
+          return 1;
+        }
     }
 
   if (print_env)
@@ -401,12 +433,12 @@ cmd_run (int argc, char **argv)
       const char *a = argv[j];
       if (make && j > i && strncmp (a, "CC=", 3) == 0)
         {
-          cmd[n++] = concat (a, add.s);
+          cmd[n++] = concat (a, add_c);
           have_cc = 1;
         }
       else if (make && j > i && strncmp (a, "CXX=", 4) == 0)
         {
-          cmd[n++] = concat (a, add.s);
+          cmd[n++] = concat (a, add_cxx);
           have_cxx = 1;
         }
       else

@@ -7,7 +7,13 @@
      segv   f 4 times, then write through a null pointer
      overflow   f 4 times, then recurse without end (stack overflow)
      own-stack  the same, with an alternate signal stack the program set
-                up before tally's registration; exit 4 if it is replaced  */
+                up before tally's registration; exit 4 if it is replaced
+     pipe   for ever: f once, its count written to the file named by
+            SIGNAL_TEST_COUNT (at offset 0), a line to stdout; ends when
+            stdout's reader is gone (SIGPIPE)
+   With SIGNAL_TEST_OWN_TERM set, a SIGTERM handler of the program's own,
+   installed before tally's registration, ends the process with _exit (7).  */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +47,20 @@ own_alt_stack (void)
     return;
   stack_t ss = { .ss_sp = own_stack, .ss_size = sizeof own_stack };
   sigaltstack (&ss, NULL);
+}
+
+static void
+own_term (int sig)
+{
+  (void) sig;
+  _exit (7);
+}
+
+__attribute__ ((constructor (100))) static void
+own_term_handler (void)
+{
+  if (getenv ("SIGNAL_TEST_OWN_TERM"))
+    signal (SIGTERM, own_term);
 }
 
 int
@@ -96,6 +116,23 @@ main (int argc, char **argv)
         s = f (s);
       char c = (char) s;
       return deep (&c);
+    }
+  if (strcmp (argv[1], "pipe") == 0)
+    {
+      const char *name = getenv ("SIGNAL_TEST_COUNT");
+      int fd = name ? open (name, O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
+      if (fd < 0)
+        return 5;
+      for (;;)
+        {
+          char num[24];
+          s = f (s);
+          int n = snprintf (num, sizeof num, "%20d\n", s);
+          if (pwrite (fd, num, (size_t) n, 0) != n)
+            return 6;
+          printf ("line %d\n", s);
+          fflush (stdout);
+        }
     }
   return 2;
 }
