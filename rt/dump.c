@@ -559,6 +559,21 @@ tally_rt_expand_path (char *path, size_t cap, const char *pattern,
           *merge = 1;
           p++;
           break;
+        case 'r': /* job rank (rank.c); outside a job "pid" and the pid */
+          if (!tally_rt_job_rank (tmp))
+            {
+              pos = append (path, pos, cap, "pid");
+              tally_rt_utoa (tmp, (unsigned long) getpid ());
+            }
+          pos = append (path, pos, cap, tmp);
+          p++;
+          break;
+        case 'R': /* job size; "0" outside a job */
+          if (!tally_rt_job_size (tmp))
+            tmp[0] = '0', tmp[1] = 0;
+          pos = append (path, pos, cap, tmp);
+          p++;
+          break;
         case 'c': /* continuous output: expands to nothing (continuous.c) */
           *cont = 1;
           p++;
@@ -569,7 +584,8 @@ tally_rt_expand_path (char *path, size_t cap, const char *pattern,
           break;
         default:
           tally_rt_error ("TALLY_OUTPUT=%s: unknown pattern '%%%s' kept as "
-                          "written (accepted: %%p pid, %%h host, %%m program "
+                          "written (accepted: %%p pid, %%h host, %%r job rank, "
+                          "%%R job size, %%m program "
                           "(and merge into the file), %%c continuous "
                           "output, %%%% a percent sign)",
                           pattern, p[1] ? (char[2]){ p[1], 0 } : "");

@@ -17,6 +17,7 @@ import stat
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import zlib
 from fractions import Fraction
@@ -222,6 +223,64 @@ def check_output_path(a, work):
     if dev:
         run([exe], env={"TALLY_OUTPUT": dev})
         expect(stat.S_ISCHR(os.stat(dev).st_mode), "the character device was replaced")
+
+
+# The launchers' variables %r and %R read (rt/rank.c), in the order tried.
+RANK_VARS = ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK",
+             "SLURM_PROCID", "FLUX_TASK_RANK", "PALS_RANKID", "ALPS_APP_PE"]
+SIZE_VARS = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS",
+             "FLUX_JOB_SIZE", "PALS_SIZE"]
+
+
+def check_rank_output(a, work):
+    """%r and %R in TALLY_OUTPUT: the job rank and size from each
+    launcher's variables, the first set one winning; outside a job "pid"
+    and the pid, and "0"; a malformed value reported and skipped."""
+    exe = build_abc(a, work)
+    clean = {k: v for k, v in os.environ.items() if k not in RANK_VARS + SIZE_VARS}
+
+    def names(extra, pattern="r%r-of-%R.data"):
+        d = tempfile.mkdtemp(dir=work)
+        env = dict(clean, **extra)
+        env["TALLY_OUTPUT"] = os.path.join(d, pattern)
+        p = subprocess.run([exe], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, check=True)
+        return sorted(os.listdir(d)), p
+
+    for rank_var, size_var in [("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+                               ("PMI_RANK", "PMI_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS"),
+                               ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"),
+                               ("FLUX_TASK_RANK", "FLUX_JOB_SIZE"),
+                               ("PALS_RANKID", "PALS_SIZE")]:
+        got, _ = names({rank_var: "37", size_var: "4096"})
+        expect(got == ["r37-of-4096.data"], "%s/%s: %s" % (rank_var, size_var, got))
+    for var in ("PMIX_RANK", "ALPS_APP_PE"):
+        got, _ = names({var: "5"})
+        expect(got == ["r5-of-0.data"], "%s alone: %s" % (var, got))
+    # The first variable set wins: Open MPI's over Slurm's (mpirun inside
+    # an allocation sets both, SLURM_PROCID being the mpirun's own step).
+    got, _ = names({"SLURM_PROCID": "0", "SLURM_NTASKS": "1",
+                    "OMPI_COMM_WORLD_RANK": "6", "OMPI_COMM_WORLD_SIZE": "8"})
+    expect(got == ["r6-of-8.data"], "precedence: %s" % got)
+    # Leading zeros do not make another name for the same rank.
+    got, _ = names({"PMI_RANK": "007", "PMI_SIZE": "08"})
+    expect(got == ["r7-of-8.data"], "leading zeros: %s" % got)
+    # Outside a job: "pid" and the pid, and size 0; two processes differ.
+    got, _ = names({})
+    expect(len(got) == 1 and re.fullmatch(r"rpid\d+-of-0\.data", got[0]),
+           "outside a job: %s" % got)
+    got2, _ = names({})
+    expect(got2 != got, "two processes outside a job share %s" % got)
+    # Malformed: reported once, the next variable is used.
+    got, p = names({"OMPI_COMM_WORLD_RANK": "3x", "PMI_RANK": "2", "PMI_SIZE": "-1"})
+    expect(got == ["r2-of-0.data"], "malformed: %s" % got)
+    expect(p.stderr.count("is not a job rank or size") == 1
+           and "OMPI_COMM_WORLD_RANK=3x" in p.stderr, "malformed report: %r" % p.stderr)
+    got, p = names({"PMI_RANK": "12345678901"})
+    expect(len(got) == 1 and got[0].startswith("rpid"), "too long a rank: %s" % got)
+    # The file is a good one and %% still works next to %r.
+    got, _ = names({"SLURM_PROCID": "1"}, "x%%%r.data")
+    expect(got == ["x%1.data"], "%%%%%%r: %s" % got)
 
 
 def check_asan_runtime(a, work):
@@ -667,6 +726,7 @@ CHECKS = {
     "bad-files": check_bad_files,
     "api": check_api,
     "output-path": check_output_path,
+    "rank-output": check_rank_output,
     "asan-runtime": check_asan_runtime,
 }
 
