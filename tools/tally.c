@@ -3172,6 +3172,10 @@ cmd_merge (int argc, char **argv)
           break;
         }
       note_unfinished (a, &d);
+      if (d.ranks)
+        fprintf (stderr, "tally: note: %s: the per-rank statistics of its "
+                 "%lu ranks (RNKS) are not merged, only the sums\n", a,
+                 (unsigned long) d.ranks);
       if (!program)
         program = xstrdup (d.program);
       else if (strcmp (program, d.program) != 0)

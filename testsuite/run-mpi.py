@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+"""MPI jobs (doc/mpi.md): %r naming under mpirun, libtally-mpi's in-job
+reduction (sums, per-rank min/max/rank of the max, records aligned by
+checksum across dlopen and MPMD), `tally report --ranks`.  Skipped with
+the reason where mpicc or mpirun is missing or libtally-mpi was not built.
+
+Usage: run-mpi.py CHECK --plugin P --runtime RT --runtime-shared RTS
+                  --tally-mpi LIB --tally T --include DIR --srcdir DIR
+Exit status: 0 pass, 1 fail, 77 skip.
+"""
+import argparse
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+
+from checklib import Failure, Skip, expect, run, run_check
+
+RANK_VARS = ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK",
+             "SLURM_PROCID", "FLUX_TASK_RANK", "PALS_RANKID", "ALPS_APP_PE"]
+
+
+def need_mpi(a):
+    for tool in ("mpicc", "mpirun"):
+        if not shutil.which(tool):
+            raise Skip("no %s (Debian: openmpi-bin libopenmpi-dev; ./dev installs them)" % tool)
+    if a.tally_mpi and not os.path.exists(a.tally_mpi):
+        raise Skip("libtally-mpi was not built (meson feature 'mpi')")
+
+
+def mpirun(a, np_or_apps, env, work, check=True):
+    """mpirun as root too, oversubscribed (this machine has 2 cores);
+    NP_OR_APPS: a rank count and argv, or a list of (count, argv)."""
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+    full = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMPI_MCA_btl": "self,vader", "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+    full.update(env)
+    for k in env:
+        cmd += ["-x", k]
+    apps = np_or_apps
+    for i, (n, argv) in enumerate(apps):
+        if i:
+            cmd.append(":")
+        cmd += ["-np", str(n), *argv]
+    return run(cmd, env=full, check=check, cwd=work, timeout=120)
+
+
+def build(a, work, name, srcs, libs=(), mpi_lib=True, shared_rt=True, extra=()):
+    exe = os.path.join(work, name)
+    rt = ["-L" + os.path.dirname(a.runtime_shared), "-ltally-rt",
+          "-Wl,-rpath," + os.path.dirname(a.runtime_shared)] if shared_rt else [a.runtime]
+    ml = ["-L" + os.path.dirname(a.tally_mpi), "-ltally-mpi",
+          "-Wl,-rpath," + os.path.dirname(a.tally_mpi)] if mpi_lib else []
+    run(["mpicc", "-O2", "-fplugin=" + a.plugin, "-I", a.include,
+         *[os.path.join(a.srcdir, "mpi", s) for s in srcs], "-o", exe, *extra, *libs,
+         *ml, *rt])
+    return exe
+
+
+# A reader of version 2 files, apart from tools/datafile.c, so that the
+# checks do not trust the code they check.
+def parse(path):
+    b = open(path, "rb").read()
+    pos = [48]
+
+    def u32():
+        v = struct.unpack_from("<I", b, pos[0])[0]
+        pos[0] += 4
+        return v
+
+    def u64():
+        v = struct.unpack_from("<Q", b, pos[0])[0]
+        pos[0] += 8
+        return v
+
+    def s():
+        n = u32()
+        v = b[pos[0]:pos[0] + n].decode()
+        pos[0] += n
+        return v
+
+    assert b[:8] == b"TALLYDAT"
+    nmod = struct.unpack_from("<I", b, 40)[0]
+    d = {"program": s(), "modules": [], "meas": None, "ranks": None}
+    seen = {}
+    for _ in range(nmod):
+        assert u32() == 0x4c444f4d
+        u32()
+        ck = u64()
+        u32()
+        nf = u32()
+        src = s()
+        s()
+        fns = []
+        for _ in range(nf):
+            name = s()
+            s(), s(), s()
+            u32(), u32()
+            nv = u32()
+            u32()
+            vals = [u64() for _ in range(nv)]
+            mapsize = u32()
+            pos[0] += mapsize
+            fns.append((name, vals))
+        occ = seen.get(ck, 0)
+        seen[ck] = occ + 1
+        d["modules"].append({"key": (ck, occ), "source": src, "fns": fns})
+    if struct.unpack_from("<I", b, pos[0])[0] == 0x5341454d:
+        u32()
+        v = u32()
+        names = [s() for _ in range(v)]
+        assert u32() == nmod
+        d["meas"] = names
+        for m in d["modules"]:
+            nf = u32()
+            m["meas"] = [[u64() for _ in range(2 * v)] for _ in range(nf)]
+    if struct.unpack_from("<I", b, pos[0])[0] == 0x534b4e52:
+        u32()
+        assert u32() == 1
+        size = u32()
+        assert u32() == nmod
+        d["ranks"] = size
+        for m in d["modules"]:
+            m["nranks"] = u32()
+            u32()
+            nv = u64()
+            m["stats"] = [(u64(), u64(), u32()) for _ in range(nv)]
+    assert u32() == 0x444e4554
+    return d
+
+
+def flat(m):
+    """A module's values in the RNKS order: counters, then MEAS pairs."""
+    v = [x for _, vals in m["fns"] for x in vals]
+    for pairs in m.get("meas", []):
+        v += pairs
+    return v
+
+
+def check_reduction(reduced, per_rank):
+    """REDUCED's records are the per-key sums of PER_RANK ({rank: parsed
+    file}) and its RNKS statistics their min, max and lowest rank of the
+    max over the ranks holding the record."""
+    keys = {}
+    for r, d in per_rank.items():
+        for m in d["modules"]:
+            keys.setdefault(m["key"], {})[r] = flat(m)
+    got = {m["key"]: m for m in reduced["modules"]}
+    expect(set(got) == set(keys), "reduced file's modules %s, per-rank files' %s"
+           % (sorted(got), sorted(keys)))
+    expect(reduced["ranks"] == len(per_rank), "job size %s, want %d"
+           % (reduced["ranks"], len(per_rank)))
+    for k, by_rank in keys.items():
+        m = got[k]
+        vals = flat(m)
+        n = len(vals)
+        expect(m["nranks"] == len(by_rank), "module %x: %d ranks, want %d"
+               % (k[0], m["nranks"], len(by_rank)))
+        for i in range(n):
+            col = {r: v[i] for r, v in by_rank.items()}
+            mx = max(col.values())
+            want = (sum(col.values()), min(col.values()), mx,
+                    min(r for r, v in col.items() if v == mx))
+            have = (vals[i], *m["stats"][i])
+            expect(have == want, "module %x value %d: sum/min/max/rank %s, want %s"
+                   % (k[0], i, have, want))
+
+
+def rank_files(work, prefix):
+    out = {}
+    for f in os.listdir(work):
+        mm = re.fullmatch(re.escape(prefix) + r"(\d+)\.data", f)
+        if mm:
+            out[int(mm.group(1))] = parse(os.path.join(work, f))
+    return out
+
+
+def check_reduce(a, work):
+    """At 1, 2, 4 and 8 ranks (TALLY_MPI=both): the reduced file holds the
+    sums of the per-rank files exactly, and per value their min, max and
+    rank of the max; the per-rank files hold what the program did."""
+    need_mpi(a)
+    exe = build(a, work, "imbalance", ["imbalance.c"])
+    for np in (1, 2, 4, 8):
+        d = os.path.join(work, "np%d" % np)
+        os.mkdir(d)
+        p = mpirun(a, [(np, [exe, str(np - 1)])],
+                   {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(d, "r%r.data"),
+                    "TALLY_MPI_OUTPUT": os.path.join(d, "reduced.data")}, d)
+        expect(sorted(os.listdir(d)) == sorted(["reduced.data"] + ["r%d.data" % r for r in range(np)]),
+               "%d ranks wrote %s" % (np, sorted(os.listdir(d))))
+        per = rank_files(d, "r")
+        # main's return comes after MPI_Finalize: counted in each rank's
+        # own file (written at exit), not in the reduced one (doc/mpi.md).
+        for f in per.values():
+            for m in f["modules"]:
+                for name, v in m["fns"]:
+                    if name == "main":
+                        expect(v[1] == 1, "main returned %d times" % v[1])
+                        v[1] = 0
+        did = {int(r): int(n) for r, n in re.findall(r"rank (\d+) work (\d+)", p.stdout)}
+        for r, f in per.items():
+            work_calls = [v[0] for m in f["modules"] for name, v in m["fns"] if name == "work"]
+            expect(work_calls == [did[r]], "rank %d: work counted %s, the program says %d"
+                   % (r, work_calls, did[r]))
+        check_reduction(parse(os.path.join(d, "reduced.data")), per)
+        # The reduced file is an ordinary one for tally.
+        out = run([a.tally, "report", "--csv", os.path.join(d, "reduced.data")]).stdout
+        total = sum(did.values())
+        expect(re.search(r"^%d,%d,work," % (total, total), out, re.M),
+               "%d ranks: report of the reduced file:\n%s" % (np, out))
+
+
+def check_modes(a, work):
+    """TALLY_MPI: reduce (default) writes one file in the whole job, files
+    one per rank and no reduced one; a bad value is reported."""
+    need_mpi(a)
+    exe = build(a, work, "imbalance", ["imbalance.c"])
+    for mode, want in [(None, ["one.data"]),
+                       ("files", ["one.data.%d" % r for r in range(4)]),
+                       ("nonsense", ["one.data"])]:
+        d = os.path.join(work, mode or "default")
+        os.mkdir(d)
+        env = {"TALLY_OUTPUT": os.path.join(d, "one.data" + (".%r" if mode == "files" else ""))}
+        if mode:
+            env["TALLY_MPI"] = mode
+        p = mpirun(a, [(4, [exe])], env, d)
+        expect(sorted(os.listdir(d)) == want, "TALLY_MPI=%s wrote %s, want %s"
+               % (mode, sorted(os.listdir(d)), want))
+        if mode == "nonsense":
+            expect("TALLY_MPI=nonsense is not one of reduce, files, both" in p.stderr,
+                   "bad TALLY_MPI not reported: %r" % p.stderr)
+    f = parse(os.path.join(work, "default", "one.data"))
+    expect(f["ranks"] == 4, "default mode: job size %s" % f["ranks"])
+
+
+def check_static_runtime(a, work):
+    """A program linked with the static runtime and -ltally-mpi is
+    reduced too (the runtime's image functions are exported to it)."""
+    need_mpi(a)
+    exe = build(a, work, "imbalance-static", ["imbalance.c"], shared_rt=False)
+    mpirun(a, [(3, [exe])], {"TALLY_OUTPUT": os.path.join(work, "s.data")}, work)
+    expect(os.listdir(work).count("s.data") == 1, "files: %s" % os.listdir(work))
+    expect(parse(os.path.join(work, "s.data"))["ranks"] == 3, "not a reduced file")
+
+
+def rewrap(body):
+    """BODY (a whole file, trailer included) with its size and CRC redone."""
+    import zlib
+    b = bytearray(body[:-16])
+    size = len(b) + 16
+    b[16:24] = struct.pack("<Q", size)
+    return bytes(b) + struct.pack("<IIQ", 0x444e4554, zlib.crc32(bytes(b)), size)
+
+
+def ranks_variants(good):
+    """Damaged RNKS records of GOOD (a reduced file of one module)."""
+    at = good.rindex(b"RNKS")
+    b = good[:-16]
+
+    def patch(off, fmt, v):
+        x = bytearray(b)
+        struct.pack_into(fmt, x, at + off, v)
+        return bytes(x) + good[-16:]
+    size = struct.unpack_from("<I", b, at + 8)[0]
+    nv = struct.unpack_from("<Q", b, at + 24)[0]
+    first = at + 32
+    yield "version 2", patch(4, "<I", 2), r"ranks record .* version 2"
+    yield "job size 0", patch(8, "<I", 0), r"job of 0 ranks"
+    yield "record count 2", patch(12, "<I", 2), r"covers 2 modules"
+    yield "held by 0 ranks", patch(16, "<I", 0), r"held by 0 ranks"
+    yield "held by more ranks than the job", patch(16, "<I", size + 1), r"held by"
+    yield "value count plus 1", patch(24, "<Q", nv + 1), r"values"
+    yield "value count huge", patch(24, "<Q", 1 << 60), r"values"
+    yield "min above max", patch(32, "<Q", 1 << 40), r"min .* max"
+    yield "rank out of range", patch(48, "<I", size), r"rank %d of %d" % (size, size)
+    yield "truncated", b[:first + 10] + good[-16:], r"past the end|values"
+    yield "bytes after it", b + b"\0\0\0\0" + good[-16:], r"unexpected bytes"
+
+
+def reduced_sample(a, work):
+    exe = build(a, work, "imbalance", ["imbalance.c"])
+    mpirun(a, [(3, [exe, "1"])], {"TALLY_OUTPUT": os.path.join(work, "red.data")}, work)
+    with open(os.path.join(work, "red.data"), "rb") as f:
+        return f.read()
+
+
+def check_bad_ranks(a, work):
+    """Each damaged RNKS record makes `tally report` exit 1 with a message
+    naming the file and the fault; the good file reads."""
+    need_mpi(a)
+    good = reduced_sample(a, work)
+    run([a.tally, "report", os.path.join(work, "red.data")])
+    names = []
+    for name, body, pattern in ranks_variants(good):
+        names.append(name)
+        path = os.path.join(work, "bad.data")
+        with open(path, "wb") as f:
+            f.write(rewrap(body))
+        p = run([a.tally, "report", path], check=False)
+        expect(p.returncode == 1 and "bad.data" in p.stderr
+               and re.search(pattern, p.stderr), "%s: exit %d, stderr %r"
+               % (name, p.returncode, p.stderr))
+        expect(p.stdout == "", "%s: partial report" % name)
+    expect(len(names) >= 10, "variants: %s" % names)
+
+
+def write_corpus(a, out_dir):
+    """Regenerate the RNKS fuzz seeds of tools/fuzz-corpus (by hand:
+    run-mpi.py write-corpus ... with --srcdir, seeds into OUT_DIR)."""
+    import tempfile
+    work = tempfile.mkdtemp()
+    good = reduced_sample(a, work)
+    with open(os.path.join(out_dir, "ranks-valid"), "wb") as f:
+        f.write(good)
+    for name, body, _ in ranks_variants(good):
+        if name in ("min above max", "rank out of range", "value count huge"):
+            with open(os.path.join(out_dir, "ranks-" + name.replace(" ", "-")), "wb") as f:
+                f.write(rewrap(body))
+
+
+CHECKS = {
+    "reduce": check_reduce,
+    "modes": check_modes,
+    "static-runtime": check_static_runtime,
+    "bad-ranks": check_bad_ranks,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("check", choices=sorted(CHECKS) + ["write-corpus"])
+    for opt in ("plugin", "runtime", "runtime-shared", "tally", "include", "srcdir"):
+        ap.add_argument("--" + opt, required=True)
+    ap.add_argument("--tally-mpi", default="")
+    a = ap.parse_args()
+    for opt in ("plugin", "runtime", "runtime_shared", "tally", "tally_mpi"):
+        if getattr(a, opt):
+            setattr(a, opt, os.path.abspath(getattr(a, opt)))
+    for v in RANK_VARS:
+        os.environ.pop(v, None)
+    if a.check == "write-corpus":
+        write_corpus(a, os.path.join(a.srcdir, "..", "tools", "fuzz-corpus"))
+        return 0
+    return run_check(CHECKS, a.check, a, "tally-mpi-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
