@@ -403,7 +403,9 @@ reduce (void)
   if (PMPI_Comm_idup (MPI_COMM_WORLD, &comm, &rq[0]) != MPI_SUCCESS
       || wait_all (1, rq) != 0)
     {
-      say ("rank %d: no communicator for the reduction", rank);
+      say ("rank %d: the reduction %s; this rank writes its own file at "
+           "exit", rank, now () > t_end ? "timed out (TALLY_MPI_TIMEOUT)"
+                                       : "found no communicator");
       return -1;
     }
   PMPI_Comm_set_errhandler (comm, MPI_ERRORS_RETURN);

@@ -168,6 +168,174 @@ def check_reduction(reduced, per_rank):
                    % (k[0], i, have, want))
 
 
+def build_common(a, work, extra=()):
+    obj = os.path.join(work, "common.o")
+    run(["mpicc", "-O2", "-fPIC", "-fplugin=" + a.plugin, *extra, "-c",
+         os.path.join(a.srcdir, "mpi", "common.c"), "-o", obj])
+    return obj
+
+
+def after_finalize(per_rank):
+    """main's return comes after MPI_Finalize: counted in each rank's own
+    file (written at exit), not in the reduced one (doc/mpi.md); so is the
+    time of main's activation.  Take them out of the per-rank files."""
+    for f in per_rank.values():
+        for m in f["modules"]:
+            for i, (name, v) in enumerate(m["fns"]):
+                if name == "main":
+                    expect(v[1] == 1, "main returned %d times" % v[1])
+                    v[1] = 0
+                    if m.get("meas"):
+                        m["meas"][i] = None
+
+
+def strip_main_meas(reduced, per_rank):
+    """main's measured values (voided by after_finalize) as zeros on both
+    sides."""
+    for d in [reduced] + list(per_rank.values()):
+        width = 2 * len(d["meas"] or [])
+        for m in d["modules"]:
+            for i, (name, _) in enumerate(m["fns"]):
+                if name == "main" and m.get("meas"):
+                    m["meas"][i] = [0] * width
+
+
+def check_mpmd(a, work):
+    """mpirun -np 2 mixed : -np 3 other: the unit both link is one record
+    held by 5 ranks, each program's own unit one held by 2 and by 3; rank 0
+    lacks other.c's record and gets it from rank 2; every value is the
+    sum, min, max and rank of the max of the per-rank files'."""
+    need_mpi(a)
+    obj = build_common(a, work)
+    mixed = build(a, work, "mixed", ["mixed.c"], libs=[obj, "-ldl"])
+    other = build(a, work, "other", ["other.c"], libs=[obj])
+    mpirun(a, [(2, [mixed]), (3, [other])],
+           {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
+            "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    per = rank_files(work, "r")
+    expect(sorted(per) == list(range(5)), "per-rank files %s" % sorted(per))
+    after_finalize(per)
+    red = parse(os.path.join(work, "reduced.data"))
+    check_reduction(red, per)
+    holders = {os.path.basename(m["source"]): m["nranks"] for m in red["modules"]}
+    expect(holders == {"common.c": 5, "mixed.c": 2, "other.c": 3},
+           "records and their holders: %s" % holders)
+    # common_step: ranks 0 and 1 (mixed) call it rank + 1 times and once
+    # more from mixed_only, ranks 2..4 (other) 3 + rank times.
+    m = [m for m in red["modules"] if m["source"].endswith("common.c")][0]
+    stats = m["stats"][0]
+    expect((m["fns"][0][1][0], stats) == (2 + 3 + 5 + 6 + 7, (2, 7, 4)),
+           "common_step: sum %d, min/max/rank %s" % (m["fns"][0][1][0], stats))
+
+
+def check_dlopen(a, work):
+    """Rank 2 of 4 alone dlopens an instrumented library: its record is in
+    the reduced file, held by 1 rank, with rank 2's counts as sum, min and
+    max; rank 0, which lacks it, got it from rank 2."""
+    need_mpi(a)
+    obj = build_common(a, work)
+    mixed = build(a, work, "mixed", ["mixed.c"], libs=[obj, "-ldl"])
+    plug = os.path.join(work, "plug.so")
+    run(["mpicc", "-O2", "-fPIC", "-shared", "-fplugin=" + a.plugin,
+         os.path.join(a.srcdir, "mpi", "plug.c"), "-o", plug,
+         "-L" + os.path.dirname(a.runtime_shared), "-ltally-rt",
+         "-Wl,-rpath," + os.path.dirname(a.runtime_shared)])
+    mpirun(a, [(4, [mixed, plug, "2"])],
+           {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
+            "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    per = rank_files(work, "r")
+    after_finalize(per)
+    red = parse(os.path.join(work, "reduced.data"))
+    check_reduction(red, per)
+    m = [m for m in red["modules"] if m["source"].endswith("plug.c")]
+    expect(len(m) == 1 and m[0]["nranks"] == 1, "plug.c records: %s" % m)
+    inner = [v for name, v in m[0]["fns"] if name == "plug_inner"][0]
+    i = [name for name, _ in m[0]["fns"]].index("plug_inner")
+    nv = sum(len(v) for _, v in m[0]["fns"][:i])
+    expect(inner[0] == 21 and m[0]["stats"][nv] == (21, 21, 2),
+           "plug_inner: %d calls, stats %s, want 21 and (21, 21, 2)"
+           % (inner[0], m[0]["stats"][nv]))
+
+
+def check_measured(a, work):
+    """measure=cycles: the MEAS values are reduced too (sum, min, max,
+    rank of the max per function's inclusive and exclusive cycles), equal
+    to those of the per-rank files."""
+    need_mpi(a)
+    exe = build(a, work, "imbalance-cycles", ["imbalance.c"],
+                extra=["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=cycles"])
+    mpirun(a, [(4, [exe, "3"])],
+           {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
+            "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    per = rank_files(work, "r")
+    after_finalize(per)
+    red = parse(os.path.join(work, "reduced.data"))
+    expect(red["meas"] == ["cycles"], "reduced MEAS names %s" % red["meas"])
+    strip_main_meas(red, per)
+    check_reduction(red, per)
+    m = red["modules"][0]
+    names = [n for n, _ in m["fns"]]
+    i = names.index("work")
+    nc = sum(len(v) for _, v in m["fns"])
+    incl = m["stats"][nc + 2 * i]
+    expect(incl[2] == 3, "work's inclusive cycles largest on rank %d, want the slow rank 3"
+           % incl[2])
+
+
+def check_dying_rank(a, work):
+    """A rank that ends before MPI_Finalize (exit) or reaches it late:
+    no rank hangs, and every rank's counts reach its own file.  Late: the
+    others give up after TALLY_MPI_TIMEOUT=1 and say so.  Exit: Open
+    MPI's mpirun ends the job: the dead rank's file is written by its exit
+    dump; the others' by TALLY_DUMP_ON=SIGTERM when mpirun's SIGTERM comes
+    before its SIGKILL (usually), checked when written."""
+    import time
+    need_mpi(a)
+    exe = build(a, work, "dies", ["dies.c"])
+    for how in ("late", "exit"):
+        d = os.path.join(work, how)
+        os.mkdir(d)
+        t0 = time.time()
+        p = mpirun(a, [(3, [exe, how])],
+                   dict({"TALLY_OUTPUT": os.path.join(d, "r%r.data"),
+                         "TALLY_DUMP_ON": "SIGTERM"},
+                        **({"TALLY_MPI_TIMEOUT": "1"} if how == "late" else {})),
+                   d, check=False)
+        took = time.time() - t0
+        expect(took < 30, "%s: the job took %.1f s" % (how, took))
+        per = rank_files(d, "r")
+        # Exit: rank 1's own exit dump writes its file; the others' depend
+        # on how the launcher ends them (Open MPI: SIGTERM, and SIGKILL
+        # soon after, which may come first), so they are checked if there.
+        want = [0, 1, 2] if how == "late" else [1]
+        expect(all(r in per for r in want), "%s: files of ranks %s (stderr %r)"
+               % (how, sorted(per), p.stderr))
+        for r, f in per.items():
+            steps = [v[0] for m in f["modules"] for name, v in m["fns"] if name == "step"]
+            expect(steps == [r + 1], "%s: rank %d counted step %s" % (how, r, steps))
+            expect(f["ranks"] is None, "%s: rank %d's file is a reduced one" % (how, r))
+        if how == "late":
+            expect(p.returncode == 0, "late: exit %d" % p.returncode)
+            expect(p.stderr.count("timed out (TALLY_MPI_TIMEOUT)") >= 2,
+                   "late: no timeout reported: %r" % p.stderr)
+
+
+def check_rank_names(a, work):
+    """%r and %R under mpirun, without libtally-mpi: one file per rank,
+    named by its rank and the job size, holding that rank's counts."""
+    need_mpi(a)
+    exe = build(a, work, "imbalance-plain", ["imbalance.c"], mpi_lib=False)
+    p = mpirun(a, [(4, [exe, "2"])], {"TALLY_OUTPUT": os.path.join(work, "p.%r-of-%R.data")}, work)
+    names = sorted(f for f in os.listdir(work) if f.endswith(".data"))
+    expect(names == ["p.%d-of-4.data" % r for r in range(4)], "files: %s" % names)
+    did = {int(r): int(n) for r, n in re.findall(r"rank (\d+) work (\d+)", p.stdout)}
+    for r in range(4):
+        f = parse(os.path.join(work, "p.%d-of-4.data" % r))
+        got = [v[0] for m in f["modules"] for name, v in m["fns"] if name == "work"]
+        expect(got == [did[r]], "rank %d's file: work %s, the program says %d"
+               % (r, got, did[r]))
+
+
 def rank_files(work, prefix):
     out = {}
     for f in os.listdir(work):
@@ -192,14 +360,7 @@ def check_reduce(a, work):
         expect(sorted(os.listdir(d)) == sorted(["reduced.data"] + ["r%d.data" % r for r in range(np)]),
                "%d ranks wrote %s" % (np, sorted(os.listdir(d))))
         per = rank_files(d, "r")
-        # main's return comes after MPI_Finalize: counted in each rank's
-        # own file (written at exit), not in the reduced one (doc/mpi.md).
-        for f in per.values():
-            for m in f["modules"]:
-                for name, v in m["fns"]:
-                    if name == "main":
-                        expect(v[1] == 1, "main returned %d times" % v[1])
-                        v[1] = 0
+        after_finalize(per)
         did = {int(r): int(n) for r, n in re.findall(r"rank (\d+) work (\d+)", p.stdout)}
         for r, f in per.items():
             work_calls = [v[0] for m in f["modules"] for name, v in m["fns"] if name == "work"]
@@ -326,6 +487,11 @@ CHECKS = {
     "modes": check_modes,
     "static-runtime": check_static_runtime,
     "bad-ranks": check_bad_ranks,
+    "mpmd": check_mpmd,
+    "dlopen": check_dlopen,
+    "measured": check_measured,
+    "dying-rank": check_dying_rank,
+    "rank-names": check_rank_names,
 }
 
 
