@@ -336,6 +336,66 @@ def check_rank_names(a, work):
                % (r, got, did[r]))
 
 
+def check_ranks_report(a, work):
+    """`tally report --ranks` of an 8-rank run where rank 5 calls work 500
+    times and rank R otherwise 10 (R + 1): on the reduced file and on the
+    per-rank files alike, work comes first (sorted by imbalance) with the
+    slow rank as the rank of the max, the max, min and mean the program's
+    own figures give, and the imbalance max / mean exactly; --csv says the
+    same; --rank 5 reports rank 5's file alone."""
+    import csv
+    import io
+    import json
+    need_mpi(a)
+    exe = build(a, work, "imbalance", ["imbalance.c"])
+    slow = 5
+    p = mpirun(a, [(8, [exe, str(slow)])],
+               {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
+                "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    did = {int(r): int(n) for r, n in re.findall(r"rank (\d+) work (\d+)", p.stdout)}
+    expect(sorted(did) == list(range(8)), "program output %r" % p.stdout)
+    total, mx = sum(did.values()), max(did.values())
+    want = {"sum": total, "min": min(did.values()), "max": mx,
+            "max_rank": min(r for r, n in did.items() if n == mx),
+            "mean": total / 8, "imbalance": mx / (total / 8)}
+    expect(want["max_rank"] == slow, "the program's slow rank is %d" % want["max_rank"])
+    # Per-rank files in a shuffled, unpadded order: r10 would sort before
+    # r2 as text; here r0..r7 given backwards.
+    files = [os.path.join(work, "r%d.data" % r) for r in reversed(range(8))]
+    outs = {}
+    for what, args in [("reduced", [os.path.join(work, "reduced.data")]), ("files", files)]:
+        j = json.loads(run([a.tally, "report", "--ranks", "--json", *args]).stdout)
+        expect(j["ranks"] == 8, "%s: %s ranks" % (what, j["ranks"]))
+        first = j["functions"][0]
+        expect(first["name"] == "work", "%s: first row %s, want work (most imbalanced)"
+               % (what, first["name"]))
+        got = first["calls"]
+        for k, v in want.items():
+            expect(abs(got[k] - v) <= 1e-12 * max(1, abs(v)),
+                   "%s: work %s = %s, want %s" % (what, k, got[k], v))
+        outs[what] = [(f["name"], f["calls"]) for f in j["functions"]]
+        text = run([a.tally, "report", "--ranks", *args]).stdout.splitlines()
+        row = text[2].split()
+        expect(row[:3] == ["%.3f" % want["imbalance"], str(slow), str(mx)] and row[5] == "work",
+               "%s: text row %r" % (what, text[2]))
+        rows = list(csv.DictReader(io.StringIO(
+            run([a.tally, "report", "--ranks", "--csv", *args]).stdout)))
+        w = [r for r in rows if r["function"] == "work"][0]
+        expect((int(w["calls_max"]), int(w["calls_max_rank"]), int(w["calls_min"]))
+               == (mx, slow, want["min"]), "%s: csv row %s" % (what, w))
+    expect(outs["reduced"] == outs["files"], "reduced and per-rank reports differ:\n%s\n%s"
+           % (outs["reduced"], outs["files"]))
+    out = run([a.tally, "report", "--csv", "--rank", "5", *files]).stdout
+    expect(re.search(r"^%d,%d,work," % (did[5], did[5]), out, re.M),
+           "--rank 5:\n%s" % out)
+    p = run([a.tally, "report", "--rank", "8", *files], check=False)
+    expect(p.returncode == 2 and "ranks 0 to 7" in p.stderr, "--rank 8: %r" % p.stderr)
+    p = run([a.tally, "report", "--ranks", os.path.join(work, "reduced.data"), *files],
+            check=False)
+    expect(p.returncode == 2 and "reduced from 8 ranks" in p.stderr,
+           "reduced and per-rank files mixed: %r" % p.stderr)
+
+
 def rank_files(work, prefix):
     out = {}
     for f in os.listdir(work):
@@ -492,6 +552,7 @@ CHECKS = {
     "measured": check_measured,
     "dying-rank": check_dying_rank,
     "rank-names": check_rank_names,
+    "ranks-report": check_ranks_report,
 }
 
 

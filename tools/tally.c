@@ -25,6 +25,7 @@
 #include "coverage.h"
 #include "datafile.h"
 #include "paths.h"
+#include "ranks.h"
 #include "run.h"
 #include "select.h"
 #include "tally/abi.h"
@@ -78,6 +79,11 @@ static const char usage_text[] =
   "                (modules built with -fplugin-arg-tally-blocks=...)\n"
   "  --lines=FILE  print source FILE annotated with line counts, as gcov\n"
   "                does; may be repeated\n"
+  "  --ranks       the ranks of an MPI job (a file libtally-mpi reduced, or\n"
+  "                one file per rank): per function min, mean, max, rank of\n"
+  "                the max and imbalance; --sort=imbalance|max|mean|name\n"
+  "  --metric=M    with --ranks: calls, cycles or self (exclusive cycles)\n"
+  "  --rank=N      report only rank N of the per-rank files given\n"
   "  --            end of options\n"
   "\n"
   "Flame options:\n"
@@ -1760,6 +1766,15 @@ usage:
 static int
 cmd_report (int argc, char **argv)
 {
+  /* --ranks and --rank N: tools/ranks.c.  */
+  if (tally_ranks_wanted (argc, argv))
+    return tally_ranks_report (argc, argv);
+  int rank_status;
+  char **ranked = tally_ranks_select (argc, argv, &argc, &rank_status);
+  if (rank_status)
+    return rank_status;
+  if (ranked)
+    argv = ranked; /* freed at exit */
   struct report_opts opts = { SORT_CALLS, FORMAT_TEXT, 0, 0, 0, NULL, 0 };
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   opts.lines = xmalloc ((size_t) argc * sizeof *opts.lines);
