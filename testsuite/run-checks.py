@@ -283,6 +283,60 @@ def check_rank_output(a, work):
     expect(got == ["x%1.data"], "%%%%%%r: %s" % got)
 
 
+def check_merge_stream(a, work):
+    """tally merge streams: merging 300 copies of a file of 1,000
+    functions takes no more memory than merging 30 (less than 3 files'
+    worth more), and -j 1, -j 2 and -j 4 write the same sums; a bad -j is
+    a usage error."""
+    src = os.path.join(work, "many.c")
+    with open(src, "w") as f:
+        for i in range(1000):
+            f.write("int f%d (int x) { if (x > %d) return x - 1; return x + %d; }\n" % (i, i, i))
+        f.write("int main (void) { int s = 0;\n")
+        for i in range(1000):
+            f.write("  s += f%d (s & 7);\n" % i)
+        f.write("  return s == 12345; }\n")
+    exe = os.path.join(work, "many")
+    run([a.cc, "-O1", "-fplugin=" + a.plugin, "-fplugin-arg-tally-blocks=count", src,
+         "-o", exe, a.runtime])
+    base = os.path.join(work, "base.data")
+    run([exe], env={"TALLY_OUTPUT": base})
+    data = open(base, "rb").read()
+    d = os.path.join(work, "copies")
+    os.mkdir(d)
+    paths = []
+    for k in range(300):
+        paths.append(os.path.join(d, "r%d.data" % k))
+        with open(paths[-1], "wb") as f:
+            f.write(data)
+
+    def merge(files, jobs, out):
+        p = subprocess.Popen([a.tally, "merge", "-j", str(jobs), "-o", out, *files],
+                             stderr=subprocess.PIPE)
+        _, status, ru = os.wait4(p.pid, 0)
+        expect(status == 0, "merge -j %d failed: %r" % (jobs, p.stderr.read()))
+        return ru.ru_maxrss * 1024
+
+    few = merge(paths[:30], 1, os.path.join(work, "few.data"))
+    many = merge(paths, 1, os.path.join(work, "m1.data"))
+    expect(many - few < 3 * len(data), "merging 300 files took %d bytes more than 30 "
+           "(files of %d bytes): not streamed" % (many - few, len(data)))
+    want = [(e * 300, x * 300) for (e, x) in report_calls(a, base).values()]
+    for jobs in (2, 4):
+        out = os.path.join(work, "m%d.data" % jobs)
+        merge(paths, jobs, out)
+        # All but the time of the merge (header bytes 32..40) and hence
+        # the CRC over it (trailer bytes 4..8).
+        x, y = open(out, "rb").read(), open(os.path.join(work, "m1.data"), "rb").read()
+        expect(x[:32] + x[40:-12] + x[-8:] == y[:32] + y[40:-12] + y[-8:],
+               "-j %d wrote another file than -j 1" % jobs)
+    got = list(report_calls(a, os.path.join(work, "m4.data")).values())
+    expect(sorted(got) == sorted(want), "300 merged copies are not 300 times the counts")
+    for bad in ("-j0", "-j", "--jobs=x", "-j300"):
+        p = run([a.tally, "merge", "-o", os.path.join(work, "x.data"), bad, base], check=False)
+        expect(p.returncode == 2 and "merge" in p.stderr, "%s: %d %r" % (bad, p.returncode, p.stderr))
+
+
 def check_asan_runtime(a, work):
     san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
     for prog, flags in (("s-abc.c", []), ("threads.c", ["-pthread", "-fplugin-arg-tally-update=atomic"])):
@@ -727,6 +781,7 @@ CHECKS = {
     "api": check_api,
     "output-path": check_output_path,
     "rank-output": check_rank_output,
+    "merge-stream": check_merge_stream,
     "asan-runtime": check_asan_runtime,
 }
 

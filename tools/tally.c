@@ -25,6 +25,7 @@
 #include "coverage.h"
 #include "datafile.h"
 #include "paths.h"
+#include "prefetch.h"
 #include "ranks.h"
 #include "run.h"
 #include "select.h"
@@ -48,7 +49,7 @@ static const char usage_text[] =
   "  report [OPTION]... FILE...  merge the files and print calls per "
   "function\n"
   "  dump FILE...                print every record of the files as stored\n"
-  "  merge [--force] -o OUT FILE...\n"
+  "  merge [--force] [-j N] -o OUT FILE...\n"
   "                              sum the files into one data file OUT\n"
   "  flame [--folded] [-o OUT] FILE...\n"
   "                              a flame graph (SVG) of the call paths of\n"
@@ -3108,21 +3109,40 @@ static int
 cmd_merge (int argc, char **argv)
 {
   const char *out = NULL;
-  int force = 0, only_files = 0;
+  int force = 0, only_files = 0, jobs = 1;
   size_t npaths = 0;
+  const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   for (int i = 1; i < argc; i++)
     {
-      const char *a = argv[i];
-      enum arg_kind kind = take_arg (a, &only_files, NULL, &npaths);
+      const char *a = argv[i], *v;
+      int r;
+      enum arg_kind kind = take_arg (a, &only_files, paths, &npaths);
       if (kind == ARG_HELP)
         {
           fputs (usage_text, stdout);
+          free (paths);
           return 0;
         }
       else if (kind != ARG_OPTION)
         ;
       else if (strcmp (a, "--force") == 0)
         force = 1;
+      else if ((strncmp (a, "-j", 2) == 0 && a[2] >= '0' && a[2] <= '9'
+                && (r = 1) && (v = a + 2))
+               || (r = option_value (argc, argv, &i, "-j", &v)) != 0
+               || (r = option_value (argc, argv, &i, "--jobs", &v)) != 0)
+        {
+          char *end;
+          long n = r > 0 ? strtol (v, &end, 10) : 0;
+          if (r < 0 || !*v || *end || n < 1 || n > 256)
+            {
+              error_msg ("merge: -j needs a number of threads from 1 to 256; "
+                         "try 'tally --help'");
+              free (paths);
+              return EXIT_USAGE;
+            }
+          jobs = (int) n;
+        }
       else if (strcmp (a, "-o") == 0 || strncmp (a, "--output", 8) == 0)
         {
           const char *v = NULL;
@@ -3168,19 +3188,20 @@ cmd_merge (int argc, char **argv)
   uint32_t flags = TALLY_FILE_AT_EXIT;
   size_t file = 0;
   int status = 0;
-  only_files = 0;
-  for (int i = 1; i < argc && !status; i++)
+  /* One file at a time (memory: the files being read and the result);
+     -j N reads ahead on N - 1 threads (tools/prefetch.c).  */
+  struct tally_prefetch *pf = tally_prefetch_start (paths, npaths, jobs);
+  if (!pf)
     {
-      const char *a = argv[i];
-      if (classify_arg (a, &only_files) != ARG_FILE)
-        {
-          if (strcmp (a, "-o") == 0 || strcmp (a, "--output") == 0)
-            i++; /* its value */
-          continue;
-        }
+      error_msg ("merge: out of memory");
+      status = EXIT_BAD_DATA;
+    }
+  for (size_t pi = 0; pi < npaths && !status; pi++)
+    {
+      const char *a = paths[pi];
       struct tally_data d;
       char err[256];
-      if (tally_read_file (a, &d, err, sizeof err) != 0)
+      if (tally_prefetch_next (pf, &d, err, sizeof err) != 0)
         {
           error_msg ("%s: %s", a, err);
           status = EXIT_BAD_DATA;
@@ -3200,6 +3221,8 @@ cmd_merge (int argc, char **argv)
       tally_data_free (&d);
       file++;
     }
+  tally_prefetch_end (pf);
+  free (paths);
   size_t forced = 0;
   for (size_t i = 0; i < acc.n; i++)
     forced += acc.mods[i].forced;
