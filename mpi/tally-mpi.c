@@ -397,7 +397,8 @@ reduce (void)
   int rank, size;
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Request rq[2];
-  t_end = now () + deadline_s;
+  double t0 = now (), t_image = 0, t_union = 0, t_values = 0, t_records = 0;
+  t_end = t0 + deadline_s;
   PMPI_Comm_rank (MPI_COMM_WORLD, &rank);
   PMPI_Comm_size (MPI_COMM_WORLD, &size);
   if (PMPI_Comm_idup (MPI_COMM_WORLD, &comm, &rq[0]) != MPI_SUCCESS
@@ -431,6 +432,7 @@ reduce (void)
     }
   qsort (recs, nrec, sizeof *recs, cmp_rec);
 
+  t_image = now ();
   /* 2. The union of the keys.  */
   MPI_Datatype keys_t;
   MPI_Op keys_o, stat_o;
@@ -475,6 +477,7 @@ reduce (void)
         break;
     }
 
+  t_union = now ();
   /* 3. MEAS agreement: value count and names equal among the ranks that
      measured.  */
   uint64_t mv[5] = { 0, 0, 0, 0, 0 }, mvr[5];
@@ -571,6 +574,7 @@ reduce (void)
         memcpy (res + base, pres, (size_t) n * sizeof *pres);
     }
 
+  t_values = now ();
   /* 5. Rank 0's missing records, from their owners.  */
   unsigned char **body = calloc (nall ? nall : 1, sizeof *body);
   uint64_t *blen = calloc (nall ? nall : 1, sizeof *blen);
@@ -632,6 +636,7 @@ reduce (void)
         goto fail;
     }
 
+  t_records = now ();
   /* 6. Rank 0 writes, and tells the others whether it did: only then
      do they leave their own file out.  */
   int ok = 0;
@@ -735,6 +740,14 @@ told:
       || wait_all (1, rq) != 0)
     goto fail;
   rc = ok ? 0 : -1;
+  if (rank == 0 && ok && secure_getenv ("TALLY_VERBOSE"))
+    say ("reduced %d ranks: %zu modules, %llu values (%llu bytes a rank) "
+         "in %.3f ms: communicator and image %.3f, key union %.3f, values %.3f, records "
+         "%.3f, write and broadcast %.3f", size, nall,
+         (unsigned long long) total, (unsigned long long) total * 32,
+         (now () - t0) * 1e3, (t_image - t0) * 1e3, (t_union - t_image) * 1e3,
+         (t_values - t_union) * 1e3, (t_records - t_values) * 1e3,
+         (now () - t_records) * 1e3);
 
 fail:
   if (rc != 0)
