@@ -396,6 +396,30 @@ def check_ranks_report(a, work):
            "reduced and per-rank files mixed: %r" % p.stderr)
 
 
+def check_preload(a, work):
+    """LD_PRELOAD=libtally-mpi.so: a program with the shared runtime is
+    reduced into one file; one with the static runtime (whose functions
+    it cannot reach) is told so on rank 0 and every rank writes its own
+    file, nothing lost."""
+    need_mpi(a)
+    shared = build(a, work, "imb-shared", ["imbalance.c"], mpi_lib=False)
+    static = build(a, work, "imb-static", ["imbalance.c"], mpi_lib=False, shared_rt=False)
+    d = os.path.join(work, "shared")
+    os.mkdir(d)
+    mpirun(a, [(3, [shared, "1"])], {"LD_PRELOAD": a.tally_mpi,
+                                      "TALLY_OUTPUT": os.path.join(d, "p.%r.data")}, d)
+    expect(os.listdir(d) == ["p.0.data"], "shared runtime, preloaded: %s" % os.listdir(d))
+    expect(parse(os.path.join(d, "p.0.data"))["ranks"] == 3, "not reduced")
+    d = os.path.join(work, "static")
+    os.mkdir(d)
+    p = mpirun(a, [(3, [static, "1"])], {"LD_PRELOAD": a.tally_mpi,
+                                          "TALLY_OUTPUT": os.path.join(d, "p.%r.data")}, d)
+    expect(sorted(os.listdir(d)) == ["p.%d.data" % r for r in range(3)],
+           "static runtime, preloaded: %s" % os.listdir(d))
+    expect(p.stderr.count("no tally runtime that libtally-mpi can reach") == 1,
+           "static runtime, preloaded: %r" % p.stderr)
+
+
 def rank_files(work, prefix):
     out = {}
     for f in os.listdir(work):
@@ -553,6 +577,7 @@ CHECKS = {
     "dying-rank": check_dying_rank,
     "rank-names": check_rank_names,
     "ranks-report": check_ranks_report,
+    "preload": check_preload,
 }
 
 
