@@ -538,6 +538,11 @@ def check_bad_ranks(a, work):
     need_mpi(a)
     good = reduced_sample(a, work)
     run([a.tally, "report", os.path.join(work, "red.data")])
+    # tally dump shows the record: rank 1 (of 3) is the slow one.
+    dump = run([a.tally, "dump", os.path.join(work, "red.data")]).stdout
+    expect(re.search(r"^ranks version=1 size=3 records=1$", dump, re.M)
+           and re.search(r"^  module 0 holders=3 values=\d+ \(min/max@rank\): 10/500@1 ", dump, re.M),
+           "tally dump of a reduced file:\n%s" % dump)
     names = []
     for name, body, pattern in ranks_variants(good):
         names.append(name)

@@ -663,3 +663,22 @@ tally_ranks_select (int argc, char **argv, int *new_argc, int *status)
   *new_argc = n;
   return out;
 }
+
+void
+tally_ranks_dump (const struct tally_data *d)
+{
+  if (!d->ranks)
+    return;
+  printf ("ranks version=%u size=%" PRIu32 " records=%" PRIu32 "\n",
+          (unsigned) TALLY_RANKS_VERSION, d->ranks, d->nmodules);
+  for (uint32_t mi = 0; mi < d->nmodules; mi++)
+    {
+      const struct tally_data_ranks *r = &d->rank_stats[mi];
+      printf ("  module %" PRIu32 " holders=%" PRIu32 " values=%" PRIu64
+              " (min/max@rank):", mi, r->nranks, r->nvalues);
+      for (uint64_t k = 0; k < r->nvalues; k++)
+        printf (" %" PRIu64 "/%" PRIu64 "@%" PRIu32, r->min[k], r->max[k],
+                r->maxrank[k]);
+      putchar ('\n');
+    }
+}

@@ -18,4 +18,9 @@ int tally_ranks_report (int argc, char **argv);
    usage or data error, which is reported.  */
 char **tally_ranks_select (int argc, char **argv, int *new_argc, int *status);
 
+struct tally_data;
+/* tally dump: the RNKS record of D, if any, as stored: per module record
+   its holders and per value min, max and the rank of the max.  */
+void tally_ranks_dump (const struct tally_data *d);
+
 #endif /* TALLY_TOOLS_RANKS_H */

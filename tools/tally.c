@@ -2355,6 +2355,7 @@ dump_data (const char *path, const struct tally_data *d)
             dump_map (f);
         }
     }
+  tally_ranks_dump (d); /* RNKS, ranks.c */
   /* A continuous file has no trailer: its chunks were checked one by one.  */
   if (d->flags & TALLY_FILE_CONTINUOUS)
     printf ("end (continuous file, no trailer) size=%" PRIu64 "\n", d->file_size);
