@@ -11,7 +11,9 @@
  *   reduce (default)  the reduced file only; no rank writes its own
  *   files             each rank its own file at exit, nothing reduced
  *                     (as without this library)
- *   both              the reduced file and every rank's own
+ *   both              the reduced file and every rank's own (the
+ *                     reduced one TALLY_MPI_OUTPUT, or TALLY_OUTPUT's
+ *                     path with ".reduced" added)
  *
  * The steps, all on a duplicate of MPI_COMM_WORLD, all non-blocking with
  * one deadline (TALLY_MPI_TIMEOUT seconds, default 60):
@@ -731,7 +733,18 @@ reduce (void)
             }
         }
       memset (w, 0, TALLY_TRAILER_SIZE);
+      /* With TALLY_MPI=both and no TALLY_MPI_OUTPUT, rank 0's own file
+         would replace the reduced one at exit: that goes to
+         TALLY_OUTPUT.reduced.  */
       const char *pattern = secure_getenv ("TALLY_MPI_OUTPUT");
+      char both[4096];
+      if ((!pattern || !*pattern) && mode_files)
+        {
+          const char *o = secure_getenv ("TALLY_OUTPUT");
+          snprintf (both, sizeof both, "%s.reduced",
+                    o && *o ? o : "tally.%p.data");
+          pattern = both;
+        }
       ok = tally_write_image (f, out, pattern && *pattern ? pattern : NULL) == 0;
       munmap (f, out);
     }

@@ -460,15 +460,20 @@ def check_reduce(a, work):
 
 def check_modes(a, work):
     """TALLY_MPI: reduce (default) writes one file in the whole job, files
-    one per rank and no reduced one; a bad value is reported."""
+    one per rank and no reduced one, both the two (the reduced one as
+    TALLY_OUTPUT.reduced, not replaced by rank 0's own); a bad value is
+    reported."""
     need_mpi(a)
     exe = build(a, work, "imbalance", ["imbalance.c"])
     for mode, want in [(None, ["one.data"]),
                        ("files", ["one.data.%d" % r for r in range(4)]),
+                       ("both", ["one.data", "one.data.reduced"]),
                        ("nonsense", ["one.data"])]:
         d = os.path.join(work, mode or "default")
         os.mkdir(d)
         env = {"TALLY_OUTPUT": os.path.join(d, "one.data" + (".%r" if mode == "files" else ""))}
+        if mode == "both":  # rank 0's own file: the others' go elsewhere
+            env = {"TALLY_OUTPUT": os.path.join(d, "one.data"), "TALLY_MPI": "both"}
         if mode:
             env["TALLY_MPI"] = mode
         p = mpirun(a, [(4, [exe])], env, d)
@@ -479,6 +484,8 @@ def check_modes(a, work):
                    "bad TALLY_MPI not reported: %r" % p.stderr)
     f = parse(os.path.join(work, "default", "one.data"))
     expect(f["ranks"] == 4, "default mode: job size %s" % f["ranks"])
+    f = parse(os.path.join(work, "both", "one.data.reduced"))
+    expect(f["ranks"] == 4, "both: the reduced file's job size %s" % f["ranks"])
 
 
 def check_static_runtime(a, work):
