@@ -420,6 +420,30 @@ def check_preload(a, work):
            "static runtime, preloaded: %r" % p.stderr)
 
 
+def check_ranks_derived(a, work):
+    """hooks=none blocks=count (calls derived from block counts): report
+    --ranks of per-rank files derives each rank's calls (rank 2 of 4 calls
+    work 500 times); of the reduced file, which keeps no extremes of the
+    derived calls, it shows none and says why."""
+    import json
+    need_mpi(a)
+    exe = build(a, work, "imb-derived", ["imbalance.c"],
+                extra=["-fplugin-arg-tally-hooks=none", "-fplugin-arg-tally-blocks=count"])
+    mpirun(a, [(4, [exe, "2"])],
+           {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
+            "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    files = [os.path.join(work, "r%d.data" % r) for r in range(4)]
+    j = json.loads(run([a.tally, "report", "--ranks", "--json", *files]).stdout)
+    w = [f for f in j["functions"] if f["name"] == "work"][0]["calls"]
+    expect((w["max"], w["max_rank"], w["min"], w["sum"]) == (500, 2, 10, 10 + 20 + 500 + 40),
+           "per-rank files, derived calls of work: %s" % w)
+    p = run([a.tally, "report", "--ranks", "--json", os.path.join(work, "reduced.data")])
+    j = json.loads(p.stdout)
+    expect(all(f["calls"] is None for f in j["functions"]),
+           "reduced file: derived calls given: %s" % j["functions"])
+    expect("keeps the extremes of each block's count" in p.stderr, "no note: %r" % p.stderr)
+
+
 def rank_files(work, prefix):
     out = {}
     for f in os.listdir(work):
@@ -590,6 +614,7 @@ CHECKS = {
     "rank-names": check_rank_names,
     "ranks-report": check_ranks_report,
     "preload": check_preload,
+    "ranks-derived": check_ranks_derived,
 }
 
 

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tally/abi.h"
+#include "blockmap.h"
 #include "datafile.h"
 #include "ranks.h"
 
@@ -38,6 +40,10 @@ struct row
   char *name, *file;
   uint32_t line;
   uint32_t holders;
+  int unknown; /* calls derived from block counts (hooks=none): per rank
+                  from per-rank files; a reduced file keeps only the
+                  extremes of each block's count, not of the sum, so its
+                  calls statistics are unknown */
   struct stat1 calls, incl, excl;
 };
 
@@ -232,6 +238,31 @@ parse_opts (int argc, char **argv, struct opts *o, int keep_other)
   return 0;
 }
 
+/* F's calls: counters[0], or derived from its block counts (-1 when
+   they do not determine it).  */
+static int64_t
+fn_calls (const struct tally_data_fn *f)
+{
+  if (!(f->flags & TALLY_FN_CALLS_DERIVED) || !f->map_size)
+    return (int64_t) f->counters[TALLY_C_ENTRIES];
+  struct tally_blockmap bm;
+  struct tally_flow flow;
+  char err[256];
+  if (tally_map_decode (f->map, f->map_size, f->ncounters, &bm, err,
+                        sizeof err) != 0)
+    return -1;
+  int64_t calls = -1;
+  if (bm.kind != TALLY_MAP_VISITED)
+    {
+      tally_flow_solve (&bm, f->counters, f->ncounters, &flow);
+      if (flow.entries_known)
+        calls = (int64_t) flow.entries;
+      tally_flow_free (&flow);
+    }
+  tally_map_free (&bm);
+  return calls;
+}
+
 static struct row *
 add_row (struct table *t, const struct tally_data_fn *f)
 {
@@ -264,6 +295,11 @@ load_reduced (struct table *t, const struct tally_data *d)
           r->holders = rs->nranks;
           r->calls = (struct stat1){ f->counters[0], rs->min[at], rs->max[at],
                                      rs->maxrank[at] };
+          if (f->flags & TALLY_FN_CALLS_DERIVED)
+            {
+              r->unknown = 1;
+              r->calls = (struct stat1){ 0, 0, 0, 0 };
+            }
           if (d->nmeas)
             {
               uint64_t k = meas_at + (uint64_t) fi * 2 * d->nmeas;
@@ -311,7 +347,10 @@ fold_rank (struct table *t, const struct tally_data *d, uint32_t rank)
           const struct tally_data_fn *f = &m->fns[fi];
           struct row *r = &t->rows[a->first + fi];
           r->holders++;
-          stat_add (&r->calls, f->counters[0], rank, first);
+          int64_t calls = fn_calls (f);
+          if (calls < 0)
+            r->unknown = 1;
+          stat_add (&r->calls, calls < 0 ? 0 : (uint64_t) calls, rank, first);
           stat_add (&r->incl, f->meas ? f->meas[0] : 0, rank, first);
           stat_add (&r->excl, f->meas ? f->meas[1] : 0, rank, first);
         }
@@ -345,6 +384,9 @@ cmp_rows (const void *x, const void *y)
 {
   const struct row *a = x, *b = y;
   const struct stat1 *sa = metric_of (a, sort_metric), *sb = metric_of (b, sort_metric);
+  if (strcmp (sort_key, "name") != 0 && sort_metric == 0
+      && a->unknown != b->unknown)
+    return a->unknown - b->unknown; /* unknown calls last */
   if (strcmp (sort_key, "name") != 0)
     {
       double ka, kb;
@@ -436,7 +478,10 @@ print_table (const struct table *t, const struct opts *o, const char *what,
           json_str (r->file);
           printf (", \"line\": %" PRIu32 ", \"ranks\": %" PRIu32, r->line,
                   r->holders);
-          json_stat ("calls", r, &r->calls);
+          if (r->unknown)
+            printf (", \"calls\": null");
+          else
+            json_stat ("calls", r, &r->calls);
           if (t->measured)
             {
               json_stat ("cycles", r, &r->incl);
@@ -462,7 +507,10 @@ print_table (const struct table *t, const struct opts *o, const char *what,
           putchar (',');
           csv_field (r->file);
           printf (",%" PRIu32 ",%" PRIu32, r->line, r->holders);
-          csv_stat (r, &r->calls);
+          if (r->unknown)
+            fputs (",,,,,", stdout);
+          else
+            csv_stat (r, &r->calls);
           if (t->measured)
             {
               csv_stat (r, &r->incl);
@@ -486,6 +534,12 @@ print_table (const struct table *t, const struct opts *o, const char *what,
       char ranks[32] = "";
       if (r->holders != t->ranks)
         snprintf (ranks, sizeof ranks, " (%" PRIu32 " ranks)", r->holders);
+      if (sort_metric == 0 && r->unknown)
+        {
+          printf ("%9s %6s %14s %16s %14s  %s  %s:%" PRIu32 "%s\n", "-", "-",
+                  "-", "-", "-", r->name, r->file, r->line, ranks);
+          continue;
+        }
       printf ("%9.3f %6" PRIu32 " %14" PRIu64 " %16.2f %14" PRIu64
               "  %s  %s:%" PRIu32 "%s\n", imbalance (r, s), s->rank, s->max,
               mean (r, s), s->min, r->name, r->file, r->line, ranks);
@@ -583,6 +637,18 @@ tally_ranks_report (int argc, char **argv)
           status = EXIT_USAGE;
         }
     }
+  size_t unknown = 0;
+  for (size_t i = 0; i < t.n; i++)
+    unknown += t.rows[i].unknown;
+  if (!status && unknown && sort_metric == 0)
+    fprintf (stderr, "tally: note: %zu function%s count%s calls from block "
+             "counts (hooks=none) and %s shown as '-': %s\n", unknown,
+             unknown == 1 ? "" : "s", unknown == 1 ? "s" : "",
+             unknown == 1 ? "is" : "are",
+             t.n && o.nfiles == 1 && strcmp (what, "reduced file") == 0
+                 ? "a reduced file keeps the extremes of each block's count, "
+                   "not of the calls; use per-rank files (TALLY_MPI=both)"
+                 : "their block counts do not determine the calls");
   if (!status)
     {
       sort_key = o.sort;
