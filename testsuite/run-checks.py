@@ -332,6 +332,12 @@ def check_merge_stream(a, work):
                "-j %d wrote another file than -j 1" % jobs)
     got = list(report_calls(a, os.path.join(work, "m4.data")).values())
     expect(sorted(got) == sorted(want), "300 merged copies are not 300 times the counts")
+    # The same under ASan/UBSan (leaks included), with an error midway.
+    run([a.tally_asan, "merge", "-j", "4", "-o", os.path.join(work, "asan.data"), *paths[:30]])
+    p = run([a.tally_asan, "merge", "-j", "3", "-o", os.path.join(work, "asan.data"),
+             *paths[:10], os.path.join(work, "missing.data"), *paths[10:20]], check=False)
+    expect(p.returncode == 1 and "missing.data" in p.stderr and "Sanitizer" not in p.stderr,
+           "-j 3 with a missing file under ASan: %d %r" % (p.returncode, p.stderr))
     for bad in ("-j0", "-j", "--jobs=x", "-j300"):
         p = run([a.tally, "merge", "-o", os.path.join(work, "x.data"), bad, base], check=False)
         expect(p.returncode == 2 and "merge" in p.stderr, "%s: %d %r" % (bad, p.returncode, p.stderr))

@@ -385,6 +385,14 @@ def check_ranks_report(a, work):
                == (mx, slow, want["min"]), "%s: csv row %s" % (what, w))
     expect(outs["reduced"] == outs["files"], "reduced and per-rank reports differ:\n%s\n%s"
            % (outs["reduced"], outs["files"]))
+    # The same commands under ASan/UBSan (leaks included).
+    if a.tally_asan:
+        for args in (["--ranks", "--json", os.path.join(work, "reduced.data")],
+                     ["--ranks", "--csv", *files], ["--ranks", *files],
+                     ["--rank", "5", *files], ["--rank=2", "--json", *files]):
+            p = run([a.tally_asan, "report", *args], check=False)
+            expect(p.returncode == 0 and "Sanitizer" not in p.stderr,
+                   "tally-asan report %s: %d %r" % (" ".join(args[:2]), p.returncode, p.stderr))
     out = run([a.tally, "report", "--csv", "--rank", "5", *files]).stdout
     expect(re.search(r"^%d,%d,work," % (did[5], did[5]), out, re.M),
            "--rank 5:\n%s" % out)
@@ -624,8 +632,9 @@ def main():
     for opt in ("plugin", "runtime", "runtime-shared", "tally", "include", "srcdir"):
         ap.add_argument("--" + opt, required=True)
     ap.add_argument("--tally-mpi", default="")
+    ap.add_argument("--tally-asan", default="")
     a = ap.parse_args()
-    for opt in ("plugin", "runtime", "runtime_shared", "tally", "tally_mpi"):
+    for opt in ("plugin", "runtime", "runtime_shared", "tally", "tally_mpi", "tally_asan"):
         if getattr(a, opt):
             setattr(a, opt, os.path.abspath(getattr(a, opt)))
     for v in RANK_VARS:

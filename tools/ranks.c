@@ -667,6 +667,16 @@ tally_ranks_report (int argc, char **argv)
   return status;
 }
 
+/* The argument vector tally_ranks_select made; freed at exit, since the
+   report uses it to the end.  */
+static char **selected;
+
+static void
+free_selected (void)
+{
+  free (selected);
+}
+
 char **
 tally_ranks_select (int argc, char **argv, int *new_argc, int *status)
 {
@@ -727,6 +737,10 @@ tally_ranks_select (int argc, char **argv, int *new_argc, int *status)
   out[n] = NULL;
   free (o.files);
   *new_argc = n;
+  free (selected);
+  if (!selected)
+    atexit (free_selected);
+  selected = out;
   return out;
 }
 

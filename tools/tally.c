@@ -1775,7 +1775,7 @@ cmd_report (int argc, char **argv)
   if (rank_status)
     return rank_status;
   if (ranked)
-    argv = ranked; /* freed at exit */
+    argv = ranked; /* ranks.c frees it at exit */
   struct report_opts opts = { SORT_CALLS, FORMAT_TEXT, 0, 0, 0, NULL, 0 };
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   opts.lines = xmalloc ((size_t) argc * sizeof *opts.lines);
