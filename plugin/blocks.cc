@@ -20,7 +20,8 @@
  *
  * (placement=tree: only the edge around the loop is counted; f's entry
  * count, the loop test's and the exit's follow from it and from the
- * caller's counters.  placement=block counts every block at its start.)
+ * caller's counters.  placement=block counts every block at its start,
+ * and the edges the block counts leave undetermined: see step 5.)
  *
  * The flow graph the counts must satisfy:
  *   1. Blocks are split after every call that may not return (exit, longjmp,
@@ -45,6 +46,8 @@
  *      each edge is expected to run (GCC's estimated profile after
  *      optimisation, loop depth before it), with edges that would need a new
  *      block (critical edges) weighted higher: the hot edges go uncounted.
+ *      placement=block counts every block edge, and builds the forest of
+ *      the other edges the same way.
  *   6. Every edge off the tree gets a counter.  Flow conservation at each
  *      node then determines every tree edge, hence every block, exactly
  *      (the Knuth-Stevenson / Ball-Larus result that gcov relies on).
@@ -511,8 +514,13 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
       plan->edges.safe_push (pe);
     }
 
-  /* 4, 5. The spanning tree.  */
-  if (!per_block)
+  /* 4, 5. The spanning tree.  placement=block counts every block edge:
+     of the rest, the edges off a spanning forest get counters as well,
+     since the block counts alone leave the edges of every cycle of
+     uncounted edges undetermined (a block with two successors that both
+     join other paths).  */
+  bool edges_too = per_block && !visited;
+  if (!visited)
     {
       auto_vec<int> parent;
       parent.safe_grow (2 * nblocks);
@@ -528,12 +536,12 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
           }
       auto_vec<plan_edge *> rest;
       for (plan_edge &pe : plan->edges)
-        if (pe.can_count)
+        if (pe.can_count && !(edges_too && pe.bb))
           rest.safe_push (&pe);
       rest.qsort (cmp_cost);
       for (plan_edge *pe : rest)
         pe->on_tree = join (parent, pe->src, pe->dst);
-      if (stuck)
+      if (stuck && !per_block)
         {
           /* An edge that cannot be counted closes a cycle of such edges
              (not expected, see step 4): count every block instead.  */
@@ -543,6 +551,9 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
           per_block = true;
           plan->kind = TALLY_MAP_BLOCK;
         }
+      else if (stuck && dump_file)
+        fprintf (dump_file, "tally: uncountable cycle, its edges are left "
+                 "undetermined\n");
     }
 
   /* 6. Values: counters after the core ones, or visited bytes after
@@ -552,7 +563,8 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
   value_of.safe_grow_cleared (nblocks);
   for (plan_edge &pe : plan->edges)
     {
-      bool counted = per_block ? pe.bb != NULL : pe.can_count && !pe.on_tree;
+      bool counted = per_block && !edges_too ? pe.bb != NULL
+                                             : pe.can_count && !pe.on_tree;
       if (visited && counted)
         {
           /* Only blocks no other block implies get a byte.  */

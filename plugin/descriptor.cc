@@ -339,6 +339,8 @@ tally_add_function (tree fndecl, const tally_fn_layout &layout)
   r.flags = (origin != fndecl || strcmp (symbol, origin_symbol) != 0)
                 ? TALLY_FN_CLONE : 0;
   r.flags |= layout.flags;
+  if (in_system_header_at (DECL_SOURCE_LOCATION (origin)))
+    r.flags |= TALLY_FN_SYSTEM;
   r.ncounters = layout.ncounters;
   r.nvisited = layout.nvisited;
   r.map = layout.map.copy ();
@@ -439,6 +441,7 @@ module_flags (void)
     flags |= TALLY_MOD_EXIT_FRAMES;
   if (tally_opts.mapped)
     flags |= TALLY_MOD_COUNTERS_MAPPED;
+  flags |= TALLY_MOD_SYSTEM_MARKED;
   return flags;
 }
 

@@ -24,6 +24,7 @@
 #include "cfganal.h"
 
 #include <fnmatch.h>
+#include <sys/stat.h>
 
 enum rule_kind { RULE_FUNCTION, RULE_FILE };
 
@@ -62,6 +63,10 @@ next_word (char **p)
   return w;
 }
 
+/* Read the rules of the filter file PATH (OPTION names it in messages).
+   Lines are read whole, however long; a directory, a read error or a NUL
+   byte in a line is an error, never a silently shorter rule list.  A
+   pipe works (-fplugin-arg-tally-filter=<(tally select --filter ...)).  */
 bool
 tally_filter_load (const char *option, const char *path)
 {
@@ -71,10 +76,29 @@ tally_filter_load (const char *option, const char *path)
       error ("%<%s=%s%>: cannot read the filter file: %m", option, path);
       return false;
     }
-  bool ok = true;
-  char line[4096];
-  for (unsigned lineno = 1; fgets (line, sizeof line, f); lineno++)
+  struct stat st;
+  if (fstat (fileno (f), &st) == 0 && S_ISDIR (st.st_mode))
     {
+      error ("%<%s=%s%>: cannot read the filter file: it is a directory",
+             option, path);
+      fclose (f);
+      return false;
+    }
+  bool ok = true;
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t len;
+  unsigned lineno = 0;
+  while ((len = getline (&line, &cap, f)) >= 0)
+    {
+      lineno++;
+      if (strlen (line) != (size_t) len)
+        {
+          error ("%s:%u: a NUL byte in the line; a filter file is text",
+                 path, lineno);
+          ok = false;
+          continue;
+        }
       line[strcspn (line, "#\r\n")] = 0;
       char *p = line;
       char *verb = next_word (&p);
@@ -114,6 +138,12 @@ tally_filter_load (const char *option, const char *path)
              "%<min-statements N%>", path, lineno);
       ok = false;
     }
+  if (ferror (f))
+    {
+      error ("%<%s=%s%>: cannot read the filter file: %m", option, path);
+      ok = false;
+    }
+  free (line);
   fclose (f);
   return ok;
 }

@@ -334,6 +334,67 @@ add_total (function *fun, gimple_seq *seq, tree mem, tree fld, tree value)
   store (seq, unshare_expr (ref), new_val);
 }
 
+/* exit=frames: the first call in the unit that reads a caller's return
+   address, __builtin_return_address (N) or __builtin_frame_address (N)
+   with N >= 1 (UNKNOWN_LOCATION: none).  The callee reading it is another
+   function than the caller whose return slot the entry hook swapped, and
+   the caller may be any function of the unit (through pointers too), so
+   then every function of the unit keeps its return address.  */
+static location_t reads_callers_at = UNKNOWN_LOCATION;
+static bool reads_callers;
+
+/* Whether STMT reads a return address or frame; LEVEL gets the level
+   (an unknown level counts as 1).  */
+static bool
+reads_frame (gimple *stmt, unsigned HOST_WIDE_INT *level)
+{
+  if (!gimple_call_builtin_p (stmt, BUILT_IN_RETURN_ADDRESS)
+      && !gimple_call_builtin_p (stmt, BUILT_IN_FRAME_ADDRESS))
+    return false;
+  tree arg = gimple_call_num_args (stmt) ? gimple_call_arg (stmt, 0) : NULL_TREE;
+  *level = arg && tree_fits_uhwi_p (arg) ? tree_to_uhwi (arg) : 1;
+  return true;
+}
+
+/* Look for such calls in FUN; the warning names the first in the
+   source.  */
+static void
+scan_callers (function *fun)
+{
+  basic_block bb;
+  if (!fun || !fun->cfg)
+    return;
+  FOR_EACH_BB_FN (bb, fun)
+    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
+         gsi_next (&gsi))
+      {
+        unsigned HOST_WIDE_INT level;
+        location_t loc
+            = get_pure_location (gimple_location (gsi_stmt (gsi)));
+        if (reads_frame (gsi_stmt (gsi), &level) && level >= 1
+            && (!reads_callers || loc < reads_callers_at))
+          {
+            reads_callers = true;
+            reads_callers_at = loc;
+          }
+      }
+}
+
+void
+tally_frames_scan_unit (void *, void *)
+{
+  cgraph_node *node;
+  FOR_EACH_FUNCTION_WITH_GIMPLE_BODY (node)
+    scan_callers (DECL_STRUCT_FUNCTION (node->decl));
+  if (reads_callers)
+    warning_at (reads_callers_at, 0,
+                "%<-fplugin-arg-tally-exit=frames%>: this unit reads the "
+                "return address of a caller (%<__builtin_return_address%> "
+                "or %<__builtin_frame_address%> with a level of 1 or more), "
+                "which the return frames would replace: every function of "
+                "the unit gets return-site exits");
+}
+
 bool
 tally_frames_ok (function *fun, const char **why)
 {
@@ -349,17 +410,28 @@ tally_frames_ok (function *fun, const char **why)
              "(x87 or wider than 16 bytes)";
       return false;
     }
+  /* A body the scan did not see counts from here on.  */
+  if (!reads_callers)
+    scan_callers (fun);
+  if (reads_callers)
+    {
+      *why = "exit=frames: the unit reads a caller's return address";
+      return false;
+    }
   basic_block bb;
   FOR_EACH_BB_FN (bb, fun)
     for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
          gsi_next (&gsi))
-      if (gimple_call_builtin_p (gsi_stmt (gsi), BUILT_IN_RETURN_ADDRESS)
-          || gimple_call_builtin_p (gsi_stmt (gsi), BUILT_IN_EH_RETURN)
-          || gimple_call_builtin_p (gsi_stmt (gsi), BUILT_IN_UNWIND_INIT))
-        {
-          *why = "exit=frames: reads or changes its own return address";
-          return false;
-        }
+      {
+        unsigned HOST_WIDE_INT level;
+        if (reads_frame (gsi_stmt (gsi), &level)
+            || gimple_call_builtin_p (gsi_stmt (gsi), BUILT_IN_EH_RETURN)
+            || gimple_call_builtin_p (gsi_stmt (gsi), BUILT_IN_UNWIND_INIT))
+          {
+            *why = "exit=frames: reads or changes its own return address";
+            return false;
+          }
+      }
   return true;
 }
 

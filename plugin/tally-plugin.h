@@ -125,6 +125,10 @@ opt_pass *tally_make_cfa_pass (gcc::context *ctx);
 /* Whether FUN can return through the exit=frames trampoline (else it gets
    return-site exits); WHY says why not.  */
 bool tally_frames_ok (function *fun, const char **why);
+/* PLUGIN_ALL_IPA_PASSES_END with exit=frames: whether the unit reads a
+   caller's return address (then no function of it gets return frames;
+   a warning says so).  */
+void tally_frames_scan_unit (void *, void *);
 void tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret);
 const struct ggc_root_tab *tally_measure_gc_roots (void);
 

@@ -143,6 +143,20 @@ static const struct choice blocks_choices[]
 static const struct choice placement_choices[]
     = { { "tree", TALLY_PLACE_TREE }, { "block", TALLY_PLACE_BLOCK }, { NULL, 0 } };
 
+/* The option keys, as the unknown-option message lists them.  */
+static const char *const option_keys[]
+    = { "hooks", "blocks", "placement", "at", "update", "counters", "measure",
+        "paths", "exit", "filter", "select", "verbose", "help" };
+
+static bool
+known_option (const char *key)
+{
+  for (const char *k : option_keys)
+    if (strcmp (k, key) == 0)
+      return true;
+  return false;
+}
+
 /* Parse every argument; report each bad one.  Returns false on any error.  */
 static bool
 parse_options (const struct plugin_name_args *info)
@@ -152,6 +166,24 @@ parse_options (const struct plugin_name_args *info)
     {
       const struct plugin_argument *arg = &info->argv[i];
       int v;
+      /* A known option given twice: which one was meant is not known
+         (select= says so itself, with a hint).  */
+      int first = -1;
+      for (int j = 0; j < i && first < 0; j++)
+        if (strcmp (info->argv[j].key, arg->key) == 0)
+          first = j;
+      if (first >= 0 && strcmp (arg->key, "select") != 0
+          && known_option (arg->key))
+        {
+          error ("%<-fplugin-arg-%s-%s%> given twice (%<%s%s%s%> and "
+                 "%<%s%s%s%>); give it once", info->base_name, arg->key,
+                 arg->key, info->argv[first].value ? "=" : "",
+                 info->argv[first].value ? info->argv[first].value : "",
+                 arg->key, arg->value ? "=" : "",
+                 arg->value ? arg->value : "");
+          ok = false;
+          continue;
+        }
       if (strcmp (arg->key, "hooks") == 0 && arg->value
           && strncmp (arg->value, "user:", 5) == 0)
         {
@@ -430,6 +462,11 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
     }
   if (tally_opts.hooks == TALLY_HOOKS_USER)
     tally_user_register (info->base_name);
+  /* exit=frames: every body of the unit is looked at before the first is
+     compiled (after the IPA passes, at -O0 too).  */
+  if (tally_opts.exit_frames)
+    register_callback (info->base_name, PLUGIN_ALL_IPA_PASSES_END,
+                       tally_frames_scan_unit, NULL);
 
   /* 4. Module descriptor at the end of the unit, GC roots, LTO check.  */
   register_callback (info->base_name, PLUGIN_START_UNIT, check_unit, NULL);

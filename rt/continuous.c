@@ -8,13 +8,15 @@
  * the module list, under the dump lock):
  *
  * 1. opens the continuous file the first time: a new one is written to
- *    PATH.tmp.PID and renamed into place (a header only); an existing one
+ *    PATH.tmp.RANDOM and renamed into place (a header only); an existing one
  *    that this very process wrote before an exec (same pid, same process
  *    start time) is continued, as a new session, so the exec'd image does
  *    not clobber it;
  * 2. appends a CMOD chunk: the unit's module record (with the counts so
  *    far) and a table of where each function's counters are in the region,
- *    then grows the file by the region, page-aligned: the span from the
+ *    then grows the file by the region, allocated (fallocate: a sparse
+ *    region on a full file system would fault with SIGBUS at the first
+ *    store into a page it has no room for), page-aligned: the span from the
  *    unit's first counter to its last (the plugin puts them all in one
  *    section, so the span holds nothing else), rounded out to whole pages;
  * 3. maps the region MAP_SHARED, copies the counts so far into it and sets
@@ -128,6 +130,37 @@ pread_all (int fd, void *buf, size_t n, uint64_t off)
   return 1;
 }
 
+/* Allocate the file's blocks for [OFF, OFF + LEN) and extend the file to
+   OFF + LEN: 0 or an errno value (ENOSPC on a full file system).  A region
+   only sized with ftruncate is sparse, and the first store into a page the
+   file system then has no room for kills the process with SIGBUS; an
+   allocated one takes every store.  A file system without fallocate gets
+   the region written with zeros (what posix_fallocate does then), which
+   allocates it as well.  */
+static int
+reserve (int fd, uint64_t off, uint64_t len)
+{
+  int r;
+  do
+    r = fallocate (fd, 0, (off_t) off, (off_t) len);
+  while (r != 0 && errno == EINTR);
+  if (r == 0)
+    return 0;
+  if (errno != EOPNOTSUPP && errno != ENOSYS)
+    return errno;
+  static const unsigned char zeros[4096];
+  while (len)
+    {
+      size_t n = len < sizeof zeros ? (size_t) len : sizeof zeros;
+      int e = pwrite_all (fd, zeros, n, off);
+      if (e)
+        return e;
+      off += n;
+      len -= n;
+    }
+  return 0;
+}
+
 static size_t
 round_up (size_t v, size_t to)
 {
@@ -184,7 +217,7 @@ file_ok (void)
   struct stat st;
   if (fstat (cont_fd, &st) == 0 && st.st_dev == cont_dev && st.st_ino == cont_ino)
     return 1;
-  int fd = open (cont_file, O_RDWR | O_CLOEXEC);
+  int fd = open (cont_file, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return 0;
   if (fstat (fd, &st) != 0 || st.st_dev != cont_dev || st.st_ino != cont_ino)
@@ -256,15 +289,23 @@ static int
 open_file (const char *path, const char *program)
 {
   /* A device or FIFO (/dev/null) cannot hold regions, and renaming over it
-     would replace it.  */
-  struct stat st;
-  if (stat (path, &st) == 0 && !S_ISREG (st.st_mode))
+     would replace it; a link, a directory, another user's file are refused
+     (outfile.c, reported).  */
+  int inplace;
+  if (tally_rt_out_check (path, &inplace) != 0)
+    return errno;
+  if (inplace)
     return EISDIR;
   uint64_t start = process_start ();
-  int fd = open (path, O_RDWR | O_CLOEXEC);
+  int fd;
+  do
+    fd = open (path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  while (fd < 0 && errno == EINTR);
   if (fd >= 0)
     {
-      if (adopt (fd, start))
+      struct stat st;
+      if (fstat (fd, &st) == 0 && (st.st_uid == geteuid () || st.st_uid == 0)
+          && adopt (fd, start))
         {
           cont_fd = fd;
           note_identity ();
@@ -272,18 +313,8 @@ open_file (const char *path, const char *program)
         }
       close (fd);
     }
-  char tmp[4096 + 32], digits[24];
-  size_t n = strlen (path);
-  if (n + 32 > sizeof tmp)
-    return ENAMETOOLONG;
-  memcpy (tmp, path, n);
-  memcpy (tmp + n, ".tmp.", 5);
-  n += 5;
-  size_t d = tally_rt_utoa (digits, (unsigned long) getpid ());
-  memcpy (tmp + n, digits, d + 1);
-  do
-    fd = open (tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  while (fd < 0 && errno == EINTR);
+  char tmp[4096 + 32];
+  fd = tally_rt_out_tmp (path, tmp, sizeof tmp, 1);
   if (fd < 0)
     return errno;
   size_t plen = strlen (program);
@@ -306,8 +337,8 @@ open_file (const char *path, const char *program)
     e = pwrite_all (fd, program, plen, sizeof h);
   if (!e)
     e = pwrite_all (fd, s, 8, sizeof h + plen);
-  if (!e && rename (tmp, path) != 0)
-    e = errno;
+  if (!e && tally_rt_out_commit (tmp, path) != 0)
+    e = errno; /* reported */
   if (e)
     {
       close (fd);
@@ -465,13 +496,10 @@ map_module (struct tally_module *m, const char **what)
   int e = write_chunk (cont_fd, m, cont_end, start, len, region);
   if (e)
     return e;
-  *what = "extend";
-  int r;
-  do
-    r = ftruncate (cont_fd, (off_t) (region + len));
-  while (r != 0 && errno == EINTR);
-  if (r != 0)
-    return errno;
+  *what = "allocate";
+  e = reserve (cont_fd, region, len);
+  if (e)
+    return e;
   *what = "map";
   void *addr = mmap (NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, cont_fd,
                      (off_t) region);
@@ -673,8 +701,8 @@ tally_rt_cont_fork_child (void)
                                       + rec,
                                   page);
       e = write_chunk (cont_fd, r->m, cont_end, r->start, r->len, region);
-      if (!e && ftruncate (cont_fd, (off_t) (region + r->len)) != 0)
-        e = errno;
+      if (!e)
+        e = reserve (cont_fd, region, r->len);
       if (!e && mmap (r->addr, r->len, PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_FIXED, cont_fd, (off_t) region)
                     == MAP_FAILED)
@@ -690,8 +718,16 @@ tally_rt_cont_fork_child (void)
       tally_rt_error ("forked child: cannot give it a continuous file of its "
                       "own (%s, errno %d); it writes its counts when it "
                       "dumps", tally_rt_errno_text (e), e);
+      /* The chunk that found no room is cut off (cont_end is where it
+         began), so the child's file does not end in a half chunk.  */
       if (cont_fd >= 0)
-        close (cont_fd); /* the child's own, or none */
+        {
+          int r;
+          do
+            r = ftruncate (cont_fd, (off_t) cont_end);
+          while (r != 0 && errno == EINTR);
+          close (cont_fd); /* the child's own, or none */
+        }
       cont_fd = -1;
       child_fallback ();
       return;

@@ -474,10 +474,14 @@ any_measured (struct tally_module *head)
 }
 
 /* getenv without locks or allocation (getenv itself is not
-   async-signal-safe in every libc).  */
+   async-signal-safe in every libc); secure_getenv's rule: nothing at all in
+   a secure-execution process, whose environment is its unprivileged
+   caller's (a TALLY_OUTPUT naming a file root may write).  */
 const char *
 tally_rt_env (const char *name)
 {
+  if (tally_rt_secure ())
+    return NULL;
   size_t n = strlen (name);
   for (char **e = environ; e && *e; e++)
     if (strncmp (*e, name, n) == 0 && (*e)[n] == '=')
@@ -615,61 +619,38 @@ tally_rt_errno_text (int e)
     case EISDIR: return "is a directory";
     case ENAMETOOLONG: return "file name too long";
     case EIO: return "input/output error";
+    case EEXIST: return "file exists";
+    case EPERM: return "operation not permitted";
+    case ELOOP: return "a symbolic link (not followed)";
+    case EXDEV: return "another file system";
     default: return "system error";
     }
 }
 
-/* open(2), retried on EINTR.  */
-static int
-open_retry (const char *path, int flags, mode_t mode)
-{
-  int fd;
-  do
-    fd = open (path, flags, mode);
-  while (fd < 0 && errno == EINTR);
-  return fd;
-}
-
-/* open_retry, reporting a failure as "cannot VERB PATH: ...".  */
-static int
-open_reported (const char *verb, const char *path, int flags, mode_t mode)
-{
-  int fd = open_retry (path, flags, mode);
-  if (fd < 0)
-    {
-      int e = errno;
-      tally_rt_error ("cannot %s %s: %s (errno %d); no data written", verb,
-                      path, tally_rt_errno_text (e), e);
-      errno = e;
-    }
-  return fd;
-}
-
-/* Create PATH.tmp.PID for writing; its name goes to TMP.  Returns the
-   descriptor, or -1 (reported, errno set).  A PATH that exists and is not
-   a regular file (/dev/null, a FIFO, a terminal) is written in place
-   instead, TMP left empty: renaming over it would replace the device with
-   a file.  */
+/* Create PATH.tmp.RANDOM for writing (outfile.c); its name goes to TMP.
+   Returns the descriptor, or -1 (reported, errno set).  PATH is looked at
+   first: one that must not be written is refused (outfile.c says which);
+   a FIFO or character device (/dev/null) is written in place instead, TMP
+   left empty: renaming over it would replace the device with a file.  */
 static int
 open_tmp (const char *path, char *tmp, size_t cap)
 {
-  struct stat st;
-  if (stat (path, &st) == 0 && !S_ISREG (st.st_mode))
+  int inplace;
+  tmp[0] = 0;
+  if (tally_rt_out_check (path, &inplace) != 0)
+    return -1;
+  if (inplace)
+    return tally_rt_out_inplace (path);
+  int fd = tally_rt_out_tmp (path, tmp, cap, 0);
+  if (fd < 0)
     {
+      int e = errno;
+      tally_rt_error ("cannot create %s: %s (errno %d); no data written",
+                      tmp[0] ? tmp : path, tally_rt_errno_text (e), e);
       tmp[0] = 0;
-      int fd = open_reported ("write", path, O_WRONLY | O_NONBLOCK | O_CLOEXEC, 0);
-      if (fd >= 0) /* O_NONBLOCK only so that a FIFO without a reader fails */
-        fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK);
-      return fd;
+      errno = e;
     }
-  char digits[24];
-  tally_rt_utoa (digits, (unsigned long) getpid ());
-  size_t n = append (tmp, 0, cap, path);
-  n = append (tmp, n, cap, ".tmp.");
-  n = append (tmp, n, cap, digits);
-  tmp[n] = 0;
-  return open_reported ("create", tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                        0644);
+  return fd;
 }
 
 /* Add the trailer, close W's file and rename TMP over PATH.  Returns 0, or
@@ -689,8 +670,13 @@ finish_file (struct writer *w, uint64_t file_size, const char *tmp,
     w->failed = errno;
   if (!w->failed && w->total != file_size)
     w->failed = EIO; /* cannot happen unless a module changed under us */
-  if (!w->failed && tmp[0] && rename (tmp, path) != 0)
-    w->failed = errno;
+  if (!w->failed && tmp[0] && tally_rt_out_commit (tmp, path) != 0)
+    {
+      int e = errno; /* reported */
+      unlink (tmp);
+      errno = e;
+      return -1;
+    }
   if (w->failed)
     {
       tally_rt_error ("cannot write %s: %s (errno %d); no data written",
@@ -709,9 +695,13 @@ finish_file (struct writer *w, uint64_t file_size, const char *tmp,
  *    scratch memory (mmap), reading each counter once.
  * 2. An fcntl write lock on PATH.lock serialises the writers (processes;
  *    the dump lock already serialises this process's threads).
- * 3. The existing PATH, if any, is mmap'ed privately and checked whole
- *    (size, trailer, CRC, every record's bounds).  A damaged one is moved
- *    to PATH.bad and reported, never merged and never silently lost.
+ * 3. The existing PATH, if any, is read (pread, into private anonymous
+ *    memory: a mapping of the file would die of SIGBUS if another process
+ *    truncated it, since the lock is advisory) and checked whole (size,
+ *    trailer, CRC, every record's bounds, every block map as strictly as
+ *    tally report decodes it).  A damaged one, or one whose size changed
+ *    while it was read, is moved to PATH.bad and reported, never merged
+ *    and never silently lost.
  * 4. Each of our records takes the first unclaimed existing record of the
  *    same build (tally_rt_rec_match: same checksum, source and function
  *    symbols) and the two are summed; a record of another build of the
@@ -925,12 +915,17 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
   size_t n = append (tmp, 0, sizeof tmp, path);
   n = append (tmp, n, sizeof tmp, ".lock");
   tmp[n] = 0;
-  lfd = open_retry (tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  lfd = tally_rt_out_lock (tmp);
+  if (lfd < 0)
+    {
+      e = errno;
+      goto out;
+    }
   struct flock lk;
   memset (&lk, 0, sizeof lk);
   lk.l_type = F_WRLCK;
   lk.l_whence = SEEK_SET;
-  int locked = lfd >= 0;
+  int locked = 1;
   while (locked && fcntl (lfd, F_SETLKW, &lk) != 0)
     locked = errno == EINTR;
   if (!locked)
@@ -941,38 +936,44 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
       goto out;
     }
 
-  /* 3. The existing file.  */
-  int ofd = open_retry (path, O_RDONLY | O_CLOEXEC, 0);
+  /* 3. The existing file: never followed through a link, never read if it
+     is not a regular file, and never merged if another user owns it (it
+     could plant counts): moved aside, and a fresh file written.  */
+  int ofd = tally_rt_out_open_own (path, O_RDONLY, "merge into");
+  if (ofd == -2 && tally_rt_out_foreign_aside (path, tmp, sizeof tmp) == 0)
+    ofd = -1, errno = ENOENT;
   if (ofd < 0 && errno != ENOENT)
     {
-      e = errno;
-      tally_rt_error ("cannot read %s to merge into it: %s (errno %d); no "
-                      "data written", path, tally_rt_errno_text (e), e);
+      e = errno; /* reported */
       goto out;
     }
   if (ofd >= 0)
     {
       struct stat st;
       const char *why = NULL;
-      if (fstat (ofd, &st) != 0 || !S_ISREG (st.st_mode))
-        why = "not a regular file";
+      if (fstat (ofd, &st) != 0)
+        why = "cannot be examined";
       else if ((uint64_t) st.st_size > UINT32_MAX)
         why = "over 4 GiB";
       else if (st.st_size > 0)
         {
-          void *m = mmap (NULL, (size_t) st.st_size, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE, ofd, 0);
-          if (m == MAP_FAILED)
+          int r = tally_rt_read_whole (ofd, (size_t) st.st_size, &old, &e);
+          if (r < 0)
             {
-              e = errno;
               close (ofd);
-              tally_rt_error ("cannot map %s to merge into it: %s (errno "
+              tally_rt_error ("cannot read %s to merge into it: %s (errno "
                               "%d); no data written", path, tally_rt_errno_text (e), e);
               goto out;
             }
-          old = (unsigned char *) m;
-          old_len = (size_t) st.st_size;
-          why = tally_rt_check_file (old, old_len, &old_rec, &old_n, &oldx);
+          if (r > 0)
+            why = "changed size while it was read (a writer that does not "
+                  "take the lock?)";
+          else
+            {
+              old_len = (size_t) st.st_size;
+              why = tally_rt_check_file (old, old_len, &old_rec, &old_n,
+                                         &oldx);
+            }
         }
       else
         why = "empty";
@@ -982,19 +983,7 @@ merge_dump_locked (int at_exit, const char *path, const char *program,
         suffix = ".other"; /* a valid file: kept apart, never replaced */
       if (why)
         {
-          n = append (tmp, 0, sizeof tmp, path);
-          n = append (tmp, n, sizeof tmp, suffix);
-          tmp[n] = 0;
-          struct stat taken;
-          for (unsigned k = 1; suffix[1] == 'o' && k < 1000
-                               && stat (tmp, &taken) == 0; k++)
-            {
-              char digits[24];
-              tally_rt_utoa (digits, k);
-              size_t d = append (tmp, n, sizeof tmp, ".");
-              tmp[append (tmp, d, sizeof tmp, digits)] = 0;
-            }
-          if (rename (path, tmp) == 0)
+          if (tally_rt_out_aside (path, suffix, tmp, sizeof tmp) == 0)
             tally_rt_error ("%s: %s; not merged, moved aside to %s", path,
                             why, tmp);
           else

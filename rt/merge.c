@@ -6,6 +6,7 @@
  * disk error may have written it), and in bounded time.  These helpers
  * work on records in file format (include/tally/format.h); every length is
  * checked against the bytes that are there before it is used.  */
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -26,17 +27,111 @@ tally_rt_get_u64 (const unsigned char *p)
          | (uint64_t) tally_rt_get_u32 (p + 4) << 32;
 }
 
+/* Whether the N bytes at P hold a NUL byte (the readers refuse such a
+   string: tools/datafile.c).  */
+static int
+has_nul (const unsigned char *p, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (!p[i])
+      return 1;
+  return 0;
+}
+
 /* Bytes of the str field at P (at most AVAIL bytes there), or 0 if it does
-   not fit or is over the limit.  */
+   not fit, is over the limit or holds a NUL byte.  */
 static size_t
 str_size (const unsigned char *p, size_t avail)
 {
   if (avail < 4)
     return 0;
   uint32_t n = tally_rt_get_u32 (p);
-  if (n > TALLY_MAX_STRING || n > avail - 4)
+  if (n > TALLY_MAX_STRING || n > avail - 4 || has_nul (p + 4, n))
     return 0;
   return 4 + (size_t) n;
+}
+
+/* Whether the block map of SIZE bytes at MAP, of a function with NVALUES
+   values, is one tally_map_decode (tools/blockmap.c) accepts: the same
+   checks, in one pass and without memory.  A merge copies maps as they
+   are, so a map the tools cannot decode would make the merged file
+   unreadable for good.  */
+static int
+map_ok (const unsigned char *map, size_t size, uint32_t nvalues)
+{
+  if (size == 0)
+    return 1; /* no map */
+  if (size < 20)
+    return 0;
+  uint32_t kind = tally_rt_get_u32 (map + 4);
+  uint32_t nblocks = tally_rt_get_u32 (map + 8);
+  uint32_t nedges = tally_rt_get_u32 (map + 12);
+  uint32_t nfiles = tally_rt_get_u32 (map + 16);
+  size_t pos = 20;
+  if (tally_rt_get_u32 (map) != TALLY_MAP_VERSION
+      || (kind != TALLY_MAP_BLOCK && kind != TALLY_MAP_TREE
+          && kind != TALLY_MAP_VISITED)
+      || nblocks < 2 || nfiles > (size - pos) / 4
+      || nblocks > (size - pos) / 12 || nedges > (size - pos) / 16)
+    return 0;
+  for (uint32_t i = 0; i < nfiles; i++)
+    {
+      size_t k = str_size (map + pos, size - pos);
+      if (!k)
+        return 0;
+      pos += k;
+    }
+  for (uint32_t b = 0; b < nblocks; b++)
+    {
+      if (size - pos < 12)
+        return 0;
+      uint32_t value = tally_rt_get_u32 (map + pos);
+      uint32_t nlocs = tally_rt_get_u32 (map + pos + 8);
+      pos += 12;
+      if (nlocs > (size - pos) / 8
+          || (value != TALLY_MAP_NONE && value >= nvalues)
+          || (b < 2 && (value != TALLY_MAP_NONE || nlocs)))
+        return 0;
+      for (uint32_t k = 0; k < nlocs; k++, pos += 8)
+        if (tally_rt_get_u32 (map + pos) >= nfiles)
+          return 0;
+    }
+  if (nedges > (size - pos) / 16)
+    return 0;
+  for (uint32_t e = 0; e < nedges; e++, pos += 16)
+    {
+      uint32_t src = tally_rt_get_u32 (map + pos);
+      uint32_t dst = tally_rt_get_u32 (map + pos + 4);
+      uint32_t value = tally_rt_get_u32 (map + pos + 12);
+      if (src >= nblocks || dst >= nblocks || src == TALLY_MAP_EXIT
+          || dst == TALLY_MAP_ENTRY
+          || (value != TALLY_MAP_NONE && value >= nvalues))
+        return 0;
+    }
+  return pos == size;
+}
+
+/* Whether every block map of the module record at P (checked by
+   tally_rt_rec_size) decodes.  */
+static int
+maps_ok (const unsigned char *p)
+{
+  uint32_t nfns = tally_rt_get_u32 (p + 20);
+  size_t pos = 24;
+  for (int s = 0; s < 2; s++)
+    pos += 4 + (size_t) tally_rt_get_u32 (p + pos);
+  for (uint32_t i = 0; i < nfns; i++)
+    {
+      for (int s = 0; s < 4; s++)
+        pos += 4 + (size_t) tally_rt_get_u32 (p + pos);
+      uint32_t nc = tally_rt_get_u32 (p + pos + 8);
+      pos += 16 + (size_t) nc * 8;
+      uint32_t map = tally_rt_get_u32 (p + pos);
+      if (!map_ok (p + pos + 4, map, nc))
+        return 0;
+      pos += 4 + (size_t) map;
+    }
+  return 1;
 }
 
 size_t
@@ -244,7 +339,9 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
   if (end - pos >= 24 && tally_rt_get_u32 (buf + pos) == TALLY_TAG_PATH)
     {
       x->paths = pos;
-      if (tally_rt_get_u32 (buf + pos + 16) != n)
+      uint32_t limit = tally_rt_get_u32 (buf + pos + 4);
+      if (tally_rt_get_u32 (buf + pos + 16) != n
+          || limit > TALLY_PATH_DEPTH_MAX)
         return "corrupt path record";
       pos += 20;
       if (n > (end - pos) / 4)
@@ -262,6 +359,11 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
       pos += 4;
       if (nodes > (end - pos) / 32)
         return "corrupt path record";
+      /* Each node's depth (the root, node 0, is at 0): none deeper than
+         the file's limit, as the tools' reader checks.  The scratch holds
+         it: 4 bytes a 32-byte node.  */
+      uint32_t *depth = (uint32_t *) (void *) (rg + n);
+      depth[0] = 0;
       for (uint32_t i = 1; i <= nodes; i++, pos += 32)
         {
           const unsigned char *b = buf + pos;
@@ -269,6 +371,9 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
           int values = tally_rt_get_u64 (b + 8) || tally_rt_get_u64 (b + 16);
           if (tally_rt_get_u32 (b) >= i
               || tally_rt_get_u64 (b + 24) > tally_rt_get_u64 (b + 16))
+            return "corrupt path record";
+          depth[i] = depth[tally_rt_get_u32 (b)] + 1;
+          if (depth[i] > limit)
             return "corrupt path record";
           if (id == UINT32_MAX)
             {
@@ -328,7 +433,9 @@ tally_rt_frame_index (const uint32_t *ids, uint32_t n, uint32_t id)
 size_t
 tally_rt_extras_scratch (uint32_t nmodules, size_t bytes)
 {
-  /* nfns and a range per record, and a frame id per 16 bytes.  */
+  /* nfns and a range per record, and a frame id per 16 bytes (a frame
+     takes 16 bytes at least, a path node 32: the nodes' depths fit in
+     the same bytes / 4).  */
   return (size_t) nmodules * (4 + sizeof (struct tally_rt_range))
          + bytes / 16 * 4 + 64;
 }
@@ -367,6 +474,8 @@ tally_rt_check_file (const unsigned char *buf, size_t len, size_t *records,
       if (end - pos < 4 || tally_rt_get_u32 (buf + pos) != TALLY_TAG_MODULE
           || !(k = tally_rt_rec_size (buf + pos, end - pos)))
         return "corrupt module record";
+      if (!maps_ok (buf + pos))
+        return "corrupt block map";
       pos += k;
     }
   if (pos != end)
@@ -385,4 +494,50 @@ tally_rt_check_file (const unsigned char *buf, size_t len, size_t *records,
   x->end = end;
   *nmodules = n;
   return NULL;
+}
+
+int
+tally_rt_read_whole (int fd, size_t size, unsigned char **buf, int *e)
+{
+  *buf = NULL;
+  *e = 0;
+  void *m = mmap (NULL, size, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED)
+    {
+      *e = errno;
+      return -1;
+    }
+  unsigned char *p = (unsigned char *) m;
+  size_t got = 0;
+  while (got < size)
+    {
+      ssize_t k = pread (fd, p + got, size - got, (off_t) got);
+      if (k < 0 && errno == EINTR)
+        continue;
+      if (k < 0)
+        {
+          *e = errno;
+          munmap (m, size);
+          return -1;
+        }
+      if (k == 0)
+        break; /* shrunk */
+      got += (size_t) k;
+    }
+  /* Not a byte more, and the same size now as when the read began.  */
+  unsigned char more;
+  ssize_t k;
+  do
+    k = pread (fd, &more, 1, (off_t) size);
+  while (k < 0 && errno == EINTR);
+  struct stat st;
+  if (got != size || k != 0 || fstat (fd, &st) != 0
+      || (uint64_t) st.st_size != (uint64_t) size)
+    {
+      munmap (m, size);
+      return 1;
+    }
+  *buf = p;
+  return 0;
 }

@@ -25,12 +25,51 @@ extern struct tally_module *tally_modules TALLY_HIDDEN;
 extern int tally_exit_dumped TALLY_HIDDEN;
 
 /* Write one "tally: ..." line to stderr.  Only %s, %d, %u, %lu and %% are
-   understood; async-signal-safe, no stdio, errno preserved.  */
+   understood; async-signal-safe, no stdio, errno preserved.  A line longer
+   than 512 bytes loses the middle of its longest strings, never its end.  */
 void tally_rt_error (const char *fmt, ...) TALLY_HIDDEN
     __attribute__ ((format (printf, 1, 2)));
 
-/* The value of environment variable NAME, or NULL; async-signal-safe.  */
+/* The value of environment variable NAME, or NULL; async-signal-safe.  The
+   runtime's only way to the environment: in a secure-execution process
+   (AT_SECURE: setuid, setgid, file capabilities) always NULL.  */
 const char *tally_rt_env (const char *name) TALLY_HIDDEN;
+
+/* outfile.c: how files are created, opened and replaced (doc/guarantees.md,
+   "Security").  Each reports its own failures ("tally: cannot ... PATH:
+   why") and returns -1 with errno set.  */
+/* Whether this is a secure-execution process (getauxval (AT_SECURE)).  */
+int tally_rt_secure (void) TALLY_HIDDEN;
+/* Whether PATH may be written: 0 if it is missing or a regular file the
+   dump may replace, *INPLACE set if it is a FIFO or character device of
+   the user or root, to be written in place (tally_rt_out_inplace).  */
+int tally_rt_out_check (const char *path, int *inplace) TALLY_HIDDEN;
+/* Open the FIFO or device PATH for writing in place, checked again.  */
+int tally_rt_out_inplace (const char *path) TALLY_HIDDEN;
+/* Create PATH.tmp.RANDOM (O_CREAT|O_EXCL|O_NOFOLLOW, 0644, 0600 under
+   AT_SECURE; a new name on EEXIST), its name in TMP; O_RDWR if RW, else
+   O_WRONLY.  Not reported: the caller names TMP.  */
+int tally_rt_out_tmp (const char *path, char *tmp, size_t cap, int rw)
+    TALLY_HIDDEN;
+/* Rename TMP over PATH if PATH is missing or still a file that may be
+   replaced.  */
+int tally_rt_out_commit (const char *tmp, const char *path) TALLY_HIDDEN;
+/* Open the existing PATH (FLAGS: O_RDONLY, O_RDWR) without following a
+   link; only a regular file ("cannot WHAT PATH: ..." otherwise).  -1 with
+   errno ENOENT (missing) unreported; -2, unreported, for a regular file
+   owned by another user than the effective user and root.  */
+int tally_rt_out_open_own (const char *path, int flags, const char *what)
+    TALLY_HIDDEN;
+/* Move the file of another user PATH aside to PATH.other-owner (.1, ...),
+   reported; 0, or -1 (reported: nothing may be written).  */
+int tally_rt_out_foreign_aside (const char *path, char *out, size_t cap)
+    TALLY_HIDDEN;
+/* Open (create, 0600) and check the lock file PATH.  */
+int tally_rt_out_lock (const char *path) TALLY_HIDDEN;
+/* Move PATH aside to PATH SUFFIX (or SUFFIX.1, ...; never replacing a
+   file), its new name in OUT.  Not reported.  */
+int tally_rt_out_aside (const char *path, const char *suffix, char *out,
+                        size_t cap) TALLY_HIDDEN;
 
 /* Install the handlers TALLY_DUMP_ON asks for (signal.c); called once, by
    the first registration in the copy that keeps the modules.  Undone by
@@ -118,6 +157,14 @@ struct tally_rt_extras
 const char *tally_rt_check_file (const unsigned char *buf, size_t len,
                                  size_t *records, uint32_t *nmodules,
                                  struct tally_rt_extras *x) TALLY_HIDDEN;
+/* Read the regular file FD, SIZE bytes (> 0) by its fstat, into private
+   anonymous memory *BUF (SIZE bytes, for munmap) with pread: 0; 1 (and no
+   memory) if the file shrank or grew meanwhile (another writer, which the
+   advisory lock does not stop); -1 with the errno value in *E if it could
+   not be read.  A mapping of the file itself would turn a truncation by
+   another process into SIGBUS.  */
+int tally_rt_read_whole (int fd, size_t size, unsigned char **buf, int *e)
+    TALLY_HIDDEN;
 /* The function ids [base, base + count) of module record `rec`.  */
 struct tally_rt_range
 {

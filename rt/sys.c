@@ -122,6 +122,11 @@ SYS_FN (int, ftruncate) (int fd, off_t len)
   return (int) syscall (SYS_ftruncate, fd, len);
 }
 
+SYS_FN (int, fallocate) (int fd, int mode, off_t off, off_t len)
+{
+  return (int) syscall (SYS_fallocate, fd, mode, off, len);
+}
+
 SYS_FN (int, dup) (int fd)
 {
   return (int) syscall (SYS_dup, fd);

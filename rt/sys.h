@@ -60,11 +60,14 @@ ssize_t tally_rt_sys_pwrite (int fd, const void *buf, size_t n, off_t off)
     TALLY_HIDDEN;
 off_t tally_rt_sys_lseek (int fd, off_t off, int whence) TALLY_HIDDEN;
 int tally_rt_sys_ftruncate (int fd, off_t len) TALLY_HIDDEN;
+int tally_rt_sys_fallocate (int fd, int mode, off_t off, off_t len)
+    TALLY_HIDDEN;
 #define open tally_rt_sys_open
 #define pread tally_rt_sys_pread
 #define pwrite tally_rt_sys_pwrite
 #define lseek tally_rt_sys_lseek
 #define ftruncate tally_rt_sys_ftruncate
+#define fallocate tally_rt_sys_fallocate
 #define fcntl tally_rt_sys_fcntl
 #define fstat tally_rt_sys_fstat
 #define stat(path, st) tally_rt_sys_stat (path, st)

@@ -459,6 +459,169 @@ def check_bad_files(a, work):
     run([a.tally, "lcov", "-o", os.path.join(work, "good.info"), good])
 
 
+def fs_free(path):
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def fill_to(mnt, free):
+    """Fill the file system at MNT (with the file MNT/filler) so that FREE
+    bytes stay free; the filler is written, not sparse."""
+    filler = os.path.join(mnt, "filler")
+    if os.path.exists(filler):
+        os.unlink(filler)
+    n = fs_free(mnt) - free
+    expect(n >= 0, "only %d bytes free on %s, want %d" % (fs_free(mnt), mnt, free))
+    with open(filler, "wb") as f:
+        f.write(b"\1" * n)
+    expect(fs_free(mnt) == free, "filled %s: %d bytes free, want %d"
+           % (mnt, fs_free(mnt), free))
+
+
+def check_full_fs(a, work):
+    """A nearly full file system (a 64 KiB tmpfs): the regions are
+    allocated (fallocate) before they are mapped, so no store can meet a
+    page the file system has no room for (SIGBUS, before main for the
+    program's own unit).  Where the region does not fit, one message, and
+    the unit counts in its own memory and is written by the exit dump: the
+    program keeps its exit status, and if the dump fits the counts are
+    exact (they are compared with a run without %c).  With no room at all
+    nothing can be written: two messages say so, and the program still
+    ends as it would.  A forked child whose own region does not fit falls
+    back alike (its counts are lost when it is killed, as without %c), and
+    its parent's file stays exact; a dlopen'ed library's second load the
+    same.  A file system without fallocate (a seccomp filter) gets the
+    region written with zeros: no room is said alike, and with room a
+    SIGKILL loses nothing.  Needs root (mount): skipped otherwise."""
+    if os.geteuid() != 0:
+        print("not root: cannot mount a small tmpfs: skipped")
+        raise Skip()
+    mnt = os.path.join(work, "mnt")
+    os.mkdir(mnt)
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        print("mount -t tmpfs failed (%s): skipped" % p.stderr.strip())
+        raise Skip()
+    try:
+        page = os.sysconf("SC_PAGE_SIZE")
+        n = 25
+        exe = build(a, os.path.join(work, "full"), [src(a, "kill.c")])
+        ref = os.path.join(work, "ref.data")
+        run([exe, "normal", str(n)], env={"TALLY_OUTPUT": ref})
+        want, _ = report(a, ref)
+        want = {fn: c for fn, c in want.items() if c != (0, 0)}
+        expect(want.get("f") == (n, n), "reference run: %s" % want)
+
+        # Room for the file's first page (header, and the exit dump), not
+        # for the region.
+        fill_to(mnt, page)
+        data = os.path.join(mnt, "x%c.data")
+        p, out, err = run_pid(exe, ["normal", str(n)], {"TALLY_OUTPUT": data})
+        expect(p.returncode == 0, "one page free: ended with %d (want 0; -7 is SIGBUS)\n%s"
+               % (p.returncode, err))
+        expect(out.strip() != "", "one page free: no output")
+        expect(err.count("tally: ") == 1 and "cannot allocate its region" in err
+               and "no space left on device" in err and "when the program dumps" in err,
+               "one page free: want one message naming the failed allocation: %r" % err)
+        want_all(a, data.replace("%c", ""), want, "one page free: counts of the exit dump",
+                 finished=True)
+
+        # A file system without fallocate (a seccomp filter makes it fail
+        # with EOPNOTSUPP): the region is written with zeros instead, which
+        # finds no room just the same, and said so.
+        os.unlink(data.replace("%c", ""))
+        nofa = os.path.join(work, "no-fallocate")
+        run([a.cc, "-O2", os.path.join(a.srcdir, "faults", "no-fallocate.c"), "-o", nofa])
+        p, out2, err = run_pid(nofa, [exe, "normal", str(n)], {"TALLY_OUTPUT": data})
+        if p.returncode == 77:
+            print("no seccomp filter (%s): the fallocate fallback is not checked" % err.strip())
+        else:
+            expect(p.returncode == 0 and out2 == out,
+                   "no fallocate, one page free: ended with %d (-7 is SIGBUS)\n%s"
+                   % (p.returncode, err))
+            expect(err.count("tally: ") == 1 and "cannot allocate its region" in err
+                   and "no space left on device" in err,
+                   "no fallocate, one page free: want one message: %r" % err)
+            want_all(a, data.replace("%c", ""), want, "no fallocate, one page free",
+                     finished=True)
+            # With room, the zeros are the region: SIGKILL loses nothing.
+            os.unlink(data.replace("%c", ""))
+            os.unlink(os.path.join(mnt, "filler"))
+            p = start(nofa, [exe, "wait", str(n)], {"TALLY_OUTPUT": data})
+            kill_after_line(p, "no fallocate, room")
+            want_all(a, data.replace("%c", ""), {"f": (n, n), "main": (1, 0),
+                                                  "wait_for_kill": (1, 0), "pre": (1, 1),
+                                                  "before_registration": (1, 1)},
+                     "no fallocate, room: killed", finished=False)
+
+        # No room at all: nothing can be written, and the program goes on.
+        if os.path.exists(data.replace("%c", "")):
+            os.unlink(data.replace("%c", ""))
+        fill_to(mnt, 0)
+        p, out2, err = run_pid(exe, ["normal", str(n)], {"TALLY_OUTPUT": data})
+        expect(p.returncode == 0 and out2 == out,
+               "no room: ended with %d, output %r\n%s" % (p.returncode, out2, err))
+        expect("for continuous output: no space left on device" in err
+               and "no data written" in err,
+               "no room: want the failed creation and the lost dump said: %r" % err)
+
+        # fork: the parent's file fits, the child's region does not.
+        os.unlink(os.path.join(mnt, "filler"))
+        for f in os.listdir(mnt):
+            os.unlink(os.path.join(mnt, f))
+        fexe = build(a, os.path.join(work, "full-fork"), [src(a, "fork.c")])
+        data = os.path.join(mnt, "f.%p%c.data")
+        p, out, err = run_pid(fexe, [], {"TALLY_OUTPUT": data})
+        expect(p.returncode == -signal.SIGKILL and err == "",
+               "fork with room: ended with %d, %r" % (p.returncode, err))
+        used = os.stat(data.replace("%p", str(p.pid)).replace("%c", "")).st_blocks * 512
+        for f in os.listdir(mnt):
+            os.unlink(os.path.join(mnt, f))
+        fill_to(mnt, used + page)
+        p, out, err = run_pid(fexe, [], {"TALLY_OUTPUT": data})
+        expect(p.returncode == -signal.SIGKILL,
+               "fork, no room for the child's region: the parent ended with %d (want "
+               "SIGKILL: 1 means its child died of SIGBUS)\n%s" % (p.returncode, err))
+        expect("forked child: cannot give it a continuous file of its own (no space left "
+               "on device" in err, "fork: no message for the child: %r" % err)
+        want_all(a, data.replace("%p", str(p.pid)).replace("%c", ""),
+                 {"f": (7, 7), "main": (1, 0)}, "fork, no room for the child: parent",
+                 finished=False)
+        # The killed child's file: its header, without the chunk that found
+        # no room (its counts died with it, as without %c).
+        child = data.replace("%p", out.split()[0]).replace("%c", "")
+        got, err = report(a, child)
+        expect(not any(got.values()) and "cut short" not in err,
+               "fork: the child's file %s: %s %r" % (child, got, err))
+
+        # dlopen: every region fits but the library's second load.
+        for f in os.listdir(mnt):
+            os.unlink(os.path.join(mnt, f))
+        lib = os.path.join(work, "libfull.so")
+        run([a.cc, "-O2", "-fPIC", "-shared", "-fplugin=" + a.plugin, MAPPED,
+             src(a, "dl-lib.c"), "-o", lib, a.runtime])
+        dexe = build(a, os.path.join(work, "full-dl"), [src(a, "dl.c")], link=["-ldl"])
+        data = os.path.join(mnt, "d%c.data")
+        p = run([dexe, lib], env={"TALLY_OUTPUT": data}, check=False)
+        expect(p.returncode == -signal.SIGKILL and p.stderr == "",
+               "dlopen with room: ended with %d, %r" % (p.returncode, p.stderr))
+        used = os.stat(data.replace("%c", "")).st_blocks * 512
+        os.unlink(data.replace("%c", ""))
+        fill_to(mnt, used - page)
+        p = run([dexe, lib], env={"TALLY_OUTPUT": data}, check=False)
+        expect(p.returncode == -signal.SIGKILL,
+               "dlopen, no room for the second load: ended with %d (-7 is SIGBUS)\n%s"
+               % (p.returncode, p.stderr))
+        expect(p.stderr.count("tally: ") == 1 and "cannot allocate its region" in p.stderr,
+               "dlopen: want one message: %r" % p.stderr)
+        want_all(a, data.replace("%c", ""), {"lib_f": (3, 3), "calls": (2, 2), "main": (1, 0)},
+                 "dlopen, no room for the second load (its 4 calls are lost with the kill)",
+                 finished=False)
+    finally:
+        subprocess.run(["umount", mnt])
+
+
 CHECKS = {
     "kill": check_kill,
     "mixed": check_mixed,
@@ -469,6 +632,7 @@ CHECKS = {
     "errors": check_errors,
     "asan": check_asan,
     "bad-files": check_bad_files,
+    "full-fs": check_full_fs,
 }
 
 

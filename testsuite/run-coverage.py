@@ -21,6 +21,9 @@ the program, and checks:
      with a count above 0 in tree (visited splits blocks as count does).
   5. `tally lcov` of tree is read by `lcov --summary` and rendered by
      genhtml (with branch data) without an error.
+  6. Every level: `tally lcov` of tree and of block are the same (every
+     line and every branch known, with the same counts): block counts its
+     blocks and the edges they leave undetermined.
 
 Known differences that are plugin problems (not the reader's) are listed in
 KNOWN with their reason; they are printed, and a known difference that no
@@ -261,6 +264,21 @@ def main():
                                else "on the optimised CFG, where lines merge, move "
                                "or vanish", missing or "none", extra_lines or "none",
                                ", ".join(other) or "none"))
+
+                # 6. lcov of tree = lcov of block.
+                lcov = {}
+                for kind in ("tree", "block"):
+                    r = run([args.tally, "lcov", data[kind]])
+                    lcov[kind] = [l for l in r.stdout.splitlines()
+                                  if l.startswith(("DA:", "BRDA:", "FNDA:", "LF:", "BRF:"))]
+                    if r.stderr:
+                        p.fail((opt, at, kind + "-lcov", None),
+                               "%s: tally lcov of %s: %s" % (cfg, kind, r.stderr.strip()))
+                if lcov["tree"] != lcov["block"]:
+                    t, b = set(lcov["tree"]), set(lcov["block"])
+                    p.fail((opt, at, "block-lcov", None),
+                           "%s: tally lcov of block differs from tree: only tree %s; "
+                           "only block %s" % (cfg, sorted(t - b)[:12], sorted(b - t)[:12]))
 
                 # 5. lcov and genhtml read the tracefile.
                 if opt == "O0" and at == "early":

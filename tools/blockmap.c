@@ -14,7 +14,14 @@
  *      equal the counts out.  Repeat until no node has a single unknown.
  *      With kind TREE the unknown edges form a spanning forest, so this
  *      determines all of them; with kind BLOCK whatever is determined.
- *   4. A count that comes out negative (racy update=single counts) is 0.  */
+ *      The sums are taken modulo 2^64: the equations are linear, so every
+ *      count comes out exact however the others came out.
+ *   4. A negative count is legitimate on a fake edge into EXIT only: flow
+ *      that arrived there by a call returning in a process that did not
+ *      make the call (a forked child, or after tally_reset, resumes in the
+ *      middle of its active functions).  Anywhere else the counts are not
+ *      one consistent run (racy update=single counts, a dump taken while
+ *      other threads counted): shown as 0 and counted in NEGATIVE.  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,6 +251,28 @@ bad:
   return -1;
 }
 
+int
+tally_data_check_maps (const struct tally_data *d, char *err, size_t errlen)
+{
+  for (uint32_t i = 0; i < d->nmodules; i++)
+    for (uint32_t j = 0; j < d->modules[i].nfns; j++)
+      {
+        const struct tally_data_fn *f = &d->modules[i].fns[j];
+        struct tally_blockmap bm;
+        char why[200];
+        if (!f->map_size)
+          continue;
+        if (tally_map_decode (f->map, f->map_size, f->ncounters, &bm, why,
+                              sizeof why) != 0)
+          return fail (err, errlen, "module %lu (%s) function %lu (%s): bad "
+                       "block map: %s: file is corrupt", (unsigned long) i,
+                       d->modules[i].source, (unsigned long) j, f->symbol,
+                       why);
+        tally_map_free (&bm);
+      }
+  return 0;
+}
+
 void
 tally_map_free (struct tally_blockmap *m)
 {
@@ -291,15 +320,31 @@ add_sat (uint64_t a, uint64_t b)
   return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+/* Sums modulo 2^64 (3.): unsigned arithmetic wraps, exactly.  */
 static void
 set_known (struct gnode *nodes, struct gedge *e, uint64_t count)
 {
   e->count = count;
   e->known = 1;
-  nodes[e->from].out = add_sat (nodes[e->from].out, count);
+  nodes[e->from].out += count;
   nodes[e->from].unknown--;
-  nodes[e->to].in = add_sat (nodes[e->to].in, count);
+  nodes[e->to].in += count;
   nodes[e->to].unknown--;
+}
+
+/* 4. A negative count of edge E (a map edge when K is below the map's
+   edge count) becomes 0; it is counted in NEGATIVE unless it is
+   legitimate.  */
+static void
+check_sign (const struct tally_blockmap *m, struct gedge *e, size_t k,
+            struct tally_flow *out)
+{
+  if (!e->known || e->count <= (uint64_t) INT64_MAX)
+    return;
+  if (!(k < m->nedges && (m->edges[k].flags & TALLY_EDGE_FAKE)
+        && m->edges[k].dst == TALLY_MAP_EXIT))
+    out->negative++;
+  e->count = 0;
 }
 
 void
@@ -404,18 +449,17 @@ tally_flow_solve (const struct tally_blockmap *m, const uint64_t *values,
          (no map edge leaves EXIT or enters ENTRY).  */
       uint64_t have = e->to == n ? nd->out : nd->in;
       uint64_t other = e->to == n ? nd->in : nd->out;
-      uint64_t v = 0;
-      if (have >= other)
-        v = have - other;
-      else
-        out->negative++; /* 4. */
-      set_known (nodes, e, v);
+      set_known (nodes, e, have - other);
       if (nodes[e->from].unknown == 1)
         work[nwork++] = e->from;
       if (nodes[e->to].unknown == 1)
         work[nwork++] = e->to;
     }
 
+  /* 4.  Every count above INT64_MAX is taken as negative, a given one
+     too (no run counts that far).  */
+  for (k = 0; k < ne; k++)
+    check_sign (m, &edges[k], k, out);
   for (uint32_t e = 0; e < m->nedges; e++)
     {
       out->edge[e] = edges[e].count;

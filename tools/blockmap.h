@@ -54,6 +54,14 @@ struct tally_blockmap
 int tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
                       struct tally_blockmap *out, char *err, size_t errlen);
 
+/* Decode every block map of the data file D: 0, or -1 with "module M (SRC)
+   function F (SYM): bad block map: WHY: file is corrupt" in ERR.  Whatever
+   reads, merges or copies a file's maps checks them so first (tally report
+   and tally merge alike).  */
+struct tally_data;
+int tally_data_check_maps (const struct tally_data *d, char *err,
+                           size_t errlen);
+
 /* Release what a successful decode stored; safe on a zeroed struct.  */
 void tally_map_free (struct tally_blockmap *m);
 

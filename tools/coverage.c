@@ -238,7 +238,7 @@ free_adjacency (struct adjacency *adj)
 struct local_arc
 {
   uint32_t to;    /* local index */
-  int64_t cs;     /* count left for the cycle search */
+  uint64_t cs;    /* count left for the cycle search */
 };
 
 struct line_graph
@@ -297,7 +297,7 @@ blist_add (struct line_graph *g, uint32_t w, uint32_t v)
 }
 
 static int
-circuit (struct line_graph *g, uint32_t v, uint32_t start, int64_t *count)
+circuit (struct line_graph *g, uint32_t v, uint32_t start, uint64_t *count)
 {
   int found = 0;
   g->blocked[v] = 1;
@@ -305,16 +305,16 @@ circuit (struct line_graph *g, uint32_t v, uint32_t start, int64_t *count)
   for (uint32_t a = g->arc_start[v]; a < g->arc_start[v + 1]; a++)
     {
       uint32_t w = g->arcs[a].to;
-      if (w < start || g->arcs[a].cs <= 0)
+      if (w < start || g->arcs[a].cs == 0)
         continue;
       g->path[g->npath++] = a;
       if (w == start)
         {
-          int64_t least = INT64_MAX;
+          uint64_t least = UINT64_MAX;
           for (uint32_t i = 0; i < g->npath; i++)
             if (g->arcs[g->path[i]].cs < least)
               least = g->arcs[g->path[i]].cs;
-          *count += least;
+          *count = add_sat (*count, least);
           for (uint32_t i = 0; i < g->npath; i++)
             g->arcs[g->path[i]].cs -= least;
           found = 1;
@@ -323,7 +323,7 @@ circuit (struct line_graph *g, uint32_t v, uint32_t start, int64_t *count)
         {
           int zero = 0;
           for (uint32_t i = 0; i < g->npath && !zero; i++)
-            zero = g->arcs[g->path[i]].cs <= 0;
+            zero = g->arcs[g->path[i]].cs == 0;
           if (!zero && !g->blocked[w])
             found |= circuit (g, w, start, count);
         }
@@ -335,17 +335,11 @@ circuit (struct line_graph *g, uint32_t v, uint32_t start, int64_t *count)
     for (uint32_t a = g->arc_start[v]; a < g->arc_start[v + 1]; a++)
       {
         uint32_t w = g->arcs[a].to;
-        if (w < start || g->arcs[a].cs <= 0)
+        if (w < start || g->arcs[a].cs == 0)
           continue;
         blist_add (g, w, v);
       }
   return found;
-}
-
-static int64_t
-to_i64 (uint64_t v)
-{
-  return v > (uint64_t) INT64_MAX ? INT64_MAX : (int64_t) v;
 }
 
 /* Step 3 for the N attached blocks (BODY[i], BLOCK[i]), sorted by body
@@ -354,7 +348,7 @@ static uint64_t
 attached_count (const struct cov_body *bodies, const struct adjacency *adjs,
                 struct line_graph *g, int *known)
 {
-  int64_t count = 0;
+  uint64_t count = 0; /* saturates at 2^64-1, as every sum of counts */
   uint32_t narcs = 0;
   *known = 1;
   for (uint32_t i = 0; i < g->n; i++)
@@ -369,7 +363,7 @@ attached_count (const struct cov_body *bodies, const struct adjacency *adjs,
             continue;
           if (!b->flow->edge_known[e])
             *known = 0;
-          count += to_i64 (b->flow->edge[e]);
+          count = add_sat (count, b->flow->edge[e]);
         }
       narcs += adj->succ_start[blk + 1] - adj->succ_start[blk];
     }
@@ -391,7 +385,7 @@ attached_count (const struct cov_body *bodies, const struct adjacency *adjs,
           if (!b->flow->edge_known[e])
             *known = 0;
           g->arcs[narcs].to = (uint32_t) w;
-          g->arcs[narcs].cs = to_i64 (b->flow->edge[e]);
+          g->arcs[narcs].cs = b->flow->edge[e];
           narcs++;
         }
     }
@@ -426,7 +420,7 @@ attached_count (const struct cov_body *bodies, const struct adjacency *adjs,
     }
   free (g->arc_start);
   free (g->arcs);
-  return count < 0 ? 0 : (uint64_t) count;
+  return count;
 }
 
 static int
@@ -564,7 +558,8 @@ cov_compute (const struct cov_body *bodies, size_t nbodies,
       free (gfile);
     }
 
-  qsort (recs, nrecs, sizeof *recs, cmp_rec);
+  if (nrecs > 1) /* recs is NULL without block maps: qsort wants a pointer */
+    qsort (recs, nrecs, sizeof *recs, cmp_rec);
   size_t *line_cap = xmalloc ((out->nfiles ? out->nfiles : 1) * sizeof *line_cap);
   memset (line_cap, 0, (out->nfiles ? out->nfiles : 1) * sizeof *line_cap);
   struct line_graph g;
@@ -675,7 +670,8 @@ cov_compute (const struct cov_body *bodies, size_t nbodies,
   for (size_t bi = 0; bi < nbodies; bi++)
     free_adjacency (&adjs[bi]);
   free (adjs);
-  qsort (out->files, out->nfiles, sizeof *out->files, cmp_files);
+  if (out->nfiles > 1)
+    qsort (out->files, out->nfiles, sizeof *out->files, cmp_files);
 }
 
 void

@@ -511,6 +511,10 @@ parse_paths (struct parser *p, struct tally_data *d)
       || take_u64 (p, &d->path_lost, "lost path count") != 0
       || take_u32 (p, &nrecords, "path module count") != 0)
     return -1;
+  if (d->path_depth > TALLY_PATH_DEPTH_MAX)
+    return fail (p->err, p->errlen, "path record at byte %zu: depth limit "
+                 "%lu is above %u: file is corrupt", at,
+                 (unsigned long) d->path_depth, TALLY_PATH_DEPTH_MAX);
   if (nrecords != d->nmodules)
     return fail (p->err, p->errlen, "path record at byte %zu covers %lu "
                  "modules, the file holds %lu: file is corrupt", at,
@@ -518,7 +522,7 @@ parse_paths (struct parser *p, struct tally_data *d)
   if (nrecords > left (p) / 4)
     return fail (p->err, p->errlen, "path record at byte %zu: module bases "
                  "run past the end of the records: file is corrupt", at);
-  uint32_t *bases = calloc (nrecords + 1, sizeof *bases);
+  uint32_t *bases = calloc (nrecords + 1, sizeof *bases), *depth = NULL;
   if (!bases)
     return fail (p->err, p->errlen, "out of memory");
   for (uint32_t i = 0; i < nrecords; i++)
@@ -537,7 +541,10 @@ parse_paths (struct parser *p, struct tally_data *d)
       goto out;
     }
   d->paths = calloc ((size_t) n + 1, sizeof *d->paths);
-  if (!d->paths)
+  /* Each node's depth (the root's is 0): none deeper than the limit, so
+     the tools' tree walks and printed paths stay bounded.  */
+  depth = calloc ((size_t) n + 1, sizeof *depth);
+  if (!d->paths || !depth)
     {
       fail (p->err, p->errlen, "out of memory");
       goto out;
@@ -559,6 +566,15 @@ parse_paths (struct parser *p, struct tally_data *d)
           fail (p->err, p->errlen, "path node %lu: parent %lu is not an "
                 "earlier node: file is corrupt", (unsigned long) i,
                 (unsigned long) q->parent);
+          goto out;
+        }
+      depth[i] = depth[q->parent] + 1;
+      if (depth[i] > d->path_depth)
+        {
+          fail (p->err, p->errlen, "path node %lu is %lu calls deep, deeper "
+                "than the file's depth limit %lu: file is corrupt",
+                (unsigned long) i, (unsigned long) depth[i],
+                (unsigned long) d->path_depth);
           goto out;
         }
       if (q->excl > q->incl)
@@ -615,6 +631,7 @@ parse_paths (struct parser *p, struct tally_data *d)
   rc = 0;
 out:
   free (bases);
+  free (depth);
   return rc;
 }
 

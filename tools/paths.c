@@ -4,8 +4,13 @@
  * Nodes of different files (and of different modules or builds) that name
  * the same chain of functions (source name and file) from the root become
  * one node; their calls and cycles add up.  Children are kept in a list
- * per parent: trees are wide at a few nodes only, and each file's nodes
- * arrive parent first.  */
+ * per parent, and found through a hash table of (parent, name, file), so a
+ * node with many children costs no more than many nodes.
+ *
+ * Every walk is a loop with its own stack, never a recursion as deep as
+ * the tree: the reader bounds the depth (TALLY_PATH_DEPTH_MAX), but the
+ * tools should not rely on the stack for it.  Printing is linear in the
+ * tree: the indentation of --tree stops growing at INDENT_LEVELS.  */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,8 +33,15 @@ struct tally_tree
 {
   struct tnode *n;
   size_t len, cap;
+  size_t *slots;   /* node indexes by (parent, name, file); 0: empty */
+  size_t nslots;   /* a power of two, at least twice len */
   char *event; /* the values shown: a PAPI event, or NULL for cycles */
+  int frames;  /* show the frames below the instrumented code */
 };
+
+/* --tree indents a path by two spaces a level up to this depth; deeper
+   ones are indented as this deep and show their depth, "[70] name".  */
+#define INDENT_LEVELS 64
 
 static void *
 xrealloc (void *p, size_t n)
@@ -71,19 +83,61 @@ tally_tree_new (const char *event)
   return t;
 }
 
+static size_t
+node_hash (size_t parent, const char *name, const char *file)
+{
+  uint64_t h = 14695981039346656037u ^ (uint64_t) parent;
+  for (const char *p = name; *p; p++)
+    h = (h ^ (unsigned char) *p) * 1099511628211u;
+  h = (h ^ 0xff) * 1099511628211u;
+  for (const char *p = file; *p; p++)
+    h = (h ^ (unsigned char) *p) * 1099511628211u;
+  return (size_t) (h ^ h >> 29);
+}
+
+/* The slot of the child of PARENT named NAME in FILE, or of the empty
+   slot where it belongs.  */
+static size_t *
+find_slot (struct tally_tree *t, size_t parent, const char *name,
+           const char *file)
+{
+  size_t mask = t->nslots - 1;
+  for (size_t i = node_hash (parent, name, file) & mask;; i = (i + 1) & mask)
+    {
+      size_t c = t->slots[i];
+      if (!c || (t->n[c].parent == parent && strcmp (t->n[c].name, name) == 0
+                 && strcmp (t->n[c].file, file) == 0))
+        return &t->slots[i];
+    }
+}
+
+static void
+grow_slots (struct tally_tree *t)
+{
+  free (t->slots);
+  t->nslots = t->nslots ? 2 * t->nslots : 256;
+  t->slots = xrealloc (NULL, t->nslots * sizeof *t->slots);
+  memset (t->slots, 0, t->nslots * sizeof *t->slots);
+  for (size_t c = 1; c < t->len; c++)
+    *find_slot (t, t->n[c].parent, t->n[c].name, t->n[c].file) = c;
+}
+
 /* The child of PARENT named NAME in FILE, made if new.  */
 static size_t
 child (struct tally_tree *t, size_t parent, const char *name, const char *file)
 {
-  for (size_t c = t->n[parent].first_child; c; c = t->n[c].next_sibling)
-    if (strcmp (t->n[c].name, name) == 0 && strcmp (t->n[c].file, file) == 0)
-      return c;
+  if (2 * (t->len + 1) > t->nslots)
+    grow_slots (t);
+  size_t *slot = find_slot (t, parent, name, file);
+  if (*slot)
+    return *slot;
   if (t->len == t->cap)
     {
       t->cap *= 2;
       t->n = xrealloc (t->n, t->cap * sizeof *t->n);
     }
   size_t c = t->len++;
+  *slot = c;
   struct tnode *n = &t->n[c];
   memset (n, 0, sizeof *n);
   n->parent = parent;
@@ -121,6 +175,14 @@ tally_tree_add (struct tally_tree *t, const struct tally_data *d)
           continue;
         }
       size_t c;
+      if (p->module == TALLY_DATA_FRAME && !t->frames)
+        {
+          /* Hidden: its callees hang from its parent (frames are only
+             found below a thread's first instrumented call, and have no
+             values of their own).  */
+          map[i] = parent;
+          continue;
+        }
       if (p->module == TALLY_DATA_FRAME)
         {
           /* A frame below the thread's first instrumented call.  */
@@ -152,6 +214,12 @@ tally_tree_add (struct tally_tree *t, const struct tally_data *d)
     }
   free (map);
   return 0;
+}
+
+void
+tally_tree_show_frames (struct tally_tree *t, int show)
+{
+  t->frames = show;
 }
 
 size_t
@@ -209,27 +277,59 @@ put_name (FILE *out, const char *s)
     fputc ((unsigned char) *s < 0x20 || *s == 0x7f ? '?' : *s, out);
 }
 
+/* One line of --tree for node I (not the root).  */
 static void
-print_node (const struct tally_tree *t, size_t i, FILE *out)
+print_line (const struct tally_tree *t, size_t i, FILE *out)
 {
   const struct tnode *n = &t->n[i];
-  if (i)
+  unsigned level = n->depth - 1;
+  fprintf (out, "%12" PRIu64 " %16" PRIu64 " %16" PRIu64 "  %*s", n->calls,
+           n->incl, n->excl,
+           (int) (2 * (level < INDENT_LEVELS ? level : INDENT_LEVELS)), "");
+  if (level > INDENT_LEVELS)
+    fprintf (out, "[%u] ", n->depth);
+  put_name (out, n->name);
+  if (*n->file)
     {
-      fprintf (out, "%12" PRIu64 " %16" PRIu64 " %16" PRIu64 "  %*s", n->calls,
-               n->incl, n->excl, (int) (2 * (n->depth - 1)), "");
-      put_name (out, n->name);
-      if (*n->file)
-        {
-          fputs ("  ", out);
-          put_name (out, n->file);
-        }
-      fputc ('\n', out);
+      fputs ("  ", out);
+      put_name (out, n->file);
     }
-  size_t *kids;
-  size_t k = children (t, i, &kids);
-  for (size_t c = 0; c < k; c++)
-    print_node (t, kids[c], out);
-  free (kids);
+  fputc ('\n', out);
+}
+
+/* A depth-first walk in children's order: one frame per node on the
+   current path, with its sorted children and the next one to visit.  */
+struct walk_frame
+{
+  size_t node;
+  size_t *kids, nkids, next;
+  double cx;    /* svg: the left edge of the next child */
+};
+
+struct walk
+{
+  struct walk_frame *f;
+  size_t len, cap;
+};
+
+static void
+walk_push (const struct tally_tree *t, struct walk *w, size_t node)
+{
+  if (w->len == w->cap)
+    {
+      w->cap = w->cap ? 2 * w->cap : 64;
+      w->f = xrealloc (w->f, w->cap * sizeof *w->f);
+    }
+  struct walk_frame *f = &w->f[w->len++];
+  memset (f, 0, sizeof *f);
+  f->node = node;
+  f->nkids = children (t, node, &f->kids);
+}
+
+static void
+walk_pop (struct walk *w)
+{
+  free (w->f[--w->len].kids);
 }
 
 void
@@ -242,7 +342,21 @@ tally_tree_print (const struct tally_tree *t, FILE *out)
   else
     fprintf (out, "%12s %16s %16s  %s\n", "calls", "incl-cyc", "excl-cyc",
              "call path");
-  print_node (t, 0, out);
+  struct walk w = { NULL, 0, 0 };
+  walk_push (t, &w, 0);
+  while (w.len)
+    {
+      struct walk_frame *f = &w.f[w.len - 1];
+      if (f->next == f->nkids)
+        {
+          walk_pop (&w);
+          continue;
+        }
+      size_t c = f->kids[f->next++];
+      print_line (t, c, out);
+      walk_push (t, &w, c);
+    }
+  free (w.f);
 }
 
 /* A frame name for collapsed stacks: ';' separates frames there.  */
@@ -253,26 +367,33 @@ put_frame (FILE *out, const char *s)
     fputc (*s == ';' ? ':' : (unsigned char) *s < 0x20 ? '?' : *s, out);
 }
 
-static void
-put_path (const struct tally_tree *t, size_t i, FILE *out)
-{
-  if (t->n[i].parent)
-    {
-      put_path (t, t->n[i].parent, out);
-      fputc (';', out);
-    }
-  put_frame (out, t->n[i].name);
-}
-
 void
 tally_tree_folded (const struct tally_tree *t, FILE *out)
 {
+  /* The ancestors of a node, found going up and printed going down.  */
+  size_t *up = NULL, cap = 0;
   for (size_t i = 1; i < t->len; i++)
     if (t->n[i].excl)
       {
-        put_path (t, i, out);
+        size_t k = 0;
+        for (size_t a = i; a; a = t->n[a].parent)
+          {
+            if (k == cap)
+              {
+                cap = cap ? 2 * cap : 64;
+                up = xrealloc (up, cap * sizeof *up);
+              }
+            up[k++] = a;
+          }
+        while (k--)
+          {
+            put_frame (out, t->n[up[k]].name);
+            if (k)
+              fputc (';', out);
+          }
         fprintf (out, " %" PRIu64 "\n", t->n[i].excl);
       }
+  free (up);
 }
 
 static void
@@ -297,52 +418,66 @@ put_xml (FILE *out, const char *s, size_t max)
 #define SVG_PAD 10.0
 #define FRAME_H 16
 
-/* Draw node I (not the root) at X, of width W pixels, then its children
-   left to right.  */
+/* Draw node I (not the root) at X, of width W pixels.  */
 static void
-svg_node (const struct tally_tree *t, size_t i, double x, double w,
-          double scale, unsigned maxdepth, uint64_t grand, FILE *out)
+svg_rect (const struct tally_tree *t, size_t i, double x, double w,
+          unsigned maxdepth, uint64_t grand, FILE *out)
 {
   const struct tnode *n = &t->n[i];
-  if (i)
+  double y = 40 + (double) (maxdepth - n->depth) * FRAME_H;
+  /* A warm colour from the name, so one function has one colour.  */
+  uint32_t h = 2166136261u;
+  for (const char *p = n->name; *p; p++)
+    h = (h ^ (unsigned char) *p) * 16777619u;
+  double pct = grand ? 100.0 * (double) n->total / (double) grand : 0;
+  fputs ("<g><title>", out);
+  put_xml (out, n->name, 1000);
+  fputs (" (", out);
+  fprintf (out, "%" PRIu64 " ", n->total);
+  put_xml (out, t->event ? t->event : "cycles", 200);
+  fprintf (out, ", %.2f%%; self %" PRIu64 ", calls %" PRIu64 ")</title>",
+           pct, n->excl, n->calls);
+  fprintf (out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
+           "fill=\"rgb(%u,%u,%u)\" rx=\"2\"/>", x, y, w, FRAME_H - 1,
+           205 + (h % 50), 80 + ((h >> 8) % 130), 40 + ((h >> 16) % 50));
+  size_t chars = (size_t) (w / 7);
+  if (chars >= 3)
     {
-      double y = 40 + (double) (maxdepth - n->depth) * FRAME_H;
-      /* A warm colour from the name, so one function has one colour.  */
-      uint32_t h = 2166136261u;
-      for (const char *p = n->name; *p; p++)
-        h = (h ^ (unsigned char) *p) * 16777619u;
-      double pct = grand ? 100.0 * (double) n->total / (double) grand : 0;
-      fputs ("<g><title>", out);
-      put_xml (out, n->name, 1000);
-      fputs (" (", out);
-      fprintf (out, "%" PRIu64 " ", n->total);
-      put_xml (out, t->event ? t->event : "cycles", 200);
-      fprintf (out, ", %.2f%%; self %" PRIu64 ", calls %" PRIu64 ")</title>",
-               pct, n->excl, n->calls);
-      fprintf (out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
-               "fill=\"rgb(%u,%u,%u)\" rx=\"2\"/>", x, y, w, FRAME_H - 1,
-               205 + (h % 50), 80 + ((h >> 8) % 130), 40 + ((h >> 16) % 50));
-      size_t chars = (size_t) (w / 7);
-      if (chars >= 3)
+      fprintf (out, "<text x=\"%.2f\" y=\"%.1f\">", x + 3, y + 11.5);
+      put_xml (out, n->name, chars - 2);
+      fputs ("</text>", out);
+    }
+  fputs ("</g>\n", out);
+}
+
+/* Draw the tree from the root at X, W pixels wide: each node, then its
+   children left to right after its self cycles, widest first; a child
+   narrower than 0.1 pixel is left out with its subtree.  */
+static void
+svg_tree (const struct tally_tree *t, double x, double scale,
+          unsigned maxdepth, uint64_t grand, FILE *out)
+{
+  struct walk w = { NULL, 0, 0 };
+  walk_push (t, &w, 0);
+  w.f[0].cx = x + (double) t->n[0].excl * scale;
+  while (w.len)
+    {
+      struct walk_frame *f = &w.f[w.len - 1];
+      if (f->next == f->nkids)
         {
-          fprintf (out, "<text x=\"%.2f\" y=\"%.1f\">", x + 3, y + 11.5);
-          put_xml (out, n->name, chars - 2);
-          fputs ("</text>", out);
+          walk_pop (&w);
+          continue;
         }
-      fputs ("</g>\n", out);
+      size_t c = f->kids[f->next++];
+      double cx = f->cx, cw = (double) t->n[c].total * scale;
+      f->cx += cw;
+      if (cw < 0.1)
+        continue;
+      svg_rect (t, c, cx, cw, maxdepth, grand, out);
+      walk_push (t, &w, c);
+      w.f[w.len - 1].cx = cx + (double) t->n[c].excl * scale;
     }
-  size_t *kids;
-  size_t k = children (t, i, &kids);
-  /* Self cycles first (left), then the callees, widest first.  */
-  double cx = x + (double) n->excl * scale;
-  for (size_t c = 0; c < k; c++)
-    {
-      double cw = (double) t->n[kids[c]].total * scale;
-      if (cw >= 0.1)
-        svg_node (t, kids[c], cx, cw, scale, maxdepth, grand, out);
-      cx += cw;
-    }
-  free (kids);
+  free (w.f);
 }
 
 void
@@ -371,8 +506,7 @@ tally_tree_svg (const struct tally_tree *t, FILE *out, const char *title)
   fputs (" — exclusive ", out);
   put_xml (out, t->event ? t->event : "cycles", 200);
   fprintf (out, ", %" PRIu64 " in all (width: inclusive)</text>\n", grand);
-  svg_node (t, 0, SVG_PAD, SVG_WIDTH - 2 * SVG_PAD, scale, maxdepth, grand,
-            out);
+  svg_tree (t, SVG_PAD, scale, maxdepth, grand, out);
   fputs ("</svg>\n", out);
 }
 
@@ -387,6 +521,7 @@ tally_tree_free (struct tally_tree *t)
       free ((char *) t->n[i].file);
     }
   free (t->n);
+  free (t->slots);
   free (t->event);
   free (t);
 }

@@ -16,6 +16,10 @@ struct tally_tree *tally_tree_new (const char *event);
 /* Add the PATH record of D (nothing if it has none).  Returns 0, or -1 if
    the tree is of an event D has no per-path values of.  */
 int tally_tree_add (struct tally_tree *t, const struct tally_data *d);
+/* Whether to show (SHOW non-zero) the frames found below a thread's first
+   instrumented call ("[uninstrumented] _start", FRMS) as nodes; by default
+   their callees are children of their parent.  Call before adding.  */
+void tally_tree_show_frames (struct tally_tree *t, int show);
 /* Paths (nodes other than the root) so far.  */
 size_t tally_tree_paths (const struct tally_tree *t);
 /* The indented tree, children by inclusive cycles, most first.  */

@@ -22,8 +22,13 @@
 #include <unistd.h>
 
 #include "blockmap.h"
+#include "builds.h"
 #include "coverage.h"
 #include "datafile.h"
+#include "diff.h"
+#include "dump.h"
+#include "hide.h"
+#include "output.h"
 #include "paths.h"
 #include "prefetch.h"
 #include "ranks.h"
@@ -59,6 +64,8 @@ static const char usage_text[] =
   "  select [--percent=P] [--filter] FILE...\n"
   "                              the fewest functions making up P% (default\n"
   "                              80) of the measured time (measure=cycles)\n"
+  "  diff [OPTION]... A B         per-function (--lines: per-line) changes\n"
+  "                              from data file A to B, largest first\n"
   "  run [OPTION]... [--] COMMAND [ARG]...\n"
   "                              run a build with -fplugin=tally and the\n"
   "                              runtime in CC and CXX (tally run --help)\n"
@@ -80,6 +87,12 @@ static const char usage_text[] =
   "                (modules built with -fplugin-arg-tally-blocks=...)\n"
   "  --lines=FILE  print source FILE annotated with line counts, as gcov\n"
   "                does; may be repeated\n"
+  "  --all         (report, lcov, flame) also show the functions of system\n"
+  "                headers never called (lcov: all of them) and the frames\n"
+  "                below the first instrumented call\n"
+  "  --force       (report, lcov, flame) sum modules of one source built\n"
+  "                with other at=, hooks= or blocks= settings instead of\n"
+  "                refusing\n"
   "  --ranks       the ranks of an MPI job (a file libtally-mpi reduced, or\n"
   "                one file per rank): per function min, mean, max, rank of\n"
   "                the max and imbalance; --sort=imbalance|max|mean|name\n"
@@ -100,11 +113,22 @@ static const char usage_text[] =
   "  --filter      print a filter file (-fplugin-arg-tally-filter) including\n"
   "                them instead of the table\n"
   "\n"
+  "Diff options:\n"
+  "  --sort=KEY    order by the largest change in calls (default) or\n"
+  "                cycles (exclusive, measure=cycles), or by name\n"
+  "  --top=N       print only the first N rows\n"
+  "  --lines       line counts that differ (blocks=count) instead of\n"
+  "                functions\n"
+  "  --all         also list what did not change (and system headers)\n"
+  "  --json, --csv  one JSON object or CSV instead of the table\n"
+  "\n"
   "Merge options:\n"
   "  -o OUT, --output=OUT  the file to write (replaced atomically; may be\n"
   "                one of the inputs)\n"
   "  --force       also merge other builds of the same source (functions\n"
-  "                pair by symbol); by default they stay separate modules\n"
+  "                pair by symbol); by default they stay separate modules,\n"
+  "                and builds with other at=, hooks= or blocks= settings\n"
+  "                are refused\n"
   "\n"
   "Lcov options:\n"
   "  -o OUT, --output=OUT  the tracefile to write (default: standard output)\n"
@@ -534,8 +558,13 @@ struct merge
   unsigned ev_map[TALLY_MAX_MEAS]; /* the file being merged: its value
                                       K + 1 is event ev_map[K] */
   uint64_t excl; /* sum of the exclusive cycles: the measured total */
-  uint64_t negative;     /* block or edge counts that came out negative */
+  uint64_t negative;     /* block or edge counts that came out negative,
+                            in update=single bodies */
+  uint64_t inconsistent; /* the same in update=atomic and tls bodies */
   size_t underived;      /* bodies whose entries could not be derived */
+  size_t hidden;         /* rows left out as system-header functions */
+  const char *what;      /* the command, for messages */
+  int force;             /* --force: sum builds with other settings */
 };
 
 /* A function body's symbol differs from its origin exactly when it is a
@@ -711,25 +740,12 @@ add_body_meas (struct merge *m, struct body *b, const struct tally_data_fn *f,
 static int
 merge_file (struct merge *m, const char *path, const struct tally_data *d)
 {
-  for (uint32_t i = 0; i < d->nmodules; i++)
-    for (uint32_t j = 0; j < d->modules[i].nfns; j++)
-      {
-        const struct tally_data_fn *f = &d->modules[i].fns[j];
-        struct tally_blockmap bm;
-        char err[256];
-        if (!f->map_size)
-          continue;
-        if (tally_map_decode (f->map, f->map_size, f->ncounters, &bm, err,
-                              sizeof err) != 0)
-          {
-            error_msg ("%s: module %lu (%s) function %lu (%s): bad block map: "
-                       "%s: file is corrupt", path, (unsigned long) i,
-                       d->modules[i].source, (unsigned long) j, f->symbol,
-                       err);
-            return -1;
-          }
-        tally_map_free (&bm);
-      }
+  char err[512];
+  if (tally_data_check_maps (d, err, sizeof err) != 0)
+    {
+      error_msg ("%s: %s", path, err);
+      return -1;
+    }
   m->files = xgrow (m->files, &m->files_cap, m->nfiles + 1,
                     sizeof *m->files);
   struct file_info *fi = &m->files[m->nfiles++];
@@ -783,7 +799,10 @@ merge_finish (struct merge *m, int by_body)
             }
           tally_flow_solve (&b->bm, b->counters, b->ncounters, &b->flow);
           b->solved = 1;
-          m->negative += b->flow.negative;
+          if (b->mod_flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS))
+            m->inconsistent += b->flow.negative;
+          else
+            m->negative += b->flow.negative;
           if ((b->flags & TALLY_FN_CALLS_DERIVED)
               && b->bm.kind != TALLY_MAP_VISITED)
             {
@@ -855,6 +874,7 @@ merge_paths (struct merge *m, const char **paths, size_t npaths, int by_body)
      them would look complete.  Each file is merged and dropped at once, so
      memory follows the number of distinct functions, not of files.  */
   int bad = 0;
+  struct tally_builds *builds = tally_builds_new ();
   for (size_t i = 0; i < npaths; i++)
     {
       struct tally_data d;
@@ -866,14 +886,78 @@ merge_paths (struct merge *m, const char **paths, size_t npaths, int by_body)
           continue;
         }
       note_unfinished (paths[i], &d);
+      tally_builds_add (builds, paths[i], &d);
       if (!bad && merge_file (m, paths[i], &d) != 0)
         bad = 1;
       tally_data_free (&d);
     }
+  if (!bad && tally_builds_check (builds, m->what, m->force) != 0)
+    bad = 1;
+  tally_builds_free (builds);
   if (bad)
     return EXIT_BAD_DATA;
   merge_finish (m, by_body);
   return 0;
+}
+
+/* Whether body B is a function defined in a system header.  */
+static int
+body_system (const struct body *b)
+{
+  return tally_system_fn (b->mod_flags, b->flags, b->directory, b->file);
+}
+
+/* Leave out the rows of functions defined in system headers (every body
+   of the row): all of them with CALLED_TOO, else those never called.  */
+static void
+merge_hide_system (struct merge *m, int called_too)
+{
+  size_t kept = 0;
+  for (size_t i = 0; i < m->nrows; i++)
+    {
+      struct row *r = &m->rows[i];
+      int sys = r->nbodies > 0;
+      for (size_t k = 0; k < r->nbodies && sys; k++)
+        sys = body_system (&m->bodies[r->bodies[k]]);
+      if (sys && !called_too)
+        for (size_t k = 0; k < r->nbodies && sys; k++)
+          sys = !m->bodies[r->bodies[k]].calls_unknown;
+      if (!sys || (!called_too && (r->calls || r->exits || r->incl)))
+        {
+          m->rows[kept++] = *r;
+          continue;
+        }
+      free (r->name);
+      free (r->symbol);
+      free (r->origin);
+      free (r->file);
+      free (r->directory);
+      for (size_t k = 0; k < r->nclones; k++)
+        free (r->clones[k]);
+      free (r->clones);
+      free (r->bodies);
+    }
+  /* The row tables are not looked in after merge_finish.  */
+  m->hidden = m->nrows - kept;
+  m->nrows = kept;
+}
+
+/* Leave out of C the system headers' files (as merge_hide_system judges
+   M's bodies, and code of headers in the system include directories
+   inlined into other functions).  */
+static void
+cov_hide_system (const struct merge *m, struct cov_result *c)
+{
+  struct tally_fileset *sys = tally_fileset_new ();
+  struct tally_fileset *user = tally_fileset_new ();
+  for (size_t i = 0; i < m->nbodies; i++)
+    {
+      const struct body *b = &m->bodies[i];
+      tally_fileset_add (body_system (b) ? sys : user, b->directory, b->file);
+    }
+  tally_cov_drop_system (c, sys, user);
+  tally_fileset_free (sys);
+  tally_fileset_free (user);
 }
 
 /* Notes on stderr about counts the report could not take as they are.  */
@@ -883,13 +967,21 @@ merge_notes (const struct merge *m)
   if (m->negative)
     fprintf (stderr, "tally: warning: %" PRIu64 " block or edge %s came out "
              "negative and %s shown as 0 (update=single counts from several "
-             "threads race; use update=atomic or tls)\n", m->negative,
+             "threads race, or a dump read them while other threads were "
+             "counting; use update=atomic or tls)\n", m->negative,
              plural (m->negative, "count", "counts"),
              plural (m->negative, "is", "are"));
+  if (m->inconsistent)
+    fprintf (stderr, "tally: warning: %" PRIu64 " block or edge %s of "
+             "update=atomic or tls code came out negative and %s shown as 0 "
+             "(the counts are not those of one moment: a dump read them while "
+             "other threads were counting, or the file was altered)\n",
+             m->inconsistent, plural (m->inconsistent, "count", "counts"),
+             plural (m->inconsistent, "is", "are"));
   if (m->underived)
     fprintf (stderr, "tally: warning: the entries of %zu %s cannot be derived "
-             "from %s block counts (placement=block leaves some edges "
-             "undetermined); %s 0\n", m->underived,
+             "from %s block counts (an older plugin's placement=block left "
+             "some edges undetermined); %s 0\n", m->underived,
              m->underived == 1 ? "function" : "functions",
              m->underived == 1 ? "its" : "their",
              m->underived == 1 ? "it shows" : "they show");
@@ -943,11 +1035,16 @@ count_digits (uint64_t v)
 static void
 print_text (const struct merge *m, struct row **rows, size_t n)
 {
-  printf ("%zu %s, %" PRIu64 " %s, %zu %s, %" PRIu64 " %s\n", m->nfiles,
+  printf ("%zu %s, %" PRIu64 " %s, %zu %s, %" PRIu64 " %s", m->nfiles,
           plural (m->nfiles, "file", "files"), m->nmodules,
           plural (m->nmodules, "module", "modules"), m->nrows,
           plural (m->nrows, "function", "functions"), m->calls,
           plural (m->calls, "call", "calls"));
+  if (m->hidden)
+    printf (" (%zu never-called system-header %s hidden; --all shows %s)",
+            m->hidden, plural (m->hidden, "function", "functions"),
+            plural (m->hidden, "it", "them"));
+  putchar ('\n');
 
   int wcalls = 5, wexits = 5;
   size_t wname = strlen ("function");
@@ -1327,8 +1424,8 @@ print_json (const struct merge *m, struct row **rows, size_t n,
     }
   printf ("\n  ],\n  \"totals\": {\"files\": %zu, \"modules\": %" PRIu64
           ", \"functions\": %zu, \"calls\": %" PRIu64 ", \"exits\": %"
-          PRIu64 "},\n  \"functions\": [", m->nfiles, m->nmodules, m->nrows,
-          m->calls, m->exits);
+          PRIu64 ", \"hidden\": %zu},\n  \"functions\": [", m->nfiles,
+          m->nmodules, m->nrows, m->calls, m->exits, m->hidden);
   for (size_t i = 0; i < n; i++)
     {
       const struct row *r = rows[i];
@@ -1517,9 +1614,12 @@ take_arg (const char *a, int *only_files, const char **list, size_t *n)
    output).  */
 static int
 tree_command (const char *what, const char **files, size_t nfiles,
-              const char *out, int folded, const char *event)
+              const char *out, int folded, const char *event, int force,
+              int all)
 {
   struct tally_tree *t = tally_tree_new (event);
+  tally_tree_show_frames (t, all);
+  struct tally_builds *builds = tally_builds_new ();
   int bad = 0;
   for (size_t i = 0; i < nfiles; i++)
     {
@@ -1532,6 +1632,7 @@ tree_command (const char *what, const char **files, size_t nfiles,
           continue;
         }
       note_unfinished (files[i], &d);
+      tally_builds_add (builds, files[i], &d);
       if (!d.npaths)
         {
           error_msg ("%s: %s: no call paths in this file (build the program "
@@ -1552,6 +1653,9 @@ tree_command (const char *what, const char **files, size_t nfiles,
         }
       tally_data_free (&d);
     }
+  if (!bad && tally_builds_check (builds, what, force) != 0)
+    bad = 1;
+  tally_builds_free (builds);
   if (bad)
     {
       tally_tree_free (t);
@@ -1562,20 +1666,22 @@ tree_command (const char *what, const char **files, size_t nfiles,
     tally_tree_print (t, stdout);
   else
     {
-      FILE *f = strcmp (out, "-") == 0 ? stdout : fopen (out, "w");
-      if (!f)
+      struct tally_out o = { stdout, NULL, NULL };
+      char err[512];
+      if (strcmp (out, "-") != 0
+          && tally_out_open (&o, out, err, sizeof err) != 0)
         {
-          error_msg ("%s: cannot write %s: %s", what, out, strerror (errno));
+          error_msg ("%s: %s", what, err);
           tally_tree_free (t);
           return EXIT_BAD_DATA;
         }
       if (folded)
-        tally_tree_folded (t, f);
+        tally_tree_folded (t, o.f);
       else
-        tally_tree_svg (t, f, nfiles == 1 ? files[0] : "tally flame");
-      if (f != stdout && fclose (f) != 0)
+        tally_tree_svg (t, o.f, nfiles == 1 ? files[0] : "tally flame");
+      if (o.f != stdout && tally_out_close (&o, err, sizeof err) != 0)
         {
-          error_msg ("%s: cannot write %s: %s", what, out, strerror (errno));
+          error_msg ("%s: %s", what, err);
           rc = EXIT_BAD_DATA;
         }
     }
@@ -1590,7 +1696,7 @@ cmd_flame (int argc, char **argv)
   const char **files = xmalloc ((size_t) argc * sizeof *files);
   size_t nfiles = 0;
   const char *out = "-", *event = NULL;
-  int folded = 0, only_files = 0, r;
+  int folded = 0, only_files = 0, force = 0, all = 0, r;
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i], *v;
@@ -1605,6 +1711,10 @@ cmd_flame (int argc, char **argv)
         ;
       else if (strcmp (a, "--folded") == 0)
         folded = 1;
+      else if (strcmp (a, "--force") == 0)
+        force = 1;
+      else if (strcmp (a, "--all") == 0)
+        all = 1;
       else if (strcmp (a, "-o") == 0 && i + 1 < argc)
         out = argv[++i];
       else if ((r = option_value (argc, argv, &i, "--output", &v)) != 0)
@@ -1630,7 +1740,7 @@ cmd_flame (int argc, char **argv)
       error_msg ("flame: no data files given; try 'tally --help'");
       goto usage;
     }
-  r = tree_command ("flame", files, nfiles, out, folded, event);
+  r = tree_command ("flame", files, nfiles, out, folded, event, force, all);
   free (files);
   return r;
 usage:
@@ -1780,7 +1890,7 @@ cmd_report (int argc, char **argv)
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   opts.lines = xmalloc ((size_t) argc * sizeof *opts.lines);
   size_t npaths = 0;
-  int json = 0, csv = 0, tree = 0, only_files = 0;
+  int json = 0, csv = 0, tree = 0, only_files = 0, force = 0, all = 0;
   const char *event = NULL;
   for (int i = 1; i < argc; i++)
     {
@@ -1804,6 +1914,10 @@ cmd_report (int argc, char **argv)
         opts.clones = 1;
       else if (strcmp (a, "--tree") == 0)
         tree = 1;
+      else if (strcmp (a, "--force") == 0)
+        force = 1;
+      else if (strcmp (a, "--all") == 0)
+        all = 1;
       else if (strcmp (a, "--blocks") == 0)
         opts.blocks = 1;
       else if ((r = option_value (argc, argv, &i, "--lines", &v)) != 0)
@@ -1894,7 +2008,8 @@ cmd_report (int argc, char **argv)
     }
   if (tree)
     {
-      int rc = tree_command ("report --tree", paths, npaths, NULL, 0, event);
+      int rc = tree_command ("report --tree", paths, npaths, NULL, 0, event,
+                             force, all);
       free (paths);
       free (opts.lines);
       return rc;
@@ -1902,6 +2017,8 @@ cmd_report (int argc, char **argv)
 
   struct merge m;
   memset (&m, 0, sizeof m);
+  m.what = "report";
+  m.force = force;
   if (merge_paths (&m, paths, npaths, opts.clones) != 0)
     {
       merge_free (&m);
@@ -1909,8 +2026,10 @@ cmd_report (int argc, char **argv)
       free (opts.lines);
       return EXIT_BAD_DATA;
     }
+  if (!all)
+    merge_hide_system (&m, 0);
 
-  struct row **order = xmalloc (m.nrows * sizeof *order);
+  struct row **order = xmalloc ((m.nrows ? m.nrows : 1) * sizeof *order);
   for (size_t i = 0; i < m.nrows; i++)
     order[i] = &m.rows[i];
   sort_key = opts.sort;
@@ -1998,10 +2117,49 @@ compare_sf_fn (const void *pa, const void *pb)
   return c;
 }
 
-/* Write the tracefile of M and C to OUT.  */
+/* Whether a tracefile can hold S: lcov reads it line by line and has no
+   escapes, so a line break in a name would start records of its own (a
+   file named "x.c\nDA:1,99" adds a line count).  Every control character
+   is refused.  */
+static int
+lcov_name_ok (const char *s)
+{
+  for (; *s; s++)
+    if ((unsigned char) *s < 0x20 || *s == 0x7f)
+      return 0;
+  return 1;
+}
+
+/* Say on stderr that the WHAT named S is left out, S escaped as dump
+   prints it.  */
 static void
+lcov_left_out (const char *what, const char *s)
+{
+  fflush (stdout);
+  fprintf (stderr, "tally: lcov: %s \"", what);
+  for (; *s; s++)
+    {
+      unsigned char ch = (unsigned char) *s;
+      if (ch == '\n')
+        fputs ("\\n", stderr);
+      else if (ch == '"' || ch == '\\')
+        fprintf (stderr, "\\%c", ch);
+      else if (ch < 0x20 || ch == 0x7f)
+        fprintf (stderr, "\\x%02x", ch);
+      else
+        fputc (ch, stderr);
+    }
+  fputs ("\" left out of the tracefile: lcov cannot hold a control "
+         "character in a name\n", stderr);
+}
+
+/* Write the tracefile of M and C to OUT.  Returns the number of source
+   files and functions left out because their names have control
+   characters (lcov_name_ok).  */
+static size_t
 write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
 {
+  size_t left = 0;
   struct sf_fn *fns = xmalloc ((m->nrows ? m->nrows : 1) * sizeof *fns);
   for (size_t i = 0; i < m->nrows; i++)
     {
@@ -2027,18 +2185,32 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
         fi++;
       if (cf && !cf->nlines && f0 == fi)
         continue;
-      fprintf (out, "TN:\nSF:%s\n", path);
-      size_t fnh = 0;
-      for (size_t k = f0; k < fi; k++)
-        fprintf (out, "FN:%lu,%s\n", (unsigned long) fns[k].row->line,
-                 fns[k].row->origin);
-      for (size_t k = f0; k < fi; k++)
+      if (!lcov_name_ok (path))
         {
-          fprintf (out, "FNDA:%" PRIu64 ",%s\n", fns[k].row->calls,
-                   fns[k].row->origin);
-          fnh += fns[k].row->calls != 0;
+          lcov_left_out ("source file", path);
+          left++;
+          continue;
         }
-      fprintf (out, "FNF:%zu\nFNH:%zu\n", fi - f0, fnh);
+      fprintf (out, "TN:\nSF:%s\n", path);
+      size_t fnf = 0, fnh = 0;
+      for (size_t k = f0; k < fi; k++)
+        if (lcov_name_ok (fns[k].row->origin))
+          fprintf (out, "FN:%lu,%s\n", (unsigned long) fns[k].row->line,
+                   fns[k].row->origin);
+        else
+          {
+            lcov_left_out ("function", fns[k].row->origin);
+            left++;
+          }
+      for (size_t k = f0; k < fi; k++)
+        if (lcov_name_ok (fns[k].row->origin))
+          {
+            fprintf (out, "FNDA:%" PRIu64 ",%s\n", fns[k].row->calls,
+                     fns[k].row->origin);
+            fnf++;
+            fnh += fns[k].row->calls != 0;
+          }
+      fprintf (out, "FNF:%zu\nFNH:%zu\n", fnf, fnh);
       if (cf && cf->nbranches)
         {
           size_t brh = 0;
@@ -2072,6 +2244,7 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
   for (size_t i = 0; i < m->nrows; i++)
     free (fns[i].path);
   free (fns);
+  return left;
 }
 
 static int
@@ -2080,7 +2253,7 @@ cmd_lcov (int argc, char **argv)
   const char *out = NULL;
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   size_t npaths = 0;
-  int only_files = 0;
+  int only_files = 0, force = 0, all = 0;
   for (int i = 1; i < argc; i++)
     {
       const char *a = argv[i];
@@ -2105,6 +2278,10 @@ cmd_lcov (int argc, char **argv)
         }
       else if (strncmp (a, "--output=", 9) == 0)
         out = a + 9;
+      else if (strcmp (a, "--force") == 0)
+        force = 1;
+      else if (strcmp (a, "--all") == 0)
+        all = 1;
       else
         {
           error_msg ("lcov: unknown option '%s'; try 'tally --help'", a);
@@ -2123,6 +2300,8 @@ cmd_lcov (int argc, char **argv)
     }
   struct merge m;
   memset (&m, 0, sizeof m);
+  m.what = "lcov";
+  m.force = force;
   int status = merge_paths (&m, paths, npaths, 0);
   if (!status)
     {
@@ -2131,49 +2310,44 @@ cmd_lcov (int argc, char **argv)
       struct cov_result cov;
       cov_compute (cb, nb, &cov);
       free (cb);
+      if (!all)
+        {
+          cov_hide_system (&m, &cov);
+          merge_hide_system (&m, 1);
+        }
       size_t unknown = 0;
       for (size_t i = 0; i < cov.nfiles; i++)
         for (size_t k = 0; k < cov.files[i].nlines; k++)
           unknown += !cov.files[i].lines[k].known;
+      size_t left = 0;
       if (!out)
-        write_lcov (stdout, &m, &cov);
+        left = write_lcov (stdout, &m, &cov);
       else
         {
-          size_t n = strlen (out) + 32;
-          char *tmp = xmalloc (n);
-          snprintf (tmp, n, "%s.tmp.%ld", out, (long) getpid ());
-          FILE *f = fopen (tmp, "w");
-          if (!f)
+          struct tally_out o;
+          char err[512];
+          if (tally_out_open (&o, out, err, sizeof err) != 0)
             {
-              error_msg ("lcov: cannot create %s: %s", tmp, strerror (errno));
+              error_msg ("lcov: %s", err);
               status = EXIT_BAD_DATA;
             }
           else
             {
-              write_lcov (f, &m, &cov);
-              int bad = ferror (f);
-              if (fclose (f) != 0 || bad)
+              left = write_lcov (o.f, &m, &cov);
+              if (tally_out_close (&o, err, sizeof err) != 0)
                 {
-                  error_msg ("lcov: cannot write %s: %s", tmp,
-                             strerror (errno));
-                  remove (tmp);
-                  status = EXIT_BAD_DATA;
-                }
-              else if (rename (tmp, out) != 0)
-                {
-                  error_msg ("lcov: cannot rename %s to %s: %s", tmp, out,
-                             strerror (errno));
-                  remove (tmp);
+                  error_msg ("lcov: %s", err);
                   status = EXIT_BAD_DATA;
                 }
             }
-          free (tmp);
         }
       if (unknown)
         fprintf (stderr, "tally: warning: %zu %s left out: %s count could "
                  "not be determined\n", unknown,
                  unknown == 1 ? "line" : "lines",
                  unknown == 1 ? "its" : "their");
+      if (left && !status)
+        status = EXIT_BAD_DATA; /* the tracefile lacks them: say so */
       merge_notes (&m);
       cov_free (&cov);
     }
@@ -2237,12 +2411,17 @@ static const struct flag_name module_flags[] = {
   { TALLY_MOD_HOOKS_NONE, "hooks-none" },
   { TALLY_MOD_BLOCKS_TREE, "placement-tree" },
   { TALLY_MOD_COUNTERS_MAPPED, "counters-mapped" },
+  { TALLY_MOD_PATHS, "paths-on" },
+  { TALLY_MOD_MEASURE_PAPI, "measure-papi" },
+  { TALLY_MOD_EXIT_FRAMES, "exit-frames" },
+  { TALLY_MOD_SYSTEM_MARKED, "system-marked" },
 };
 
 /* Names of the function flags, for dump.  */
 static const struct flag_name fn_flags[] = {
   { TALLY_FN_CLONE, "clone" },
   { TALLY_FN_CALLS_DERIVED, "calls-derived" },
+  { TALLY_FN_SYSTEM, "system" },
 };
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])
@@ -2355,6 +2534,7 @@ dump_data (const char *path, const struct tally_data *d)
             dump_map (f);
         }
     }
+  tally_dump_records (d, put_quoted);
   tally_ranks_dump (d); /* RNKS, ranks.c */
   /* A continuous file has no trailer: its chunks were checked one by one.  */
   if (d->flags & TALLY_FILE_CONTINUOUS)
@@ -2426,8 +2606,9 @@ cmd_dump (int argc, char **argv)
  * file; another build of the same source stays a record of its own.  With
  * --force, modules with the same source are merged whatever their
  * checksum (and within one input file too): functions pair by symbol and
- * a function only one build has is added.  The output is written to OUT.tmp.PID and renamed over OUT, so it
- * may be one of the inputs.
+ * a function only one build has is added.  The output is written to a new
+ * temporary and renamed over OUT (output.c), so it may be one of the
+ * inputs.
  *
  * The measured values (MEAS) of a function add up as its counts do; a file
  * without them adds zeros; files that measure other values (other PAPI
@@ -2913,7 +3094,7 @@ str_bytes (const char *s)
   return 4 + strlen (s);
 }
 
-/* Write ACC to PATH (through PATH.tmp.PID).  Returns 0 or EXIT_BAD_DATA. */
+/* Write ACC to PATH (tools/output.c).  Returns 0 or EXIT_BAD_DATA. */
 static int
 write_merged (const char *path, const struct accumulator *acc,
               const char *program, uint32_t flags)
@@ -2959,16 +3140,14 @@ write_merged (const char *path, const struct accumulator *acc,
     size += 24 + 4 * (uint64_t) acc->n + 32 * (uint64_t) (acc->nnodes - 1);
   if (acc->paths && acc->nmeas > 1)
     size += 12 + 16 * (uint64_t) (acc->nmeas - 1) * (acc->nnodes - 1);
-  size_t n = strlen (path) + 32;
-  char *tmp = xmalloc (n);
-  snprintf (tmp, n, "%s.tmp.%ld", path, (long) getpid ());
-  struct out_writer w = { fopen (tmp, "wb"), 0, 0 };
-  if (!w.f)
+  struct tally_out o;
+  char err[512];
+  if (tally_out_open (&o, path, err, sizeof err) != 0)
     {
-      error_msg ("merge: cannot create %s: %s", tmp, strerror (errno));
-      free (tmp);
+      error_msg ("merge: %s", err);
       return EXIT_BAD_DATA;
     }
+  struct out_writer w = { o.f, 0, 0 };
   out_bytes (&w, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
   out_u32 (&w, TALLY_FILE_VERSION);
   out_u32 (&w, TALLY_BYTE_ORDER_MARK);
@@ -3084,25 +3263,18 @@ write_merged (const char *path, const struct accumulator *acc,
   out_u32 (&w, TALLY_TAG_END);
   out_u32 (&w, crc);
   out_u64 (&w, size);
-  int bad = ferror (w.f);
-  if (fclose (w.f) != 0 || bad || w.total != size)
+  if (w.total != size)
     {
-      error_msg ("merge: cannot write %s: %s", tmp,
-                 w.total != size ? "size mismatch (internal error)"
-                                 : strerror (errno));
-      remove (tmp);
-      free (tmp);
+      error_msg ("merge: cannot write %s: size mismatch (internal error)",
+                 path);
+      tally_out_discard (&o);
       return EXIT_BAD_DATA;
     }
-  if (rename (tmp, path) != 0)
+  if (tally_out_close (&o, err, sizeof err) != 0)
     {
-      error_msg ("merge: cannot rename %s to %s: %s", tmp, path,
-                 strerror (errno));
-      remove (tmp);
-      free (tmp);
+      error_msg ("merge: %s", err);
       return EXIT_BAD_DATA;
     }
-  free (tmp);
   return 0;
 }
 
@@ -3189,6 +3361,7 @@ cmd_merge (int argc, char **argv)
   uint32_t flags = TALLY_FILE_AT_EXIT;
   size_t file = 0;
   int status = 0;
+  struct tally_builds *builds = tally_builds_new ();
   /* One file at a time (memory: the files being read and the result);
      -j N reads ahead on N - 1 threads (tools/prefetch.c).  */
   struct tally_prefetch *pf = tally_prefetch_start (paths, npaths, jobs);
@@ -3202,9 +3375,19 @@ cmd_merge (int argc, char **argv)
       const char *a = paths[pi];
       struct tally_data d;
       char err[256];
+      char merr[512];
       if (tally_prefetch_next (pf, &d, err, sizeof err) != 0)
         {
           error_msg ("%s: %s", a, err);
+          status = EXIT_BAD_DATA;
+          break;
+        }
+      /* Its maps are copied into the output: one tally report could not
+         decode would make the output unreadable.  */
+      if (tally_data_check_maps (&d, merr, sizeof merr) != 0)
+        {
+          error_msg ("%s: %s; nothing written", a, merr);
+          tally_data_free (&d);
           status = EXIT_BAD_DATA;
           break;
         }
@@ -3218,6 +3401,7 @@ cmd_merge (int argc, char **argv)
       else if (strcmp (program, d.program) != 0)
         program[0] = 0; /* several programs: name none */
       flags &= d.flags;
+      tally_builds_add (builds, a, &d);
       status = acc_add_file (&acc, &d, file, force, a);
       tally_data_free (&d);
       file++;
@@ -3227,6 +3411,9 @@ cmd_merge (int argc, char **argv)
   size_t forced = 0;
   for (size_t i = 0; i < acc.n; i++)
     forced += acc.mods[i].forced;
+  if (!status && tally_builds_check (builds, "merge", force) != 0)
+    status = EXIT_BAD_DATA;
+  tally_builds_free (builds);
   if (!status)
     status = write_merged (out, &acc, program ? program : "", flags);
   if (!status && forced)
@@ -3268,7 +3455,7 @@ main (int argc, char **argv)
   int status;
   if (argc < 2)
     {
-      error_msg ("no command given (commands: report, dump, merge, lcov, flame, select, run, help); try 'tally "
+      error_msg ("no command given (commands: report, dump, merge, lcov, flame, select, diff, run, help); try 'tally "
              "--help'");
       return EXIT_USAGE;
     }
@@ -3296,6 +3483,8 @@ main (int argc, char **argv)
     status = cmd_lcov (argc - 1, argv + 1);
   else if (strcmp (cmd, "select") == 0)
     status = cmd_select (argc - 1, argv + 1);
+  else if (strcmp (cmd, "diff") == 0)
+    status = tally_diff_main (argc - 1, argv + 1, usage_text);
   else if (strcmp (cmd, "run") == 0)
     status = cmd_run (argc - 1, argv + 1);
   else

@@ -37,6 +37,10 @@ enum tally_counter
 #define TALLY_FN_CALLS_DERIVED 0x2u /* counters[ENTRIES] and [EXITS] are not
                                        updated: readers compute them from the
                                        block counts (blocks=count) */
+#define TALLY_FN_SYSTEM 0x4u /* defined in a system header (GCC's
+                                in_system_header_at: -isystem, /usr/include);
+                                meaningful in modules with
+                                TALLY_MOD_SYSTEM_MARKED only */
 
 /* struct tally_module.flags */
 #define TALLY_MOD_HOOKS_INLINE 0x1u /* counters updated by inline code */
@@ -59,6 +63,9 @@ enum tally_counter
                                           TALLY_PAPI_EVENTS per function */
 #define TALLY_MOD_MEASURE_CYCLES 0x800u /* measure=cycles: shadow stack,
                                            inclusive/exclusive TSC cycles */
+#define TALLY_MOD_SYSTEM_MARKED 0x10000u /* the plugin set TALLY_FN_SYSTEM
+                                           where it applies (older plugins
+                                           did not: readers judge by path) */
 #define TALLY_MOD_COUNTERS_MAPPED 0x8000u /* counters=mapped: every update
                                              goes to its address plus
                                              *bias (ABI 3) */

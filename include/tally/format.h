@@ -124,6 +124,9 @@
 /* Path nodes of frames outside instrumented code (FRMS) have function ids
    from here up.  */
 #define TALLY_FRAME_ID_BASE 0xf0000000u
+/* The largest PATH depth limit (TALLY_PATH_DEPTH); readers refuse a file
+   claiming more, and a node deeper than its file's limit.  */
+#define TALLY_PATH_DEPTH_MAX 1024u
 #define TALLY_HEADER_FIXED 48u       /* header bytes before the program string */
 #define TALLY_TRAILER_SIZE 16u
 

@@ -1,0 +1,195 @@
+/* Modules of one source built with settings whose counts do not add up
+ * (builds.h).
+ *
+ * A source is its module record's source file made absolute against the
+ * compiler's directory.  The first setting seen for a source and the file
+ * it came from are kept; the first other setting of each source is the
+ * conflict reported.  */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "builds.h"
+#include "coverage.h"
+#include "tally/abi.h"
+
+struct build_slot
+{
+  char *source;           /* NULL: empty slot */
+  uint32_t flags, kind;   /* first seen */
+  const char *path;       /* its data file (the caller's string) */
+  int conflict;           /* another kind was seen: */
+  uint32_t other_flags;
+  const char *other_path;
+  size_t order;           /* when the conflict was seen, for the message */
+};
+
+struct tally_builds
+{
+  struct build_slot *slots;
+  size_t cap, used, conflicts;
+};
+
+static void *
+xcalloc_ (size_t n, size_t size)
+{
+  void *p = calloc (n ? n : 1, size);
+  if (!p)
+    {
+      fputs ("tally: out of memory\n", stderr);
+      exit (1);
+    }
+  return p;
+}
+
+uint32_t
+tally_builds_kind (uint32_t flags)
+{
+  uint32_t kind = flags & (TALLY_MOD_AT_EARLY | TALLY_MOD_AT_LATE
+                           | TALLY_MOD_HOOKS_USER | TALLY_MOD_HOOKS_NONE
+                           | TALLY_MOD_BLOCKS_COUNT | TALLY_MOD_BLOCKS_VISITED);
+  /* Inline hooks and runtime calls count the same entries.  */
+  if (flags & (TALLY_MOD_HOOKS_INLINE | TALLY_MOD_HOOKS_CALL))
+    kind |= TALLY_MOD_HOOKS_INLINE;
+  return kind;
+}
+
+struct tally_builds *
+tally_builds_new (void)
+{
+  struct tally_builds *b = xcalloc_ (1, sizeof *b);
+  b->cap = 64;
+  b->slots = xcalloc_ (b->cap, sizeof *b->slots);
+  return b;
+}
+
+static uint64_t
+hash_str (const char *s)
+{
+  uint64_t h = 14695981039346656037ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char) *s) * 1099511628211ull;
+  return h;
+}
+
+static struct build_slot *
+find (struct build_slot *slots, size_t cap, const char *source)
+{
+  size_t i = (size_t) hash_str (source) & (cap - 1);
+  while (slots[i].source && strcmp (slots[i].source, source) != 0)
+    i = (i + 1) & (cap - 1);
+  return &slots[i];
+}
+
+static void
+grow (struct tally_builds *b)
+{
+  size_t cap = b->cap * 2;
+  struct build_slot *slots = xcalloc_ (cap, sizeof *slots);
+  for (size_t i = 0; i < b->cap; i++)
+    if (b->slots[i].source)
+      *find (slots, cap, b->slots[i].source) = b->slots[i];
+  free (b->slots);
+  b->slots = slots;
+  b->cap = cap;
+}
+
+void
+tally_builds_add (struct tally_builds *b, const char *path,
+                  const struct tally_data *d)
+{
+  for (uint32_t i = 0; i < d->nmodules; i++)
+    {
+      const struct tally_data_module *m = &d->modules[i];
+      char *source = cov_resolve_path (m->directory, m->source);
+      struct build_slot *s = find (b->slots, b->cap, source);
+      uint32_t kind = tally_builds_kind (m->flags);
+      if (!s->source)
+        {
+          s->source = source;
+          s->flags = m->flags;
+          s->kind = kind;
+          s->path = path;
+          if (++b->used * 2 > b->cap)
+            grow (b);
+          continue;
+        }
+      free (source);
+      if (s->kind != kind && !s->conflict)
+        {
+          s->conflict = 1;
+          s->other_flags = m->flags;
+          s->other_path = path;
+          s->order = b->conflicts++;
+        }
+    }
+}
+
+/* "at=early hooks=call blocks=count" of module flags FLAGS.  */
+static void
+describe (char *buf, size_t size, uint32_t flags)
+{
+  snprintf (buf, size, "at=%s hooks=%s blocks=%s",
+            flags & TALLY_MOD_AT_EARLY ? "early" : "late",
+            flags & TALLY_MOD_HOOKS_CALL ? "call"
+            : flags & TALLY_MOD_HOOKS_USER ? "user"
+            : flags & TALLY_MOD_HOOKS_NONE ? "none" : "inline",
+            flags & TALLY_MOD_BLOCKS_COUNT ? "count"
+            : flags & TALLY_MOD_BLOCKS_VISITED ? "visited" : "none");
+}
+
+static int
+by_order (const void *pa, const void *pb)
+{
+  const struct build_slot *a = *(const struct build_slot *const *) pa;
+  const struct build_slot *b = *(const struct build_slot *const *) pb;
+  return (a->order > b->order) - (a->order < b->order);
+}
+
+int
+tally_builds_check (const struct tally_builds *b, const char *what, int force)
+{
+  if (!b->conflicts)
+    return 0;
+  const struct build_slot **list = xcalloc_ (b->conflicts, sizeof *list);
+  size_t n = 0;
+  for (size_t i = 0; i < b->cap; i++)
+    if (b->slots[i].source && b->slots[i].conflict)
+      list[n++] = &b->slots[i];
+  qsort (list, n, sizeof *list, by_order);
+  /* The first few, in the order they were met; the rest counted.  */
+  size_t shown = n < 5 ? n : 5;
+  for (size_t i = 0; i < shown; i++)
+    {
+      char one[96], other[96];
+      describe (one, sizeof one, list[i]->flags);
+      describe (other, sizeof other, list[i]->other_flags);
+      fprintf (stderr, "tally: %s%s: %s was built with %s (%s) and with %s "
+               "(%s)\n", force ? "warning: " : "", what, list[i]->source, one,
+               list[i]->path, other, list[i]->other_path);
+    }
+  if (n > shown)
+    fprintf (stderr, "tally: %s%s: and %zu more sources built with other "
+             "settings\n", force ? "warning: " : "", what, n - shown);
+  if (force)
+    fprintf (stderr, "tally: warning: %s: --force: their counts are summed "
+             "although they do not count the same things\n", what);
+  else
+    fprintf (stderr, "tally: %s: counts of builds with other at=, hooks= "
+             "or blocks= settings do not add up; read them apart, or pass "
+             "--force to sum them anyway\n", what);
+  free (list);
+  return force ? 0 : -1;
+}
+
+void
+tally_builds_free (struct tally_builds *b)
+{
+  if (!b)
+    return;
+  for (size_t i = 0; i < b->cap; i++)
+    free (b->slots[i].source);
+  free (b->slots);
+  free (b);
+}

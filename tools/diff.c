@@ -1,0 +1,837 @@
+/* tally diff A B: what changed between two data files, per function and
+ * with --lines per source line (diff.h, doc/cli.md "tally diff").
+ *
+ * Functions are matched by source name and file (made absolute against
+ * the compiler's directory), not by symbol or module checksum: the two
+ * files may come from other builds of the program (at=late against
+ * at=early, hooks=inline against call, before and after an edit).  The
+ * clones of a function have its name, so they are folded into it; the
+ * records of several modules (a header's inline function) add up.  */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blockmap.h"
+#include "coverage.h"
+#include "datafile.h"
+#include "diff.h"
+#include "hide.h"
+#include "tally/abi.h"
+
+#define EXIT_BAD_DATA 1
+#define EXIT_USAGE 2
+
+enum diff_sort { BY_CALLS, BY_CYCLES, BY_NAME };
+enum diff_format { TEXT, JSON, CSV };
+
+/* One side's figures of a function.  */
+struct side
+{
+  int present;
+  int measured;      /* has cycles (a MEAS record) */
+  int unknown;       /* calls derived from blocks, undetermined */
+  uint64_t calls, exits, incl, excl;
+};
+
+struct frow
+{
+  char *name, *file; /* file: absolute */
+  uint32_t line;
+  struct side s[2];
+};
+
+/* One source line with code, on either side.  */
+struct lrow
+{
+  const char *file; /* the cov_result's */
+  uint32_t line;
+  int known[2];
+  uint64_t count[2];
+};
+
+/* One side: the file read, its decoded maps and solved flows.  */
+struct input
+{
+  const char *path;
+  struct tally_data d;
+  struct tally_blockmap *maps;
+  struct tally_flow *flows;
+  struct cov_body *bodies;
+  size_t nbodies;
+  struct cov_result cov;
+};
+
+struct diff
+{
+  struct frow *rows;
+  size_t nrows, cap;
+  size_t *slots; /* hash of (name, file) -> row index + 1 */
+  size_t nslots;
+  int measured;
+};
+
+static void *
+xrealloc_ (void *p, size_t n)
+{
+  void *q = realloc (p, n ? n : 1);
+  if (!q)
+    {
+      fputs ("tally: out of memory\n", stderr);
+      exit (EXIT_BAD_DATA);
+    }
+  return q;
+}
+
+static char *
+xstrdup_ (const char *s)
+{
+  size_t n = strlen (s) + 1;
+  return memcpy (xrealloc_ (NULL, n), s, n);
+}
+
+static uint64_t
+add_sat (uint64_t a, uint64_t b)
+{
+  return a + b < a ? UINT64_MAX : a + b;
+}
+
+static size_t
+hash2 (const char *a, const char *b)
+{
+  uint64_t h = 14695981039346656037ull;
+  for (; *a; a++)
+    h = (h ^ (unsigned char) *a) * 1099511628211ull;
+  h = (h ^ 0xff) * 1099511628211ull;
+  for (; *b; b++)
+    h = (h ^ (unsigned char) *b) * 1099511628211ull;
+  return (size_t) h;
+}
+
+static void
+rehash (struct diff *df)
+{
+  free (df->slots);
+  df->nslots = df->nslots ? df->nslots * 2 : 256;
+  df->slots = xrealloc_ (NULL, df->nslots * sizeof *df->slots);
+  memset (df->slots, 0, df->nslots * sizeof *df->slots);
+  for (size_t r = 0; r < df->nrows; r++)
+    {
+      size_t i = hash2 (df->rows[r].name, df->rows[r].file) & (df->nslots - 1);
+      while (df->slots[i])
+        i = (i + 1) & (df->nslots - 1);
+      df->slots[i] = r + 1;
+    }
+}
+
+/* The row of NAME in FILE, made if new.  */
+static struct frow *
+row_of (struct diff *df, const char *name, const char *file, uint32_t line)
+{
+  if ((df->nrows + 1) * 2 > df->nslots)
+    rehash (df);
+  size_t i = hash2 (name, file) & (df->nslots - 1);
+  for (; df->slots[i]; i = (i + 1) & (df->nslots - 1))
+    {
+      struct frow *r = &df->rows[df->slots[i] - 1];
+      if (strcmp (r->name, name) == 0 && strcmp (r->file, file) == 0)
+        return r;
+    }
+  if (df->nrows == df->cap)
+    {
+      df->cap = df->cap ? df->cap * 2 : 64;
+      df->rows = xrealloc_ (df->rows, df->cap * sizeof *df->rows);
+    }
+  struct frow *r = &df->rows[df->nrows];
+  memset (r, 0, sizeof *r);
+  r->name = xstrdup_ (name);
+  r->file = xstrdup_ (file);
+  r->line = line;
+  df->slots[i] = ++df->nrows;
+  return r;
+}
+
+/* Read IN->path as side K of DF.  Returns 0, or -1 after saying why.  */
+static int
+read_side (struct diff *df, struct input *in, int k)
+{
+  char err[256];
+  if (tally_read_file (in->path, &in->d, err, sizeof err) != 0)
+    {
+      fprintf (stderr, "tally: %s: %s\n", in->path, err);
+      return -1;
+    }
+  if (in->d.flags & TALLY_DATA_UNFINISHED)
+    fprintf (stderr, "tally: %s: process did not finish: counts up to the "
+             "kill\n", in->path);
+  size_t nfns = 0;
+  for (uint32_t i = 0; i < in->d.nmodules; i++)
+    nfns += in->d.modules[i].nfns;
+  in->maps = xrealloc_ (NULL, (nfns ? nfns : 1) * sizeof *in->maps);
+  in->flows = xrealloc_ (NULL, (nfns ? nfns : 1) * sizeof *in->flows);
+  in->bodies = xrealloc_ (NULL, (nfns ? nfns : 1) * sizeof *in->bodies);
+  if (in->d.nmeas)
+    df->measured = 1;
+  for (uint32_t i = 0; i < in->d.nmodules; i++)
+    {
+      const struct tally_data_module *m = &in->d.modules[i];
+      for (uint32_t j = 0; j < m->nfns; j++)
+        {
+          const struct tally_data_fn *f = &m->fns[j];
+          uint64_t calls = f->counters[TALLY_C_ENTRIES];
+          uint64_t exits = f->counters[TALLY_C_EXITS];
+          int unknown = 0;
+          if (f->map_size)
+            {
+              size_t b = in->nbodies;
+              if (tally_map_decode (f->map, f->map_size, f->ncounters,
+                                    &in->maps[b], err, sizeof err) != 0)
+                {
+                  fprintf (stderr, "tally: %s: module %lu (%s) function %lu "
+                           "(%s): bad block map: %s: file is corrupt\n",
+                           in->path, (unsigned long) i, m->source,
+                           (unsigned long) j, f->symbol, err);
+                  return -1;
+                }
+              tally_flow_solve (&in->maps[b], f->counters, f->ncounters,
+                                &in->flows[b]);
+              if ((f->flags & TALLY_FN_CALLS_DERIVED)
+                  && in->maps[b].kind != TALLY_MAP_VISITED)
+                {
+                  calls = in->flows[b].entries;
+                  exits = in->flows[b].exits;
+                  unknown = !in->flows[b].entries_known;
+                }
+              in->bodies[b].map = &in->maps[b];
+              in->bodies[b].flow = &in->flows[b];
+              in->bodies[b].directory = m->directory;
+              in->bodies[b].fn_file = f->file;
+              in->bodies[b].fn_line = f->line;
+              in->nbodies++;
+            }
+          char *file = cov_resolve_path (m->directory, f->file);
+          struct frow *r = row_of (df, f->name, file, f->line);
+          free (file);
+          struct side *s = &r->s[k];
+          s->present = 1;
+          s->unknown |= unknown;
+          s->calls = add_sat (s->calls, calls);
+          s->exits = add_sat (s->exits, exits);
+          if (f->meas)
+            {
+              s->measured = 1;
+              s->incl = add_sat (s->incl, f->meas[0]);
+              s->excl = add_sat (s->excl, f->meas[1]);
+            }
+        }
+    }
+  return 0;
+}
+
+static void
+free_side (struct input *in)
+{
+  for (size_t b = 0; b < in->nbodies; b++)
+    {
+      tally_map_free (&in->maps[b]);
+      tally_flow_free (&in->flows[b]);
+    }
+  free (in->maps);
+  free (in->flows);
+  free (in->bodies);
+  cov_free (&in->cov);
+  tally_data_free (&in->d);
+}
+
+/* |B - A| and its sign.  */
+static uint64_t
+delta (uint64_t a, uint64_t b, int *neg)
+{
+  *neg = b < a;
+  return b < a ? a - b : b - a;
+}
+
+static void
+put_delta (char *buf, size_t size, uint64_t a, uint64_t b)
+{
+  int neg;
+  uint64_t d = delta (a, b, &neg);
+  snprintf (buf, size, "%s%" PRIu64, d ? (neg ? "-" : "+") : "", d);
+}
+
+/* B / A as text ("-" when A is 0).  */
+static void
+put_ratio (char *buf, size_t size, uint64_t a, uint64_t b)
+{
+  if (!a)
+    snprintf (buf, size, "-");
+  else
+    snprintf (buf, size, "%.2f", (double) b / (double) a);
+}
+
+static int
+changed (const struct frow *r, int measured)
+{
+  return r->s[0].present != r->s[1].present
+         || r->s[0].calls != r->s[1].calls || r->s[0].exits != r->s[1].exits
+         || (measured && r->s[0].excl != r->s[1].excl);
+}
+
+static enum diff_sort sort_by;
+
+static int
+by_change (const void *pa, const void *pb)
+{
+  const struct frow *a = *(const struct frow *const *) pa;
+  const struct frow *b = *(const struct frow *const *) pb;
+  int neg;
+  if (sort_by != BY_NAME)
+    {
+      uint64_t da = sort_by == BY_CYCLES
+                    ? delta (a->s[0].excl, a->s[1].excl, &neg)
+                    : delta (a->s[0].calls, a->s[1].calls, &neg);
+      uint64_t db = sort_by == BY_CYCLES
+                    ? delta (b->s[0].excl, b->s[1].excl, &neg)
+                    : delta (b->s[0].calls, b->s[1].calls, &neg);
+      if (da != db)
+        return da > db ? -1 : 1;
+    }
+  int c = strcmp (a->name, b->name);
+  if (!c)
+    c = strcmp (a->file, b->file);
+  return c;
+}
+
+static int
+lines_by_change (const void *pa, const void *pb)
+{
+  const struct lrow *a = pa, *b = pb;
+  int neg;
+  uint64_t da = delta (a->count[0], a->count[1], &neg);
+  uint64_t db = delta (b->count[0], b->count[1], &neg);
+  if (sort_by != BY_NAME && da != db)
+    return da > db ? -1 : 1;
+  int c = strcmp (a->file, b->file);
+  if (!c)
+    c = (a->line > b->line) - (a->line < b->line);
+  return c;
+}
+
+/* The length of the valid UTF-8 sequence at S, or 0.  */
+static size_t
+utf8_len (const unsigned char *s)
+{
+  unsigned c = s[0];
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xc2 && c <= 0xdf)
+    return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+  if (c >= 0xe0 && c <= 0xef)
+    {
+      unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+      return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
+    }
+  if (c >= 0xf0 && c <= 0xf4)
+    {
+      unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+      return (s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80
+              && (s[3] & 0xc0) == 0x80) ? 4 : 0;
+    }
+  return 0;
+}
+
+/* STR for a terminal (control characters and invalid UTF-8 as \xNN) or,
+   JSON set, as a JSON string.  */
+static void
+put_str (const char *str, int json)
+{
+  const unsigned char *s = (const unsigned char *) str;
+  if (json)
+    putchar ('"');
+  while (*s)
+    {
+      size_t n = utf8_len (s);
+      if (json && (*s == '"' || *s == '\\'))
+        printf ("\\%c", *s);
+      else if (n == 0 || *s < 0x20 || *s == 0x7f)
+        printf (json ? "\\u%04x" : "\\x%02x", *s);
+      else
+        {
+          fwrite (s, 1, n, stdout);
+          s += n;
+          continue;
+        }
+      s++;
+    }
+  if (json)
+    putchar ('"');
+}
+
+/* A CSV field: quoted when it holds a comma, a quote or a line break.  */
+static void
+put_csv_field (const char *s)
+{
+  if (!strpbrk (s, ",\"\r\n"))
+    {
+      fputs (s, stdout);
+      return;
+    }
+  putchar ('"');
+  for (; *s; s++)
+    {
+      if (*s == '"')
+        putchar ('"');
+      putchar (*s);
+    }
+  putchar ('"');
+}
+
+static void
+put_count (const struct side *s, int width)
+{
+  if (!s->present)
+    printf ("%*s", width, "-");
+  else if (s->unknown)
+    printf ("%*s", width, "?");
+  else
+    printf ("%*" PRIu64, width, s->calls);
+}
+
+static void
+print_text (const struct input *in, const struct diff *df, struct frow **rows,
+            size_t n, size_t unchanged, const struct lrow *lines,
+            size_t nlines, int show_lines)
+{
+  uint64_t total[2] = { 0, 0 };
+  for (size_t i = 0; i < df->nrows; i++)
+    for (int k = 0; k < 2; k++)
+      total[k] = add_sat (total[k], df->rows[i].s[k].calls);
+  for (int k = 0; k < 2; k++)
+    {
+      printf ("%c: ", 'A' + k);
+      put_str (in[k].path, 0);
+      printf (" (%" PRIu64 " calls)\n", total[k]);
+    }
+  char d[32], r[32];
+  put_delta (d, sizeof d, total[0], total[1]);
+  put_ratio (r, sizeof r, total[0], total[1]);
+  if (show_lines)
+    printf ("%zu %s differ\n", nlines, nlines == 1 ? "line" : "lines");
+  else
+    printf ("%zu %s differ, %zu unchanged%s; calls %s, ratio %s\n", n,
+            n == 1 ? "function" : "functions", unchanged,
+            unchanged ? " (--all lists them)" : "", d, r);
+  if (show_lines)
+    {
+      printf ("%12s %12s %12s  %s\n", "count-A", "count-B", "delta",
+              "location");
+      for (size_t i = 0; i < nlines; i++)
+        {
+          const struct lrow *l = &lines[i];
+          for (int k = 0; k < 2; k++)
+            {
+              if (l->known[k])
+                printf ("%12" PRIu64 " ", l->count[k]);
+              else
+                printf ("%12s ", "-");
+            }
+          put_delta (d, sizeof d, l->count[0], l->count[1]);
+          printf ("%12s  ", d);
+          put_str (l->file, 0);
+          printf (":%lu\n", (unsigned long) l->line);
+        }
+      return;
+    }
+  printf ("%12s %12s %12s %8s ", "calls-A", "calls-B", "delta", "ratio");
+  if (df->measured)
+    printf ("%14s %14s %14s %8s ", "excl-cyc-A", "excl-cyc-B", "delta",
+            "ratio");
+  printf (" %s  %s\n", "function", "location");
+  for (size_t i = 0; i < n; i++)
+    {
+      const struct frow *w = rows[i];
+      put_count (&w->s[0], 12);
+      putchar (' ');
+      put_count (&w->s[1], 12);
+      put_delta (d, sizeof d, w->s[0].calls, w->s[1].calls);
+      put_ratio (r, sizeof r, w->s[0].calls, w->s[1].calls);
+      printf (" %12s %8s ", d, r);
+      if (df->measured)
+        {
+          put_delta (d, sizeof d, w->s[0].excl, w->s[1].excl);
+          put_ratio (r, sizeof r, w->s[0].excl, w->s[1].excl);
+          for (int k = 0; k < 2; k++)
+            if (w->s[k].measured)
+              printf ("%14" PRIu64 " ", w->s[k].excl);
+            else
+              printf ("%14s ", "-");
+          printf ("%14s %8s ", d, r);
+        }
+      putchar (' ');
+      put_str (w->name, 0);
+      fputs ("  ", stdout);
+      put_str (w->file, 0);
+      if (w->line)
+        printf (":%lu", (unsigned long) w->line);
+      putchar ('\n');
+    }
+}
+
+/* A JSON number or null.  */
+static void
+json_u64 (const char *key, int present, uint64_t v)
+{
+  if (present)
+    printf (", \"%s\": %" PRIu64, key, v);
+  else
+    printf (", \"%s\": null", key);
+}
+
+static void
+json_delta (const char *key, const char *rkey, uint64_t a, uint64_t b)
+{
+  int neg;
+  uint64_t d = delta (a, b, &neg);
+  printf (", \"%s\": %s%" PRIu64, key, neg ? "-" : "", d);
+  if (a)
+    printf (", \"%s\": %.6g", rkey, (double) b / (double) a);
+  else
+    printf (", \"%s\": null", rkey);
+}
+
+static void
+print_json (const struct input *in, const struct diff *df, struct frow **rows,
+            size_t n, size_t unchanged, const struct lrow *lines,
+            size_t nlines, int show_lines)
+{
+  printf ("{\n");
+  for (int k = 0; k < 2; k++)
+    {
+      printf ("  \"%c\": {\"path\": ", 'a' + k);
+      put_str (in[k].path, 1);
+      printf (", \"program\": ");
+      put_str (in[k].d.program, 1);
+      printf (", \"pid\": %" PRIu64 ", \"modules\": %lu},\n", in[k].d.pid,
+              (unsigned long) in[k].d.nmodules);
+    }
+  printf ("  \"measured\": %s,\n  \"unchanged\": %zu,\n  \"functions\": [",
+          df->measured ? "true" : "false", unchanged);
+  for (size_t i = 0; i < n; i++)
+    {
+      const struct frow *w = rows[i];
+      fputs (i ? ",\n    {\"name\": " : "\n    {\"name\": ", stdout);
+      put_str (w->name, 1);
+      fputs (", \"file\": ", stdout);
+      put_str (w->file, 1);
+      printf (", \"line\": %lu", (unsigned long) w->line);
+      json_u64 ("calls_a", w->s[0].present && !w->s[0].unknown, w->s[0].calls);
+      json_u64 ("calls_b", w->s[1].present && !w->s[1].unknown, w->s[1].calls);
+      json_delta ("delta_calls", "ratio_calls", w->s[0].calls, w->s[1].calls);
+      json_u64 ("exits_a", w->s[0].present, w->s[0].exits);
+      json_u64 ("exits_b", w->s[1].present, w->s[1].exits);
+      if (df->measured)
+        {
+          json_u64 ("incl_cycles_a", w->s[0].measured, w->s[0].incl);
+          json_u64 ("incl_cycles_b", w->s[1].measured, w->s[1].incl);
+          json_u64 ("excl_cycles_a", w->s[0].measured, w->s[0].excl);
+          json_u64 ("excl_cycles_b", w->s[1].measured, w->s[1].excl);
+          json_delta ("delta_excl_cycles", "ratio_excl_cycles", w->s[0].excl,
+                      w->s[1].excl);
+        }
+      putchar ('}');
+    }
+  fputs (n ? "\n  ]" : "]", stdout);
+  if (show_lines)
+    {
+      fputs (",\n  \"lines\": [", stdout);
+      for (size_t i = 0; i < nlines; i++)
+        {
+          const struct lrow *l = &lines[i];
+          fputs (i ? ",\n    {\"file\": " : "\n    {\"file\": ", stdout);
+          put_str (l->file, 1);
+          printf (", \"line\": %lu", (unsigned long) l->line);
+          json_u64 ("count_a", l->known[0], l->count[0]);
+          json_u64 ("count_b", l->known[1], l->count[1]);
+          int neg;
+          uint64_t d = delta (l->count[0], l->count[1], &neg);
+          printf (", \"delta\": %s%" PRIu64 "}", neg ? "-" : "", d);
+        }
+      fputs (nlines ? "\n  ]" : "]", stdout);
+    }
+  fputs ("\n}\n", stdout);
+}
+
+static void
+csv_u64 (int present, uint64_t v)
+{
+  if (present)
+    printf ("%" PRIu64, v);
+}
+
+/* ",DELTA,RATIO" for CSV: a plain signed integer, and B / A or nothing
+   when A is 0.  */
+static void
+csv_delta (uint64_t a, uint64_t b)
+{
+  int neg;
+  uint64_t d = delta (a, b, &neg);
+  printf (",%s%" PRIu64 ",", neg ? "-" : "", d);
+  if (a)
+    printf ("%.6g", (double) b / (double) a);
+}
+
+static void
+print_csv (const struct diff *df, struct frow **rows, size_t n,
+           const struct lrow *lines, size_t nlines, int show_lines)
+{
+  if (show_lines)
+    {
+      puts ("count_a,count_b,delta,file,line");
+      for (size_t i = 0; i < nlines; i++)
+        {
+          const struct lrow *l = &lines[i];
+          csv_u64 (l->known[0], l->count[0]);
+          putchar (',');
+          csv_u64 (l->known[1], l->count[1]);
+          int neg;
+          uint64_t d = delta (l->count[0], l->count[1], &neg);
+          printf (",%s%" PRIu64 ",", neg ? "-" : "", d);
+          put_csv_field (l->file);
+          printf (",%lu\n", (unsigned long) l->line);
+        }
+      return;
+    }
+  puts ("calls_a,calls_b,delta_calls,ratio_calls,excl_cycles_a,"
+        "excl_cycles_b,delta_excl_cycles,ratio_excl_cycles,function,file,"
+        "line");
+  for (size_t i = 0; i < n; i++)
+    {
+      const struct frow *w = rows[i];
+      csv_u64 (w->s[0].present && !w->s[0].unknown, w->s[0].calls);
+      putchar (',');
+      csv_u64 (w->s[1].present && !w->s[1].unknown, w->s[1].calls);
+      csv_delta (w->s[0].calls, w->s[1].calls);
+      putchar (',');
+      if (df->measured)
+        {
+          csv_u64 (w->s[0].measured, w->s[0].excl);
+          putchar (',');
+          csv_u64 (w->s[1].measured, w->s[1].excl);
+          csv_delta (w->s[0].excl, w->s[1].excl);
+          putchar (',');
+        }
+      else
+        fputs (",,,,", stdout);
+      put_csv_field (w->name);
+      putchar (',');
+      put_csv_field (w->file);
+      printf (",%lu\n", (unsigned long) w->line);
+    }
+}
+
+/* The lines of both sides' coverage, those that differ (all with ALL),
+   system headers left out unless ALL.  */
+static struct lrow *
+diff_lines (const struct input *in, int all, size_t *n)
+{
+  size_t cap = 64;
+  struct lrow *v = xrealloc_ (NULL, cap * sizeof *v);
+  *n = 0;
+  size_t i[2] = { 0, 0 };
+  const struct cov_result *c0 = &in[0].cov, *c1 = &in[1].cov;
+  /* Both file lists are sorted by path; walk them together.  */
+  while (i[0] < c0->nfiles || i[1] < c1->nfiles)
+    {
+      const struct cov_file *f[2] = { NULL, NULL };
+      int cmp = i[0] >= c0->nfiles   ? 1
+                : i[1] >= c1->nfiles ? -1
+                : strcmp (c0->files[i[0]].path, c1->files[i[1]].path);
+      if (cmp <= 0)
+        f[0] = &c0->files[i[0]++];
+      if (cmp >= 0)
+        f[1] = &c1->files[i[1]++];
+      const char *path = f[0] ? f[0]->path : f[1]->path;
+      if (!all && tally_system_path (path))
+        continue;
+      size_t j[2] = { 0, 0 };
+      size_t nl[2] = { f[0] ? f[0]->nlines : 0, f[1] ? f[1]->nlines : 0 };
+      while (j[0] < nl[0] || j[1] < nl[1])
+        {
+          const struct cov_line *l[2] = { NULL, NULL };
+          uint32_t a = j[0] < nl[0] ? f[0]->lines[j[0]].line : UINT32_MAX;
+          uint32_t b = j[1] < nl[1] ? f[1]->lines[j[1]].line : UINT32_MAX;
+          if (j[0] < nl[0] && a <= b)
+            l[0] = &f[0]->lines[j[0]++];
+          if (j[1] < nl[1] && b <= a)
+            l[1] = &f[1]->lines[j[1]++];
+          struct lrow w;
+          w.file = path;
+          w.line = l[0] ? l[0]->line : l[1]->line;
+          for (int k = 0; k < 2; k++)
+            {
+              w.known[k] = l[k] && l[k]->known;
+              w.count[k] = w.known[k] ? l[k]->count : 0;
+            }
+          if (!all && w.known[0] == w.known[1] && w.count[0] == w.count[1])
+            continue;
+          if (*n == cap)
+            {
+              cap *= 2;
+              v = xrealloc_ (v, cap * sizeof *v);
+            }
+          v[(*n)++] = w;
+        }
+    }
+  return v;
+}
+
+static int
+usage_error (const char *fmt, const char *arg)
+{
+  fputs ("tally: diff: ", stderr);
+  fprintf (stderr, fmt, arg);
+  fputs ("; try 'tally --help'\n", stderr);
+  return EXIT_USAGE;
+}
+
+int
+tally_diff_main (int argc, char **argv, const char *usage)
+{
+  const char *paths[2];
+  size_t npaths = 0, top = 0;
+  int only_files = 0, all = 0, show_lines = 0, json = 0, csv = 0;
+  enum diff_format format;
+  sort_by = BY_CALLS;
+  for (int i = 1; i < argc; i++)
+    {
+      const char *a = argv[i];
+      if (only_files || a[0] != '-' || !a[1])
+        {
+          if (npaths == 2)
+            return usage_error ("give two data files, A and B (%s is a "
+                                "third)", a);
+          paths[npaths++] = a;
+        }
+      else if (strcmp (a, "--") == 0)
+        only_files = 1;
+      else if (strcmp (a, "--help") == 0 || strcmp (a, "-h") == 0)
+        {
+          fputs (usage, stdout);
+          return 0;
+        }
+      else if (strcmp (a, "--json") == 0)
+        json = 1;
+      else if (strcmp (a, "--csv") == 0)
+        csv = 1;
+      else if (strcmp (a, "--all") == 0)
+        all = 1;
+      else if (strcmp (a, "--lines") == 0)
+        show_lines = 1;
+      else if (strncmp (a, "--sort=", 7) == 0)
+        {
+          const char *v = a + 7;
+          if (strcmp (v, "calls") == 0)
+            sort_by = BY_CALLS;
+          else if (strcmp (v, "cycles") == 0)
+            sort_by = BY_CYCLES;
+          else if (strcmp (v, "name") == 0)
+            sort_by = BY_NAME;
+          else
+            return usage_error ("unknown sort key '%s' (use calls, cycles or "
+                                "name)", v);
+        }
+      else if (strncmp (a, "--top=", 6) == 0)
+        {
+          char *end;
+          errno = 0;
+          unsigned long long v = strtoull (a + 6, &end, 10);
+          if (!a[6] || *end || errno || v == 0 || a[6] == '-')
+            return usage_error ("--top needs a positive whole number, not "
+                                "'%s'", a + 6);
+          top = (size_t) v;
+        }
+      else
+        return usage_error ("unknown option '%s'", a);
+    }
+  if (json && csv)
+    return usage_error ("%s", "--json and --csv cannot be used together");
+  format = json ? JSON : csv ? CSV : TEXT;
+  if (npaths != 2)
+    return usage_error ("%s", "give two data files, A and B");
+
+  struct input in[2];
+  struct diff df;
+  memset (in, 0, sizeof in);
+  memset (&df, 0, sizeof df);
+  int status = 0;
+  for (int k = 0; k < 2; k++)
+    {
+      in[k].path = paths[k];
+      if (read_side (&df, &in[k], k) != 0)
+        status = EXIT_BAD_DATA;
+    }
+  if (!status && sort_by == BY_CYCLES && !df.measured)
+    {
+      fprintf (stderr, "tally: diff: --sort=cycles: neither file has "
+               "measured cycles (build with "
+               "-fplugin-arg-tally-measure=cycles)\n");
+      status = EXIT_BAD_DATA;
+    }
+  if (!status && show_lines && !in[0].nbodies && !in[1].nbodies)
+    {
+      fprintf (stderr, "tally: diff: --lines: neither file has block counts "
+               "(build with -fplugin-arg-tally-blocks=count)\n");
+      status = EXIT_BAD_DATA;
+    }
+  if (status)
+    goto out;
+
+  struct frow **rows = xrealloc_ (NULL, (df.nrows ? df.nrows : 1)
+                                            * sizeof *rows);
+  size_t n = 0, unchanged = 0;
+  for (size_t i = 0; i < df.nrows; i++)
+    {
+      const struct frow *r = &df.rows[i];
+      if (!changed (r, df.measured))
+        {
+          unchanged++;
+          if (!all)
+            continue;
+        }
+      rows[n++] = &df.rows[i];
+    }
+  qsort (rows, n, sizeof *rows, by_change);
+  struct lrow *lines = NULL;
+  size_t nlines = 0;
+  if (show_lines)
+    {
+      for (int k = 0; k < 2; k++)
+        cov_compute (in[k].bodies, in[k].nbodies, &in[k].cov);
+      lines = diff_lines (in, all, &nlines);
+      qsort (lines, nlines, sizeof *lines, lines_by_change);
+      if (top && top < nlines)
+        nlines = top;
+    }
+  size_t shown = top && top < n ? top : n;
+  if (format == JSON)
+    print_json (in, &df, rows, shown, unchanged, lines, nlines, show_lines);
+  else if (format == CSV)
+    print_csv (&df, rows, shown, lines, nlines, show_lines);
+  else
+    print_text (in, &df, rows, shown, unchanged, lines, nlines, show_lines);
+  free (lines);
+  free (rows);
+out:
+  for (int k = 0; k < 2; k++)
+    free_side (&in[k]);
+  for (size_t i = 0; i < df.nrows; i++)
+    {
+      free (df.rows[i].name);
+      free (df.rows[i].file);
+    }
+  free (df.rows);
+  free (df.slots);
+  return status;
+}

@@ -1,0 +1,141 @@
+/* What reports leave out unless --all (hide.h).
+ *
+ * A system header is what GCC treats as one (in_system_header_at: the
+ * directories of -isystem and the default include path), as the plugin
+ * records it per function.  Files of older plugins carry no mark; for
+ * those, and for lines with no function of their own (code inlined from a
+ * header), the default include directories stand in.  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hide.h"
+#include "tally/abi.h"
+
+static const char *const system_dirs[] = {
+  "/usr/include/", "/usr/local/include/", "/usr/lib/gcc/",
+};
+
+int
+tally_system_path (const char *path)
+{
+  for (size_t i = 0; i < sizeof system_dirs / sizeof *system_dirs; i++)
+    if (strncmp (path, system_dirs[i], strlen (system_dirs[i])) == 0)
+      return 1;
+  return 0;
+}
+
+int
+tally_system_fn (uint32_t mod_flags, uint32_t fn_flags,
+                 const char *directory, const char *file)
+{
+  if (mod_flags & TALLY_MOD_SYSTEM_MARKED)
+    return (fn_flags & TALLY_FN_SYSTEM) != 0;
+  char *path = cov_resolve_path (directory, file);
+  int sys = tally_system_path (path);
+  free (path);
+  return sys;
+}
+
+struct tally_fileset
+{
+  char **slots; /* open addressing, NULL empty */
+  size_t cap, used;
+};
+
+static void *
+xcalloc_ (size_t n, size_t size)
+{
+  void *p = calloc (n ? n : 1, size);
+  if (!p)
+    {
+      fputs ("tally: out of memory\n", stderr);
+      exit (1);
+    }
+  return p;
+}
+
+static size_t
+slot_of (char *const *slots, size_t cap, const char *path)
+{
+  size_t h = 5381;
+  for (const char *p = path; *p; p++)
+    h = h * 33 + (unsigned char) *p;
+  size_t i = h & (cap - 1);
+  while (slots[i] && strcmp (slots[i], path) != 0)
+    i = (i + 1) & (cap - 1);
+  return i;
+}
+
+struct tally_fileset *
+tally_fileset_new (void)
+{
+  struct tally_fileset *s = xcalloc_ (1, sizeof *s);
+  s->cap = 64;
+  s->slots = xcalloc_ (s->cap, sizeof *s->slots);
+  return s;
+}
+
+void
+tally_fileset_add (struct tally_fileset *s, const char *directory,
+                   const char *file)
+{
+  char *path = cov_resolve_path (directory, file);
+  size_t i = slot_of (s->slots, s->cap, path);
+  if (s->slots[i])
+    {
+      free (path);
+      return;
+    }
+  s->slots[i] = path;
+  if (++s->used * 2 <= s->cap)
+    return;
+  size_t cap = s->cap * 2;
+  char **slots = xcalloc_ (cap, sizeof *slots);
+  for (size_t k = 0; k < s->cap; k++)
+    if (s->slots[k])
+      slots[slot_of (slots, cap, s->slots[k])] = s->slots[k];
+  free (s->slots);
+  s->slots = slots;
+  s->cap = cap;
+}
+
+int
+tally_fileset_has (const struct tally_fileset *s, const char *path)
+{
+  return s->slots[slot_of (s->slots, s->cap, path)] != NULL;
+}
+
+void
+tally_fileset_free (struct tally_fileset *s)
+{
+  if (!s)
+    return;
+  for (size_t i = 0; i < s->cap; i++)
+    free (s->slots[i]);
+  free (s->slots);
+  free (s);
+}
+
+size_t
+tally_cov_drop_system (struct cov_result *c, const struct tally_fileset *system,
+                       const struct tally_fileset *user)
+{
+  size_t kept = 0;
+  for (size_t i = 0; i < c->nfiles; i++)
+    {
+      struct cov_file *f = &c->files[i];
+      if (tally_fileset_has (system, f->path)
+          || (tally_system_path (f->path) && !tally_fileset_has (user, f->path)))
+        {
+          free (f->path);
+          free (f->lines);
+          free (f->branches);
+          continue;
+        }
+      c->files[kept++] = *f;
+    }
+  size_t dropped = c->nfiles - kept;
+  c->nfiles = kept;
+  return dropped;
+}
