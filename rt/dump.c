@@ -30,6 +30,7 @@
 
 #include "rt.h"
 #include "tally/format.h"
+#include "tally/image.h"
 #include "tally/tally.h"
 
 extern char **environ;
@@ -64,6 +65,7 @@ struct exit_sum
 static struct exit_sum *exit_sums; /* guarded by `dumping` */
 static size_t exit_sums_len, exit_sums_cap, exit_sums_cursor;
 static int exit_written; /* the last at-exit dump succeeded */
+static int exit_dump_off; /* tally_exit_dump_off: no file at exit */
 
 /* Defined further down, used by merge-on-write.  */
 static void zero_retained (void);
@@ -563,6 +565,21 @@ tally_rt_expand_path (char *path, size_t cap, const char *pattern,
           *merge = 1;
           p++;
           break;
+        case 'r': /* job rank (rank.c); outside a job "pid" and the pid */
+          if (!tally_rt_job_rank (tmp))
+            {
+              pos = append (path, pos, cap, "pid");
+              tally_rt_utoa (tmp, (unsigned long) getpid ());
+            }
+          pos = append (path, pos, cap, tmp);
+          p++;
+          break;
+        case 'R': /* job size; "0" outside a job */
+          if (!tally_rt_job_size (tmp))
+            tmp[0] = '0', tmp[1] = 0;
+          pos = append (path, pos, cap, tmp);
+          p++;
+          break;
         case 'c': /* continuous output: expands to nothing (continuous.c) */
           *cont = 1;
           p++;
@@ -573,7 +590,8 @@ tally_rt_expand_path (char *path, size_t cap, const char *pattern,
           break;
         default:
           tally_rt_error ("TALLY_OUTPUT=%s: unknown pattern '%%%s' kept as "
-                          "written (accepted: %%p pid, %%h host, %%m program "
+                          "written (accepted: %%p pid, %%h host, %%r job rank, "
+                          "%%R job size, %%m program "
                           "(and merge into the file), %%c continuous "
                           "output, %%%% a percent sign)",
                           pattern, p[1] ? (char[2]){ p[1], 0 } : "");
@@ -1345,6 +1363,8 @@ moved_locked (struct tally_module *m)
 static int
 exit_dump_locked (void)
 {
+  if (__atomic_load_n (&exit_dump_off, __ATOMIC_ACQUIRE))
+    return 0; /* exit_written stays 0: no late repeats either */
   note_exit_sums_locked ();
   int rc = dump_locked (1);
   exit_written = rc == 0;
@@ -1611,4 +1631,99 @@ int
 tally_dump (void)
 {
   return tally_rt_primary ()->dump (0);
+}
+
+/* tally/image.h, for libtally-mpi: the file in memory, a file from memory,
+   and no exit dump.  */
+TALLY_PUBLIC void *
+tally_image (size_t *len)
+{
+  char program[4096];
+  int saved = errno;
+  if (lock_dump (1) != 0)
+    return NULL;
+  ssize_t plen = readlink ("/proc/self/exe", program, sizeof program - 1);
+  program[plen > 0 ? plen : 0] = 0;
+  struct tally_module *head = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
+  uint32_t nlive = 0;
+  for (struct tally_module *m = head; m; m = m->next)
+    nlive += module_written (m);
+  uint32_t nmodules = nlive + retained_count;
+  int meas = any_measured (head);
+  unsigned nev = papi_events ();
+  struct writer w = { NULL, -1, 0, 0, 0, 0 };
+  put_header (&w, 0, nmodules, TALLY_FILE_AT_EXIT, program);
+  put_records (&w, head, nlive);
+  put_extras (&w, head, nlive, meas, nev, 0, 0);
+  uint64_t size = w.total + TALLY_TRAILER_SIZE;
+  void *mem = mmap (NULL, size, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED)
+    {
+      unlock_dump ();
+      errno = ENOMEM;
+      return NULL;
+    }
+  w = (struct writer){ (unsigned char *) mem, -1, 0, 0, 0, 0 };
+  put_header (&w, size, nmodules, TALLY_FILE_AT_EXIT, program);
+  put_records (&w, head, nlive);
+  put_extras (&w, head, nlive, meas, nev, 0, 0);
+  uint32_t crc = tally_crc32 (0, mem, w.total);
+  put_u32 (&w, TALLY_TAG_END);
+  put_u32 (&w, crc);
+  put_u64 (&w, size);
+  unlock_dump ();
+  *len = size;
+  errno = saved;
+  return mem;
+}
+
+TALLY_PUBLIC int
+tally_write_image (const void *image, size_t len, const char *pattern)
+{
+  char path[4096], tmp[4096 + 32], program[4096];
+  if (len < TALLY_HEADER_FIXED + TALLY_TRAILER_SIZE)
+    {
+      errno = EINVAL;
+      return -1;
+    }
+  if (!pattern)
+    pattern = tally_rt_env ("TALLY_OUTPUT");
+  if (!pattern || !*pattern)
+    pattern = TALLY_DEFAULT_OUTPUT;
+  ssize_t plen = readlink ("/proc/self/exe", program, sizeof program - 1);
+  program[plen > 0 ? plen : 0] = 0;
+  int merge = 0, cont = 0;
+  if (tally_rt_expand_path (path, sizeof path, pattern, program, &merge,
+                            &cont) != 0)
+    {
+      tally_rt_error ("%s: expanded path is too long; no data written",
+                      pattern);
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+  if (lock_dump (1) != 0) /* the output buffer is the dumps' */
+    return -1;
+  struct writer w = { NULL, -1, 0, 0, 0, 0 };
+  w.fd = open_tmp (path, tmp, sizeof tmp);
+  int rc = -1;
+  if (w.fd >= 0)
+    {
+      put (&w, image, len - TALLY_TRAILER_SIZE);
+      rc = finish_file (&w, len, tmp, path);
+    }
+  int e = errno;
+  unlock_dump ();
+  errno = e;
+  if (rc != 0)
+    return -1;
+  if (tally_rt_env ("TALLY_VERBOSE"))
+    tally_rt_error ("wrote %s", path);
+  return 0;
+}
+
+TALLY_PUBLIC void
+tally_exit_dump_off (void)
+{
+  __atomic_store_n (&exit_dump_off, 1, __ATOMIC_RELEASE);
 }

@@ -348,6 +348,10 @@ int tally_rt_expand_path (char *path, size_t cap, const char *pattern,
                           const char *program, int *merge, int *cont)
     TALLY_HIDDEN;
 const char *tally_rt_errno_text (int e) TALLY_HIDDEN;
+/* rank.c: the job rank and size from the launcher's environment (%r,
+   %R), decimal into DIGITS; 0 outside a job.  */
+int tally_rt_job_rank (char digits[24]) TALLY_HIDDEN;
+int tally_rt_job_size (char digits[24]) TALLY_HIDDEN;
 #define TALLY_DEFAULT_OUTPUT "tally.%p.data"
 
 /* outname.c: where a finished data file goes.  UNIQUE (a pattern with %p

@@ -17,6 +17,7 @@ import stat
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import zlib
@@ -1112,6 +1113,124 @@ def check_dump_records(a, work):
         expect(record in out, "%s: no %s line" % (name, record))
 
 
+# The launchers' variables %r and %R read (rt/rank.c), in the order tried.
+RANK_VARS = ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK",
+             "SLURM_PROCID", "FLUX_TASK_RANK", "PALS_RANKID", "ALPS_APP_PE"]
+SIZE_VARS = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS",
+             "FLUX_JOB_SIZE", "PALS_SIZE"]
+
+
+def check_rank_output(a, work):
+    """%r and %R in TALLY_OUTPUT: the job rank and size from each
+    launcher's variables, the first set one winning; outside a job "pid"
+    and the pid, and "0"; a malformed value reported and skipped."""
+    exe = build_abc(a, work)
+    clean = {k: v for k, v in os.environ.items() if k not in RANK_VARS + SIZE_VARS}
+
+    def names(extra, pattern="r%r-of-%R.data"):
+        d = tempfile.mkdtemp(dir=work)
+        env = dict(clean, **extra)
+        env["TALLY_OUTPUT"] = os.path.join(d, pattern)
+        p = subprocess.run([exe], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, check=True)
+        return sorted(os.listdir(d)), p
+
+    for rank_var, size_var in [("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+                               ("PMI_RANK", "PMI_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS"),
+                               ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"),
+                               ("FLUX_TASK_RANK", "FLUX_JOB_SIZE"),
+                               ("PALS_RANKID", "PALS_SIZE")]:
+        got, _ = names({rank_var: "37", size_var: "4096"})
+        expect(got == ["r37-of-4096.data"], "%s/%s: %s" % (rank_var, size_var, got))
+    for var in ("PMIX_RANK", "ALPS_APP_PE"):
+        got, _ = names({var: "5"})
+        expect(got == ["r5-of-0.data"], "%s alone: %s" % (var, got))
+    # The first variable set wins: Open MPI's over Slurm's (mpirun inside
+    # an allocation sets both, SLURM_PROCID being the mpirun's own step).
+    got, _ = names({"SLURM_PROCID": "0", "SLURM_NTASKS": "1",
+                    "OMPI_COMM_WORLD_RANK": "6", "OMPI_COMM_WORLD_SIZE": "8"})
+    expect(got == ["r6-of-8.data"], "precedence: %s" % got)
+    # Leading zeros do not make another name for the same rank.
+    got, _ = names({"PMI_RANK": "007", "PMI_SIZE": "08"})
+    expect(got == ["r7-of-8.data"], "leading zeros: %s" % got)
+    # Outside a job: "pid" and the pid, and size 0; two processes differ.
+    got, _ = names({})
+    expect(len(got) == 1 and re.fullmatch(r"rpid\d+-of-0\.data", got[0]),
+           "outside a job: %s" % got)
+    got2, _ = names({})
+    expect(got2 != got, "two processes outside a job share %s" % got)
+    # Malformed: reported once, the next variable is used.
+    got, p = names({"OMPI_COMM_WORLD_RANK": "3x", "PMI_RANK": "2", "PMI_SIZE": "-1"})
+    expect(got == ["r2-of-0.data"], "malformed: %s" % got)
+    expect(p.stderr.count("is not a job rank or size") == 1
+           and "OMPI_COMM_WORLD_RANK=3x" in p.stderr, "malformed report: %r" % p.stderr)
+    got, p = names({"PMI_RANK": "12345678901"})
+    expect(len(got) == 1 and got[0].startswith("rpid"), "too long a rank: %s" % got)
+    # The file is a good one and %% still works next to %r.
+    got, _ = names({"SLURM_PROCID": "1"}, "x%%%r.data")
+    expect(got == ["x%1.data"], "%%%%%%r: %s" % got)
+
+
+def check_merge_stream(a, work):
+    """tally merge streams: merging 300 copies of a file of 1,000
+    functions takes no more memory than merging 30 (less than 3 files'
+    worth more), and -j 1, -j 2 and -j 4 write the same sums; a bad -j is
+    a usage error."""
+    src = os.path.join(work, "many.c")
+    with open(src, "w") as f:
+        for i in range(1000):
+            f.write("int f%d (int x) { if (x > %d) return x - 1; return x + %d; }\n" % (i, i, i))
+        f.write("int main (void) { int s = 0;\n")
+        for i in range(1000):
+            f.write("  s += f%d (s & 7);\n" % i)
+        f.write("  return s == 12345; }\n")
+    exe = os.path.join(work, "many")
+    run([a.cc, "-O1", "-fplugin=" + a.plugin, "-fplugin-arg-tally-blocks=count", src,
+         "-o", exe, a.runtime])
+    base = os.path.join(work, "base.data")
+    run([exe], env={"TALLY_OUTPUT": base})
+    data = open(base, "rb").read()
+    d = os.path.join(work, "copies")
+    os.mkdir(d)
+    paths = []
+    for k in range(300):
+        paths.append(os.path.join(d, "r%d.data" % k))
+        with open(paths[-1], "wb") as f:
+            f.write(data)
+
+    def merge(files, jobs, out):
+        p = subprocess.Popen([a.tally, "merge", "-j", str(jobs), "-o", out, *files],
+                             stderr=subprocess.PIPE)
+        _, status, ru = os.wait4(p.pid, 0)
+        expect(status == 0, "merge -j %d failed: %r" % (jobs, p.stderr.read()))
+        return ru.ru_maxrss * 1024
+
+    few = merge(paths[:30], 1, os.path.join(work, "few.data"))
+    many = merge(paths, 1, os.path.join(work, "m1.data"))
+    expect(many - few < 3 * len(data), "merging 300 files took %d bytes more than 30 "
+           "(files of %d bytes): not streamed" % (many - few, len(data)))
+    want = [(e * 300, x * 300) for (e, x) in report_calls(a, base).values()]
+    for jobs in (2, 4):
+        out = os.path.join(work, "m%d.data" % jobs)
+        merge(paths, jobs, out)
+        # All but the time of the merge (header bytes 32..40) and hence
+        # the CRC over it (trailer bytes 4..8).
+        x, y = open(out, "rb").read(), open(os.path.join(work, "m1.data"), "rb").read()
+        expect(x[:32] + x[40:-12] + x[-8:] == y[:32] + y[40:-12] + y[-8:],
+               "-j %d wrote another file than -j 1" % jobs)
+    got = list(report_calls(a, os.path.join(work, "m4.data")).values())
+    expect(sorted(got) == sorted(want), "300 merged copies are not 300 times the counts")
+    # The same under ASan/UBSan (leaks included), with an error midway.
+    run([a.tally_asan, "merge", "-j", "4", "-o", os.path.join(work, "asan.data"), *paths[:30]])
+    p = run([a.tally_asan, "merge", "-j", "3", "-o", os.path.join(work, "asan.data"),
+             *paths[:10], os.path.join(work, "missing.data"), *paths[10:20]], check=False)
+    expect(p.returncode == 1 and "missing.data" in p.stderr and "Sanitizer" not in p.stderr,
+           "-j 3 with a missing file under ASan: %d %r" % (p.returncode, p.stderr))
+    for bad in ("-j0", "-j", "--jobs=x", "-j300"):
+        p = run([a.tally, "merge", "-o", os.path.join(work, "x.data"), bad, base], check=False)
+        expect(p.returncode == 2 and "merge" in p.stderr, "%s: %d %r" % (bad, p.returncode, p.stderr))
+
+
 def check_asan_runtime(a, work):
     san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
     for prog, flags in (("s-abc.c", []), ("threads.c", ["-pthread", "-fplugin-arg-tally-update=atomic"])):
@@ -1590,6 +1709,8 @@ CHECKS = {
     "dump-records": check_dump_records,
     "output-safety": check_output_safety,
     "secure-output": check_secure_output,
+    "rank-output": check_rank_output,
+    "merge-stream": check_merge_stream,
     "asan-runtime": check_asan_runtime,
 }
 

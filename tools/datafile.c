@@ -298,6 +298,14 @@ tally_data_free (struct tally_data *d)
   free (d->paths);
   free (d->path_events);
   free (d->frames);
+  if (d->rank_stats)
+    for (uint32_t i = 0; i < d->nmodules; i++)
+      {
+        free (d->rank_stats[i].min);
+        free (d->rank_stats[i].max);
+        free (d->rank_stats[i].maxrank);
+      }
+  free (d->rank_stats);
   free (d->pool_);
   memset (d, 0, sizeof *d);
 }
@@ -675,6 +683,84 @@ parse_path_events (struct parser *p, struct tally_data *d)
   return 0;
 }
 
+/* The optional RNKS record (libtally-mpi), last: per module record the
+   per-rank minimum, maximum and rank of the maximum of every value.  */
+static int
+parse_ranks (struct parser *p, struct tally_data *d)
+{
+  size_t at = p->pos;
+  uint32_t tag, version, size, nrecords;
+  if (take_u32 (p, &tag, "ranks tag") != 0
+      || take_u32 (p, &version, "ranks record version") != 0
+      || take_u32 (p, &size, "job size") != 0
+      || take_u32 (p, &nrecords, "ranks module count") != 0)
+    return -1;
+  if (version != TALLY_RANKS_VERSION)
+    return fail (p->err, p->errlen, "ranks record at byte %zu has version "
+                 "%lu; this tally reads version %u", at,
+                 (unsigned long) version, (unsigned) TALLY_RANKS_VERSION);
+  if (size == 0)
+    return fail (p->err, p->errlen, "ranks record at byte %zu: a job of 0 "
+                 "ranks: file is corrupt", at);
+  if (nrecords != d->nmodules)
+    return fail (p->err, p->errlen, "ranks record at byte %zu covers %lu "
+                 "modules, the file holds %lu: file is corrupt", at,
+                 (unsigned long) nrecords, (unsigned long) d->nmodules);
+  d->rank_stats = calloc (d->nmodules ? d->nmodules : 1, sizeof *d->rank_stats);
+  if (!d->rank_stats)
+    return fail (p->err, p->errlen, "out of memory");
+  d->ranks = size;
+  for (uint32_t mi = 0; mi < d->nmodules; mi++)
+    {
+      struct tally_data_module *m = &d->modules[mi];
+      struct tally_data_ranks *r = &d->rank_stats[mi];
+      uint32_t reserved;
+      uint64_t nvalues = 0, want = 0;
+      if (take_u32 (p, &r->nranks, "ranks holding a module") != 0
+          || take_u32 (p, &reserved, "ranks reserved field") != 0
+          || take_u64 (p, &nvalues, "ranks value count") != 0)
+        return -1;
+      for (uint32_t fi = 0; fi < m->nfns; fi++)
+        want += m->fns[fi].ncounters + 2 * (uint64_t) d->nmeas;
+      if (r->nranks == 0 || r->nranks > size)
+        return fail (p->err, p->errlen, "ranks record: module %lu is held by "
+                     "%lu ranks of %lu: file is corrupt", (unsigned long) mi,
+                     (unsigned long) r->nranks, (unsigned long) size);
+      if (nvalues != want)
+        return fail (p->err, p->errlen, "ranks record: module %lu has %llu "
+                     "values, the record gives %llu: file is corrupt",
+                     (unsigned long) mi, (unsigned long long) want,
+                     (unsigned long long) nvalues);
+      if (nvalues > left (p) / TALLY_RANKS_VALUE)
+        return fail (p->err, p->errlen, "ranks record: module %lu's values "
+                     "run past the end of the records: file is corrupt",
+                     (unsigned long) mi);
+      r->nvalues = nvalues;
+      size_t n = nvalues ? (size_t) nvalues : 1;
+      r->min = malloc (n * sizeof *r->min);
+      r->max = malloc (n * sizeof *r->max);
+      r->maxrank = malloc (n * sizeof *r->maxrank);
+      if (!r->min || !r->max || !r->maxrank)
+        return fail (p->err, p->errlen, "out of memory");
+      for (uint64_t k = 0; k < nvalues; k++)
+        {
+          const unsigned char *q = p->buf + p->pos;
+          r->min[k] = get_u64 (q);
+          r->max[k] = get_u64 (q + 8);
+          r->maxrank[k] = get_u32 (q + 16);
+          p->pos += TALLY_RANKS_VALUE;
+          if (r->min[k] > r->max[k] || r->maxrank[k] >= size)
+            return fail (p->err, p->errlen, "ranks record: module %lu value "
+                         "%llu: min %llu, max %llu at rank %lu of %lu: file "
+                         "is corrupt", (unsigned long) mi,
+                         (unsigned long long) k, (unsigned long long) r->min[k],
+                         (unsigned long long) r->max[k],
+                         (unsigned long) r->maxrank[k], (unsigned long) size);
+        }
+    }
+  return 0;
+}
+
 static int
 parse_records (struct parser *p, struct tally_data *d)
 {
@@ -723,6 +809,9 @@ parse_records (struct parser *p, struct tally_data *d)
   if (d->nframes && !d->npaths)
     return fail (p->err, p->errlen, "a frames record without a path record: "
                  "file is corrupt");
+  if (left (p) >= 4 && get_u32 (p->buf + p->pos) == TALLY_TAG_RANKS
+      && parse_ranks (p, d) != 0)
+    return -1;
   if (left (p) != 0)
     return fail (p->err, p->errlen, "%zu unexpected bytes at byte %zu, "
                  "before the trailer: file is corrupt", left (p), p->pos);

@@ -65,6 +65,20 @@ struct tally_data_frame
   const char *name; /* symbol, "" if unknown */
 };
 
+/* Per-rank statistics of one module record of a file reduced from an MPI
+   job (RNKS record, libtally-mpi): per value, the record's counters in
+   function order and then (with a MEAS record) each function's nmeas
+   (inclusive, exclusive) pairs, the smallest and largest value over the
+   ranks holding the record and the lowest rank holding the largest.  The
+   record's own values are the sums.  */
+struct tally_data_ranks
+{
+  uint32_t nranks;  /* ranks holding the record, 1 .. tally_data.ranks */
+  uint64_t nvalues;
+  uint64_t *min, *max;
+  uint32_t *maxrank;
+};
+
 /* A whole data file.  */
 struct tally_data
 {
@@ -91,6 +105,8 @@ struct tally_data
                             function and outside frames */
   uint32_t nframes;    /* outside functions on the paths (FRMS), 0 if none */
   struct tally_data_frame *frames;
+  uint32_t ranks;      /* RNKS: the MPI job's size, 0 without the record */
+  struct tally_data_ranks *rank_stats; /* [nmodules] with ranks */
   uint32_t crc;        /* CRC-32 stored in (and verified against) the trailer */
   void *pool_;         /* private: storage of the strings and counters */
 };

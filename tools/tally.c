@@ -30,6 +30,8 @@
 #include "hide.h"
 #include "output.h"
 #include "paths.h"
+#include "prefetch.h"
+#include "ranks.h"
 #include "run.h"
 #include "select.h"
 #include "tally/abi.h"
@@ -52,7 +54,7 @@ static const char usage_text[] =
   "  report [OPTION]... FILE...  merge the files and print calls per "
   "function\n"
   "  dump FILE...                print every record of the files as stored\n"
-  "  merge [--force] -o OUT FILE...\n"
+  "  merge [--force] [-j N] -o OUT FILE...\n"
   "                              sum the files into one data file OUT\n"
   "  flame [--folded] [-o OUT] FILE...\n"
   "                              a flame graph (SVG) of the call paths of\n"
@@ -91,6 +93,11 @@ static const char usage_text[] =
   "  --force       (report, lcov, flame) sum modules of one source built\n"
   "                with other at=, hooks= or blocks= settings instead of\n"
   "                refusing\n"
+  "  --ranks       the ranks of an MPI job (a file libtally-mpi reduced, or\n"
+  "                one file per rank): per function min, mean, max, rank of\n"
+  "                the max and imbalance; --sort=imbalance|max|mean|name\n"
+  "  --metric=M    with --ranks: calls, cycles or self (exclusive cycles)\n"
+  "  --rank=N      report only rank N of the per-rank files given\n"
   "  --            end of options\n"
   "\n"
   "Flame options:\n"
@@ -1870,6 +1877,15 @@ usage:
 static int
 cmd_report (int argc, char **argv)
 {
+  /* --ranks and --rank N: tools/ranks.c.  */
+  if (tally_ranks_wanted (argc, argv))
+    return tally_ranks_report (argc, argv);
+  int rank_status;
+  char **ranked = tally_ranks_select (argc, argv, &argc, &rank_status);
+  if (rank_status)
+    return rank_status;
+  if (ranked)
+    argv = ranked; /* ranks.c frees it at exit */
   struct report_opts opts = { SORT_CALLS, FORMAT_TEXT, 0, 0, 0, NULL, 0 };
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   opts.lines = xmalloc ((size_t) argc * sizeof *opts.lines);
@@ -2519,6 +2535,7 @@ dump_data (const char *path, const struct tally_data *d)
         }
     }
   tally_dump_records (d, put_quoted);
+  tally_ranks_dump (d); /* RNKS, ranks.c */
   /* A continuous file has no trailer: its chunks were checked one by one.  */
   if (d->flags & TALLY_FILE_CONTINUOUS)
     printf ("end (continuous file, no trailer) size=%" PRIu64 "\n", d->file_size);
@@ -3265,21 +3282,40 @@ static int
 cmd_merge (int argc, char **argv)
 {
   const char *out = NULL;
-  int force = 0, only_files = 0;
+  int force = 0, only_files = 0, jobs = 1;
   size_t npaths = 0;
+  const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   for (int i = 1; i < argc; i++)
     {
-      const char *a = argv[i];
-      enum arg_kind kind = take_arg (a, &only_files, NULL, &npaths);
+      const char *a = argv[i], *v;
+      int r;
+      enum arg_kind kind = take_arg (a, &only_files, paths, &npaths);
       if (kind == ARG_HELP)
         {
           fputs (usage_text, stdout);
+          free (paths);
           return 0;
         }
       else if (kind != ARG_OPTION)
         ;
       else if (strcmp (a, "--force") == 0)
         force = 1;
+      else if ((strncmp (a, "-j", 2) == 0 && a[2] >= '0' && a[2] <= '9'
+                && (r = 1) && (v = a + 2))
+               || (r = option_value (argc, argv, &i, "-j", &v)) != 0
+               || (r = option_value (argc, argv, &i, "--jobs", &v)) != 0)
+        {
+          char *end;
+          long n = r > 0 ? strtol (v, &end, 10) : 0;
+          if (r < 0 || !*v || *end || n < 1 || n > 256)
+            {
+              error_msg ("merge: -j needs a number of threads from 1 to 256; "
+                         "try 'tally --help'");
+              free (paths);
+              return EXIT_USAGE;
+            }
+          jobs = (int) n;
+        }
       else if (strcmp (a, "-o") == 0 || strncmp (a, "--output", 8) == 0)
         {
           const char *v = NULL;
@@ -3326,20 +3362,21 @@ cmd_merge (int argc, char **argv)
   size_t file = 0;
   int status = 0;
   struct tally_builds *builds = tally_builds_new ();
-  only_files = 0;
-  for (int i = 1; i < argc && !status; i++)
+  /* One file at a time (memory: the files being read and the result);
+     -j N reads ahead on N - 1 threads (tools/prefetch.c).  */
+  struct tally_prefetch *pf = tally_prefetch_start (paths, npaths, jobs);
+  if (!pf)
     {
-      const char *a = argv[i];
-      if (classify_arg (a, &only_files) != ARG_FILE)
-        {
-          if (strcmp (a, "-o") == 0 || strcmp (a, "--output") == 0)
-            i++; /* its value */
-          continue;
-        }
+      error_msg ("merge: out of memory");
+      status = EXIT_BAD_DATA;
+    }
+  for (size_t pi = 0; pi < npaths && !status; pi++)
+    {
+      const char *a = paths[pi];
       struct tally_data d;
       char err[256];
       char merr[512];
-      if (tally_read_file (a, &d, err, sizeof err) != 0)
+      if (tally_prefetch_next (pf, &d, err, sizeof err) != 0)
         {
           error_msg ("%s: %s", a, err);
           status = EXIT_BAD_DATA;
@@ -3355,6 +3392,10 @@ cmd_merge (int argc, char **argv)
           break;
         }
       note_unfinished (a, &d);
+      if (d.ranks)
+        fprintf (stderr, "tally: note: %s: the per-rank statistics of its "
+                 "%lu ranks (RNKS) are not merged, only the sums\n", a,
+                 (unsigned long) d.ranks);
       if (!program)
         program = xstrdup (d.program);
       else if (strcmp (program, d.program) != 0)
@@ -3365,6 +3406,8 @@ cmd_merge (int argc, char **argv)
       tally_data_free (&d);
       file++;
     }
+  tally_prefetch_end (pf);
+  free (paths);
   size_t forced = 0;
   for (size_t i = 0; i < acc.n; i++)
     forced += acc.mods[i].forced;

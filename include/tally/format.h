@@ -39,6 +39,17 @@
  *            count - 1: the events named there after "cycles"), u32 node
  *            count (= path's), then per node (1..N) E x (u64 inclusive,
  *            u64 exclusive)
+ *   ranks    optional, last before the trailer (written by libtally-mpi,
+ *            mpi/tally-mpi.c, for the ranks of an MPI job reduced into
+ *            this file, whose records hold the sums): u32 TALLY_TAG_RANKS,
+ *            u32 TALLY_RANKS_VERSION, u32 job size P (>= 1), u32 record
+ *            count (= module count), then per module record in file order:
+ *            u32 ranks holding it (1..P), u32 reserved (0), u64 value count
+ *            (= the record's values, plus 2V per function with a MEAS
+ *            record of V values), then per value, counters in function
+ *            order then the MEAS pairs in function order: u64 min, u64 max
+ *            over the ranks holding the record, u32 the lowest rank
+ *            holding the max (< P); min <= max
  *   trailer  u32 TALLY_TAG_END, u32 CRC-32 (IEEE) of every byte before the
  *            trailer, u64 file size (same as in the header)
  *
@@ -107,6 +118,9 @@
 #define TALLY_CMOD_FN 24u    /* CMOD bytes per function */
 #define TALLY_DUMP_FIXED 16u /* DUMP bytes before the image */
 #define TALLY_TAG_PATH_EVENTS 0x54564550u /* "PEVT" */
+#define TALLY_TAG_RANKS 0x534b4e52u  /* "RNKS": an MPI job reduced (mpi/) */
+#define TALLY_RANKS_VERSION 1u       /* layout of the RNKS record */
+#define TALLY_RANKS_VALUE 20u        /* RNKS bytes per value */
 /* Path nodes of frames outside instrumented code (FRMS) have function ids
    from here up.  */
 #define TALLY_FRAME_ID_BASE 0xf0000000u

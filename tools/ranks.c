@@ -1,0 +1,764 @@
+/* ranks.c - `tally report --ranks` and `tally report --rank N` (doc/cli.md,
+ * doc/mpi.md).
+ *
+ * The ranks of an MPI job come either from one file reduced by
+ * libtally-mpi (its RNKS record gives per value the min, the max and the
+ * rank of the max over the ranks holding the record; the records hold the
+ * sums) or from one file per rank (TALLY_OUTPUT with %r): those are read
+ * one at a time, in name order with numbers compared by value (prof.2
+ * before prof.10), the Nth being rank N, and folded into the same
+ * statistics, so memory is that of one file plus the statistics.  Records
+ * are matched by compile checksum and occurrence, as libtally-mpi does.
+ *
+ * Per function: calls (value [0]) and, with measure=cycles, inclusive and
+ * exclusive cycles: min, mean over the ranks holding the function's
+ * module, max, the lowest rank holding the max, and the imbalance max /
+ * mean (1 is balanced; 0 when nothing was counted).  */
+#define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/abi.h"
+#include "blockmap.h"
+#include "datafile.h"
+#include "ranks.h"
+
+#define EXIT_BAD_DATA 1
+#define EXIT_USAGE 2
+
+struct stat1
+{
+  uint64_t sum, min, max;
+  uint32_t rank;
+};
+
+struct row
+{
+  char *name, *file;
+  uint32_t line;
+  uint32_t holders;
+  int unknown; /* calls derived from block counts (hooks=none): per rank
+                  from per-rank files; a reduced file keeps only the
+                  extremes of each block's count, not of the sum, so its
+                  calls statistics are unknown */
+  struct stat1 calls, incl, excl;
+};
+
+/* A module record being folded from per-rank files.  */
+struct acc
+{
+  uint64_t checksum;
+  uint32_t occ;
+  uint32_t nfns;
+  size_t first; /* its first row */
+};
+
+struct table
+{
+  struct row *rows;
+  size_t n, cap;
+  struct acc *mods;
+  size_t nmods, capmods;
+  uint32_t ranks;
+  int measured;
+};
+
+static void
+die_oom (void)
+{
+  fputs ("tally: out of memory\n", stderr);
+  exit (EXIT_BAD_DATA);
+}
+
+static void *
+grow (void *p, size_t *cap, size_t need, size_t size)
+{
+  if (need <= *cap)
+    return p;
+  size_t n = *cap ? *cap * 2 : 64;
+  while (n < need)
+    n *= 2;
+  void *q = realloc (p, n * size);
+  if (!q)
+    die_oom ();
+  *cap = n;
+  return q;
+}
+
+static char *
+dup (const char *s)
+{
+  char *d = strdup (s ? s : "");
+  if (!d)
+    die_oom ();
+  return d;
+}
+
+static void
+stat_add (struct stat1 *s, uint64_t v, uint32_t rank, int first)
+{
+  if (first)
+    {
+      *s = (struct stat1){ v, v, v, rank };
+      return;
+    }
+  s->sum += v;
+  if (v < s->min)
+    s->min = v;
+  if (v > s->max)
+    {
+      s->max = v;
+      s->rank = rank;
+    }
+}
+
+/* Compare file names with digit runs by value.  */
+static int
+natural_cmp (const char *a, const char *b)
+{
+  while (*a && *b)
+    {
+      if (isdigit ((unsigned char) *a) && isdigit ((unsigned char) *b))
+        {
+          while (*a == '0' && isdigit ((unsigned char) a[1]))
+            a++;
+          while (*b == '0' && isdigit ((unsigned char) b[1]))
+            b++;
+          size_t la = 0, lb = 0;
+          while (isdigit ((unsigned char) a[la]))
+            la++;
+          while (isdigit ((unsigned char) b[lb]))
+            lb++;
+          if (la != lb)
+            return la < lb ? -1 : 1;
+          int c = strncmp (a, b, la);
+          if (c)
+            return c;
+          a += la, b += lb;
+          continue;
+        }
+      if (*a != *b)
+        return (unsigned char) *a < (unsigned char) *b ? -1 : 1;
+      a++, b++;
+    }
+  return *a ? 1 : *b ? -1 : 0;
+}
+
+static int
+cmp_paths (const void *x, const void *y)
+{
+  int c = natural_cmp (*(char *const *) x, *(char *const *) y);
+  return c ? c : strcmp (*(char *const *) x, *(char *const *) y);
+}
+
+/* The file arguments of report's ARGV, and the options this file knows;
+   -1 on a usage error (reported).  */
+struct opts
+{
+  char **files;
+  size_t nfiles;
+  int json, csv, ranks;
+  long rank; /* --rank N, -1 */
+  const char *sort;  /* imbalance (default), max, name */
+  const char *metric; /* calls, cycles, self; default cycles if measured */
+  long top;
+};
+
+static int
+usage (const char *fmt, const char *v)
+{
+  fputs ("tally: report: ", stderr);
+  fprintf (stderr, fmt, v);
+  fputs ("; try 'tally --help'\n", stderr);
+  return -1;
+}
+
+/* Parse ARGV.  Unknown options are an error with --ranks (which has its
+   own), kept for the ordinary report otherwise (KEEP_OTHER).  */
+static int
+parse_opts (int argc, char **argv, struct opts *o, int keep_other)
+{
+  memset (o, 0, sizeof *o);
+  o->rank = -1;
+  o->sort = "imbalance";
+  o->files = calloc ((size_t) argc + 1, sizeof *o->files);
+  if (!o->files)
+    die_oom ();
+  int only_files = 0;
+  for (int i = 1; i < argc; i++)
+    {
+      const char *a = argv[i];
+      const char *v = NULL;
+      if (only_files || a[0] != '-' || !a[1])
+        {
+          o->files[o->nfiles++] = argv[i];
+          continue;
+        }
+      if (strcmp (a, "--") == 0)
+        {
+          only_files = 1;
+          continue;
+        }
+      if (strcmp (a, "--ranks") == 0)
+        o->ranks = 1;
+      else if (strcmp (a, "--json") == 0)
+        o->json = 1;
+      else if (strcmp (a, "--csv") == 0)
+        o->csv = 1;
+      else if (strcmp (a, "--rank") == 0 || strncmp (a, "--rank=", 7) == 0)
+        {
+          if (a[6] == '=')
+            v = a + 7;
+          else if (i + 1 < argc)
+            v = argv[++i];
+          else
+            return usage ("option '%s' needs a value", a);
+          char *end;
+          o->rank = strtol (v, &end, 10);
+          if (!*v || *end || o->rank < 0 || o->rank > 0x7fffffffL)
+            return usage ("--rank=%s is not a rank (0, 1, ...)", v);
+        }
+      else if (strncmp (a, "--sort=", 7) == 0)
+        o->sort = a + 7;
+      else if (strncmp (a, "--metric=", 9) == 0)
+        o->metric = a + 9;
+      else if (strncmp (a, "--top=", 6) == 0)
+        {
+          char *end;
+          o->top = strtol (a + 6, &end, 10);
+          if (!a[6] || *end || o->top < 1)
+            return usage ("--top=%s is not a positive number", a + 6);
+        }
+      else if (!keep_other)
+        return usage ("unknown option '%s' with --ranks", a);
+    }
+  return 0;
+}
+
+/* F's calls: counters[0], or derived from its block counts (-1 when
+   they do not determine it).  */
+static int64_t
+fn_calls (const struct tally_data_fn *f)
+{
+  if (!(f->flags & TALLY_FN_CALLS_DERIVED) || !f->map_size)
+    return (int64_t) f->counters[TALLY_C_ENTRIES];
+  struct tally_blockmap bm;
+  struct tally_flow flow;
+  char err[256];
+  if (tally_map_decode (f->map, f->map_size, f->ncounters, &bm, err,
+                        sizeof err) != 0)
+    return -1;
+  int64_t calls = -1;
+  if (bm.kind != TALLY_MAP_VISITED)
+    {
+      tally_flow_solve (&bm, f->counters, f->ncounters, &flow);
+      if (flow.entries_known)
+        calls = (int64_t) flow.entries;
+      tally_flow_free (&flow);
+    }
+  tally_map_free (&bm);
+  return calls;
+}
+
+static struct row *
+add_row (struct table *t, const struct tally_data_fn *f)
+{
+  t->rows = grow (t->rows, &t->cap, t->n + 1, sizeof *t->rows);
+  struct row *r = &t->rows[t->n++];
+  memset (r, 0, sizeof *r);
+  r->name = dup (f->name);
+  r->file = dup (f->file);
+  r->line = f->line;
+  return r;
+}
+
+/* A reduced file: its records and RNKS statistics.  */
+static void
+load_reduced (struct table *t, const struct tally_data *d)
+{
+  t->ranks = d->ranks;
+  t->measured = d->nmeas > 0;
+  for (uint32_t mi = 0; mi < d->nmodules; mi++)
+    {
+      const struct tally_data_module *m = &d->modules[mi];
+      const struct tally_data_ranks *rs = &d->rank_stats[mi];
+      uint64_t at = 0, meas_at = 0;
+      for (uint32_t fi = 0; fi < m->nfns; fi++)
+        meas_at += m->fns[fi].ncounters;
+      for (uint32_t fi = 0; fi < m->nfns; fi++)
+        {
+          const struct tally_data_fn *f = &m->fns[fi];
+          struct row *r = add_row (t, f);
+          r->holders = rs->nranks;
+          r->calls = (struct stat1){ f->counters[0], rs->min[at], rs->max[at],
+                                     rs->maxrank[at] };
+          if (f->flags & TALLY_FN_CALLS_DERIVED)
+            {
+              r->unknown = 1;
+              r->calls = (struct stat1){ 0, 0, 0, 0 };
+            }
+          if (d->nmeas)
+            {
+              uint64_t k = meas_at + (uint64_t) fi * 2 * d->nmeas;
+              r->incl = (struct stat1){ f->meas[0], rs->min[k], rs->max[k],
+                                        rs->maxrank[k] };
+              r->excl = (struct stat1){ f->meas[1], rs->min[k + 1],
+                                        rs->max[k + 1], rs->maxrank[k + 1] };
+            }
+          at += f->ncounters;
+        }
+    }
+}
+
+/* One per-rank file D of rank RANK folded into T.  */
+static void
+fold_rank (struct table *t, const struct tally_data *d, uint32_t rank)
+{
+  if (d->nmeas)
+    t->measured = 1;
+  for (uint32_t mi = 0; mi < d->nmodules; mi++)
+    {
+      const struct tally_data_module *m = &d->modules[mi];
+      uint32_t occ = 0;
+      for (uint32_t j = 0; j < mi; j++)
+        occ += d->modules[j].checksum == m->checksum;
+      struct acc *a = NULL;
+      for (size_t k = 0; k < t->nmods; k++)
+        if (t->mods[k].checksum == m->checksum && t->mods[k].occ == occ
+            && t->mods[k].nfns == m->nfns)
+          {
+            a = &t->mods[k];
+            break;
+          }
+      int first = !a;
+      if (!a)
+        {
+          t->mods = grow (t->mods, &t->capmods, t->nmods + 1, sizeof *t->mods);
+          a = &t->mods[t->nmods++];
+          *a = (struct acc){ m->checksum, occ, m->nfns, t->n };
+          for (uint32_t fi = 0; fi < m->nfns; fi++)
+            add_row (t, &m->fns[fi]);
+        }
+      for (uint32_t fi = 0; fi < m->nfns; fi++)
+        {
+          const struct tally_data_fn *f = &m->fns[fi];
+          struct row *r = &t->rows[a->first + fi];
+          r->holders++;
+          int64_t calls = fn_calls (f);
+          if (calls < 0)
+            r->unknown = 1;
+          stat_add (&r->calls, calls < 0 ? 0 : (uint64_t) calls, rank, first);
+          stat_add (&r->incl, f->meas ? f->meas[0] : 0, rank, first);
+          stat_add (&r->excl, f->meas ? f->meas[1] : 0, rank, first);
+        }
+    }
+}
+
+static double
+mean (const struct row *r, const struct stat1 *s)
+{
+  return r->holders ? (double) s->sum / r->holders : 0;
+}
+
+static double
+imbalance (const struct row *r, const struct stat1 *s)
+{
+  double m = mean (r, s);
+  return m > 0 ? (double) s->max / m : 0;
+}
+
+static const char *sort_key;
+static int sort_metric; /* 0 calls, 1 incl, 2 excl */
+
+static const struct stat1 *
+metric_of (const struct row *r, int which)
+{
+  return which == 0 ? &r->calls : which == 1 ? &r->incl : &r->excl;
+}
+
+static int
+cmp_rows (const void *x, const void *y)
+{
+  const struct row *a = x, *b = y;
+  const struct stat1 *sa = metric_of (a, sort_metric), *sb = metric_of (b, sort_metric);
+  if (strcmp (sort_key, "name") != 0 && sort_metric == 0
+      && a->unknown != b->unknown)
+    return a->unknown - b->unknown; /* unknown calls last */
+  if (strcmp (sort_key, "name") != 0)
+    {
+      double ka, kb;
+      if (strcmp (sort_key, "imbalance") == 0)
+        ka = imbalance (a, sa), kb = imbalance (b, sb);
+      else if (strcmp (sort_key, "mean") == 0)
+        ka = mean (a, sa), kb = mean (b, sb);
+      else
+        ka = (double) sa->max, kb = (double) sb->max;
+      if (ka != kb)
+        return ka > kb ? -1 : 1;
+      if (sa->max != sb->max)
+        return sa->max > sb->max ? -1 : 1;
+    }
+  int c = strcmp (a->name, b->name);
+  if (c)
+    return c;
+  c = strcmp (a->file, b->file);
+  return c ? c : (a->line > b->line) - (a->line < b->line);
+}
+
+static void
+json_str (const char *s)
+{
+  putchar ('"');
+  for (; *s; s++)
+    {
+      unsigned char c = (unsigned char) *s;
+      if (c == '"' || c == '\\')
+        printf ("\\%c", c);
+      else if (c < 0x20)
+        printf ("\\u%04x", c);
+      else
+        putchar (c);
+    }
+  putchar ('"');
+}
+
+static void
+json_stat (const char *key, const struct row *r, const struct stat1 *s)
+{
+  printf (", \"%s\": {\"sum\": %" PRIu64 ", \"min\": %" PRIu64
+          ", \"mean\": %.17g, \"max\": %" PRIu64 ", \"max_rank\": %" PRIu32
+          ", \"imbalance\": %.17g}", key, s->sum, s->min, mean (r, s), s->max,
+          s->rank, imbalance (r, s));
+}
+
+/* S as a CSV field, quoted when it holds a comma, quote or newline.  */
+static void
+csv_field (const char *s)
+{
+  if (!strpbrk (s, ",\"\n\r"))
+    {
+      fputs (s, stdout);
+      return;
+    }
+  putchar ('"');
+  for (; *s; s++)
+    {
+      if (*s == '"')
+        putchar ('"');
+      putchar (*s);
+    }
+  putchar ('"');
+}
+
+static void
+csv_stat (const struct row *r, const struct stat1 *s)
+{
+  printf (",%" PRIu64 ",%.6f,%" PRIu64 ",%" PRIu32 ",%.6f", s->min,
+          mean (r, s), s->max, s->rank, imbalance (r, s));
+}
+
+static void
+print_table (const struct table *t, const struct opts *o, const char *what,
+             size_t n)
+{
+  if (o->json)
+    {
+      printf ("{\"ranks\": %" PRIu32 ", \"from\": \"%s\", \"metric\": \"%s\", "
+              "\"functions\": [", t->ranks, what,
+              sort_metric == 0 ? "calls" : sort_metric == 1 ? "cycles" : "self");
+      for (size_t i = 0; i < n; i++)
+        {
+          const struct row *r = &t->rows[i];
+          printf ("%s\n  {\"name\": ", i ? "," : "");
+          json_str (r->name);
+          printf (", \"file\": ");
+          json_str (r->file);
+          printf (", \"line\": %" PRIu32 ", \"ranks\": %" PRIu32, r->line,
+                  r->holders);
+          if (r->unknown)
+            printf (", \"calls\": null");
+          else
+            json_stat ("calls", r, &r->calls);
+          if (t->measured)
+            {
+              json_stat ("cycles", r, &r->incl);
+              json_stat ("self_cycles", r, &r->excl);
+            }
+          putchar ('}');
+        }
+      printf ("\n]}\n");
+      return;
+    }
+  if (o->csv)
+    {
+      printf ("function,file,line,ranks,calls_min,calls_mean,calls_max,"
+              "calls_max_rank,calls_imbalance%s\n",
+              t->measured ? ",cycles_min,cycles_mean,cycles_max,"
+                            "cycles_max_rank,cycles_imbalance,self_min,"
+                            "self_mean,self_max,self_max_rank,self_imbalance"
+                          : "");
+      for (size_t i = 0; i < n; i++)
+        {
+          const struct row *r = &t->rows[i];
+          csv_field (r->name);
+          putchar (',');
+          csv_field (r->file);
+          printf (",%" PRIu32 ",%" PRIu32, r->line, r->holders);
+          if (r->unknown)
+            fputs (",,,,,", stdout);
+          else
+            csv_stat (r, &r->calls);
+          if (t->measured)
+            {
+              csv_stat (r, &r->incl);
+              csv_stat (r, &r->excl);
+            }
+          putchar ('\n');
+        }
+      return;
+    }
+  const char *mname = sort_metric == 0 ? "calls" : sort_metric == 1
+                                                      ? "cycles (inclusive)"
+                                                      : "cycles (exclusive)";
+  printf ("%" PRIu32 " ranks (%s), %zu functions, %s per rank\n", t->ranks,
+          what, t->n, mname);
+  printf ("%9s %6s %14s %16s %14s  %s  %s\n", "imbalance", "rank", "max",
+          "mean", "min", "function", "location");
+  for (size_t i = 0; i < n; i++)
+    {
+      const struct row *r = &t->rows[i];
+      const struct stat1 *s = metric_of (r, sort_metric);
+      char ranks[32] = "";
+      if (r->holders != t->ranks)
+        snprintf (ranks, sizeof ranks, " (%" PRIu32 " ranks)", r->holders);
+      if (sort_metric == 0 && r->unknown)
+        {
+          printf ("%9s %6s %14s %16s %14s  %s  %s:%" PRIu32 "%s\n", "-", "-",
+                  "-", "-", "-", r->name, r->file, r->line, ranks);
+          continue;
+        }
+      printf ("%9.3f %6" PRIu32 " %14" PRIu64 " %16.2f %14" PRIu64
+              "  %s  %s:%" PRIu32 "%s\n", imbalance (r, s), s->rank, s->max,
+              mean (r, s), s->min, r->name, r->file, r->line, ranks);
+    }
+}
+
+int
+tally_ranks_wanted (int argc, char **argv)
+{
+  for (int i = 1; i < argc; i++)
+    {
+      if (strcmp (argv[i], "--") == 0)
+        return 0;
+      if (strcmp (argv[i], "--ranks") == 0)
+        return 1;
+    }
+  return 0;
+}
+
+int
+tally_ranks_report (int argc, char **argv)
+{
+  struct opts o;
+  struct table t;
+  memset (&t, 0, sizeof t);
+  int status = 0;
+  if (parse_opts (argc, argv, &o, 0) != 0)
+    {
+      free (o.files);
+      return EXIT_USAGE;
+    }
+  if (o.rank >= 0)
+    status = usage ("%s--ranks and --rank cannot be used together", "");
+  else if (o.json && o.csv)
+    status = usage ("%s--json and --csv cannot be used together", "");
+  else if (o.nfiles == 0)
+    status = usage ("%sno data file given", "");
+  else if (strcmp (o.sort, "imbalance") != 0 && strcmp (o.sort, "max") != 0
+           && strcmp (o.sort, "mean") != 0 && strcmp (o.sort, "name") != 0)
+    status = usage ("--sort=%s with --ranks: use imbalance, max, mean or name",
+                    o.sort);
+  else if (o.metric && strcmp (o.metric, "calls") != 0
+           && strcmp (o.metric, "cycles") != 0 && strcmp (o.metric, "self") != 0)
+    status = usage ("--metric=%s: use calls, cycles or self", o.metric);
+  if (status)
+    {
+      free (o.files);
+      return EXIT_USAGE;
+    }
+  qsort (o.files, o.nfiles, sizeof *o.files, cmp_paths);
+  const char *what = "reduced file";
+  char whatbuf[64];
+  for (size_t i = 0; i < o.nfiles; i++)
+    {
+      struct tally_data d;
+      char err[256];
+      if (tally_read_file (o.files[i], &d, err, sizeof err) != 0)
+        {
+          fflush (stdout);
+          fprintf (stderr, "tally: %s: %s\n", o.files[i], err);
+          status = EXIT_BAD_DATA;
+          break;
+        }
+      if (d.ranks && o.nfiles > 1)
+        {
+          fprintf (stderr, "tally: report --ranks: %s is a file reduced from "
+                   "%" PRIu32 " ranks; give it alone, or the per-rank files "
+                   "alone\n", o.files[i], d.ranks);
+          tally_data_free (&d);
+          status = EXIT_USAGE;
+          break;
+        }
+      if (d.ranks)
+        load_reduced (&t, &d);
+      else
+        fold_rank (&t, &d, (uint32_t) i);
+      tally_data_free (&d);
+    }
+  if (!status)
+    {
+      if (o.nfiles > 1 || !t.ranks)
+        {
+          t.ranks = (uint32_t) o.nfiles;
+          snprintf (whatbuf, sizeof whatbuf, "%zu per-rank file%s", o.nfiles,
+                    o.nfiles == 1 ? "" : "s");
+          what = whatbuf;
+        }
+      sort_metric = o.metric ? (strcmp (o.metric, "calls") == 0 ? 0
+                                : strcmp (o.metric, "cycles") == 0 ? 1 : 2)
+                             : t.measured ? 1 : 0;
+      if (sort_metric && !t.measured)
+        {
+          fprintf (stderr, "tally: report --ranks: --metric=%s needs files "
+                   "of measure=cycles programs\n", o.metric);
+          status = EXIT_USAGE;
+        }
+    }
+  size_t unknown = 0;
+  for (size_t i = 0; i < t.n; i++)
+    unknown += t.rows[i].unknown;
+  if (!status && unknown && sort_metric == 0)
+    fprintf (stderr, "tally: note: %zu function%s count%s calls from block "
+             "counts (hooks=none) and %s shown as '-': %s\n", unknown,
+             unknown == 1 ? "" : "s", unknown == 1 ? "s" : "",
+             unknown == 1 ? "is" : "are",
+             t.n && o.nfiles == 1 && strcmp (what, "reduced file") == 0
+                 ? "a reduced file keeps the extremes of each block's count, "
+                   "not of the calls; use per-rank files (TALLY_MPI=both)"
+                 : "their block counts do not determine the calls");
+  if (!status)
+    {
+      sort_key = o.sort;
+      qsort (t.rows, t.n, sizeof *t.rows, cmp_rows);
+      size_t n = o.top && (size_t) o.top < t.n ? (size_t) o.top : t.n;
+      print_table (&t, &o, what, n);
+    }
+  for (size_t i = 0; i < t.n; i++)
+    {
+      free (t.rows[i].name);
+      free (t.rows[i].file);
+    }
+  free (t.rows);
+  free (t.mods);
+  free (o.files);
+  return status;
+}
+
+/* The argument vector tally_ranks_select made; freed at exit, since the
+   report uses it to the end.  */
+static char **selected;
+
+static void
+free_selected (void)
+{
+  free (selected);
+}
+
+char **
+tally_ranks_select (int argc, char **argv, int *new_argc, int *status)
+{
+  struct opts o;
+  *status = 0;
+  int has = 0;
+  for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)
+    if (strcmp (argv[i], "--rank") == 0 || strncmp (argv[i], "--rank=", 7) == 0)
+      has = 1;
+  if (!has)
+    return NULL;
+  if (parse_opts (argc, argv, &o, 1) != 0)
+    {
+      free (o.files);
+      *status = EXIT_USAGE;
+      return NULL;
+    }
+  if ((size_t) o.rank >= o.nfiles)
+    {
+      fprintf (stderr, "tally: report --rank=%ld: %zu per-rank file%s given "
+               "(ranks 0 to %zu)\n", o.rank, o.nfiles, o.nfiles == 1 ? "" : "s",
+               o.nfiles ? o.nfiles - 1 : 0);
+      if (o.nfiles == 1)
+        fputs ("tally: a file reduced by libtally-mpi keeps the sums and "
+               "extremes of the ranks, not each rank's counts\n", stderr);
+      free (o.files);
+      *status = EXIT_USAGE;
+      return NULL;
+    }
+  qsort (o.files, o.nfiles, sizeof *o.files, cmp_paths);
+  char *chosen = o.files[o.rank];
+  char **out = calloc ((size_t) argc + 2, sizeof *out);
+  if (!out)
+    die_oom ();
+  int n = 0, only_files = 0;
+  out[n++] = argv[0];
+  for (int i = 1; i < argc; i++)
+    {
+      const char *a = argv[i];
+      if (!only_files && strcmp (a, "--") == 0)
+        {
+          only_files = 1;
+          continue;
+        }
+      if (!only_files && strcmp (a, "--rank") == 0)
+        {
+          i++;
+          continue;
+        }
+      if (!only_files && strncmp (a, "--rank=", 7) == 0)
+        continue;
+      if (only_files || a[0] != '-' || !a[1])
+        continue; /* files: only the chosen one, below */
+      out[n++] = argv[i];
+    }
+  out[n++] = (char *) "--";
+  out[n++] = chosen;
+  out[n] = NULL;
+  free (o.files);
+  *new_argc = n;
+  free (selected);
+  if (!selected)
+    atexit (free_selected);
+  selected = out;
+  return out;
+}
+
+void
+tally_ranks_dump (const struct tally_data *d)
+{
+  if (!d->ranks)
+    return;
+  printf ("ranks version=%u size=%" PRIu32 " records=%" PRIu32 "\n",
+          (unsigned) TALLY_RANKS_VERSION, d->ranks, d->nmodules);
+  for (uint32_t mi = 0; mi < d->nmodules; mi++)
+    {
+      const struct tally_data_ranks *r = &d->rank_stats[mi];
+      printf ("  module %" PRIu32 " holders=%" PRIu32 " values=%" PRIu64
+              " (min/max@rank):", mi, r->nranks, r->nvalues);
+      for (uint64_t k = 0; k < r->nvalues; k++)
+        printf (" %" PRIu64 "/%" PRIu64 "@%" PRIu32, r->min[k], r->max[k],
+                r->maxrank[k]);
+      putchar ('\n');
+    }
+}
