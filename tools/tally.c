@@ -23,6 +23,9 @@
 
 #include "blockmap.h"
 #include "builds.h"
+#include "cli.h"
+#include "print.h"
+#include "summed.h"
 #include "coverage.h"
 #include "datafile.h"
 #include "diff.h"
@@ -41,11 +44,8 @@
 #error "TALLY_VERSION must be defined (meson passes -DTALLY_VERSION=\"...\")"
 #endif
 
-#define EXIT_BAD_DATA 1
-#define EXIT_USAGE 2
-
 /* Text shown by --help; keep it in step with doc/cli.md.  */
-static const char usage_text[] =
+const char usage_text[] =
   "usage: tally COMMAND [OPTION]... FILE...\n"
   "\n"
   "Read the data files written by programs built with -fplugin=tally.\n"
@@ -140,852 +140,6 @@ static const char usage_text[] =
   "Exit status: 0 success, 1 a data file is missing, unreadable or invalid,\n"
   "2 usage error.\n";
 
-/* The one error reporter: "tally: MESSAGE" on stderr.  */
-static void
-error_msg (const char *fmt, ...)
-{
-  va_list ap;
-  fflush (stdout);
-  fputs ("tally: ", stderr);
-  va_start (ap, fmt);
-  vfprintf (stderr, fmt, ap);
-  va_end (ap);
-  fputc ('\n', stderr);
-}
-
-/* A continuous file (TALLY_OUTPUT with %c) of a process that never reached
-   its exit dump is read as it is, and said so on stderr.  */
-static void
-note_unfinished (const char *path, const struct tally_data *d)
-{
-  if (d->flags & TALLY_DATA_UNFINISHED)
-    fprintf (stderr, "tally: %s: process did not finish: counts up to the "
-             "kill (continuous file without an exit dump: counters=mapped "
-             "units are counted to the end, others as of the last dump "
-             "if any)\n", path);
-  if (d->flags & TALLY_DATA_CUT)
-    fprintf (stderr, "tally: %s: the last chunk was cut short by the "
-             "process's end and is left out\n", path);
-}
-
-static void *
-xmalloc (size_t n)
-{
-  void *p = malloc (n ? n : 1);
-  if (!p)
-    {
-      error_msg ("out of memory");
-      exit (EXIT_BAD_DATA);
-    }
-  return p;
-}
-
-/* Return P, an array of *CAP elements of SIZE bytes, grown to hold at
-   least NEED elements.  */
-static void *
-xgrow (void *p, size_t *cap, size_t need, size_t size)
-{
-  if (need <= *cap)
-    return p;
-  size_t ncap = *cap ? *cap : 16;
-  while (ncap < need)
-    {
-      if (ncap > SIZE_MAX / 2 / size)
-        {
-          error_msg ("out of memory");
-          exit (EXIT_BAD_DATA);
-        }
-      ncap *= 2;
-    }
-  p = realloc (p, ncap * size);
-  if (!p)
-    {
-      error_msg ("out of memory");
-      exit (EXIT_BAD_DATA);
-    }
-  *cap = ncap;
-  return p;
-}
-
-static char *
-xstrdup (const char *s)
-{
-  size_t n = strlen (s) + 1;
-  return memcpy (xmalloc (n), s, n);
-}
-
-static int
-compare_strings (const void *a, const void *b)
-{
-  return strcmp (*(const char *const *) a, *(const char *const *) b);
-}
-
-static uint64_t
-add_sat (uint64_t a, uint64_t b)
-{
-  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-/* Byte length of the valid UTF-8 sequence at S, or 0 if S does not start
-   one (overlong forms, surrogates and values past U+10FFFF are invalid).
-   S is NUL-terminated, and NUL is never a continuation byte, so this never
-   looks past the end.  */
-static size_t
-utf8_len (const unsigned char *s)
-{
-  unsigned c = s[0];
-  if (c < 0x80)
-    return 1;
-  if (c >= 0xc2 && c <= 0xdf)
-    return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-  if (c >= 0xe0 && c <= 0xef)
-    {
-      unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-      return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
-    }
-  if (c >= 0xf0 && c <= 0xf4)
-    {
-      unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-      return (s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80
-              && (s[3] & 0xc0) == 0x80) ? 4 : 0;
-    }
-  return 0;
-}
-
-/* Write S (if PRINT) with control characters and invalid UTF-8 as \xNN,
-   so that a hostile file cannot send escape sequences to the terminal.
-   Returns the number of columns it takes, counting a character as one
-   column (wide characters are rare in function and file names).  */
-static size_t
-text_out (const char *str, int print)
-{
-  const unsigned char *s = (const unsigned char *) str;
-  size_t cols = 0;
-  while (*s)
-    {
-      size_t n = utf8_len (s);
-      if (n == 0 || *s < 0x20 || *s == 0x7f)
-        {
-          if (print)
-            printf ("\\x%02x", *s);
-          cols += 4;
-          s++;
-        }
-      else
-        {
-          if (print)
-            fwrite (s, 1, n, stdout);
-          cols++;
-          s += n;
-        }
-    }
-  return cols;
-}
-
-static size_t
-put_text (const char *str)
-{
-  return text_out (str, 1);
-}
-
-/* Columns put_text would take for S.  */
-static size_t
-text_width (const char *str)
-{
-  return text_out (str, 0);
-}
-
-/* Write S in double quotes with quotes, backslashes, control characters and
-   invalid UTF-8 escaped: as a JSON string (\u00XX escapes) when JSON is
-   set, else as a C string literal (\xXX), for dump.  Valid UTF-8 passes
-   through.  */
-static void
-put_escaped (const char *str, int json)
-{
-  const unsigned char *s = (const unsigned char *) str;
-  putchar ('"');
-  while (*s)
-    {
-      size_t n = utf8_len (s);
-      if (*s == '"' || *s == '\\')
-        printf ("\\%c", *s);
-      else if (*s == '\n')
-        fputs ("\\n", stdout);
-      else if (*s == '\t')
-        fputs ("\\t", stdout);
-      else if (*s == '\r')
-        fputs ("\\r", stdout);
-      else if (n == 0 || *s < 0x20 || *s == 0x7f)
-        printf (json ? "\\u%04x" : "\\x%02x", *s);
-      else
-        {
-          fwrite (s, 1, n, stdout);
-          s += n;
-          continue;
-        }
-      s++;
-    }
-  putchar ('"');
-}
-
-/* Write S as a JSON string, quotes included.  */
-static void
-put_json (const char *str)
-{
-  put_escaped (str, 1);
-}
-
-/* Write S as a CSV field (RFC 4180): quoted, with quotes doubled, when it
-   holds a comma, a quote or a line break.  */
-static void
-put_csv (const char *s)
-{
-  if (!strpbrk (s, ",\"\r\n"))
-    {
-      fputs (s, stdout);
-      return;
-    }
-  putchar ('"');
-  for (; *s; s++)
-    {
-      if (*s == '"')
-        putchar ('"');
-      putchar (*s);
-    }
-  putchar ('"');
-}
-
-/* Write S as a C string literal, for dump.  */
-static void
-put_quoted (const char *str)
-{
-  put_escaped (str, 0);
-}
-
-/* Hash table from a key of up to three strings to a number, with open
-   addressing; the key strings belong to the caller and must outlive the
-   table.  */
-struct slot
-{
-  uint64_t hash;
-  const char *key[3];
-  size_t value;
-  int used;
-};
-
-struct table
-{
-  struct slot *slots;
-  size_t size; /* a power of two */
-  size_t count;
-};
-
-static uint64_t
-hash_key (const char *const key[3])
-{
-  uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
-  for (int i = 0; i < 3; i++)
-    {
-      /* Include the terminator, so ("ab", "c") and ("a", "bc") differ.  */
-      const unsigned char *s = (const unsigned char *) (key[i] ? key[i] : "");
-      do
-        h = (h ^ *s) * 0x100000001b3u;
-      while (*s++);
-    }
-  return h;
-}
-
-static int
-key_eq (const char *const a[3], const char *const b[3])
-{
-  for (int i = 0; i < 3; i++)
-    if (strcmp (a[i] ? a[i] : "", b[i] ? b[i] : "") != 0)
-      return 0;
-  return 1;
-}
-
-/* The slot holding KEY, or the empty slot where it would go.  */
-static struct slot *
-table_probe (const struct table *t, const char *const key[3], uint64_t h)
-{
-  size_t i = (size_t) h & (t->size - 1);
-  while (t->slots[i].used
-         && !(t->slots[i].hash == h && key_eq (t->slots[i].key, key)))
-    i = (i + 1) & (t->size - 1);
-  return &t->slots[i];
-}
-
-/* Find KEY.  On a miss the result is the empty slot where KEY belongs; the
-   caller fills it in with table_fill, as the table has room for it.  */
-static struct slot *
-table_find (struct table *t, const char *const key[3], uint64_t *hash)
-{
-  /* Keep the load under a half, so probe sequences stay short.  */
-  if (t->count + 1 > t->size / 2)
-    {
-      struct table nt;
-      nt.size = t->size ? t->size * 2 : 64;
-      if (nt.size > SIZE_MAX / sizeof *nt.slots)
-        {
-          error_msg ("out of memory");
-          exit (EXIT_BAD_DATA);
-        }
-      nt.count = t->count;
-      nt.slots = xmalloc (nt.size * sizeof *nt.slots);
-      memset (nt.slots, 0, nt.size * sizeof *nt.slots);
-      for (size_t i = 0; i < t->size; i++)
-        if (t->slots[i].used)
-          *table_probe (&nt, t->slots[i].key, t->slots[i].hash)
-            = t->slots[i];
-      free (t->slots);
-      *t = nt;
-    }
-  *hash = hash_key (key);
-  return table_probe (t, key, *hash);
-}
-
-/* Store KEY, whose strings must outlive the table, in the empty slot S that
-   table_find returned.  */
-static void
-table_fill (struct table *t, struct slot *s, uint64_t hash,
-            const char *const key[3], size_t value)
-{
-  s->used = 1;
-  s->hash = hash;
-  memcpy (s->key, key, sizeof s->key);
-  s->value = value;
-  t->count++;
-}
-
-static const char *
-plural (uint64_t n, const char *one, const char *many)
-{
-  return n == 1 ? one : many;
-}
-
-/* One compiled function body, summed over every record of the same build
-   in the files read (same module checksum and source, same symbol, same
-   block map), with its block map decoded and solved.  */
-struct body
-{
-  char *name, *symbol, *origin, *file;
-  char *source, *directory; /* of its module */
-  char *ckey;               /* the module checksum in hex, for the table
-                               (its own allocation: the table keeps a
-                               pointer, and the bodies array moves) */
-  uint32_t line, flags, mod_flags, ncounters;
-  uint64_t *counters;
-  uint32_t map_size;
-  unsigned char *map;       /* as stored, or NULL */
-  struct tally_blockmap bm; /* decoded map (when map) */
-  struct tally_flow flow;   /* solved counts (when map) */
-  int solved;
-  uint64_t calls, exits;    /* counted, or derived from the blocks */
-  int calls_unknown;        /* derived but undetermined */
-  int measured;             /* meas holds values (MEAS record) */
-  uint64_t meas[2 * TALLY_MAX_MEAS + 2]; /* cycles (inclusive, exclusive),
-                                            then struct merge.ev_names' */
-};
-
-/* One row of the report: a source function (origin, file), or with
-   --clones one compiled body (symbol, file).  */
-struct row
-{
-  char *name;
-  char *symbol; /* the origin when clones are folded */
-  char *origin;
-  char *file;
-  char *directory; /* of the first module seen with it */
-  uint32_t line;
-  int has_origin_body; /* name and line come from the origin's own body */
-  int clone_body;      /* with --clones: a clone, shown with its symbol */
-  uint64_t calls;
-  uint64_t exits;
-  uint64_t incl; /* measure=cycles: inclusive cycles */
-  uint64_t excl; /* exclusive (self) cycles */
-  uint64_t ev[TALLY_MAX_MEAS][2]; /* measure=papi: inclusive and exclusive
-                                     values of struct merge.ev_names */
-  char **clones; /* clone symbols folded into this row */
-  size_t nclones, clones_cap;
-  size_t *bodies; /* indexes of the bodies folded into this row */
-  size_t nbodies, bodies_cap;
-};
-
-/* What was read from one data file, kept for the JSON output.  */
-struct file_info
-{
-  const char *path;
-  char *program;
-  uint64_t pid;
-  uint64_t time;
-  uint32_t nmodules;
-};
-
-enum sort_key { SORT_CALLS, SORT_EXITS, SORT_NAME, SORT_INCL, SORT_EXCL };
-enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_CSV };
-
-/* Options of `tally report`.  */
-struct report_opts
-{
-  enum sort_key sort;
-  enum format format;
-  size_t top; /* 0: all rows */
-  int clones; /* one row per body */
-  int blocks; /* --blocks: block counts per body */
-  const char **lines; /* --lines FILE: annotated sources */
-  size_t nlines;
-};
-
-/* The merged data of every file given to `tally report` or `tally lcov`.  */
-struct merge
-{
-  struct body *bodies;
-  size_t nbodies, bodies_cap;
-  struct table body_key;  /* (symbol, source, checksum) -> body index */
-  struct row *rows;
-  size_t nrows, rows_cap;
-  struct table by_key;    /* (origin or symbol, file) -> row index */
-  struct table clone_set; /* (symbol, origin, file) of clones listed */
-  struct file_info *files;
-  size_t nfiles, files_cap;
-  uint64_t nmodules;
-  uint64_t user_modules; /* built with hooks=user: tally counted nothing */
-  uint64_t calls;
-  uint64_t exits;
-  int measured;  /* some file has cycles (a MEAS record) */
-  const char *ev_names[TALLY_MAX_MEAS]; /* PAPI events seen (owned) */
-  unsigned nev;
-  unsigned ev_map[TALLY_MAX_MEAS]; /* the file being merged: its value
-                                      K + 1 is event ev_map[K] */
-  uint64_t excl; /* sum of the exclusive cycles: the measured total */
-  uint64_t negative;     /* block or edge counts that came out negative,
-                            in update=single bodies */
-  uint64_t inconsistent; /* the same in update=atomic and tls bodies */
-  size_t underived;      /* bodies whose entries could not be derived */
-  size_t hidden;         /* rows left out as system-header functions */
-  const char *what;      /* the command, for messages */
-  int force;             /* --force: sum builds with other settings */
-};
-
-/* A function body's symbol differs from its origin exactly when it is a
-   clone or split part; the plugin also sets TALLY_FN_CLONE on those, but
-   the names are what the folding relies on.  */
-static int
-is_clone (const struct body *f)
-{
-  return strcmp (f->symbol, f->origin) != 0;
-}
-
-static void
-merge_fn (struct merge *m, size_t bi, int by_body)
-{
-  const struct body *f = &m->bodies[bi];
-  const char *key[3] = { by_body ? f->symbol : f->origin, f->file, NULL };
-  int clone = is_clone (f);
-  uint64_t h;
-  struct slot *s = table_find (&m->by_key, key, &h);
-  struct row *r;
-  if (s->used)
-    r = &m->rows[s->value];
-  else
-    {
-      m->rows = xgrow (m->rows, &m->rows_cap, m->nrows + 1, sizeof *m->rows);
-      r = &m->rows[m->nrows];
-      memset (r, 0, sizeof *r);
-      r->name = xstrdup (f->name);
-      r->symbol = xstrdup (key[0]);
-      r->origin = xstrdup (f->origin);
-      r->file = xstrdup (f->file);
-      r->directory = xstrdup (f->directory);
-      r->line = f->line;
-      r->has_origin_body = !clone;
-      r->clone_body = by_body && clone;
-      /* Key the table by the row's copies.  */
-      const char *own[3] = { r->symbol, r->file, NULL };
-      table_fill (&m->by_key, s, h, own, m->nrows++);
-    }
-  if (!clone && !r->has_origin_body)
-    {
-      /* A clone was seen first; the origin's own body names the row
-         better.  */
-      free (r->name);
-      r->name = xstrdup (f->name);
-      r->line = f->line;
-      r->has_origin_body = 1;
-    }
-  r->calls = add_sat (r->calls, f->calls);
-  r->exits = add_sat (r->exits, f->exits);
-  m->calls = add_sat (m->calls, f->calls);
-  m->exits = add_sat (m->exits, f->exits);
-  r->bodies = xgrow (r->bodies, &r->bodies_cap, r->nbodies + 1,
-                     sizeof *r->bodies);
-  r->bodies[r->nbodies++] = bi;
-  if (f->measured)
-    {
-      r->incl = add_sat (r->incl, f->meas[0]);
-      r->excl = add_sat (r->excl, f->meas[1]);
-      m->excl = add_sat (m->excl, f->meas[1]);
-      for (unsigned e = 0; e < m->nev; e++)
-        {
-          r->ev[e][0] = add_sat (r->ev[e][0], f->meas[2 + 2 * e]);
-          r->ev[e][1] = add_sat (r->ev[e][1], f->meas[3 + 2 * e]);
-        }
-    }
-
-  if (clone && !by_body)
-    {
-      const char *ckey[3] = { f->symbol, r->origin, r->file };
-      s = table_find (&m->clone_set, ckey, &h);
-      if (!s->used)
-        {
-          r->clones = xgrow (r->clones, &r->clones_cap, r->nclones + 1,
-                             sizeof *r->clones);
-          char *sym = xstrdup (f->symbol);
-          r->clones[r->nclones++] = sym;
-          const char *own[3] = { sym, r->origin, r->file };
-          table_fill (&m->clone_set, s, h, own, 0);
-        }
-    }
-}
-
-static void *
-xdup_bytes (const void *p, size_t n)
-{
-  return memcpy (xmalloc (n), p, n);
-}
-
-/* Add the record F of module MOD to the body of the same build, or start
-   a new body.  */
-static void add_body_meas (struct merge *m, struct body *b,
-                           const struct tally_data_fn *f, unsigned nvalues);
-
-static void
-add_body (struct merge *m, const struct tally_data_module *mod,
-          const struct tally_data_fn *f, unsigned nvalues)
-{
-  char ckey[17];
-  snprintf (ckey, sizeof ckey, "%016" PRIx64, mod->checksum);
-  const char *key[3] = { f->symbol, mod->source, ckey };
-  uint64_t h;
-  struct slot *s = table_find (&m->body_key, key, &h);
-  if (s->used)
-    {
-      struct body *b = &m->bodies[s->value];
-      if (b->ncounters == f->ncounters && b->map_size == f->map_size
-          && b->mod_flags == mod->flags
-          && (!b->map_size || memcmp (b->map, f->map, b->map_size) == 0))
-        {
-          for (uint32_t k = 0; k < f->ncounters; k++)
-            b->counters[k] = add_sat (b->counters[k], f->counters[k]);
-          add_body_meas (m, b, f, nvalues);
-          return;
-        }
-      /* Same key, other contents (should not happen for one build): keep
-         it apart, unkeyed.  */
-      s = NULL;
-    }
-  m->bodies = xgrow (m->bodies, &m->bodies_cap, m->nbodies + 1,
-                     sizeof *m->bodies);
-  struct body *b = &m->bodies[m->nbodies];
-  memset (b, 0, sizeof *b);
-  b->name = xstrdup (f->name);
-  b->symbol = xstrdup (f->symbol);
-  b->origin = xstrdup (f->origin);
-  b->file = xstrdup (f->file);
-  b->source = xstrdup (mod->source);
-  b->directory = xstrdup (mod->directory);
-  b->ckey = xstrdup (ckey);
-  b->line = f->line;
-  b->flags = f->flags;
-  b->mod_flags = mod->flags;
-  b->ncounters = f->ncounters;
-  b->counters = xdup_bytes (f->counters, f->ncounters * sizeof *f->counters);
-  b->map_size = f->map_size;
-  b->map = f->map_size ? (unsigned char *) xdup_bytes (f->map, f->map_size)
-                       : NULL;
-  add_body_meas (m, b, f, nvalues);
-  if (s)
-    {
-      const char *own[3] = { b->symbol, b->source, b->ckey };
-      table_fill (&m->body_key, s, h, own, m->nbodies);
-    }
-  m->nbodies++;
-}
-
-/* Add F's measured values (NVALUES of them: cycles, then the file's
-   events, mapped to struct merge.ev_names by merge_file) to body B.  */
-static void
-add_body_meas (struct merge *m, struct body *b, const struct tally_data_fn *f,
-               unsigned nvalues)
-{
-  if (!f->meas)
-    return;
-  b->measured = 1;
-  b->meas[0] = add_sat (b->meas[0], f->meas[0]);
-  b->meas[1] = add_sat (b->meas[1], f->meas[1]);
-  for (unsigned k = 0; k + 1 < nvalues; k++)
-    {
-      unsigned e = m->ev_map[k];
-      if (e < TALLY_MAX_MEAS)
-        {
-          b->meas[2 + 2 * e] = add_sat (b->meas[2 + 2 * e], f->meas[2 * (k + 1)]);
-          b->meas[3 + 2 * e] = add_sat (b->meas[3 + 2 * e],
-                                        f->meas[2 * (k + 1) + 1]);
-        }
-    }
-}
-
-/* Check the block maps of D (naming PATH in messages) and add its records
-   to the bodies.  Returns 0, or -1 after reporting a bad map.  */
-static int
-merge_file (struct merge *m, const char *path, const struct tally_data *d)
-{
-  char err[512];
-  if (tally_data_check_maps (d, err, sizeof err) != 0)
-    {
-      error_msg ("%s: %s", path, err);
-      return -1;
-    }
-  m->files = xgrow (m->files, &m->files_cap, m->nfiles + 1,
-                    sizeof *m->files);
-  struct file_info *fi = &m->files[m->nfiles++];
-  fi->path = path;
-  fi->program = xstrdup (d->program);
-  fi->pid = d->pid;
-  fi->time = d->time;
-  fi->nmodules = d->nmodules;
-  m->nmodules += d->nmodules;
-  if (d->nmeas)
-    m->measured = 1;
-  /* The file's events (values after the cycles), by name.  */
-  for (uint32_t k = 1; k < d->nmeas; k++)
-    {
-      unsigned e = 0;
-      while (e < m->nev && strcmp (m->ev_names[e], d->meas_names[k]) != 0)
-        e++;
-      if (e == m->nev && m->nev < TALLY_MAX_MEAS)
-        m->ev_names[m->nev++] = xstrdup (d->meas_names[k]);
-      m->ev_map[k - 1] = e < m->nev ? e : TALLY_MAX_MEAS;
-    }
-  for (uint32_t i = 0; i < d->nmodules; i++)
-    {
-      m->user_modules += (d->modules[i].flags & TALLY_MOD_HOOKS_USER) != 0;
-      for (uint32_t j = 0; j < d->modules[i].nfns; j++)
-        add_body (m, &d->modules[i], &d->modules[i].fns[j], d->nmeas);
-    }
-  return 0;
-}
-
-/* Decode and solve every body's map, set its calls and exits (derived
-   from the blocks where the plugin did not count them), and fold the
-   bodies into rows.  */
-static void
-merge_finish (struct merge *m, int by_body)
-{
-  for (size_t i = 0; i < m->nbodies; i++)
-    {
-      struct body *b = &m->bodies[i];
-      b->calls = b->counters[TALLY_C_ENTRIES];
-      b->exits = b->counters[TALLY_C_EXITS];
-      if (b->map)
-        {
-          char err[256];
-          /* Checked when read: this cannot fail.  */
-          if (tally_map_decode (b->map, b->map_size, b->ncounters, &b->bm,
-                                err, sizeof err) != 0)
-            {
-              error_msg ("internal error: %s: %s", b->symbol, err);
-              exit (EXIT_BAD_DATA);
-            }
-          tally_flow_solve (&b->bm, b->counters, b->ncounters, &b->flow);
-          b->solved = 1;
-          if (b->mod_flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS))
-            m->inconsistent += b->flow.negative;
-          else
-            m->negative += b->flow.negative;
-          if ((b->flags & TALLY_FN_CALLS_DERIVED)
-              && b->bm.kind != TALLY_MAP_VISITED)
-            {
-              b->calls = b->flow.entries;
-              b->exits = b->flow.exits;
-              if (!b->flow.entries_known || !b->flow.exits_known)
-                {
-                  b->calls_unknown = 1;
-                  m->underived++;
-                }
-            }
-        }
-      merge_fn (m, i, by_body);
-    }
-}
-
-static void
-merge_free (struct merge *m)
-{
-  for (size_t i = 0; i < m->nrows; i++)
-    {
-      struct row *r = &m->rows[i];
-      free (r->name);
-      free (r->symbol);
-      free (r->origin);
-      free (r->file);
-      free (r->directory);
-      for (size_t k = 0; k < r->nclones; k++)
-        free (r->clones[k]);
-      free (r->clones);
-      free (r->bodies);
-    }
-  for (size_t i = 0; i < m->nbodies; i++)
-    {
-      struct body *b = &m->bodies[i];
-      free (b->name);
-      free (b->symbol);
-      free (b->origin);
-      free (b->file);
-      free (b->source);
-      free (b->ckey);
-      free (b->directory);
-      free (b->counters);
-      free (b->map);
-      if (b->solved)
-        {
-          tally_map_free (&b->bm);
-          tally_flow_free (&b->flow);
-        }
-    }
-  free (m->bodies);
-  free (m->body_key.slots);
-  free (m->rows);
-  free (m->by_key.slots);
-  free (m->clone_set.slots);
-  for (size_t i = 0; i < m->nfiles; i++)
-    free (m->files[i].program);
-  for (unsigned e = 0; e < m->nev; e++)
-    free ((char *) m->ev_names[e]);
-  free (m->files);
-}
-
-/* Read every file in PATHS into M, reporting each bad one.  Returns 0, or
-   EXIT_BAD_DATA if any was bad (M then holds nothing useful).  */
-static int
-merge_paths (struct merge *m, const char **paths, size_t npaths, int by_body)
-{
-  /* Read every file before printing anything: a report missing one of
-     them would look complete.  Each file is merged and dropped at once, so
-     memory follows the number of distinct functions, not of files.  */
-  int bad = 0;
-  struct tally_builds *builds = tally_builds_new ();
-  for (size_t i = 0; i < npaths; i++)
-    {
-      struct tally_data d;
-      char err[256];
-      if (tally_read_file (paths[i], &d, err, sizeof err) != 0)
-        {
-          error_msg ("%s: %s", paths[i], err);
-          bad = 1;
-          continue;
-        }
-      note_unfinished (paths[i], &d);
-      tally_builds_add (builds, paths[i], &d);
-      if (!bad && merge_file (m, paths[i], &d) != 0)
-        bad = 1;
-      tally_data_free (&d);
-    }
-  if (!bad && tally_builds_check (builds, m->what, m->force) != 0)
-    bad = 1;
-  tally_builds_free (builds);
-  if (bad)
-    return EXIT_BAD_DATA;
-  merge_finish (m, by_body);
-  return 0;
-}
-
-/* Whether body B is a function defined in a system header.  */
-static int
-body_system (const struct body *b)
-{
-  return tally_system_fn (b->mod_flags, b->flags, b->directory, b->file);
-}
-
-/* Leave out the rows of functions defined in system headers (every body
-   of the row): all of them with CALLED_TOO, else those never called.  */
-static void
-merge_hide_system (struct merge *m, int called_too)
-{
-  size_t kept = 0;
-  for (size_t i = 0; i < m->nrows; i++)
-    {
-      struct row *r = &m->rows[i];
-      int sys = r->nbodies > 0;
-      for (size_t k = 0; k < r->nbodies && sys; k++)
-        sys = body_system (&m->bodies[r->bodies[k]]);
-      if (sys && !called_too)
-        for (size_t k = 0; k < r->nbodies && sys; k++)
-          sys = !m->bodies[r->bodies[k]].calls_unknown;
-      if (!sys || (!called_too && (r->calls || r->exits || r->incl)))
-        {
-          m->rows[kept++] = *r;
-          continue;
-        }
-      free (r->name);
-      free (r->symbol);
-      free (r->origin);
-      free (r->file);
-      free (r->directory);
-      for (size_t k = 0; k < r->nclones; k++)
-        free (r->clones[k]);
-      free (r->clones);
-      free (r->bodies);
-    }
-  /* The row tables are not looked in after merge_finish.  */
-  m->hidden = m->nrows - kept;
-  m->nrows = kept;
-}
-
-/* Leave out of C the system headers' files (as merge_hide_system judges
-   M's bodies, and code of headers in the system include directories
-   inlined into other functions).  */
-static void
-cov_hide_system (const struct merge *m, struct cov_result *c)
-{
-  struct tally_fileset *sys = tally_fileset_new ();
-  struct tally_fileset *user = tally_fileset_new ();
-  for (size_t i = 0; i < m->nbodies; i++)
-    {
-      const struct body *b = &m->bodies[i];
-      tally_fileset_add (body_system (b) ? sys : user, b->directory, b->file);
-    }
-  tally_cov_drop_system (c, sys, user);
-  tally_fileset_free (sys);
-  tally_fileset_free (user);
-}
-
-/* Notes on stderr about counts the report could not take as they are.  */
-static void
-merge_notes (const struct merge *m)
-{
-  if (m->negative)
-    fprintf (stderr, "tally: warning: %" PRIu64 " block or edge %s came out "
-             "negative and %s shown as 0 (update=single counts from several "
-             "threads race, or a dump read them while other threads were "
-             "counting; use update=atomic or tls)\n", m->negative,
-             plural (m->negative, "count", "counts"),
-             plural (m->negative, "is", "are"));
-  if (m->inconsistent)
-    fprintf (stderr, "tally: warning: %" PRIu64 " block or edge %s of "
-             "update=atomic or tls code came out negative and %s shown as 0 "
-             "(the counts are not those of one moment: a dump read them while "
-             "other threads were counting, or the file was altered)\n",
-             m->inconsistent, plural (m->inconsistent, "count", "counts"),
-             plural (m->inconsistent, "is", "are"));
-  if (m->underived)
-    fprintf (stderr, "tally: warning: the entries of %zu %s cannot be derived "
-             "from %s block counts (an older plugin's placement=block left "
-             "some edges undetermined); %s 0\n", m->underived,
-             m->underived == 1 ? "function" : "functions",
-             m->underived == 1 ? "its" : "their",
-             m->underived == 1 ? "it shows" : "they show");
-}
 
 /* Sort order for compare_rows: qsort takes no context argument.  */
 static enum sort_key sort_key;
@@ -1021,15 +175,6 @@ compare_rows (const void *pa, const void *pb)
   if (!c)
     c = strcmp (a->symbol, b->symbol);
   return c;
-}
-
-static int
-count_digits (uint64_t v)
-{
-  int n = 1;
-  while (v >= 10)
-    v /= 10, n++;
-  return n;
 }
 
 static void
@@ -1135,14 +280,6 @@ print_text (const struct merge *m, struct row **rows, size_t n)
         }
       putchar ('\n');
     }
-}
-
-/* Name of a map kind, as the placement option spells it.  */
-static const char *
-kind_name (uint32_t kind)
-{
-  return kind == TALLY_MAP_TREE ? "tree"
-         : kind == TALLY_MAP_BLOCK ? "block" : "visited";
 }
 
 /* Write block count C of body B: yes/no for visited blocks, ? if
@@ -1483,25 +620,6 @@ print_json (const struct merge *m, struct row **rows, size_t n,
   fputs ("\n}\n", stdout);
 }
 
-/* The bodies of M that have solved maps, for cov_compute.  */
-static struct cov_body *
-cov_bodies (const struct merge *m, size_t *n)
-{
-  struct cov_body *cb = xmalloc ((m->nbodies ? m->nbodies : 1) * sizeof *cb);
-  *n = 0;
-  for (size_t i = 0; i < m->nbodies; i++)
-    if (m->bodies[i].solved)
-      {
-        cb[*n].map = &m->bodies[i].bm;
-        cb[*n].flow = &m->bodies[i].flow;
-        cb[*n].directory = m->bodies[i].directory;
-        cb[*n].fn_file = m->bodies[i].file;
-        cb[*n].fn_line = m->bodies[i].line;
-        (*n)++;
-      }
-  return cb;
-}
-
 static void
 print_csv (struct row **rows, size_t n)
 {
@@ -1521,98 +639,10 @@ print_csv (struct row **rows, size_t n)
     }
 }
 
-/* Parse the argument of --top.  */
-static int
-parse_count (const char *s, size_t *out)
-{
-  size_t v = 0;
-  if (!*s)
-    return -1;
-  for (; *s; s++)
-    {
-      if (*s < '0' || *s > '9')
-        return -1;
-      unsigned d = (unsigned) (*s - '0');
-      /* Saturate: a huge --top simply means every row.  */
-      v = v > (SIZE_MAX - d) / 10 ? SIZE_MAX : v * 10 + d;
-    }
-  if (v == 0)
-    return -1;
-  *out = v;
-  return 0;
-}
-
-/* If ARGV[*I] is the option NAME taking a value, as "NAME=V" or "NAME V",
-   set *VALUE and return 1.  Returns -1 if the value is missing, 0 if it is
-   another option.  */
-static int
-option_value (int argc, char **argv, int *i, const char *name,
-              const char **value)
-{
-  size_t n = strlen (name);
-  if (strncmp (argv[*i], name, n) != 0)
-    return 0;
-  if (argv[*i][n] == '=')
-    {
-      *value = argv[*i] + n + 1;
-      return 1;
-    }
-  if (argv[*i][n])
-    return 0;
-  if (*i + 1 >= argc)
-    {
-      error_msg ("report: option '%s' needs a value; try 'tally --help'", name);
-      return -1;
-    }
-  *value = argv[++*i];
-  return 1;
-}
-
-/* What a command-line word of a subcommand is.  */
-enum arg_kind
-{
-  ARG_FILE,   /* a file name (also anything after "--", and a lone "-") */
-  ARG_HELP,   /* -h or --help */
-  ARG_OPTION, /* anything else starting with '-': the caller's to parse */
-  ARG_DONE    /* "--", consumed */
-};
-
-/* Classify A; *ONLY_FILES becomes set after "--".  */
-static enum arg_kind
-classify_arg (const char *a, int *only_files)
-{
-  if (*only_files || a[0] != '-' || !a[1])
-    return ARG_FILE;
-  if (strcmp (a, "--") == 0)
-    {
-      *only_files = 1;
-      return ARG_DONE;
-    }
-  if (strcmp (a, "--help") == 0 || strcmp (a, "-h") == 0)
-    return ARG_HELP;
-  return ARG_OPTION;
-}
-
-/* classify_arg, and a file argument appended to LIST (when not NULL) and
-   counted in *N: the part of every command's argument loop that is the
-   same.  */
-static enum arg_kind
-take_arg (const char *a, int *only_files, const char **list, size_t *n)
-{
-  enum arg_kind kind = classify_arg (a, only_files);
-  if (kind == ARG_FILE)
-    {
-      if (list)
-        list[*n] = a;
-      ++*n;
-    }
-  return kind;
-}
-
 /* Read FILES into one calling-context tree and print it (OUT NULL), or
    write its flame graph or collapsed stacks to OUT ("-": standard
    output).  */
-static int
+int
 tree_command (const char *what, const char **files, size_t nfiles,
               const char *out, int folded, const char *event, int force,
               int all)
@@ -1690,7 +720,7 @@ tree_command (const char *what, const char **files, size_t nfiles,
 }
 
 /* tally flame [--folded] [-o OUT] FILE...  */
-static int
+int
 cmd_flame (int argc, char **argv)
 {
   const char **files = xmalloc ((size_t) argc * sizeof *files);
@@ -1762,7 +792,7 @@ put_glob_literal (const char *s)
 }
 
 /* tally select [--percent=P] [--filter] FILE...  */
-static int
+int
 cmd_select (int argc, char **argv)
 {
   const char **files = xmalloc ((size_t) argc * sizeof *files);
@@ -1874,7 +904,7 @@ usage:
   return EXIT_USAGE;
 }
 
-static int
+int
 cmd_report (int argc, char **argv)
 {
   /* --ranks and --rank N: tools/ranks.c.  */
@@ -2247,7 +1277,7 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
   return left;
 }
 
-static int
+int
 cmd_lcov (int argc, char **argv)
 {
   const char *out = NULL;
@@ -2545,7 +1575,7 @@ dump_data (const char *path, const struct tally_data *d)
             d->file_size);
 }
 
-static int
+int
 cmd_dump (int argc, char **argv)
 {
   size_t npaths = 0;
@@ -3278,7 +2308,7 @@ write_merged (const char *path, const struct accumulator *acc,
   return 0;
 }
 
-static int
+int
 cmd_merge (int argc, char **argv)
 {
   const char *out = NULL;
@@ -3504,3 +2534,4 @@ main (int argc, char **argv)
     }
   return status;
 }
+

@@ -1,0 +1,20 @@
+/* print.h - strings from data files on a terminal, in JSON and in CSV
+ * (print.c): control characters and invalid UTF-8 never reach the
+ * output unescaped.  */
+#ifndef TALLY_TOOLS_PRINT_H
+#define TALLY_TOOLS_PRINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+size_t put_text (const char *str);
+size_t text_width (const char *str);
+void put_escaped (const char *str, int json);
+void put_json (const char *str);
+void put_csv (const char *s);
+void put_quoted (const char *str);
+const char *plural (uint64_t n, const char *one, const char *many);
+int count_digits (uint64_t v);
+const char *kind_name (uint32_t kind);
+
+#endif /* TALLY_TOOLS_PRINT_H */
