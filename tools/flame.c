@@ -1,0 +1,168 @@
+/* flame.c - `tally flame` and `tally report --tree`: the calling-context
+ * tree of paths=on programs, as text, SVG or collapsed stacks (doc/cli.md,
+ * "tally flame").  */
+/* getline, getcwd.  */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blockmap.h"
+#include "builds.h"
+#include "cli.h"
+#include "coverage.h"
+#include "datafile.h"
+#include "hide.h"
+#include "output.h"
+#include "paths.h"
+#include "prefetch.h"
+#include "print.h"
+#include "ranks.h"
+#include "select.h"
+#include "summed.h"
+#include "tally/abi.h"
+#include "tally/format.h"
+
+/* Read FILES into one calling-context tree and print it (OUT NULL), or
+   write its flame graph or collapsed stacks to OUT ("-": standard
+   output).  */
+int
+tree_command (const char *what, const char **files, size_t nfiles,
+              const char *out, int folded, const char *event, int force,
+              int all)
+{
+  struct tally_tree *t = tally_tree_new (event);
+  tally_tree_show_frames (t, all);
+  struct tally_builds *builds = tally_builds_new ();
+  int bad = 0;
+  for (size_t i = 0; i < nfiles; i++)
+    {
+      struct tally_data d;
+      char err[256];
+      if (tally_read_file (files[i], &d, err, sizeof err) != 0)
+        {
+          error_msg ("%s: %s", files[i], err);
+          bad = 1;
+          continue;
+        }
+      note_unfinished (files[i], &d);
+      tally_builds_add (builds, files[i], &d);
+      if (!d.npaths)
+        {
+          error_msg ("%s: %s: no call paths in this file (build the program "
+                     "with -fplugin-arg-tally-paths=on)", what, files[i]);
+          bad = 1;
+        }
+      else if (d.path_lost)
+        fprintf (stderr, "tally: note: %s: %" PRIu64 " calls on paths that "
+                 "did not fit in the program's tree (TALLY_PATH_NODES) are "
+                 "not in it\n", files[i], d.path_lost);
+      if (!bad && tally_tree_add (t, &d) != 0)
+        {
+          error_msg ("%s: %s: no call-path values of event %s in this file "
+                     "(build with -fplugin-arg-tally-measure=papi and "
+                     "-fplugin-arg-tally-paths=on, and name the event in "
+                     "TALLY_PAPI_EVENTS)", what, files[i], event);
+          bad = 1;
+        }
+      tally_data_free (&d);
+    }
+  if (!bad && tally_builds_check (builds, what, force) != 0)
+    bad = 1;
+  tally_builds_free (builds);
+  if (bad)
+    {
+      tally_tree_free (t);
+      return EXIT_BAD_DATA;
+    }
+  int rc = 0;
+  if (!out)
+    tally_tree_print (t, stdout);
+  else
+    {
+      struct tally_out o = { stdout, NULL, NULL };
+      char err[512];
+      if (strcmp (out, "-") != 0
+          && tally_out_open (&o, out, err, sizeof err) != 0)
+        {
+          error_msg ("%s: %s", what, err);
+          tally_tree_free (t);
+          return EXIT_BAD_DATA;
+        }
+      if (folded)
+        tally_tree_folded (t, o.f);
+      else
+        tally_tree_svg (t, o.f, nfiles == 1 ? files[0] : "tally flame");
+      if (o.f != stdout && tally_out_close (&o, err, sizeof err) != 0)
+        {
+          error_msg ("%s: %s", what, err);
+          rc = EXIT_BAD_DATA;
+        }
+    }
+  tally_tree_free (t);
+  return rc;
+}
+
+/* tally flame [--folded] [-o OUT] FILE...  */
+int
+cmd_flame (int argc, char **argv)
+{
+  const char **files = xmalloc ((size_t) argc * sizeof *files);
+  size_t nfiles = 0;
+  const char *out = "-", *event = NULL;
+  int folded = 0, only_files = 0, force = 0, all = 0, r;
+  for (int i = 1; i < argc; i++)
+    {
+      const char *a = argv[i], *v;
+      enum arg_kind kind = take_arg (a, &only_files, files, &nfiles);
+      if (kind == ARG_HELP)
+        {
+          fputs (usage_text, stdout);
+          free (files);
+          return 0;
+        }
+      else if (kind != ARG_OPTION)
+        ;
+      else if (strcmp (a, "--folded") == 0)
+        folded = 1;
+      else if (strcmp (a, "--force") == 0)
+        force = 1;
+      else if (strcmp (a, "--all") == 0)
+        all = 1;
+      else if (strcmp (a, "-o") == 0 && i + 1 < argc)
+        out = argv[++i];
+      else if ((r = option_value (argc, argv, &i, "--output", &v)) != 0)
+        {
+          if (r < 0)
+            goto usage;
+          out = v;
+        }
+      else if ((r = option_value (argc, argv, &i, "--event", &v)) != 0)
+        {
+          if (r < 0)
+            goto usage;
+          event = v;
+        }
+      else
+        {
+          error_msg ("flame: unknown option '%s'; try 'tally --help'", a);
+          goto usage;
+        }
+    }
+  if (nfiles == 0)
+    {
+      error_msg ("flame: no data files given; try 'tally --help'");
+      goto usage;
+    }
+  r = tree_command ("flame", files, nfiles, out, folded, event, force, all);
+  free (files);
+  return r;
+usage:
+  free (files);
+  return EXIT_USAGE;
+}
