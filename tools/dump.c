@@ -1,4 +1,6 @@
-/* dump.c - `tally dump` of the MEAS, FRMS, PATH and PEVT records (dump.h).
+/* dump.c - `tally dump`: every record as stored; cmd_dump and the header,
+ * modules and block maps below, and first the MEAS, FRMS, PATH and PEVT
+ * records (dump.h).
  *
  *   meas values=2: "cycles" "perf::PAGE-FAULTS"
  *     module 0 fn 0 incl/excl: 8123/2040 3/1

@@ -1,7 +1,7 @@
 /* select.h - the functions that make up P% of a profile's measured time
  * (the LOPI paper's way of choosing what to instrument).
  *
- * Shared by `tally select` (tools/tally.c) and the plugin's
+ * Shared by `tally select` (tools/cmd-select.c) and the plugin's
  * -fplugin-arg-tally-select=PROFILE:P% (plugin/select.cc): both read the
  * data files with tools/datafile.c and rank with the same code, so what the
  * command prints is what the plugin instruments.  C, callable from C++.  */

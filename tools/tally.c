@@ -1,44 +1,35 @@
 /* tally - read the data files that programs built with -fplugin=tally write.
  *
- *   tally report [OPTION]... FILE...   merged calls per function
- *   tally dump FILE...                 every record as stored
+ * This file holds the usage text and the table of subcommands; each
+ * subcommand is a file of its own:
+ *
+ *   tally report [OPTION]... FILE...   merged calls per function (report.c;
+ *                                      --tree flame.c, --ranks ranks.c)
+ *   tally dump FILE...                 every record as stored (dump.c)
  *   tally merge [--force] -o OUT FILE...  sum files into one data file
+ *                                      (merge.c)
+ *   tally flame [--folded] [-o OUT] FILE...  a flame graph (flame.c)
+ *   tally lcov [-o OUT] FILE...        an lcov tracefile (lcov.c)
  *   tally select [--percent=P] FILE...  the functions making up P% of the
- *                                      measured time (select.c)
+ *                                      measured time (cmd-select.c,
+ *                                      select.c)
+ *   tally diff [OPTION]... A B         changes from A to B (diff.c)
  *   tally run [OPTION]... -- COMMAND...   a build with the plugin (run.c)
+ *
+ * What they share: cli.c (errors, allocation, arguments), print.c
+ * (escaped text, JSON, CSV), summed.c (the files summed per function for
+ * report and lcov).
  *
  * doc/cli.md describes the command line and the output.  Exit status: 0 on
  * success, 1 if a data file cannot be used or output fails, 2 for a usage
  * error.  */
-/* getline, getcwd.  */
-#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
-#include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "blockmap.h"
-#include "builds.h"
 #include "cli.h"
-#include "print.h"
-#include "summed.h"
-#include "coverage.h"
-#include "datafile.h"
 #include "diff.h"
-#include "dump.h"
-#include "hide.h"
-#include "output.h"
-#include "paths.h"
-#include "prefetch.h"
-#include "ranks.h"
 #include "run.h"
-#include "select.h"
-#include "tally/abi.h"
-#include "tally/format.h"
 
 #ifndef TALLY_VERSION
 #error "TALLY_VERSION must be defined (meson passes -DTALLY_VERSION=\"...\")"
@@ -140,6 +131,27 @@ const char usage_text[] =
   "Exit status: 0 success, 1 a data file is missing, unreadable or invalid,\n"
   "2 usage error.\n";
 
+static int
+cmd_diff (int argc, char **argv)
+{
+  return tally_diff_main (argc, argv, usage_text);
+}
+
+/* The subcommands: ARGV[1] names one, which gets ARGV from there on.  */
+static const struct
+{
+  const char *name;
+  int (*run) (int argc, char **argv);
+} commands[] = {
+  { "report", cmd_report },
+  { "dump", cmd_dump },
+  { "merge", cmd_merge },
+  { "flame", cmd_flame },
+  { "lcov", cmd_lcov },
+  { "select", cmd_select },
+  { "diff", cmd_diff },
+  { "run", cmd_run },
+};
 
 int
 main (int argc, char **argv)
@@ -163,29 +175,20 @@ main (int argc, char **argv)
       printf ("tally %s\n", TALLY_VERSION);
       status = 0;
     }
-  else if (strcmp (cmd, "report") == 0)
-    status = cmd_report (argc - 1, argv + 1);
-  else if (strcmp (cmd, "dump") == 0)
-    status = cmd_dump (argc - 1, argv + 1);
-  else if (strcmp (cmd, "merge") == 0)
-    status = cmd_merge (argc - 1, argv + 1);
-  else if (strcmp (cmd, "flame") == 0)
-    status = cmd_flame (argc - 1, argv + 1);
-  else if (strcmp (cmd, "lcov") == 0)
-    status = cmd_lcov (argc - 1, argv + 1);
-  else if (strcmp (cmd, "select") == 0)
-    status = cmd_select (argc - 1, argv + 1);
-  else if (strcmp (cmd, "diff") == 0)
-    status = tally_diff_main (argc - 1, argv + 1, usage_text);
-  else if (strcmp (cmd, "run") == 0)
-    status = cmd_run (argc - 1, argv + 1);
   else
     {
-      if (cmd[0] == '-')
-        error_msg ("unknown option '%s'; try 'tally --help'", cmd);
-      else
-        error_msg ("unknown command '%s'; try 'tally --help'", cmd);
-      return EXIT_USAGE;
+      size_t c = 0, n = sizeof commands / sizeof commands[0];
+      while (c < n && strcmp (cmd, commands[c].name) != 0)
+        c++;
+      if (c == n)
+        {
+          if (cmd[0] == '-')
+            error_msg ("unknown option '%s'; try 'tally --help'", cmd);
+          else
+            error_msg ("unknown command '%s'; try 'tally --help'", cmd);
+          return EXIT_USAGE;
+        }
+      status = commands[c].run (argc - 1, argv + 1);
     }
   /* Output that did not reach its destination is a failure, not a
      success with a short report.  */
