@@ -19,6 +19,7 @@
 #include "datafile.h"
 #include "diff.h"
 #include "hide.h"
+#include "print.h"
 #include "tally/abi.h"
 
 #define EXIT_BAD_DATA 1
@@ -319,44 +320,21 @@ lines_by_change (const void *pa, const void *pb)
   return c;
 }
 
-/* The length of the valid UTF-8 sequence at S, or 0.  */
-static size_t
-utf8_len (const unsigned char *s)
-{
-  unsigned c = s[0];
-  if (c < 0x80)
-    return 1;
-  if (c >= 0xc2 && c <= 0xdf)
-    return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-  if (c >= 0xe0 && c <= 0xef)
-    {
-      unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-      return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
-    }
-  if (c >= 0xf0 && c <= 0xf4)
-    {
-      unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-      return (s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80
-              && (s[3] & 0xc0) == 0x80) ? 4 : 0;
-    }
-  return 0;
-}
-
-/* STR for a terminal (control characters and invalid UTF-8 as \xNN) or,
-   JSON set, as a JSON string.  */
+/* STR as a JSON string: control characters and invalid UTF-8 as \u00XX
+   (print.c's put_json writes \n, \t and \r as such; diff's JSON keeps
+   its own form).  */
 static void
-put_str (const char *str, int json)
+put_str (const char *str)
 {
   const unsigned char *s = (const unsigned char *) str;
-  if (json)
-    putchar ('"');
+  putchar ('"');
   while (*s)
     {
       size_t n = utf8_len (s);
-      if (json && (*s == '"' || *s == '\\'))
+      if (*s == '"' || *s == '\\')
         printf ("\\%c", *s);
       else if (n == 0 || *s < 0x20 || *s == 0x7f)
-        printf (json ? "\\u%04x" : "\\x%02x", *s);
+        printf ("\\u%04x", *s);
       else
         {
           fwrite (s, 1, n, stdout);
@@ -364,26 +342,6 @@ put_str (const char *str, int json)
           continue;
         }
       s++;
-    }
-  if (json)
-    putchar ('"');
-}
-
-/* A CSV field: quoted when it holds a comma, a quote or a line break.  */
-static void
-put_csv_field (const char *s)
-{
-  if (!strpbrk (s, ",\"\r\n"))
-    {
-      fputs (s, stdout);
-      return;
-    }
-  putchar ('"');
-  for (; *s; s++)
-    {
-      if (*s == '"')
-        putchar ('"');
-      putchar (*s);
     }
   putchar ('"');
 }
@@ -411,7 +369,7 @@ print_text (const struct input *in, const struct diff *df, struct frow **rows,
   for (int k = 0; k < 2; k++)
     {
       printf ("%c: ", 'A' + k);
-      put_str (in[k].path, 0);
+      put_text (in[k].path);
       printf (" (%" PRIu64 " calls)\n", total[k]);
     }
   char d[32], r[32];
@@ -439,7 +397,7 @@ print_text (const struct input *in, const struct diff *df, struct frow **rows,
             }
           put_delta (d, sizeof d, l->count[0], l->count[1]);
           printf ("%12s  ", d);
-          put_str (l->file, 0);
+          put_text (l->file);
           printf (":%lu\n", (unsigned long) l->line);
         }
       return;
@@ -470,9 +428,9 @@ print_text (const struct input *in, const struct diff *df, struct frow **rows,
           printf ("%14s %8s ", d, r);
         }
       putchar (' ');
-      put_str (w->name, 0);
+      put_text (w->name);
       fputs ("  ", stdout);
-      put_str (w->file, 0);
+      put_text (w->file);
       if (w->line)
         printf (":%lu", (unsigned long) w->line);
       putchar ('\n');
@@ -510,9 +468,9 @@ print_json (const struct input *in, const struct diff *df, struct frow **rows,
   for (int k = 0; k < 2; k++)
     {
       printf ("  \"%c\": {\"path\": ", 'a' + k);
-      put_str (in[k].path, 1);
+      put_str (in[k].path);
       printf (", \"program\": ");
-      put_str (in[k].d.program, 1);
+      put_str (in[k].d.program);
       printf (", \"pid\": %" PRIu64 ", \"modules\": %lu},\n", in[k].d.pid,
               (unsigned long) in[k].d.nmodules);
     }
@@ -522,9 +480,9 @@ print_json (const struct input *in, const struct diff *df, struct frow **rows,
     {
       const struct frow *w = rows[i];
       fputs (i ? ",\n    {\"name\": " : "\n    {\"name\": ", stdout);
-      put_str (w->name, 1);
+      put_str (w->name);
       fputs (", \"file\": ", stdout);
-      put_str (w->file, 1);
+      put_str (w->file);
       printf (", \"line\": %lu", (unsigned long) w->line);
       json_u64 ("calls_a", w->s[0].present && !w->s[0].unknown, w->s[0].calls);
       json_u64 ("calls_b", w->s[1].present && !w->s[1].unknown, w->s[1].calls);
@@ -550,7 +508,7 @@ print_json (const struct input *in, const struct diff *df, struct frow **rows,
         {
           const struct lrow *l = &lines[i];
           fputs (i ? ",\n    {\"file\": " : "\n    {\"file\": ", stdout);
-          put_str (l->file, 1);
+          put_str (l->file);
           printf (", \"line\": %lu", (unsigned long) l->line);
           json_u64 ("count_a", l->known[0], l->count[0]);
           json_u64 ("count_b", l->known[1], l->count[1]);
@@ -598,7 +556,7 @@ print_csv (const struct diff *df, struct frow **rows, size_t n,
           int neg;
           uint64_t d = delta (l->count[0], l->count[1], &neg);
           printf (",%s%" PRIu64 ",", neg ? "-" : "", d);
-          put_csv_field (l->file);
+          put_csv (l->file);
           printf (",%lu\n", (unsigned long) l->line);
         }
       return;
@@ -624,9 +582,9 @@ print_csv (const struct diff *df, struct frow **rows, size_t n,
         }
       else
         fputs (",,,,", stdout);
-      put_csv_field (w->name);
+      put_csv (w->name);
       putchar (',');
-      put_csv_field (w->file);
+      put_csv (w->file);
       printf (",%lu\n", (unsigned long) w->line);
     }
 }

@@ -31,7 +31,7 @@
    one (overlong forms, surrogates and values past U+10FFFF are invalid).
    S is NUL-terminated, and NUL is never a continuation byte, so this never
    looks past the end.  */
-static size_t
+size_t
 utf8_len (const unsigned char *s)
 {
   unsigned c = s[0];

@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Byte length of the valid UTF-8 sequence at S, or 0.  */
+size_t utf8_len (const unsigned char *s);
+
 size_t put_text (const char *str);
 size_t text_width (const char *str);
 void put_escaped (const char *str, int json);

@@ -24,6 +24,7 @@
 #include "tally/abi.h"
 #include "blockmap.h"
 #include "datafile.h"
+#include "print.h"
 #include "ranks.h"
 
 #define EXIT_BAD_DATA 1
@@ -434,25 +435,6 @@ json_stat (const char *key, const struct row *r, const struct stat1 *s)
           s->rank, imbalance (r, s));
 }
 
-/* S as a CSV field, quoted when it holds a comma, quote or newline.  */
-static void
-csv_field (const char *s)
-{
-  if (!strpbrk (s, ",\"\n\r"))
-    {
-      fputs (s, stdout);
-      return;
-    }
-  putchar ('"');
-  for (; *s; s++)
-    {
-      if (*s == '"')
-        putchar ('"');
-      putchar (*s);
-    }
-  putchar ('"');
-}
-
 static void
 csv_stat (const struct row *r, const struct stat1 *s)
 {
@@ -503,9 +485,9 @@ print_table (const struct table *t, const struct opts *o, const char *what,
       for (size_t i = 0; i < n; i++)
         {
           const struct row *r = &t->rows[i];
-          csv_field (r->name);
+          put_csv (r->name);
           putchar (',');
-          csv_field (r->file);
+          put_csv (r->file);
           printf (",%" PRIu32 ",%" PRIu32, r->line, r->holders);
           if (r->unknown)
             fputs (",,,,,", stdout);
