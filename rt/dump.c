@@ -1710,7 +1710,8 @@ tally_write_image (const void *image, size_t len, const char *pattern)
   if (w.fd >= 0)
     {
       put (&w, image, len - TALLY_TRAILER_SIZE);
-      rc = finish_file (&w, len, tmp, path);
+      rc = finish_file (&w, len, tmp, path,
+                        tally_rt_pattern_unique (pattern, merge));
     }
   int e = errno;
   unlock_dump ();
