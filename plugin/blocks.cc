@@ -111,12 +111,18 @@ struct tally_block_plan
 
 /* 1. Whether control may fail to come back from STMT to the next statement
    of its block (it may exit, longjmp or throw), so that the rest of the
-   block needs its own count.  The same test as GCC's need_fake_edge_p.  */
+   block needs its own count.  The same test as GCC's
+   stmt_can_terminate_bb_p, which gives -fprofile-arcs its blocks: internal
+   calls (.VA_ARG at -O0) and volatile asm split a block too.  */
 static bool
-may_not_return (gimple *stmt)
+may_not_return (function *fun, gimple *stmt)
 {
+  if (stmt_can_throw_external (fun, stmt))
+    return true;
+  if (gasm *as = dyn_cast<gasm *> (stmt))
+    return gimple_asm_volatile_p (as) || gimple_asm_ninputs (as) > 0;
   gcall *call = dyn_cast<gcall *> (stmt);
-  if (!call || gimple_call_internal_p (call))
+  if (!call)
     return false;
   tree fndecl = gimple_call_fndecl (call);
   int flags = gimple_call_flags (call);
@@ -140,7 +146,7 @@ split_after_calls (function *fun, bitmap call_ended)
          gsi_next (&gsi))
       {
         gimple *stmt = gsi_stmt (gsi);
-        if (!may_not_return (stmt))
+        if (!may_not_return (fun, stmt))
           continue;
         bitmap_set_bit (call_ended, bb->index);
         gimple_stmt_iterator next = gsi;
@@ -149,6 +155,67 @@ split_after_calls (function *fun, bitmap call_ended)
           split_block (bb, stmt); /* the rest is the next block visited */
         break;
       }
+}
+
+/* Whether BB has a single successor in the graph GCC's -fprofile-arcs
+   reads lines from (branch_prob), where a block whose last statement may
+   not return, or that has no successor, has a fake edge to EXIT as well,
+   and so has (WITH_ABNORMAL) one left over an abnormal edge.  */
+static bool
+profile_single_succ_p (function *fun, basic_block bb, bitmap call_ended,
+                       bool with_abnormal)
+{
+  unsigned n = EDGE_COUNT (bb->succs);
+  bool to_exit = find_edge (bb, EXIT_BLOCK_PTR_FOR_FN (fun)) != NULL;
+  bool fake = n == 0 || (bitmap_bit_p (call_ended, bb->index) && !to_exit);
+  if (with_abnormal && !to_exit)
+    {
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, bb->succs)
+        fake |= (e->flags & (EDGE_ABNORMAL | EDGE_ABNORMAL_CALL)) != 0;
+    }
+  return n + fake == 1;
+}
+
+/* 1. As branch_prob does before it numbers the blocks: an edge out of a
+   block with several successors whose goto_locus (a `goto`, `break`,
+   `return` or the end of a branch that the CFG turned into an edge) is on
+   another line than the block's last statement gets a block of its own,
+   so that line counts as often as the edge is taken.  */
+static void
+split_goto_edges (function *fun, bitmap call_ended)
+{
+  auto_vec<edge> todo;
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    {
+      if (profile_single_succ_p (fun, bb, call_ended, false))
+        continue;
+      gimple *last = NULL;
+      for (gimple_stmt_iterator gsi = gsi_last_nondebug_bb (bb);
+           !gsi_end_p (gsi); gsi_prev_nondebug (&gsi))
+        {
+          last = gsi_stmt (gsi);
+          if (!RESERVED_LOCATION_P (gimple_location (last)))
+            break;
+        }
+      if (!last || !gimple_has_location (last))
+        continue;
+      location_t at = gimple_location (last);
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, bb->succs)
+        if (!RESERVED_LOCATION_P (e->goto_locus) && !(e->flags & EDGE_COMPLEX)
+            && (LOCATION_FILE (e->goto_locus) != LOCATION_FILE (at)
+                || LOCATION_LINE (e->goto_locus) != LOCATION_LINE (at)))
+          todo.safe_push (e);
+    }
+  for (edge e : todo)
+    {
+      basic_block nb = split_edge (e);
+      single_succ_edge (nb)->goto_locus = e->goto_locus;
+    }
 }
 
 /* How often BB is expected to run, relative to the function's entry.  */
@@ -326,7 +393,7 @@ find_implied (function *fun, const vec<int> &map_of, vec<int> *implied)
       bool call = false;
       for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
            gsi_next (&gsi))
-        call |= may_not_return (gsi_stmt (gsi));
+        call |= may_not_return (fun, gsi_stmt (gsi));
       if (call && !find_edge (bb, EXIT_BLOCK_PTR_FOR_FN (fun)))
         make_edge (bb, EXIT_BLOCK_PTR_FOR_FN (fun), EDGE_FAKE);
     }
@@ -394,6 +461,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
      same as with blocks=count).  */
   auto_bitmap call_ended;
   split_after_calls (fun, call_ended);
+  split_goto_edges (fun, call_ended);
 
   /* Number the blocks: ENTRY 0, EXIT 1, the others in layout order.  */
   auto_vec<int> map_of;
@@ -418,16 +486,31 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
   plan->block_flags.safe_grow_cleared (nblocks);
   plan->locs.safe_grow_cleared (nblocks);
 
-  /* Locations, as gcov records them.  */
+  /* Locations, as gcov records them: a block's goto_locus only when no
+     statement so far had that very location.  */
+  hash_set<int_hash<location_t, UNKNOWN_LOCATION, BUILTINS_LOCATION> > seen;
   FOR_EACH_BB_FN (bb, fun)
     {
       unsigned m = map_of[bb->index];
       if (bb == ENTRY_BLOCK_PTR_FOR_FN (fun)->next_bb)
-        add_location (plan, m, DECL_SOURCE_LOCATION (fun->decl));
+        {
+          location_t loc = DECL_SOURCE_LOCATION (fun->decl);
+          if (!RESERVED_LOCATION_P (loc))
+            seen.add (loc);
+          add_location (plan, m, loc);
+        }
       for (gimple_stmt_iterator gsi = gsi_start_nondebug_bb (bb);
            !gsi_end_p (gsi); gsi_next_nondebug (&gsi))
-        add_location (plan, m, gimple_location (gsi_stmt (gsi)));
-      if (single_succ_p (bb))
+        {
+          location_t loc = gimple_location (gsi_stmt (gsi));
+          if (!RESERVED_LOCATION_P (loc))
+            seen.add (loc);
+          add_location (plan, m, loc);
+        }
+      if (profile_single_succ_p (fun, bb, call_ended, true)
+          && single_succ_p (bb)
+          && !RESERVED_LOCATION_P (single_succ_edge (bb)->goto_locus)
+          && !seen.contains (single_succ_edge (bb)->goto_locus))
         add_location (plan, m, single_succ_edge (bb)->goto_locus);
       if (bitmap_bit_p (call_ended, bb->index))
         plan->block_flags[m] |= TALLY_BLOCK_CALL;

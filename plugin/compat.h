@@ -28,6 +28,7 @@
 #include "gimple-ssa.h"
 #include "cfgloop.h"
 #include "tree-cfg.h"
+#include "tree-eh.h"
 #include "tree-iterator.h"
 #include "memmodel.h"
 #include "gimplify.h"

@@ -1379,14 +1379,15 @@ print_json (const struct merge *m, struct row **rows, size_t n,
   fputs ("\n}\n", stdout);
 }
 
-/* The bodies of M that have solved maps, for cov_compute.  */
+/* The bodies of M that have solved maps, for cov_compute; as in gcov, not
+   those the compiler made (TALLY_FN_ARTIFICIAL).  */
 static struct cov_body *
 cov_bodies (const struct merge *m, size_t *n)
 {
   struct cov_body *cb = xmalloc ((m->nbodies ? m->nbodies : 1) * sizeof *cb);
   *n = 0;
   for (size_t i = 0; i < m->nbodies; i++)
-    if (m->bodies[i].solved)
+    if (m->bodies[i].solved && !(m->bodies[i].flags & TALLY_FN_ARTIFICIAL))
       {
         cb[*n].map = &m->bodies[i].bm;
         cb[*n].flow = &m->bodies[i].flow;
@@ -1987,19 +1988,29 @@ static void
 write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
 {
   struct sf_fn *fns = xmalloc ((m->nrows ? m->nrows : 1) * sizeof *fns);
+  size_t nfns = 0;
   for (size_t i = 0; i < m->nrows; i++)
     {
-      fns[i].row = &m->rows[i];
-      fns[i].path = cov_resolve_path (m->rows[i].directory, m->rows[i].file);
+      /* Functions the compiler made are not listed, as in gcov.  */
+      int artificial = m->rows[i].nbodies > 0;
+      for (size_t k = 0; k < m->rows[i].nbodies; k++)
+        artificial &= (m->bodies[m->rows[i].bodies[k]].flags
+                       & TALLY_FN_ARTIFICIAL) != 0;
+      if (artificial)
+        continue;
+      fns[nfns].row = &m->rows[i];
+      fns[nfns].path = cov_resolve_path (m->rows[i].directory,
+                                         m->rows[i].file);
+      nfns++;
     }
-  qsort (fns, m->nrows, sizeof *fns, compare_sf_fn);
+  qsort (fns, nfns, sizeof *fns, compare_sf_fn);
   /* Walk the two sorted lists of files together.  */
   size_t fi = 0, ci = 0;
-  while (fi < m->nrows || ci < c->nfiles)
+  while (fi < nfns || ci < c->nfiles)
     {
       const char *path;
       if (ci < c->nfiles
-          && (fi >= m->nrows || strcmp (c->files[ci].path, fns[fi].path) <= 0))
+          && (fi >= nfns || strcmp (c->files[ci].path, fns[fi].path) <= 0))
         path = c->files[ci].path;
       else
         path = fns[fi].path;
@@ -2007,7 +2018,7 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
                                   && strcmp (c->files[ci].path, path) == 0
                                   ? &c->files[ci++] : NULL;
       size_t f0 = fi;
-      while (fi < m->nrows && strcmp (fns[fi].path, path) == 0)
+      while (fi < nfns && strcmp (fns[fi].path, path) == 0)
         fi++;
       if (cf && !cf->nlines && f0 == fi)
         continue;
@@ -2053,7 +2064,7 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
           }
       fprintf (out, "LF:%zu\nLH:%zu\nend_of_record\n", lf, lh);
     }
-  for (size_t i = 0; i < m->nrows; i++)
+  for (size_t i = 0; i < nfns; i++)
     free (fns[i].path);
   free (fns);
 }
@@ -2227,6 +2238,7 @@ static const struct flag_name module_flags[] = {
 static const struct flag_name fn_flags[] = {
   { TALLY_FN_CLONE, "clone" },
   { TALLY_FN_CALLS_DERIVED, "calls-derived" },
+  { TALLY_FN_ARTIFICIAL, "artificial" },
 };
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])

@@ -37,6 +37,9 @@ enum tally_counter
 #define TALLY_FN_CALLS_DERIVED 0x2u /* counters[ENTRIES] and [EXITS] are not
                                        updated: readers compute them from the
                                        block counts (blocks=count) */
+#define TALLY_FN_ARTIFICIAL 0x4u /* made by the compiler (C++ implicit
+                                    members, a unit's initializer function):
+                                    like gcov, line coverage leaves it out */
 
 /* struct tally_module.flags */
 #define TALLY_MOD_HOOKS_INLINE 0x1u /* counters updated by inline code */
