@@ -3,13 +3,17 @@
 (`lcov --capture`) and tally's (`tally lcov`).
 
 Usage: lcovcmp.py GCOV.info TALLY.info [--only DIR]... [--show N] [--strict]
+                  [--gcov-root DIR --tally-root DIR]
 
 Prints one summary line
   N lines equal, M differ (K of them tally 0 with gcov > 0), G only gcov, T only tally
 then up to --show differences (default 20), grouped by kind.  A line listed
 twice in one record (gcov lists a line once per function that starts on
 the same line, C++ constructor variants) counts the sum, as lcov itself
-reads it.  --only keeps the files under DIR (repeatable).
+reads it.  --only keeps the files under DIR (repeatable).  --gcov-root and
+--tally-root: the two builds were made in different copies of the source
+tree; files under them are compared by their path below the root, and only
+those are kept.
 
 Exit status: 0, or with --strict 1 when a line differs or gcov has a line
 tally has not (a line only tally has is not a failure: see KINDS).
@@ -47,6 +51,13 @@ def read_info(path):
             elif line == "end_of_record":
                 src = None
     return counts
+
+
+def rebase(counts, root):
+    """COUNTS of the files under ROOT, keyed by their path below it."""
+    root = os.path.normpath(os.path.abspath(root)) + os.sep
+    return {(k[0][len(root):], k[1]): v for k, v in counts.items()
+            if k[0].startswith(root)}
 
 
 def keep(counts, only):
@@ -106,9 +117,15 @@ def main():
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--show", type=int, default=20)
     ap.add_argument("--strict", action="store_true")
+    ap.add_argument("--gcov-root")
+    ap.add_argument("--tally-root")
     a = ap.parse_args()
     gcov = keep(read_info(a.gcov), a.only)
     tally = keep(read_info(a.tally), a.only)
+    if a.gcov_root or a.tally_root:
+        if not (a.gcov_root and a.tally_root):
+            ap.error("--gcov-root and --tally-root go together")
+        gcov, tally = rebase(gcov, a.gcov_root), rebase(tally, a.tally_root)
     equal, diffs = compare(gcov, tally)
     print(summary(equal, diffs))
     for line in describe(diffs, a.show):

@@ -12,6 +12,10 @@ Checks:
            `tally lcov` line for line (lcovcmp.py): every line of the file
            itself equal, and in the headers it pulls in no line that both
            count differently or that gcov counts and tally not.
+  markers  `tally lcov` honours LCOV_EXCL_LINE, LCOV_EXCL_START/STOP and
+           LCOV_EXCL_BR_LINE/BR_START/BR_STOP as lcov does: the same lines
+           as `lcov --capture` of a --coverage build, no branches on the
+           BR lines; --no-markers keeps them all, as lcov's does.
   cdtors   with --coverage and tally together, GCC's own constructor and
            destructor (_sub_I_00100_0, _sub_D_00100_1) are not instrumented,
            so the file's last line, the closing brace of a function that
@@ -153,7 +157,126 @@ def check_cdtors(a, work):
            "the tracefile lists GCC's constructors: %s" % fns)
 
 
+MARKERS_SRC = r"""#include <stdio.h>
+#include <stdlib.h>
+static int check(int x)
+{
+  if (x < 0) { /* LCOV_EXCL_BR_LINE */
+    fprintf(stderr, "negative\n"); /* LCOV_EXCL_LINE */
+    abort(); /* LCOV_EXCL_LINE */
+  }
+  return x * 2;
+}
+/* LCOV_EXCL_START */
+static int debug_dump(int x)
+{
+  if (x > 100)
+    return printf("big %d\n", x);
+  return 0;
+}
+/* LCOV_EXCL_STOP */
+int main(int argc, char **argv)
+{
+  int s = 0;
+  (void) argv;
+  for (int i = 0; i < 5; i++)
+    s += check(i);
+  // LCOV_EXCL_BR_START
+  if (argc > 3)
+    s += debug_dump(s);
+  s = s > 1000 ? 1 : s;
+  // LCOV_EXCL_BR_STOP
+  printf("%d\n", s);
+  return 0;
+}
+"""
+
+
+def marked_lines(text):
+    """(excluded lines, lines without branches) by lcov's rules, computed
+    here from the text."""
+    excl, nobr, inside, inside_br = set(), set(), False, False
+    for n, line in enumerate(text.splitlines(), 1):
+        if "LCOV_EXCL_STOP" in line:
+            inside = False
+        elif "LCOV_EXCL_START" in line:
+            inside = True
+        if "LCOV_EXCL_LINE" in line or inside:
+            excl.add(n)
+        if "LCOV_EXCL_BR_STOP" in line:
+            inside_br = False
+        elif "LCOV_EXCL_BR_START" in line:
+            inside_br = True
+        if "LCOV_EXCL_BR_LINE" in line or inside_br:
+            nobr.add(n)
+    return excl, nobr
+
+
+def records(info, src):
+    """{'DA': {line: count}, 'BRDA': set of lines, 'FN': set of names} of
+    SRC's record in INFO."""
+    out = {"DA": {}, "BRDA": set(), "FN": set()}
+    cur = None
+    with open(info) as f:
+        for raw in f:
+            line = raw.strip()
+            if line.startswith("SF:"):
+                cur = os.path.normpath(line[3:])
+            elif cur != src:
+                continue
+            elif line.startswith("DA:"):
+                n, c = line[3:].split(",")[:2]
+                out["DA"][int(n)] = out["DA"].get(int(n), 0) + int(c)
+            elif line.startswith("BRDA:"):
+                out["BRDA"].add(int(line[5:].split(",")[0]))
+            elif line.startswith("FN:"):
+                out["FN"].add(line[3:].split(",", 1)[1])
+    return out
+
+
+def check_markers(a, work):
+    need_tools()
+    src = os.path.join(work, "marked.c")
+    with open(src, "w") as f:
+        f.write(MARKERS_SRC)
+    excl, nobr = marked_lines(MARKERS_SRC)
+    expect(excl and nobr - excl, "the test source has no markers")
+    w = os.path.join(work, "build")
+    os.makedirs(w)
+    ginfo, gout = gcov_info(a, src, w)
+    _, tout, data = tally_info(a, src, w)
+    expect(gout == tout, "outputs differ: %r %r" % (gout, tout))
+    gd = os.path.join(w, "gcov")
+    variants = {}
+    for marks in (True, False):
+        g = os.path.join(w, "gcov-%s.info" % marks)
+        run(["lcov", "--quiet", "--capture", "--directory", gd, "--rc",
+             "lcov_branch_coverage=1", "--output-file", g]
+            + ([] if marks else ["--no-markers"]))
+        t = os.path.join(w, "tally-%s.info" % marks)
+        run([a.tally, "lcov", "-o", t, data] + ([] if marks else ["--no-markers"]))
+        variants[marks] = (records(g, src), records(t, src))
+    gm, tm = variants[True]
+    expect(tm["DA"] == gm["DA"], "with markers: tally's lines %s, lcov's %s"
+           % (sorted(tm["DA"].items()), sorted(gm["DA"].items())))
+    expect(not set(tm["DA"]) & excl, "tally counts excluded lines %s"
+           % sorted(set(tm["DA"]) & excl))
+    expect(not tm["BRDA"] & (excl | nobr), "tally lists branches on lines "
+           "%s, which the markers exclude" % sorted(tm["BRDA"] & (excl | nobr)))
+    expect(tm["BRDA"], "tally lists no branch at all (the loop's should stay)")
+    expect("debug_dump" not in tm["FN"] and "check" in tm["FN"],
+           "tally's functions with markers: %s (debug_dump starts in an "
+           "excluded section)" % sorted(tm["FN"]))
+    gn, tn = variants[False]
+    expect(tn["DA"] == gn["DA"], "--no-markers: tally's lines %s, lcov's %s"
+           % (sorted(tn["DA"].items()), sorted(gn["DA"].items())))
+    expect(set(tn["DA"]) & excl and "debug_dump" in tn["FN"]
+           and tn["BRDA"] & nobr,
+           "--no-markers left out marked lines, functions or branches")
+
+
 CHECKS = {
+    "markers": check_markers,
     "corpus": check_corpus,
     "cdtors": check_cdtors,
 }

@@ -23,6 +23,7 @@
 
 #include "blockmap.h"
 #include "coverage.h"
+#include "markers.h"
 #include "datafile.h"
 #include "paths.h"
 #include "run.h"
@@ -52,8 +53,11 @@ static const char usage_text[] =
   "  flame [--folded] [-o OUT] FILE...\n"
   "                              a flame graph (SVG) of the call paths of\n"
   "                              paths=on programs, or collapsed stacks\n"
-  "  lcov [-o OUT] FILE...       write an lcov tracefile (line, function and\n"
-  "                              branch coverage) for genhtml\n"
+  "  lcov [--no-markers] [-o OUT] FILE...\n"
+  "                              write an lcov tracefile (line, function and\n"
+  "                              branch coverage) for genhtml; lines marked\n"
+  "                              LCOV_EXCL_* in the source are left out\n"
+  "                              unless --no-markers\n"
   "  select [--percent=P] [--filter] FILE...\n"
   "                              the fewest functions making up P% (default\n"
   "                              80) of the measured time (measure=cycles)\n"
@@ -1983,9 +1987,11 @@ compare_sf_fn (const void *pa, const void *pb)
   return c;
 }
 
-/* Write the tracefile of M and C to OUT.  */
+/* Write the tracefile of M and C to OUT; with MARKERS, leave out what the
+   source's LCOV_EXCL markers exclude, as lcov does (markers.h).  */
 static void
-write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
+write_lcov (FILE *out, const struct merge *m, const struct cov_result *c,
+            int markers)
 {
   struct sf_fn *fns = xmalloc ((m->nrows ? m->nrows : 1) * sizeof *fns);
   size_t nfns = 0;
@@ -2022,24 +2028,41 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
         fi++;
       if (cf && !cf->nlines && f0 == fi)
         continue;
+      struct tally_markers mk;
+      memset (&mk, 0, sizeof mk);
+      if (markers && tally_markers_read (path, &mk) != 0)
+        error_msg ("lcov: warning: cannot read %s for LCOV_EXCL markers: %s",
+                   path, strerror (errno));
+      else if (mk.unterminated)
+        error_msg ("lcov: warning: unterminated exclusion section in %s",
+                   path);
       fprintf (out, "TN:\nSF:%s\n", path);
-      size_t fnh = 0;
+      size_t fnh = 0, fnf = 0;
       for (size_t k = f0; k < fi; k++)
-        fprintf (out, "FN:%lu,%s\n", (unsigned long) fns[k].row->line,
-                 fns[k].row->origin);
-      for (size_t k = f0; k < fi; k++)
-        {
-          fprintf (out, "FNDA:%" PRIu64 ",%s\n", fns[k].row->calls,
+        if (!(tally_markers_of (&mk, fns[k].row->line) & TALLY_EXCL_LINE))
+          fprintf (out, "FN:%lu,%s\n", (unsigned long) fns[k].row->line,
                    fns[k].row->origin);
-          fnh += fns[k].row->calls != 0;
-        }
-      fprintf (out, "FNF:%zu\nFNH:%zu\n", fi - f0, fnh);
-      if (cf && cf->nbranches)
+      for (size_t k = f0; k < fi; k++)
+        if (!(tally_markers_of (&mk, fns[k].row->line) & TALLY_EXCL_LINE))
+          {
+            fprintf (out, "FNDA:%" PRIu64 ",%s\n", fns[k].row->calls,
+                     fns[k].row->origin);
+            fnh += fns[k].row->calls != 0;
+            fnf++;
+          }
+      fprintf (out, "FNF:%zu\nFNH:%zu\n", fnf, fnh);
+      size_t brf = 0;
+      if (cf)
+        for (size_t k = 0; k < cf->nbranches; k++)
+          brf += !tally_markers_of (&mk, cf->branches[k].line);
+      if (brf)
         {
           size_t brh = 0;
           for (size_t k = 0; k < cf->nbranches; k++)
             {
               const struct cov_branch *b = &cf->branches[k];
+              if (tally_markers_of (&mk, b->line))
+                continue;
               fprintf (out, "BRDA:%lu,%lu,%lu,", (unsigned long) b->line,
                        (unsigned long) b->block, (unsigned long) b->branch);
               if (b->ran)
@@ -2048,14 +2071,15 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
                 fputs ("-\n", out);
               brh += b->taken != 0;
             }
-          fprintf (out, "BRF:%zu\nBRH:%zu\n", cf->nbranches, brh);
+          fprintf (out, "BRF:%zu\nBRH:%zu\n", brf, brh);
         }
       size_t lf = 0, lh = 0;
       if (cf)
         for (size_t k = 0; k < cf->nlines; k++)
           {
             const struct cov_line *l = &cf->lines[k];
-            if (!l->known)
+            if (!l->known
+                || (tally_markers_of (&mk, l->line) & TALLY_EXCL_LINE))
               continue;
             fprintf (out, "DA:%lu,%" PRIu64 "\n", (unsigned long) l->line,
                      l->count);
@@ -2063,6 +2087,7 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
             lh += l->count != 0;
           }
       fprintf (out, "LF:%zu\nLH:%zu\nend_of_record\n", lf, lh);
+      tally_markers_free (&mk);
     }
   for (size_t i = 0; i < nfns; i++)
     free (fns[i].path);
@@ -2073,6 +2098,7 @@ static int
 cmd_lcov (int argc, char **argv)
 {
   const char *out = NULL;
+  int markers = 1;
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   size_t npaths = 0;
   int only_files = 0;
@@ -2100,6 +2126,8 @@ cmd_lcov (int argc, char **argv)
         }
       else if (strncmp (a, "--output=", 9) == 0)
         out = a + 9;
+      else if (strcmp (a, "--no-markers") == 0)
+        markers = 0;
       else
         {
           error_msg ("lcov: unknown option '%s'; try 'tally --help'", a);
@@ -2131,7 +2159,7 @@ cmd_lcov (int argc, char **argv)
         for (size_t k = 0; k < cov.files[i].nlines; k++)
           unknown += !cov.files[i].lines[k].known;
       if (!out)
-        write_lcov (stdout, &m, &cov);
+        write_lcov (stdout, &m, &cov, markers);
       else
         {
           size_t n = strlen (out) + 32;
@@ -2145,7 +2173,7 @@ cmd_lcov (int argc, char **argv)
             }
           else
             {
-              write_lcov (f, &m, &cov);
+              write_lcov (f, &m, &cov, markers);
               int bad = ferror (f);
               if (fclose (f) != 0 || bad)
                 {
