@@ -50,8 +50,11 @@
  *      (the Knuth-Stevenson / Ball-Larus result that gcov relies on).
  * Locations are recorded as gcov records them (each statement's line once
  * per block, the function's own line in its first block, the goto locus of a
- * block's only successor), so tally's line counts can be checked against
- * gcov's.  */
+ * block's only successor unless a statement had that location), on the
+ * blocks gcov has (split after calls as in 1., edges whose goto locus is on
+ * another line than their block's end split off, loops in normal form where
+ * -Wformat made GCC do so at -O0), so tally's line counts can be checked
+ * against gcov's.  */
 #include "tally-plugin.h"
 
 #include "tally/abi.h"
@@ -459,6 +462,13 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
   /* 1. Split after calls that may not return (visited too, so that a
      visited block is one whose statements all ran, and the blocks are the
      same as with blocks=count).  */
+  /* At -O0 with -Wformat (and so -Wall), GCC's printf-warning pass puts
+     the loops in normal form (a preheader, one latch) before
+     -fprofile-arcs reads the blocks: do the same so the lines count the
+     same.  */
+  if (!optimize && (warn_format_overflow > 0 || warn_format_trunc > 0)
+      && current_loops)
+    loop_optimizer_init (LOOPS_NORMAL);
   auto_bitmap call_ended;
   split_after_calls (fun, call_ended);
   split_goto_edges (fun, call_ended);

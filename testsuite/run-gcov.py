@@ -6,8 +6,9 @@ Usage: run-gcov.py CHECK --plugin P --runtime RT --tally T --srcdir DIR
 Checks:
   corpus   every file of gcov-corpus/ (real-world shapes: conditions over
            several lines, statement macros, switch, goto, loops, ternaries,
-           varargs, C++ exceptions, templates, lambdas, globals with
-           constructors) built at -O0 with --coverage and with tally
+           varargs, loops entered by labels, C++ exceptions, templates,
+           lambdas, globals with constructors), plain and with -Wall, built
+           at -O0 with --coverage and with tally
            at=early blocks=count, run, and `lcov --capture` compared with
            `tally lcov` line for line (lcovcmp.py): every line of the file
            itself equal, and in the headers it pulls in no line that both
@@ -70,37 +71,45 @@ def tally_info(a, src, work, extra=()):
     return info, out, data
 
 
+def compare_one(a, work, src, flags, fails, totals):
+    """Build SRC both ways with FLAGS, run, compare; add to FAILS, TOTALS."""
+    name = " ".join([os.path.basename(src)] + flags)
+    w = os.path.join(work, name.replace(" ", ""))
+    os.makedirs(w)
+    ginfo, gout = gcov_info(a, src, w, flags)
+    tinfo, tout, _ = tally_info(a, src, w, flags)
+    expect(gout == tout, "%s: the tally build's output differs from the "
+           "--coverage build's:\n%s\n%s" % (name, gout, tout))
+    gcov, tally = lcovcmp.read_info(ginfo), lcovcmp.read_info(tinfo)
+    own = os.path.normpath(src)
+    expect(any(k[0] == own for k in gcov), "%s: gcov reports no line of "
+           "it (tracefile %s)" % (name, ginfo))
+    equal, diffs = lcovcmp.compare(gcov, tally)
+    totals[0] += equal
+    totals[1] += len(diffs)
+    bad = [d for d in diffs if d[1] == own or d[0] in ("differ", "only-gcov")]
+    print("%s: %s" % (name, lcovcmp.summary(equal, diffs)))
+    for line in lcovcmp.describe(diffs, 5):
+        print("  " + line)
+    if bad:
+        fails.append("%s: %d lines differ from gcov's:\n  %s" % (
+            name, len(bad), "\n  ".join(
+                "%s:%d gcov %s, tally %s (%s)" % (d[1], d[2], d[3], d[4], d[0])
+                for d in bad[:20])))
+
+
 def check_corpus(a, work):
     need_tools()
     corpus = os.path.join(a.srcdir, "gcov-corpus")
     fails, totals = [], [0, 0]
-    for name in sorted(os.listdir(corpus)):
-        if not name.endswith((".c", ".cc")):
-            continue
-        src = os.path.join(corpus, name)
-        w = os.path.join(work, name)
-        os.makedirs(w)
-        ginfo, gout = gcov_info(a, src, w)
-        tinfo, tout, _ = tally_info(a, src, w)
-        expect(gout == tout, "%s: the tally build's output differs from the "
-               "--coverage build's:\n%s\n%s" % (name, gout, tout))
-        gcov, tally = lcovcmp.read_info(ginfo), lcovcmp.read_info(tinfo)
-        own = os.path.normpath(src)
-        expect(any(k[0] == own for k in gcov), "%s: gcov reports no line of "
-               "it (tracefile %s)" % (name, ginfo))
-        equal, diffs = lcovcmp.compare(gcov, tally)
-        totals[0] += equal
-        totals[1] += len(diffs)
-        bad = [d for d in diffs if d[1] == own
-               or d[0] in ("differ", "only-gcov")]
-        print("%s: %s" % (name, lcovcmp.summary(equal, diffs)))
-        for line in lcovcmp.describe(diffs, 5):
-            print("  " + line)
-        if bad:
-            fails.append("%s: %d lines differ from gcov's:\n  %s"
-                         % (name, len(bad), "\n  ".join(
-                             "%s:%d gcov %s, tally %s (%s)" % (d[1], d[2], d[3], d[4], d[0])
-                             for d in bad[:20])))
+    # Plain and -Wall: at -O0 GCC's printf-warning pass (-Wformat, part of
+    # -Wall) puts loops in normal form before --coverage reads the blocks,
+    # and tally does the same then.
+    for flags in ([], ["-Wall"]):
+        for base in sorted(os.listdir(corpus)):
+            if base.endswith((".c", ".cc")):
+                compare_one(a, work, os.path.join(corpus, base), flags,
+                            fails, totals)
     print("corpus: %d lines equal, %d not" % tuple(totals))
     expect(not fails, "\n".join(fails))
 
