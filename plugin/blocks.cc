@@ -221,6 +221,57 @@ split_goto_edges (function *fun, bitmap call_ended)
     }
 }
 
+/* normalize_loops: the latch edges make_forwarder_block leaves on the
+   old header.  */
+static hash_set<edge> *latch_edges;
+
+static bool
+keep_latch_edge (edge e)
+{
+  return latch_edges->contains (e);
+}
+
+/* 1. At -O0 with -Wformat (and so -Wall), GCC's printf-warning pass puts
+   the loops in normal form before -fprofile-arcs reads the blocks; do the
+   same, so the lines count the same.  GCC does it in SSA form, where a loop
+   with several latch edges gets them merged into one forwarder (the old
+   header, which keeps its labels) before the code; before SSA
+   loop_optimizer_init would make an inner loop of one of them instead, so
+   the latches are merged here first, as cfgloop.cc's merge_latch_edges
+   does, and only then are the preheaders and simple latches made.  */
+static void
+normalize_loops (function *fun)
+{
+  loop_optimizer_init (LOOPS_MAY_HAVE_MULTIPLE_LATCHES);
+  calculate_dominance_info (CDI_DOMINATORS);
+  for (auto loop : loops_list (fun, 0))
+    {
+      if (loop->latch)
+        continue;
+      auto_vec<edge> latches;
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, loop->header->preds)
+        if (dominated_by_p (CDI_DOMINATORS, e->src, loop->header))
+          latches.safe_push (e);
+      if (latches.length () < 2)
+        {
+          if (latches.length () == 1)
+            loop->latch = latches[0]->src;
+          continue;
+        }
+      hash_set<edge> set;
+      for (edge l : latches)
+        set.add (l);
+      latch_edges = &set;
+      edge fwd = make_forwarder_block (loop->header, keep_latch_edge, NULL);
+      latch_edges = NULL;
+      loop->header = fwd->dest;
+      loop->latch = fwd->src;
+    }
+  loop_optimizer_init (LOOPS_NORMAL);
+}
+
 /* How often BB is expected to run, relative to the function's entry.  */
 static double
 block_weight (function *fun, basic_block bb, bool profile)
@@ -462,13 +513,9 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
   /* 1. Split after calls that may not return (visited too, so that a
      visited block is one whose statements all ran, and the blocks are the
      same as with blocks=count).  */
-  /* At -O0 with -Wformat (and so -Wall), GCC's printf-warning pass puts
-     the loops in normal form (a preheader, one latch) before
-     -fprofile-arcs reads the blocks: do the same so the lines count the
-     same.  */
   if (!optimize && (warn_format_overflow > 0 || warn_format_trunc > 0)
       && current_loops)
-    loop_optimizer_init (LOOPS_NORMAL);
+    normalize_loops (fun);
   auto_bitmap call_ended;
   split_after_calls (fun, call_ended);
   split_goto_edges (fun, call_ended);

@@ -4,6 +4,8 @@
    loop header.  With -Wall, GCC puts these loops in normal form before
    --coverage reads them. */
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 struct U { struct U *next; int v; };
 struct L { struct U *open; int n; };
@@ -55,8 +57,51 @@ static int exec(const int *code, int depth)
   }
 }
 
+/* Two back edges into one loop header (lua's str_rep, auxsort). */
+static int rep(char *p, const char *s, int l, int n, int lsep, const char *sep)
+{
+  char *start = p;
+  if (n <= 0)
+    return 0;
+  else {
+    while (n-- > 1) {
+      memcpy(p, s, l); p += l;
+      if (lsep > 0) {
+        memcpy(p, sep, lsep);
+        p += lsep;
+      }
+    }
+    memcpy(p, s, l); p += l;
+  }
+  return (int) (p - start);
+}
+
+static void sortit(int *a, int lo, int up)
+{
+  while (lo < up) {
+    int p = a[lo];
+    int i = lo, j = up;
+    while (i < j) {
+      while (i < j && a[j] >= p) j--;
+      a[i] = a[j];
+      while (i < j && a[i] <= p) i++;
+      a[j] = a[i];
+    }
+    a[i] = p;
+    if (i - lo < up - i) {
+      sortit(a, lo, i - 1);
+      lo = i + 1;
+    } else {
+      sortit(a, i + 1, up);
+      up = i - 1;
+    }
+  }
+}
+
 int main(void)
 {
+  char buf[64];
+  int a[] = { 5, 3, 9, 1, 7, 2, 8, 6, 4, 0 };
   struct U u3 = { NULL, 1 }, u2 = { &u3, 5 }, u1 = { &u2, 7 };
   struct L L = { &u1, 0 };
   static const int code[] = { 1, 2, 9, 8, 3, 0 };
@@ -64,5 +109,9 @@ int main(void)
   int r = match("x", "aabxaa") + match("y", "ab");
   for (int d = 0; d < 4; d++)
     r += exec(code, d);
+  r += rep(buf, "ab", 2, 5, 1, ",") + rep(buf, "x", 1, 3, 0, "")
+       + rep(buf, "y", 1, 0, 0, "");
+  sortit(a, 0, 9);
+  printf("%d %d\n", r, a[3]);
   return r + L.n == 0;
 }
