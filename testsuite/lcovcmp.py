@@ -3,7 +3,7 @@
 (`lcov --capture`) and tally's (`tally lcov`).
 
 Usage: lcovcmp.py GCOV.info TALLY.info [--only DIR]... [--show N] [--strict]
-                  [--gcov-root DIR --tally-root DIR]
+                  [--gcov-root DIR --tally-root DIR] [--known FILE:LINE:WHY]...
 
 Prints one summary line
   N lines equal, M differ (K of them tally 0 with gcov > 0), G only gcov, T only tally
@@ -13,7 +13,9 @@ the same line, C++ constructor variants) counts the sum, as lcov itself
 reads it.  --only keeps the files under DIR (repeatable).  --gcov-root and
 --tally-root: the two builds were made in different copies of the source
 tree; files under them are compared by their path below the root, and only
-those are kept.
+those are kept.  --known: a difference on FILE:LINE that is understood, with
+its reason; it is listed as such and does not fail --strict (one that no
+longer happens is said, so the list stays true).
 
 Exit status: 0, or with --strict 1 when a line differs or gcov has a line
 tally has not (a line only tally has is not a failure: see KINDS).
@@ -117,6 +119,7 @@ def main():
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--show", type=int, default=20)
     ap.add_argument("--strict", action="store_true")
+    ap.add_argument("--known", action="append", default=[])
     ap.add_argument("--gcov-root")
     ap.add_argument("--tally-root")
     a = ap.parse_args()
@@ -126,11 +129,25 @@ def main():
         if not (a.gcov_root and a.tally_root):
             ap.error("--gcov-root and --tally-root go together")
         gcov, tally = rebase(gcov, a.gcov_root), rebase(tally, a.tally_root)
+    known = {}
+    for k in a.known:
+        path, line, why = k.split(":", 2)
+        known[(os.path.normpath(path), int(line))] = why
     equal, diffs = compare(gcov, tally)
     print(summary(equal, diffs))
-    for line in describe(diffs, a.show):
+    for line in describe([d for d in diffs if (d[1], d[2]) not in known],
+                         a.show):
         print(line)
-    bad = [d for d in diffs if d[0] in ("differ", "only-gcov")]
+    seen = set()
+    for d in diffs:
+        if (d[1], d[2]) in known:
+            seen.add((d[1], d[2]))
+            print("known: %s:%d gcov %s, tally %s: %s"
+                  % (d[1], d[2], d[3], d[4], known[(d[1], d[2])]))
+    for k in sorted(set(known) - seen):
+        print("known difference %s:%d no longer happens" % k)
+    bad = [d for d in diffs if d[0] in ("differ", "only-gcov")
+           and (d[1], d[2]) not in known]
     return 1 if a.strict and bad else 0
 
 
