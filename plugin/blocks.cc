@@ -231,6 +231,166 @@ keep_latch_edge (edge e)
   return latch_edges->contains (e);
 }
 
+/* normalize_loops, for a loop with several latch edges: which definition of
+   VAR reaches the end of block B, as into-SSA would name it: the last
+   statement of B setting VAR, or the one reaching all of B's
+   predecessors, or else B itself, standing for a PHI there (the header's
+   PHI when B is the header).  MEMO holds what is known, per block index;
+   a block being computed stands for a PHI (an inner loop changing VAR).  */
+struct reach_def
+{
+  gimple *stmt;    /* the definition, or NULL */
+  basic_block phi; /* else the block of the PHI */
+  bool operator== (const reach_def &o) const
+  {
+    return stmt == o.stmt && phi == o.phi;
+  }
+};
+
+static reach_def
+reaching_def (basic_block b, tree var, const class loop *loop,
+              hash_map<int_hash<int, -1, -2>, reach_def> *memo)
+{
+  if (reach_def *known = memo->get (b->index))
+    return *known;
+  reach_def r = { NULL, b };
+  memo->put (b->index, r); /* in progress: a PHI at B */
+  for (gimple_stmt_iterator gsi = gsi_last_bb (b); !gsi_end_p (gsi);
+       gsi_prev (&gsi))
+    if (gimple_get_lhs (gsi_stmt (gsi)) == var)
+      {
+        r.stmt = gsi_stmt (gsi);
+        r.phi = NULL;
+        memo->put (b->index, r);
+        return r;
+      }
+  if (b != loop->header)
+    {
+      bool first = true, same = true;
+      reach_def all = r;
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, b->preds)
+        {
+          reach_def d = reaching_def (e->src, var, loop, memo);
+          if (first)
+            all = d;
+          else if (!(d == all))
+            same = false;
+          first = false;
+        }
+      if (!first && same)
+        r = all;
+    }
+  memo->put (b->index, r);
+  return r;
+}
+
+/* Whether T mentions VAR.  */
+static tree
+find_var (tree *t, int *walk_subtrees, void *var)
+{
+  if (*t == (tree) var)
+    return *t;
+  if (TYPE_P (*t))
+    *walk_subtrees = 0;
+  return NULL_TREE;
+}
+
+static bool
+uses_var (gimple *stmt, tree var)
+{
+  unsigned first = gimple_get_lhs (stmt) ? 1 : 0;
+  for (unsigned i = first; i < gimple_num_ops (stmt); i++)
+    if (gimple_op (stmt, i)
+        && walk_tree (gimple_op_ptr (stmt, i), find_var, var, NULL))
+      return true;
+  return false;
+}
+
+/* Whether VAR is live where HEADER starts (used on some path from there
+   before being set), so that into-SSA gives it a PHI there.  */
+static bool
+live_at (basic_block header, tree var)
+{
+  auto_vec<basic_block> work;
+  auto_bitmap seen;
+  work.safe_push (header);
+  bitmap_set_bit (seen, header->index);
+  while (!work.is_empty ())
+    {
+      basic_block b = work.pop ();
+      bool killed = false;
+      for (gimple_stmt_iterator gsi = gsi_start_bb (b); !gsi_end_p (gsi);
+           gsi_next (&gsi))
+        {
+          gimple *stmt = gsi_stmt (gsi);
+          if (is_gimple_debug (stmt))
+            continue;
+          if (uses_var (stmt, var))
+            return true;
+          if (gimple_get_lhs (stmt) == var)
+            {
+              killed = true;
+              break;
+            }
+        }
+      if (killed)
+        continue;
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, b->succs)
+        if (e->dest != EXIT_BLOCK_PTR_FOR_FN (cfun)
+            && bitmap_set_bit (seen, e->dest->index))
+          work.safe_push (e->dest);
+    }
+  return false;
+}
+
+/* cfgloop.cc's find_subloop_latch_edge_by_ivs before SSA: the latch edge
+   of LOOP (whose source dominates the others') that GCC, in SSA form,
+   makes an inner loop of, or NULL when it merges the latches instead: when
+   a variable that gets a PHI at the header has the same definition
+   reaching it over that edge and over another.  */
+static edge
+subloop_latch (function *fun, class loop *loop, const vec<edge> &latches)
+{
+  edge latch = latches[0];
+  for (unsigned i = 1; i < latches.length (); i++)
+    if (dominated_by_p (CDI_DOMINATORS, latch->src, latches[i]->src))
+      latch = latches[i];
+  for (edge e : latches)
+    if (!dominated_by_p (CDI_DOMINATORS, e->src, latch->src))
+      return NULL;
+  /* The variables into-SSA renames that are set inside the loop.  */
+  auto_vec<tree> vars;
+  hash_set<tree> seen;
+  basic_block *body = get_loop_body (loop);
+  for (unsigned i = 0; i < loop->num_nodes; i++)
+    for (gimple_stmt_iterator gsi = gsi_start_bb (body[i]); !gsi_end_p (gsi);
+         gsi_next (&gsi))
+      {
+        tree lhs = gimple_get_lhs (gsi_stmt (gsi));
+        if (lhs && DECL_P (lhs) && is_gimple_reg (lhs) && !seen.add (lhs))
+          vars.safe_push (lhs);
+      }
+  free (body);
+  (void) fun;
+  for (tree var : vars)
+    {
+      if (!live_at (loop->header, var))
+        continue;
+      hash_map<int_hash<int, -1, -2>, reach_def> memo;
+      reach_def d = reaching_def (latch->src, var, loop, &memo);
+      if (!d.stmt && d.phi == loop->header)
+        continue; /* not changed on the way: the PHI itself */
+      for (edge e : latches)
+        if (e != latch && reaching_def (e->src, var, loop, &memo) == d)
+          return NULL;
+    }
+  return latch;
+}
+
 /* 1. At -O0 with -Wformat (and so -Wall), GCC's printf-warning pass puts
    the loops in normal form before -fprofile-arcs reads the blocks; do the
    same, so the lines count the same.  GCC does it in SSA form, where a loop
@@ -261,6 +421,24 @@ normalize_loops (function *fun)
           continue;
         }
       hash_set<edge> set;
+      edge sub = subloop_latch (fun, loop, latches);
+      if (sub)
+        {
+          /* form_subloop: every other edge into the header stays on it,
+             the code and SUB go to the inner loop's new header.  */
+          FOR_EACH_EDGE (e, ei, loop->header->preds)
+            if (e != sub)
+              set.add (e);
+          latch_edges = &set;
+          edge in = make_forwarder_block (loop->header, keep_latch_edge, NULL);
+          latch_edges = NULL;
+          loop->header = in->src;
+          class loop *inner = alloc_loop ();
+          inner->header = in->dest;
+          inner->latch = sub->src;
+          add_loop (inner, loop);
+          continue;
+        }
       for (edge l : latches)
         set.add (l);
       latch_edges = &set;

@@ -29,6 +29,7 @@
 #include "cfgloop.h"
 #include "tree-cfg.h"
 #include "tree-eh.h"
+#include "cfgloopmanip.h"
 #include "tree-iterator.h"
 #include "memmodel.h"
 #include "gimplify.h"

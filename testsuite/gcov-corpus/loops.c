@@ -57,7 +57,28 @@ static int exec(const int *code, int depth)
   }
 }
 
-/* Two back edges into one loop header (lua's str_rep, auxsort). */
+/* Two back edges into one loop header: with no variable in SSA form
+   changed in the loop, GCC makes an inner loop of the one from the `if`
+   (lua's removevars, luaF_closeupval); with one, it merges them (lua's
+   str_rep, auxsort). */
+struct V { int endpc; };
+struct F { int nactvar; int pc; struct V vars[8]; };
+
+static struct V *info(struct F *fs, int i)
+{
+  return i % 2 ? &fs->vars[i] : NULL;
+}
+
+static void removevars(struct F *fs, int tolevel)
+{
+  fs->pc += tolevel;
+  while (fs->nactvar > tolevel) {
+    struct V *var = info(fs, --fs->nactvar);
+    if (var)  /* does it have debug information? */
+      var->endpc = fs->pc;
+  }
+}
+
 static int rep(char *p, const char *s, int l, int n, int lsep, const char *sep)
 {
   char *start = p;
@@ -112,6 +133,11 @@ int main(void)
   r += rep(buf, "ab", 2, 5, 1, ",") + rep(buf, "x", 1, 3, 0, "")
        + rep(buf, "y", 1, 0, 0, "");
   sortit(a, 0, 9);
+  struct F f = { 7, 3, { { 0 } } };
+  removevars(&f, 2);
+  f.nactvar = 5;
+  removevars(&f, 0);
+  r += f.vars[3].endpc;
   printf("%d %d\n", r, a[3]);
   return r + L.n == 0;
 }
