@@ -394,11 +394,12 @@ subloop_latch (function *fun, class loop *loop, const vec<edge> &latches)
 /* 1. At -O0 with -Wformat (and so -Wall), GCC's printf-warning pass puts
    the loops in normal form before -fprofile-arcs reads the blocks; do the
    same, so the lines count the same.  GCC does it in SSA form, where a loop
-   with several latch edges gets them merged into one forwarder (the old
-   header, which keeps its labels) before the code; before SSA
-   loop_optimizer_init would make an inner loop of one of them instead, so
-   the latches are merged here first, as cfgloop.cc's merge_latch_edges
-   does, and only then are the preheaders and simple latches made.  */
+   with several latch edges gets an inner loop for the latch edge
+   subloop_latch finds, or else the latch edges merged into one forwarder
+   (the old header, which keeps its labels) before the code; before SSA
+   loop_optimizer_init cannot tell, so that is done here first, as
+   cfgloop.cc's form_subloop and merge_latch_edges do, and only then are
+   the preheaders and simple latches made.  */
 static void
 normalize_loops (function *fun)
 {
