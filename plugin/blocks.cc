@@ -353,7 +353,7 @@ live_at (basic_block header, tree var)
    a variable that gets a PHI at the header has the same definition
    reaching it over that edge and over another.  */
 static edge
-subloop_latch (function *fun, class loop *loop, const vec<edge> &latches)
+subloop_latch (class loop *loop, const vec<edge> &latches)
 {
   edge latch = latches[0];
   for (unsigned i = 1; i < latches.length (); i++)
@@ -375,7 +375,6 @@ subloop_latch (function *fun, class loop *loop, const vec<edge> &latches)
           vars.safe_push (lhs);
       }
   free (body);
-  (void) fun;
   for (tree var : vars)
     {
       if (!live_at (loop->header, var))
@@ -412,9 +411,16 @@ normalize_loops (function *fun)
       auto_vec<edge> latches;
       edge e;
       edge_iterator ei;
+      bool abnormal = false;
       FOR_EACH_EDGE (e, ei, loop->header->preds)
-        if (dominated_by_p (CDI_DOMINATORS, e->src, loop->header))
-          latches.safe_push (e);
+        {
+          abnormal |= (e->flags & EDGE_ABNORMAL) != 0;
+          if (dominated_by_p (CDI_DOMINATORS, e->src, loop->header))
+            latches.safe_push (e);
+        }
+      /* As GCC: a header entered by an abnormal edge is not split.  */
+      if (abnormal)
+        continue;
       if (latches.length () < 2)
         {
           if (latches.length () == 1)
@@ -422,7 +428,7 @@ normalize_loops (function *fun)
           continue;
         }
       hash_set<edge> set;
-      edge sub = subloop_latch (fun, loop, latches);
+      edge sub = subloop_latch (loop, latches);
       if (sub)
         {
           /* form_subloop: every other edge into the header stays on it,
