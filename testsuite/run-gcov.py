@@ -67,7 +67,7 @@ def tally_info(a, src, work, extra=()):
          *extra, src, "-o", exe, a.runtime])
     out = run([exe], env={"TALLY_OUTPUT": data}, cwd=d).stdout
     info = os.path.join(work, "tally.info")
-    run([a.tally, "lcov", "-o", info, data])
+    run([a.tally, "lcov", "--all", "-o", info, data])
     return info, out, data
 
 
