@@ -28,6 +28,8 @@
 #include "gimple-ssa.h"
 #include "cfgloop.h"
 #include "tree-cfg.h"
+#include "tree-eh.h"
+#include "cfgloopmanip.h"
 #include "tree-iterator.h"
 #include "memmodel.h"
 #include "gimplify.h"

@@ -341,6 +341,10 @@ tally_add_function (tree fndecl, const tally_fn_layout &layout)
   r.flags |= layout.flags;
   if (in_system_header_at (DECL_SOURCE_LOCATION (origin)))
     r.flags |= TALLY_FN_SYSTEM;
+  /* gcov's test (coverage.cc): such a function has no lines of its own.  */
+  if (DECL_ARTIFICIAL (origin) && !DECL_FUNCTION_VERSIONED (origin)
+      && !DECL_LAMBDA_FUNCTION_P (origin))
+    r.flags |= TALLY_FN_ARTIFICIAL;
   r.ncounters = layout.ncounters;
   r.nvisited = layout.nvisited;
   r.map = layout.map.copy ();

@@ -233,6 +233,13 @@ skip_reason (tree fndecl)
            "constructor)";
   if (lookup_attribute ("no_instrument_function", DECL_ATTRIBUTES (fndecl)))
     return "no_instrument_function";
+  /* The constructors and destructors GCC builds itself
+     (cgraph_build_static_cdtor: --coverage's, the sanitizers'), which carry
+     the location of the file's end; a C++ unit's constructor of its
+     globals runs the user's initializers and is not DECL_IGNORED_P.  */
+  if (DECL_ARTIFICIAL (fndecl) && DECL_IGNORED_P (fndecl)
+      && (DECL_STATIC_CONSTRUCTOR (fndecl) || DECL_STATIC_DESTRUCTOR (fndecl)))
+    return "made by the compiler (a profiler or sanitizer constructor)";
   if (lookup_attribute ("naked", DECL_ATTRIBUTES (fndecl)))
     return "naked function";
   if (is_ifunc_resolver (fndecl))

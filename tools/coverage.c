@@ -6,7 +6,10 @@
  * gcov's numbers:
  *   1. Per block, consecutive locations in one file form a group.  Every
  *      line of a group exists, and adds the block's count to its raw sum;
- *      the block is attached to the group's last line.  As in gcov, the
+ *      the block is attached to the group's highest line (gcov sorts each
+ *      group's lines, process_all_functions, and attaches the block to the
+ *      last: a condition spread over lines 5 and 6 whose block records 6
+ *      before 5 counts on line 6).  As in gcov, the
  *      block with the highest number is never attached (gcov skips it as if
  *      it were EXIT, which it numbered last in older versions).
  *   2. A line without attached blocks counts its raw sum.
@@ -507,8 +510,17 @@ cov_compute (const struct cov_body *bodies, size_t nbodies,
       for (uint32_t b = 2; b < m->nblocks; b++)
         {
           const struct tally_map_block *blk = &m->blocks[b];
+          uint32_t top = 0; /* the highest line of the current group */
           for (uint32_t k = 0; k < blk->nlocs; k++)
             {
+              if (k == 0 || blk->locs[k].file != blk->locs[k - 1].file)
+                {
+                  top = k;
+                  for (uint32_t t = k + 1; t < blk->nlocs
+                       && blk->locs[t].file == blk->locs[k].file; t++)
+                    if (blk->locs[t].line > blk->locs[top].line)
+                      top = t;
+                }
               recs = xgrow (recs, &recs_cap, nrecs + 1, sizeof *recs);
               struct rec *r = &recs[nrecs];
               r->file = gfile[blk->locs[k].file];
@@ -519,9 +531,7 @@ cov_compute (const struct cov_body *bodies, size_t nbodies,
                          && r->line >= bodies[bi].fn_line
                          ? (uint32_t) bi + 1 : 0;
               r->seq = (uint32_t) nrecs;
-              int last_of_group = k + 1 == blk->nlocs
-                                  || blk->locs[k + 1].file != blk->locs[k].file;
-              r->attach = last_of_group && m->kind != TALLY_MAP_VISITED
+              r->attach = k == top && m->kind != TALLY_MAP_VISITED
                           && !(SKIP_LAST_BLOCK && b + 1 == m->nblocks);
               nrecs++;
             }

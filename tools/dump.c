@@ -182,6 +182,7 @@ static const struct flag_name fn_flags[] = {
   { TALLY_FN_CLONE, "clone" },
   { TALLY_FN_CALLS_DERIVED, "calls-derived" },
   { TALLY_FN_SYSTEM, "system" },
+  { TALLY_FN_ARTIFICIAL, "artificial" },
 };
 
 #define COUNT(a) (sizeof (a) / sizeof (a)[0])

@@ -17,6 +17,7 @@
 #include "coverage.h"
 #include "datafile.h"
 #include "hide.h"
+#include "markers.h"
 #include "output.h"
 #include "paths.h"
 #include "prefetch.h"
@@ -85,27 +86,39 @@ lcov_left_out (const char *what, const char *s)
          "character in a name\n", stderr);
 }
 
-/* Write the tracefile of M and C to OUT.  Returns the number of source
-   files and functions left out because their names have control
-   characters (lcov_name_ok).  */
+/* Write the tracefile of M and C to OUT; with MARKERS, leave out what the
+   source's LCOV_EXCL markers exclude, as lcov does (markers.h).  Returns
+   the number of source files and functions left out because their names
+   have control characters (lcov_name_ok).  */
 static size_t
-write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
+write_lcov (FILE *out, const struct merge *m, const struct cov_result *c,
+            int markers)
 {
   size_t left = 0;
   struct sf_fn *fns = xmalloc ((m->nrows ? m->nrows : 1) * sizeof *fns);
+  size_t nfns = 0;
   for (size_t i = 0; i < m->nrows; i++)
     {
-      fns[i].row = &m->rows[i];
-      fns[i].path = cov_resolve_path (m->rows[i].directory, m->rows[i].file);
+      /* Functions the compiler made are not listed, as in gcov.  */
+      int artificial = m->rows[i].nbodies > 0;
+      for (size_t k = 0; k < m->rows[i].nbodies; k++)
+        artificial &= (m->bodies[m->rows[i].bodies[k]].flags
+                       & TALLY_FN_ARTIFICIAL) != 0;
+      if (artificial)
+        continue;
+      fns[nfns].row = &m->rows[i];
+      fns[nfns].path = cov_resolve_path (m->rows[i].directory,
+                                         m->rows[i].file);
+      nfns++;
     }
-  qsort (fns, m->nrows, sizeof *fns, compare_sf_fn);
+  qsort (fns, nfns, sizeof *fns, compare_sf_fn);
   /* Walk the two sorted lists of files together.  */
   size_t fi = 0, ci = 0;
-  while (fi < m->nrows || ci < c->nfiles)
+  while (fi < nfns || ci < c->nfiles)
     {
       const char *path;
       if (ci < c->nfiles
-          && (fi >= m->nrows || strcmp (c->files[ci].path, fns[fi].path) <= 0))
+          && (fi >= nfns || strcmp (c->files[ci].path, fns[fi].path) <= 0))
         path = c->files[ci].path;
       else
         path = fns[fi].path;
@@ -113,7 +126,7 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
                                   && strcmp (c->files[ci].path, path) == 0
                                   ? &c->files[ci++] : NULL;
       size_t f0 = fi;
-      while (fi < m->nrows && strcmp (fns[fi].path, path) == 0)
+      while (fi < nfns && strcmp (fns[fi].path, path) == 0)
         fi++;
       if (cf && !cf->nlines && f0 == fi)
         continue;
@@ -123,10 +136,20 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
           left++;
           continue;
         }
+      struct tally_markers mk;
+      memset (&mk, 0, sizeof mk);
+      if (markers && tally_markers_read (path, &mk) != 0)
+        error_msg ("lcov: warning: cannot read %s for LCOV_EXCL markers: %s",
+                   path, strerror (errno));
+      else if (mk.unterminated)
+        error_msg ("lcov: warning: unterminated exclusion section in %s",
+                   path);
       fprintf (out, "TN:\nSF:%s\n", path);
       size_t fnf = 0, fnh = 0;
       for (size_t k = f0; k < fi; k++)
-        if (lcov_name_ok (fns[k].row->origin))
+        if (tally_markers_of (&mk, fns[k].row->line) & TALLY_EXCL_LINE)
+          ;
+        else if (lcov_name_ok (fns[k].row->origin))
           fprintf (out, "FN:%lu,%s\n", (unsigned long) fns[k].row->line,
                    fns[k].row->origin);
         else
@@ -135,7 +158,8 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
             left++;
           }
       for (size_t k = f0; k < fi; k++)
-        if (lcov_name_ok (fns[k].row->origin))
+        if (!(tally_markers_of (&mk, fns[k].row->line) & TALLY_EXCL_LINE)
+            && lcov_name_ok (fns[k].row->origin))
           {
             fprintf (out, "FNDA:%" PRIu64 ",%s\n", fns[k].row->calls,
                      fns[k].row->origin);
@@ -143,12 +167,18 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
             fnh += fns[k].row->calls != 0;
           }
       fprintf (out, "FNF:%zu\nFNH:%zu\n", fnf, fnh);
-      if (cf && cf->nbranches)
+      size_t brf = 0;
+      if (cf)
+        for (size_t k = 0; k < cf->nbranches; k++)
+          brf += !tally_markers_of (&mk, cf->branches[k].line);
+      if (brf)
         {
           size_t brh = 0;
           for (size_t k = 0; k < cf->nbranches; k++)
             {
               const struct cov_branch *b = &cf->branches[k];
+              if (tally_markers_of (&mk, b->line))
+                continue;
               fprintf (out, "BRDA:%lu,%lu,%lu,", (unsigned long) b->line,
                        (unsigned long) b->block, (unsigned long) b->branch);
               if (b->ran)
@@ -157,14 +187,15 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
                 fputs ("-\n", out);
               brh += b->taken != 0;
             }
-          fprintf (out, "BRF:%zu\nBRH:%zu\n", cf->nbranches, brh);
+          fprintf (out, "BRF:%zu\nBRH:%zu\n", brf, brh);
         }
       size_t lf = 0, lh = 0;
       if (cf)
         for (size_t k = 0; k < cf->nlines; k++)
           {
             const struct cov_line *l = &cf->lines[k];
-            if (!l->known)
+            if (!l->known
+                || (tally_markers_of (&mk, l->line) & TALLY_EXCL_LINE))
               continue;
             fprintf (out, "DA:%lu,%" PRIu64 "\n", (unsigned long) l->line,
                      l->count);
@@ -172,8 +203,9 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c)
             lh += l->count != 0;
           }
       fprintf (out, "LF:%zu\nLH:%zu\nend_of_record\n", lf, lh);
+      tally_markers_free (&mk);
     }
-  for (size_t i = 0; i < m->nrows; i++)
+  for (size_t i = 0; i < nfns; i++)
     free (fns[i].path);
   free (fns);
   return left;
@@ -183,6 +215,7 @@ int
 cmd_lcov (int argc, char **argv)
 {
   const char *out = NULL;
+  int markers = 1;
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   size_t npaths = 0;
   int only_files = 0, force = 0, all = 0;
@@ -210,6 +243,8 @@ cmd_lcov (int argc, char **argv)
         }
       else if (strncmp (a, "--output=", 9) == 0)
         out = a + 9;
+      else if (strcmp (a, "--no-markers") == 0)
+        markers = 0;
       else if (strcmp (a, "--force") == 0)
         force = 1;
       else if (strcmp (a, "--all") == 0)
@@ -253,7 +288,7 @@ cmd_lcov (int argc, char **argv)
           unknown += !cov.files[i].lines[k].known;
       size_t left = 0;
       if (!out)
-        left = write_lcov (stdout, &m, &cov);
+        left = write_lcov (stdout, &m, &cov, markers);
       else
         {
           struct tally_out o;
@@ -265,7 +300,7 @@ cmd_lcov (int argc, char **argv)
             }
           else
             {
-              left = write_lcov (o.f, &m, &cov);
+              left = write_lcov (o.f, &m, &cov, markers);
               if (tally_out_close (&o, err, sizeof err) != 0)
                 {
                   error_msg ("lcov: %s", err);

@@ -524,14 +524,15 @@ merge_notes (const struct merge *m)
              m->underived == 1 ? "it shows" : "they show");
 }
 
-/* The bodies of M that have solved maps, for cov_compute.  */
+/* The bodies of M that have solved maps, for cov_compute; as in gcov, not
+   those the compiler made (TALLY_FN_ARTIFICIAL).  */
 struct cov_body *
 cov_bodies (const struct merge *m, size_t *n)
 {
   struct cov_body *cb = xmalloc ((m->nbodies ? m->nbodies : 1) * sizeof *cb);
   *n = 0;
   for (size_t i = 0; i < m->nbodies; i++)
-    if (m->bodies[i].solved)
+    if (m->bodies[i].solved && !(m->bodies[i].flags & TALLY_FN_ARTIFICIAL))
       {
         cb[*n].map = &m->bodies[i].bm;
         cb[*n].flow = &m->bodies[i].flow;

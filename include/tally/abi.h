@@ -41,6 +41,9 @@ enum tally_counter
                                 in_system_header_at: -isystem, /usr/include);
                                 meaningful in modules with
                                 TALLY_MOD_SYSTEM_MARKED only */
+#define TALLY_FN_ARTIFICIAL 0x8u /* made by the compiler (C++ implicit
+                                    members, a unit's initializer function):
+                                    like gcov, line coverage leaves it out */
 
 /* struct tally_module.flags */
 #define TALLY_MOD_HOOKS_INLINE 0x1u /* counters updated by inline code */
