@@ -356,22 +356,26 @@ merge_finish (struct merge *m, int by_body)
     }
 }
 
+/* What row R owns.  */
+static void
+row_free (struct row *r)
+{
+  free (r->name);
+  free (r->symbol);
+  free (r->origin);
+  free (r->file);
+  free (r->directory);
+  for (size_t k = 0; k < r->nclones; k++)
+    free (r->clones[k]);
+  free (r->clones);
+  free (r->bodies);
+}
+
 void
 merge_free (struct merge *m)
 {
   for (size_t i = 0; i < m->nrows; i++)
-    {
-      struct row *r = &m->rows[i];
-      free (r->name);
-      free (r->symbol);
-      free (r->origin);
-      free (r->file);
-      free (r->directory);
-      for (size_t k = 0; k < r->nclones; k++)
-        free (r->clones[k]);
-      free (r->clones);
-      free (r->bodies);
-    }
+    row_free (&m->rows[i]);
   for (size_t i = 0; i < m->nbodies; i++)
     {
       struct body *b = &m->bodies[i];
@@ -464,15 +468,7 @@ merge_hide_system (struct merge *m, int called_too)
           m->rows[kept++] = *r;
           continue;
         }
-      free (r->name);
-      free (r->symbol);
-      free (r->origin);
-      free (r->file);
-      free (r->directory);
-      for (size_t k = 0; k < r->nclones; k++)
-        free (r->clones[k]);
-      free (r->clones);
-      free (r->bodies);
+      row_free (r);
     }
   /* The row tables are not looked in after merge_finish.  */
   m->hidden = m->nrows - kept;
