@@ -117,10 +117,20 @@ int main(int argc, char **argv)
 """
 
 
+_papi_probe = {}
+
+
 def papi_unusable(a, work):
-    """Why PAPI cannot measure PAPI_EVENTS here, or None when it can."""
+    """Why PAPI cannot measure PAPI_EVENTS here, or None when it can (asked
+    of the machine once per run of this script)."""
     if a.papi != "1":
         return "the runtime was built without PAPI (libpapi-dev)"
+    if "why" not in _papi_probe:
+        _papi_probe["why"] = probe_papi(a, work)
+    return _papi_probe["why"]
+
+
+def probe_papi(a, work):
     src = os.path.join(work, "papi-probe.c")
     with open(src, "w") as f:
         f.write(PAPI_PROBE)
@@ -225,23 +235,30 @@ def check_longjmp(a, work):
             skipped_frames(what, rows, ["l1"], "after")
 
 
+def check_exceptions_rows(what, rows):
+    """The counts, tree and sums of exceptions.cc's functions in ROWS (as
+    measure gives them); returns ROWS under their short names."""
+    names = {"int main()": "main", "void catcher(int)": "catcher",
+             "void after()": "after", "void t1(int)": "t1",
+             "void t2(int)": "t2", "void t3(int)": "t3"}
+    rows = {names.get(n, n): r for n, r in rows.items()}
+    check_counts(what, rows, {"main": (1, 1), "catcher": (1000, 1000),
+                              "after": (1000, 1000), "t1": (1000, 0),
+                              "t2": (1000, 0), "t3": (1000, 0)})
+    check_tree(what, rows, {"main": ["catcher"],
+                            "catcher": ["t1", "after"], "t1": ["t2"],
+                            "t2": ["t3"], "t3": []})
+    check_sums(what, rows, ["main"])
+    return rows
+
+
 def check_exceptions(a, work):
     x86_64()
     for hooks, at in MODES:
         for opt in ("-O0", "-O2"):
             what = "exceptions.cc %s %s %s" % (hooks, at, opt)
             _, rows = measure(a, build(a, work, "exceptions.cc", hooks, at, opt), work)
-            names = {"int main()": "main", "void catcher(int)": "catcher",
-                     "void after()": "after", "void t1(int)": "t1",
-                     "void t2(int)": "t2", "void t3(int)": "t3"}
-            rows = {names.get(n, n): r for n, r in rows.items()}
-            check_counts(what, rows, {"main": (1, 1), "catcher": (1000, 1000),
-                                      "after": (1000, 1000), "t1": (1000, 0),
-                                      "t2": (1000, 0), "t3": (1000, 0)})
-            check_tree(what, rows, {"main": ["catcher"],
-                                    "catcher": ["t1", "after"], "t1": ["t2"],
-                                    "t2": ["t3"], "t3": []})
-            check_sums(what, rows, ["main"])
+            rows = check_exceptions_rows(what, rows)
             skipped_frames(what, rows, ["t1"], "after")
 
 
@@ -753,17 +770,7 @@ def check_frames_cxx(a, work):
                in text and "this unit gets exit hooks at its returns" in text,
                "%s: no fallback warning:\n%s" % (what, text))
         _, rows = measure(a, exe, work)
-        names = {"int main()": "main", "void catcher(int)": "catcher",
-                 "void after()": "after", "void t1(int)": "t1",
-                 "void t2(int)": "t2", "void t3(int)": "t3"}
-        rows = {names.get(n, n): r for n, r in rows.items()}
-        check_counts(what, rows, {"main": (1, 1), "catcher": (1000, 1000),
-                                  "after": (1000, 1000), "t1": (1000, 0),
-                                  "t2": (1000, 0), "t3": (1000, 0)})
-        check_tree(what, rows, {"main": ["catcher"],
-                                "catcher": ["t1", "after"], "t1": ["t2"],
-                                "t2": ["t3"], "t3": []})
-        check_sums(what, rows, ["main"])
+        check_exceptions_rows(what, rows)
     # -fexceptions in C: the same fallback, and -Werror makes it an error.
     src = os.path.join(work, "x.c")
     with open(src, "w") as f:
