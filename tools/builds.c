@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "builds.h"
+#include "cli.h"
 #include "coverage.h"
 #include "tally/abi.h"
 
@@ -31,18 +32,6 @@ struct tally_builds
   size_t cap, used, conflicts;
 };
 
-static void *
-xcalloc_ (size_t n, size_t size)
-{
-  void *p = calloc (n ? n : 1, size);
-  if (!p)
-    {
-      fputs ("tally: out of memory\n", stderr);
-      exit (1);
-    }
-  return p;
-}
-
 uint32_t
 tally_builds_kind (uint32_t flags)
 {
@@ -58,9 +47,9 @@ tally_builds_kind (uint32_t flags)
 struct tally_builds *
 tally_builds_new (void)
 {
-  struct tally_builds *b = xcalloc_ (1, sizeof *b);
+  struct tally_builds *b = xcalloc (1, sizeof *b);
   b->cap = 64;
-  b->slots = xcalloc_ (b->cap, sizeof *b->slots);
+  b->slots = xcalloc (b->cap, sizeof *b->slots);
   return b;
 }
 
@@ -86,7 +75,7 @@ static void
 grow (struct tally_builds *b)
 {
   size_t cap = b->cap * 2;
-  struct build_slot *slots = xcalloc_ (cap, sizeof *slots);
+  struct build_slot *slots = xcalloc (cap, sizeof *slots);
   for (size_t i = 0; i < b->cap; i++)
     if (b->slots[i].source)
       *find (slots, cap, b->slots[i].source) = b->slots[i];
@@ -152,7 +141,7 @@ tally_builds_check (const struct tally_builds *b, const char *what, int force)
 {
   if (!b->conflicts)
     return 0;
-  const struct build_slot **list = xcalloc_ (b->conflicts, sizeof *list);
+  const struct build_slot **list = xcalloc (b->conflicts, sizeof *list);
   size_t n = 0;
   for (size_t i = 0; i < b->cap; i++)
     if (b->slots[i].source && b->slots[i].conflict)

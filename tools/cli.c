@@ -67,6 +67,18 @@ xmalloc (size_t n)
   return p;
 }
 
+void *
+xcalloc (size_t n, size_t size)
+{
+  void *p = calloc (n ? n : 1, size);
+  if (!p)
+    {
+      error_msg ("out of memory");
+      exit (EXIT_BAD_DATA);
+    }
+  return p;
+}
+
 /* Return P, an array of *CAP elements of SIZE bytes, grown to hold at
    least NEED elements.  */
 void *

@@ -19,6 +19,7 @@ extern const char usage_text[];
 void error_msg (const char *fmt, ...);
 void note_unfinished (const char *path, const struct tally_data *d);
 void *xmalloc (size_t n);
+void *xcalloc (size_t n, size_t size);
 void *xgrow (void *p, size_t *cap, size_t need, size_t size);
 char *xstrdup (const char *s);
 int compare_strings (const void *a, const void *b);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "hide.h"
 #include "tally/abi.h"
 
@@ -43,18 +44,6 @@ struct tally_fileset
   size_t cap, used;
 };
 
-static void *
-xcalloc_ (size_t n, size_t size)
-{
-  void *p = calloc (n ? n : 1, size);
-  if (!p)
-    {
-      fputs ("tally: out of memory\n", stderr);
-      exit (1);
-    }
-  return p;
-}
-
 static size_t
 slot_of (char *const *slots, size_t cap, const char *path)
 {
@@ -70,9 +59,9 @@ slot_of (char *const *slots, size_t cap, const char *path)
 struct tally_fileset *
 tally_fileset_new (void)
 {
-  struct tally_fileset *s = xcalloc_ (1, sizeof *s);
+  struct tally_fileset *s = xcalloc (1, sizeof *s);
   s->cap = 64;
-  s->slots = xcalloc_ (s->cap, sizeof *s->slots);
+  s->slots = xcalloc (s->cap, sizeof *s->slots);
   return s;
 }
 
@@ -91,7 +80,7 @@ tally_fileset_add (struct tally_fileset *s, const char *directory,
   if (++s->used * 2 <= s->cap)
     return;
   size_t cap = s->cap * 2;
-  char **slots = xcalloc_ (cap, sizeof *slots);
+  char **slots = xcalloc (cap, sizeof *slots);
   for (size_t k = 0; k < s->cap; k++)
     if (s->slots[k])
       slots[slot_of (slots, cap, s->slots[k])] = s->slots[k];
