@@ -122,33 +122,6 @@ say (const char *fmt, ...)
   (void) w;
 }
 
-static uint32_t
-u32at (const unsigned char *p)
-{
-  return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16
-         | (uint32_t) p[3] << 24;
-}
-
-static uint64_t
-u64at (const unsigned char *p)
-{
-  return (uint64_t) u32at (p) | (uint64_t) u32at (p + 4) << 32;
-}
-
-static void
-put32 (unsigned char *p, uint32_t v)
-{
-  for (int i = 0; i < 4; i++)
-    p[i] = (unsigned char) (v >> (8 * i));
-}
-
-static void
-put64 (unsigned char *p, uint64_t v)
-{
-  put32 (p, (uint32_t) v);
-  put32 (p + 4, (uint32_t) (v >> 32));
-}
-
 /* A cursor over an image: every read is checked against END (the image
    is our own runtime's, but a bug must not become a crash).  */
 struct cur
@@ -165,7 +138,7 @@ c32 (struct cur *c)
       c->bad = 1;
       return 0;
     }
-  uint32_t v = u32at (c->p);
+  uint32_t v = tally_le_get32 (c->p);
   c->p += 4;
   return v;
 }
@@ -213,9 +186,9 @@ walk_record (struct cur *c, uint32_t *nfns, uint64_t *vals, int out,
       for (uint32_t j = 0; j < nv && vals; j++, k++)
         {
           if (out)
-            vals[k] = u64at (v + 8 * j);
+            vals[k] = tally_le_get64 (v + 8 * j);
           else
-            put64 (wr + (v - start) + 8 * j, vals[k]);
+            tally_le_put64 (wr + (v - start) + 8 * j, vals[k]);
         }
       if (!vals)
         k += nv;
@@ -232,7 +205,7 @@ index_image (const unsigned char *image, size_t len, uint32_t *nrec,
              uint32_t *nmeas, const unsigned char **names, size_t *names_len)
 {
   struct cur c = { image + TALLY_HEADER_FIXED, image + len - TALLY_TRAILER_SIZE, 0 };
-  uint32_t n = u32at (image + 40);
+  uint32_t n = tally_le_get32 (image + 40);
   cstr (&c);
   struct rec *r = calloc (n ? n : 1, sizeof *r);
   if (!r)
@@ -241,7 +214,7 @@ index_image (const unsigned char *image, size_t len, uint32_t *nrec,
     {
       r[i].at = c.p;
       if (c.end - c.p >= 16)
-        r[i].checksum = u64at (c.p + 8);
+        r[i].checksum = tally_le_get64 (c.p + 8);
       r[i].ncounters = walk_record (&c, &r[i].nfns, NULL, 0, NULL);
       r[i].len = (size_t) (c.p - r[i].at);
       for (uint32_t j = 0; j < i; j++)
@@ -251,7 +224,7 @@ index_image (const unsigned char *image, size_t len, uint32_t *nrec,
   *nmeas = 0;
   *names = NULL;
   *names_len = 0;
-  if (!c.bad && c.end - c.p >= 4 && u32at (c.p) == TALLY_TAG_MEAS)
+  if (!c.bad && c.end - c.p >= 4 && tally_le_get32 (c.p) == TALLY_TAG_MEAS)
     {
       c32 (&c);
       uint32_t v = c32 (&c);
@@ -539,7 +512,8 @@ reduce (void)
           walk_record (&c, &nf, vals + at, 1, NULL);
           if (vg && nmeas == vg && recs[ri].meas)
             for (uint64_t j = 0; j < (uint64_t) k->nfns * vg * 2; j++)
-              vals[at + k->ncounters + j] = u64at (recs[ri].meas + 4 + 8 * j);
+              vals[at + k->ncounters + j]
+                  = tally_le_get64 (recs[ri].meas + 4 + 8 * j);
         }
       else if (has)
         say ("rank %d: module %016llx has another layout here than on rank "
@@ -646,7 +620,8 @@ reduce (void)
     say ("rank 0 has no counts to start the file from; nothing reduced");
   else if (rank == 0)
     {
-      uint64_t out = TALLY_HEADER_FIXED + 4 + u32at (image + TALLY_HEADER_FIXED);
+      uint64_t out = TALLY_HEADER_FIXED + 4
+                     + tally_le_get32 (image + TALLY_HEADER_FIXED);
       for (size_t i = 0; i < nall; i++)
         {
           size_t r0 = 0;
@@ -678,11 +653,11 @@ reduce (void)
                (unsigned long long) out);
           goto told;
         }
-      uint32_t plen = u32at (image + TALLY_HEADER_FIXED);
+      uint32_t plen = tally_le_get32 (image + TALLY_HEADER_FIXED);
       memcpy (f, image, TALLY_HEADER_FIXED + 4 + plen);
-      put64 (f + 16, out);
-      put32 (f + 40, (uint32_t) nall);
-      put32 (f + 44, TALLY_FILE_AT_EXIT);
+      tally_le_put64 (f + 16, out);
+      tally_le_put32 (f + 40, (uint32_t) nall);
+      tally_le_put32 (f + 44, TALLY_FILE_AT_EXIT);
       unsigned char *w = f + TALLY_HEADER_FIXED + 4 + plen;
       uint64_t vat = 0;
       uint64_t *sums = vals; /* reused: rank 0's own values are done with */
@@ -700,36 +675,36 @@ reduce (void)
         }
       if (vg)
         {
-          put32 (w, TALLY_TAG_MEAS), w += 4;
-          put32 (w, vg), w += 4;
+          tally_le_put32 (w, TALLY_TAG_MEAS), w += 4;
+          tally_le_put32 (w, vg), w += 4;
           memcpy (w, mnames, mnames_len), w += mnames_len;
-          put32 (w, (uint32_t) nall), w += 4;
+          tally_le_put32 (w, (uint32_t) nall), w += 4;
           vat = 0;
           for (size_t i = 0; i < nall; i++)
             {
-              put32 (w, all[i].nfns), w += 4;
+              tally_le_put32 (w, all[i].nfns), w += 4;
               vat += all[i].ncounters;
               for (uint64_t j = 0; j < (uint64_t) all[i].nfns * vg * 2; j++)
-                put64 (w, res[vat + j].sum), w += 8;
+                tally_le_put64 (w, res[vat + j].sum), w += 8;
               vat += (uint64_t) all[i].nfns * vg * 2;
             }
         }
-      put32 (w, TALLY_TAG_RANKS), w += 4;
-      put32 (w, TALLY_RANKS_VERSION), w += 4;
-      put32 (w, (uint32_t) size), w += 4;
-      put32 (w, (uint32_t) nall), w += 4;
+      tally_le_put32 (w, TALLY_TAG_RANKS), w += 4;
+      tally_le_put32 (w, TALLY_RANKS_VERSION), w += 4;
+      tally_le_put32 (w, (uint32_t) size), w += 4;
+      tally_le_put32 (w, (uint32_t) nall), w += 4;
       vat = 0;
       for (size_t i = 0; i < nall; i++)
         {
           uint64_t nm = (uint64_t) all[i].nfns * vg * 2;
-          put32 (w, all[i].nranks), w += 4;
-          put32 (w, 0), w += 4;
-          put64 (w, all[i].ncounters + nm), w += 8;
+          tally_le_put32 (w, all[i].nranks), w += 4;
+          tally_le_put32 (w, 0), w += 4;
+          tally_le_put64 (w, all[i].ncounters + nm), w += 8;
           for (uint64_t j = 0; j < all[i].ncounters + nm; j++, vat++)
             {
-              put64 (w, res[vat].min), w += 8;
-              put64 (w, res[vat].max), w += 8;
-              put32 (w, res[vat].rank), w += 4;
+              tally_le_put64 (w, res[vat].min), w += 8;
+              tally_le_put64 (w, res[vat].max), w += 8;
+              tally_le_put32 (w, res[vat].rank), w += 4;
             }
         }
       memset (w, 0, TALLY_TRAILER_SIZE);

@@ -78,20 +78,6 @@ static dev_t cont_dev;         /* and its identity, to notice a program */
 static ino_t cont_ino;         /* that closed cont_fd (see file_ok) */
 static size_t page;            /* the page size: regions are aligned to it */
 
-static void
-put32 (unsigned char *p, uint32_t v)
-{
-  for (int i = 0; i < 4; i++)
-    p[i] = (unsigned char) (v >> (8 * i));
-}
-
-static void
-put64 (unsigned char *p, uint64_t v)
-{
-  put32 (p, (uint32_t) v);
-  put32 (p + 4, (uint32_t) (v >> 32));
-}
-
 /* pwrite all of BUF at OFF; 0 or an errno value.  */
 static int
 pwrite_all (int fd, const void *buf, size_t n, uint64_t off)
@@ -322,16 +308,16 @@ open_file (const char *path, const char *program)
     plen = TALLY_MAX_STRING;
   unsigned char h[TALLY_HEADER_FIXED + 4];
   memcpy (h, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
-  put32 (h + 8, TALLY_FILE_VERSION_CONT);
-  put32 (h + 12, TALLY_BYTE_ORDER_MARK);
-  put64 (h + 16, 0);
-  put64 (h + 24, (uint64_t) getpid ());
-  put64 (h + 32, (uint64_t) time (NULL));
-  put32 (h + 40, 0);
-  put32 (h + 44, TALLY_FILE_CONTINUOUS);
-  put32 (h + 48, (uint32_t) plen);
+  tally_le_put32 (h + 8, TALLY_FILE_VERSION_CONT);
+  tally_le_put32 (h + 12, TALLY_BYTE_ORDER_MARK);
+  tally_le_put64 (h + 16, 0);
+  tally_le_put64 (h + 24, (uint64_t) getpid ());
+  tally_le_put64 (h + 32, (uint64_t) time (NULL));
+  tally_le_put32 (h + 40, 0);
+  tally_le_put32 (h + 44, TALLY_FILE_CONTINUOUS);
+  tally_le_put32 (h + 48, (uint32_t) plen);
   unsigned char s[8];
-  put64 (s, start);
+  tally_le_put64 (s, start);
   int e = pwrite_all (fd, h, sizeof h, 0);
   if (!e)
     e = pwrite_all (fd, program, plen, sizeof h);
@@ -448,25 +434,25 @@ write_chunk (int fd, const struct tally_module *m, uint64_t off,
   if (mem == MAP_FAILED)
     return errno;
   unsigned char *b = (unsigned char *) mem;
-  put32 (b, TALLY_TAG_CMOD);
-  put64 (b + 8, region + len - off);
-  put64 (b + 16, region - off);
-  put64 (b + 24, len);
-  put32 (b + 32, m->nfns);
-  put32 (b + 36, (uint32_t) rec);
+  tally_le_put32 (b, TALLY_TAG_CMOD);
+  tally_le_put64 (b + 8, region + len - off);
+  tally_le_put64 (b + 16, region - off);
+  tally_le_put64 (b + 24, len);
+  tally_le_put32 (b + 32, m->nfns);
+  tally_le_put32 (b + 36, (uint32_t) rec);
   unsigned char *t = b + TALLY_CMOD_FIXED;
   for (uint32_t i = 0; i < m->nfns; i++, t += TALLY_CMOD_FN)
     {
       const struct tally_fn *f = m->fns[i];
       int vis = f->visited && f->nvisited;
-      put64 (t, (uint64_t) ((uintptr_t) f->counters - start));
-      put64 (t + 8, vis ? (uint64_t) ((uintptr_t) f->visited - start)
+      tally_le_put64 (t, (uint64_t) ((uintptr_t) f->counters - start));
+      tally_le_put64 (t + 8, vis ? (uint64_t) ((uintptr_t) f->visited - start)
                         : UINT64_MAX);
-      put32 (t + 16, f->ncounters);
-      put32 (t + 20, vis ? f->nvisited : 0);
+      tally_le_put32 (t + 16, f->ncounters);
+      tally_le_put32 (t + 20, vis ? f->nvisited : 0);
     }
   tally_rt_module_record (m, t);
-  put32 (b + 4, tally_crc32 (0, b + 8, head - 8));
+  tally_le_put32 (b + 4, tally_crc32 (0, b + 8, head - 8));
   int e = pwrite_all (fd, b, head, off);
   munmap (mem, head);
   return e;
@@ -586,9 +572,9 @@ int
 tally_rt_cont_dump_begin (uint64_t size)
 {
   unsigned char h[TALLY_DUMP_FIXED];
-  put32 (h, TALLY_TAG_DUMP);
-  put32 (h + 4, session);
-  put64 (h + 8, size);
+  tally_le_put32 (h, TALLY_TAG_DUMP);
+  tally_le_put32 (h + 4, session);
+  tally_le_put64 (h + 8, size);
   if (!file_ok ())
     {
       tally_rt_error ("%s: its descriptor was closed by the program and the "

@@ -23,20 +23,6 @@
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
-static void
-put_u32 (unsigned char *p, uint32_t v)
-{
-  for (int i = 0; i < 4; i++)
-    p[i] = (unsigned char) (v >> (8 * i));
-}
-
-static void
-put_u64 (unsigned char *p, uint64_t v)
-{
-  put_u32 (p, (uint32_t) v);
-  put_u32 (p + 4, (uint32_t) (v >> 32));
-}
-
 /* Decode, solve and count the lines of F's block map, if it has one.  */
 static void
 check_map (const struct tally_data_fn *f)
@@ -125,7 +111,8 @@ parse_repaired_continuous (const unsigned char *buf, size_t len)
                       + tally_le32 (copy + pos + 36);
       if (head > len - pos)
         break;
-      put_u32 (copy + pos + 4, tally_crc32 (0, copy + pos + 8, (size_t) head - 8));
+      tally_le_put32 (copy + pos + 4,
+                      tally_crc32 (0, copy + pos + 8, (size_t) head - 8));
       if (clen < TALLY_CMOD_FIXED || clen > len - pos)
         break;
       pos += (size_t) clen;
@@ -151,12 +138,12 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       memcpy (copy, data, size);
       size_t tpos = size - TALLY_TRAILER_SIZE;
       memcpy (copy, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
-      put_u32 (copy + 8, TALLY_FILE_VERSION);
-      put_u32 (copy + 12, TALLY_BYTE_ORDER_MARK);
-      put_u64 (copy + 16, size);
-      put_u32 (copy + tpos, TALLY_TAG_END);
-      put_u32 (copy + tpos + 4, tally_crc32 (0, copy, tpos));
-      put_u64 (copy + tpos + 8, size);
+      tally_le_put32 (copy + 8, TALLY_FILE_VERSION);
+      tally_le_put32 (copy + 12, TALLY_BYTE_ORDER_MARK);
+      tally_le_put64 (copy + 16, size);
+      tally_le_put32 (copy + tpos, TALLY_TAG_END);
+      tally_le_put32 (copy + tpos + 4, tally_crc32 (0, copy, tpos));
+      tally_le_put64 (copy + tpos + 8, size);
       parse_once (copy, size);
       free (copy);
     }

@@ -31,20 +31,6 @@
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
-static void
-put_u32 (unsigned char *p, uint32_t v)
-{
-  for (int i = 0; i < 4; i++)
-    p[i] = (unsigned char) (v >> (8 * i));
-}
-
-static void
-put_u64 (unsigned char *p, uint64_t v)
-{
-  put_u32 (p, (uint32_t) v);
-  put_u32 (p + 4, (uint32_t) (v >> 32));
-}
-
 /* Whether the tools' strict reader takes BUF whole, block maps included.  */
 static int
 tools_read (const unsigned char *buf, size_t len, char *err, size_t errlen)
@@ -82,15 +68,15 @@ write_merged (const unsigned char *buf, size_t head, const unsigned char *recs,
   if (!out)
     return;
   memcpy (out, buf, head);
-  put_u64 (out + 16, len);
-  put_u32 (out + 40, nmod);
+  tally_le_put64 (out + 16, len);
+  tally_le_put32 (out + 40, nmod);
   memcpy (out + head, recs, rlen);
   if (xlen)
     memcpy (out + head + rlen, x, xlen);
   size_t t = len - TALLY_TRAILER_SIZE;
-  put_u32 (out + t, TALLY_TAG_END);
-  put_u32 (out + t + 4, tally_crc32 (0, out, t));
-  put_u64 (out + t + 8, len);
+  tally_le_put32 (out + t, TALLY_TAG_END);
+  tally_le_put32 (out + t + 4, tally_crc32 (0, out, t));
+  tally_le_put64 (out + t + 8, len);
   check_merged (out, len);
   free (out);
 }
@@ -217,12 +203,12 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       memcpy (copy, data, size);
       size_t tpos = size - TALLY_TRAILER_SIZE;
       memcpy (copy, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
-      put_u32 (copy + 8, TALLY_FILE_VERSION);
-      put_u32 (copy + 12, TALLY_BYTE_ORDER_MARK);
-      put_u64 (copy + 16, size);
-      put_u32 (copy + tpos, TALLY_TAG_END);
-      put_u32 (copy + tpos + 4, tally_crc32 (0, copy, tpos));
-      put_u64 (copy + tpos + 8, size);
+      tally_le_put32 (copy + 8, TALLY_FILE_VERSION);
+      tally_le_put32 (copy + 12, TALLY_BYTE_ORDER_MARK);
+      tally_le_put64 (copy + 16, size);
+      tally_le_put32 (copy + tpos, TALLY_TAG_END);
+      tally_le_put32 (copy + tpos + 4, tally_crc32 (0, copy, tpos));
+      tally_le_put64 (copy + tpos + 8, size);
       check_once (copy, size);
       free (copy);
     }

@@ -160,6 +160,36 @@
 /* A string longer than this is corrupt (both writer and reader enforce it). */
 #define TALLY_MAX_STRING 65536u
 
+/* The file's little-endian integers in memory, for every writer and reader
+   (no libc: usable by the runtime anywhere, signal handlers included).  */
+static inline uint32_t
+tally_le_get32 (const unsigned char *p)
+{
+  return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16
+         | (uint32_t) p[3] << 24;
+}
+
+static inline uint64_t
+tally_le_get64 (const unsigned char *p)
+{
+  return (uint64_t) tally_le_get32 (p)
+         | (uint64_t) tally_le_get32 (p + 4) << 32;
+}
+
+static inline void
+tally_le_put32 (unsigned char *p, uint32_t v)
+{
+  for (int i = 0; i < 4; i++)
+    p[i] = (unsigned char) (v >> (8 * i));
+}
+
+static inline void
+tally_le_put64 (unsigned char *p, uint64_t v)
+{
+  tally_le_put32 (p, (uint32_t) v);
+  tally_le_put32 (p + 4, (uint32_t) (v >> 32));
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif
