@@ -64,26 +64,33 @@ printable (const char *s, char *buf, size_t size)
   return buf;
 }
 
+/* The next N bytes of P, or NULL with a message naming WHAT if they run
+   past the end of the records.  */
+static const unsigned char *
+take (struct parser *p, size_t n, const char *what)
+{
+  if (left (p) < n)
+    {
+      fail (p->err, p->errlen, "%s at byte %zu runs past the end of the "
+            "records: file is corrupt", what, p->pos);
+      return NULL;
+    }
+  p->pos += n;
+  return p->buf + p->pos - n;
+}
+
 int
 take_u32 (struct parser *p, uint32_t *v, const char *what)
 {
-  if (left (p) < 4)
-    return fail (p->err, p->errlen, "%s at byte %zu runs past the end of the "
-                 "records: file is corrupt", what, p->pos);
-  *v = tally_le_get32 (p->buf + p->pos);
-  p->pos += 4;
-  return 0;
+  const unsigned char *b = take (p, 4, what);
+  return b ? (*v = tally_le_get32 (b), 0) : -1;
 }
 
 int
 take_u64 (struct parser *p, uint64_t *v, const char *what)
 {
-  if (left (p) < 8)
-    return fail (p->err, p->errlen, "%s at byte %zu runs past the end of the "
-                 "records: file is corrupt", what, p->pos);
-  *v = tally_le_get64 (p->buf + p->pos);
-  p->pos += 8;
-  return 0;
+  const unsigned char *b = take (p, 8, what);
+  return b ? (*v = tally_le_get64 (b), 0) : -1;
 }
 
 /* Read a string into the pool as a NUL-terminated copy.  A string of N
