@@ -10,8 +10,17 @@
  * Below the constants, the codec: the byte offsets of every fixed part
  * (TALLY_HDR_*, TALLY_MODREC_*, ...) and static inline functions that
  * encode and decode them (tally_le_*, tally_hdr_put, tally_modrec_get ...).
- * They call nothing, not even libc, so the runtime may use them anywhere,
- * signal handlers included.
+ * They call nothing, not even libc (tally_file_seal only tally_crc32,
+ * rt/crc32.c), so the runtime may use them anywhere, signal handlers
+ * included, and its merge reader keeps its bounds: the *_get functions
+ * read exactly their part's bytes.  For the runtime: the header
+ * (tally_hdr_put; TALLY_HDR_* for the fields it patches), the module and
+ * function records (tally_modrec_put, tally_fnrec_put; TALLY_MODREC_NFNS,
+ * TALLY_FNREC_NVALUES where its reader walks records), path nodes
+ * (tally_pnode_put/get), the trailer (tally_trailer_put, tally_file_seal
+ * for an image in memory), CMOD and DUMP chunks (tally_cmod_put,
+ * tally_cmodfn_put, tally_dump_put) and the block map's fields
+ * (TALLY_MAP_KIND ...).
  *
  *   header   magic "TALLYDAT", u32 version, u32 byte-order mark 0x01020304,
  *            u64 file size, u64 pid, u64 unix time, u32 module count,
