@@ -586,8 +586,9 @@ write_merged (const char *path, const struct accumulator *acc,
       return EXIT_BAD_DATA;
     }
   struct out_writer w = { o.f, 0, 0 };
+  /* The fixed parts are encoded here; the header is the largest.  pid 0:
+     no single process wrote the file.  */
   unsigned char fixed[TALLY_HEADER_FIXED];
-  /* pid 0: no single process wrote it */
   struct tally_hdr h = { TALLY_FILE_VERSION, TALLY_BYTE_ORDER_MARK, size, 0,
                          (uint64_t) time (NULL), (uint32_t) acc->n, flags };
   tally_hdr_put (fixed, &h);
