@@ -30,7 +30,7 @@ import os
 import shutil
 import sys
 
-from checklib import Failure, Skip, expect, run, run_check
+from checklib import Failure, Skip, expect, run, case, main
 import lcovcmp
 
 
@@ -98,6 +98,7 @@ def compare_one(a, work, src, flags, fails, totals):
                 for d in bad[:20])))
 
 
+@case("corpus")
 def check_corpus(a, work):
     need_tools()
     corpus = os.path.join(a.srcdir, "gcov-corpus")
@@ -130,6 +131,7 @@ int never(int x)
 """
 
 
+@case("cdtors")
 def check_cdtors(a, work):
     need_tools()
     src = os.path.join(work, "last.c")
@@ -243,6 +245,7 @@ def records(info, src):
     return out
 
 
+@case("markers")
 def check_markers(a, work):
     need_tools()
     src = os.path.join(work, "marked.c")
@@ -284,25 +287,5 @@ def check_markers(a, work):
            "--no-markers left out marked lines, functions or branches")
 
 
-CHECKS = {
-    "markers": check_markers,
-    "corpus": check_corpus,
-    "cdtors": check_cdtors,
-}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=sorted(CHECKS))
-    for opt in ("plugin", "runtime", "tally", "srcdir"):
-        ap.add_argument("--" + opt, required=True)
-    ap.add_argument("--cc", default="gcc")
-    ap.add_argument("--cxx", default="g++")
-    a = ap.parse_args()
-    for opt in ("srcdir", "plugin", "runtime", "tally"):
-        setattr(a, opt, os.path.abspath(getattr(a, opt)))
-    return run_check(CHECKS, a.check, a, "tally-gcov-")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("tally-gcov-"))

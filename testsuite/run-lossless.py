@@ -23,7 +23,7 @@ import sys
 import time
 import zlib
 
-from checklib import Failure, Skip, expect, run, run_check
+from checklib import Failure, Skip, expect, run, case, main
 
 
 def build(a, work, src, hooks="inline", extra=(), cxx=False, name=None, runtime=None):
@@ -73,6 +73,7 @@ def shared_runtime(a):
     return ["-L" + rt_dir, "-ltally-rt", "-Wl,-rpath," + rt_dir]
 
 
+@case("fork")
 def check_fork(a, work):
     for hooks, extra in (("inline", []), ("call", []),
                          ("tls", ["-fplugin-arg-tally-update=tls"])):
@@ -119,6 +120,7 @@ def gcov_counts(a, work, src, args):
     return lines, fns
 
 
+@case("fork-lines")
 def check_fork_lines(a, work):
     """Block counts across a chain of forks (4 processes) and tally_reset
     in the middle of active frames: the files of the run, each solved on
@@ -208,6 +210,7 @@ def check_fork_lines(a, work):
                % (update, r.stderr, cause))
 
 
+@case("exec")
 def check_exec(a, work):
     """Every exec function writes the counts before the image goes; a failed
     exec keeps counting; a vfork child's exec writes nothing; an
@@ -285,6 +288,7 @@ def wait_for(path, seconds=20):
     return True
 
 
+@case("signals")
 def check_signals(a, work):
     """TALLY_DUMP_ON: SIGUSR1 writes the counts so far and the program goes
     on (its blocked read resumes); fatal signals write the file and the
@@ -436,6 +440,7 @@ def run_waiting(exe, env, between=None):
     return p
 
 
+@case("pid-reuse")
 def check_pid_reuse(a, work):
     """A TALLY_OUTPUT with %p (the default's) never replaces a file another
     process wrote under the same pid (a pid reused after a wrap, a pid
@@ -500,6 +505,7 @@ def check_pid_reuse(a, work):
         want(a, os.path.join(sub, f), "f", 7, what="pid namespace " + f)
 
 
+@case("late")
 def check_late(a, work):
     """Instrumented code that runs after the exit dump (atexit handlers and
     static objects from before the first registration, ELF destructors)
@@ -531,6 +537,7 @@ def module_count(path):
         return struct.unpack("<I", f.read(44)[40:44])[0]
 
 
+@case("merge")
 def check_merge(a, work):
     """TALLY_OUTPUT with %m: 64 processes started at once merge into one
     file whose counts are exact sums, repeated dumps of one process are not
@@ -640,6 +647,7 @@ def check_merge(a, work):
     want(a, os.path.join(sub, datas[0]), "main", 1, what="dumps around dlclose with %m")
 
 
+@case("merge-tool")
 def check_merge_tool(a, work):
     """tally merge: 1000 files of two builds sum exactly, the builds stay
     separate modules unless --force, the output is a valid data file (the
@@ -701,6 +709,7 @@ def check_merge_tool(a, work):
     expect(p.returncode == 2 and "no output file" in p.stderr, "no -o: %r" % p.stderr)
 
 
+@case("threads")
 def check_threads(a, work):
     """update=atomic and update=tls under threads: 16 joined threads give
     the exact total; frames left by pthread_exit count their entry and no
@@ -755,6 +764,7 @@ def check_threads(a, work):
                  what=tag + " a thread outliving main (pthread_exit)")
 
 
+@case("dlopen")
 def check_dlopen(a, work):
     """One instrumented library opened twice (one handle, then reloaded
     after its last dlclose), and two copies of it under two paths: every
@@ -820,6 +830,7 @@ def check_dlopen(a, work):
                        "want %s" % (tag, mode, recs, records))
 
 
+@case("signal-handler")
 def check_signal_handler(a, work):
     """Instrumented code called from a SIGALRM handler (raised in a loop,
     and from a 50 us interval timer interrupting a loop over the same
@@ -846,6 +857,7 @@ def check_signal_handler(a, work):
                                    "main": (1, 1)}, what="%s %s" % (tag, mode))
 
 
+@case("ctor")
 def check_ctor(a, work):
     """Instrumented code run before the module it counts in registered (a
     .preinit_array entry, a priority-100 constructor, a priority-101
@@ -891,6 +903,7 @@ def check_ctor(a, work):
                        % (tag, fn, got.get(fn), (n, n)))
 
 
+@case("reentry")
 def check_reentry(a, work):
     """A program defining its own, instrumented, write, strlen and memcpy
     (functions the runtime would call while writing the file, and that
@@ -924,41 +937,5 @@ def check_reentry(a, work):
                 want_all(a, data, expected, what=tag + (" with a dump" if arg else ""))
 
 
-CHECKS = {
-    "fork": check_fork,
-    "fork-lines": check_fork_lines,
-    "exec": check_exec,
-    "signals": check_signals,
-    "pid-reuse": check_pid_reuse,
-    "late": check_late,
-    "merge": check_merge,
-    "merge-tool": check_merge_tool,
-    "threads": check_threads,
-    "dlopen": check_dlopen,
-    "signal-handler": check_signal_handler,
-    "ctor": check_ctor,
-    "reentry": check_reentry,
-}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=sorted(CHECKS))
-    for opt in ("plugin", "runtime", "tally", "srcdir"):
-        ap.add_argument("--" + opt, required=True)
-    ap.add_argument("--cc", default="gcc")
-    ap.add_argument("--cxx", default="g++")
-    ap.add_argument("--include", default=None)
-    ap.add_argument("--runtime-asan", default=None)
-    a = ap.parse_args()
-    a.srcdir = os.path.abspath(a.srcdir)
-    if a.include is None:
-        a.include = os.path.join(os.path.dirname(a.srcdir), "include")
-    for attr in ("plugin", "runtime", "tally", "runtime_asan"):
-        if getattr(a, attr):
-            setattr(a, attr, os.path.abspath(getattr(a, attr)))
-    return run_check(CHECKS, a.check, a, "tally-lossless-")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("tally-lossless-"))

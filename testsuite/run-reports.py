@@ -16,7 +16,7 @@ import struct
 import sys
 import zlib
 
-from checklib import Failure, expect, run, run_check
+from checklib import Failure, expect, run, case, main
 
 
 def build(a, work, name, src, flags=(), cxx=False):
@@ -42,6 +42,7 @@ def csv_calls(a, *args):
     return calls
 
 
+@case("mixed-builds")
 def check_mixed_builds(a, work):
     """One source built at=late and at=early: report, lcov, flame, report
     --tree and merge refuse to sum the files, naming the source and both
@@ -106,6 +107,7 @@ def csv_rows(a, *args):
             for r in csv.DictReader(io.StringIO(out))]
 
 
+@case("system-headers")
 def check_system_headers(a, work):
     """Functions of system headers never called are left out of report
     (at=early lists glibc's inline atol, C++ every library template it
@@ -210,6 +212,7 @@ def check_system_headers(a, work):
             expect(out_all.count("\n") >= out.count("\n"), "--all: %s" % out_all)
 
 
+@case("diff")
 def check_diff(a, work):
     """tally diff A B of two runs of diff-prog.c with other inputs: the
     calls and line counts differ by what the program says it did, sorted
@@ -311,23 +314,5 @@ def check_diff(a, work):
                                                          p.stdout, p.stderr))
 
 
-CHECKS = {
-    "diff": check_diff,
-    "mixed-builds": check_mixed_builds,
-    "system-headers": check_system_headers,
-}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=sorted(CHECKS))
-    for opt in ("plugin", "runtime", "tally", "srcdir"):
-        ap.add_argument("--" + opt, required=True)
-    ap.add_argument("--cc", default="gcc")
-    ap.add_argument("--cxx", default="g++")
-    a = ap.parse_args()
-    return run_check(CHECKS, a.check, a, "tally-reports-")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("tally-reports-"))
