@@ -79,6 +79,13 @@ def need_tools(*tools):
             raise Skip("(%s not installed)" % tool)
 
 
+def write_file(path, text):
+    """Write TEXT to PATH; returns PATH."""
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def plain_quotes(text):
     """GCC's diagnostics with its typographic quotes made plain."""
     return text.replace("\u2018", "'").replace("\u2019", "'")
@@ -102,22 +109,23 @@ def shared_runtime(a):
     return ["-L" + rt_dir, "-ltally-rt", "-Wl,-rpath," + rt_dir]
 
 
-def build(a, exe, sources, flags=(), opt="-O2", runtime=None, libs=(), cxx=None):
+def build(a, exe, sources, flags=(), opt="-O2", link=(), runtime=None, libs=(), cxx=None):
     """Compile and link SOURCES into EXE with the plugin: OPT, FLAGS (compiler
-    and -fplugin-arg- flags), the runtime's link arguments RUNTIME (the
-    static runtime by default), then LIBS.  The C++ compiler when the first
-    source is C++ (or CXX says so).  Returns EXE."""
+    and -fplugin-arg- flags) before the sources; after them LINK, the
+    runtime's link arguments RUNTIME (the static runtime by default), then
+    LIBS.  The C++ compiler when the first source is C++ (or CXX says so).
+    Returns EXE."""
     if isinstance(sources, str):
         sources = [sources]
     run([compiler(a, sources[0], cxx), opt, "-fplugin=" + a.plugin, *flags,
-         *sources, "-o", exe, *(runtime or [a.runtime]), *libs])
+         *sources, "-o", exe, *link, *(runtime or [a.runtime]), *libs])
     return exe
 
 
 def build_abc(a, work, runtime=None, extra=()):
     """progs/s-abc.c at -O2 with the plugin and EXTRA, as WORK/abc."""
     return build(a, os.path.join(work, "abc"), os.path.join(a.srcdir, "progs", "s-abc.c"),
-                 flags=extra, runtime=[runtime or a.runtime])
+                 link=extra, runtime=[runtime or a.runtime])
 
 
 # Running and reading the data file back.
@@ -125,6 +133,14 @@ def build_abc(a, work, runtime=None, extra=()):
 def run_data(exe, data, args=(), env=None, **kw):
     """Run EXE writing the data file DATA; returns the completed process."""
     return run([exe, *args], env=dict(env or {}, TALLY_OUTPUT=data), **kw)
+
+
+def data_of(exe, args=()):
+    """Run EXE writing EXE.data; returns that file's bytes."""
+    data = exe + ".data"
+    run_data(exe, data, args)
+    with open(data, "rb") as f:
+        return f.read()
 
 
 def report_json(a, *args, env=None):

@@ -3,38 +3,33 @@ measure=cycles in each hook mode, reading the measured rows and call
 trees back, the checks every measured report must pass (exact counts,
 every cycle charged once), whether PAPI can measure here.
 """
-import json
 import os
 import platform
 import struct
 import zlib
 
-from checklib import Skip, expect, run
+import checklib
+from checklib import expect, report_rows, run, run_data, Skip, tally_opts
 
 
 MODES = [(h, at) for h in ("inline", "call") for at in ("early", "late")]
 
 
 def build(a, work, src, hooks, at, opt="-O2", extra=()):
-    cxx = src.endswith(".cc")
     exe = os.path.join(work, "%s-%s-%s%s%s" % (os.path.splitext(src)[0], hooks, at, opt,
                                                "".join(e.split("=")[-1] for e in extra)))
-    run([a.cxx if cxx else a.cc, opt, "-fplugin=" + a.plugin,
-         "-fplugin-arg-tally-hooks=" + hooks, "-fplugin-arg-tally-at=" + at,
-         "-fplugin-arg-tally-measure=cycles", *extra,
-         os.path.join(a.srcdir, "measure", src), "-o", exe, a.runtime,
-         "-lpthread"])
-    return exe
+    return checklib.build(a, exe, os.path.join(a.srcdir, "measure", src),
+                          [*tally_opts("hooks=" + hooks, "at=" + at, "measure=cycles"), *extra],
+                          opt=opt, libs=["-lpthread"])
 
 
 def measure(a, exe, work):
     """Run EXE; return (stdout, {function: row}) with row the report's JSON
     object (calls, exits, incl_cycles, excl_cycles)."""
     data = exe + ".data"
-    p = run([exe], env={"TALLY_OUTPUT": data})
+    p = run_data(exe, data)
     expect(p.stderr == "", "%s: runtime messages: %r" % (exe, p.stderr))
-    rep = json.loads(run([a.tally, "report", "--json", data]).stdout)
-    return p.stdout, {f["name"]: f for f in rep["functions"]}
+    return p.stdout, report_rows(a, data)
 
 
 def check_counts(what, rows, expected):

@@ -19,7 +19,7 @@ import time
 
 from fractions import Fraction
 
-from checklib import Skip, case, expect, main, plain_quotes, report_calls, run
+from checklib import Skip, case, expect, main, plain_quotes, report_calls, run, write_file
 
 
 @case("plugin-errors")
@@ -190,9 +190,7 @@ def check_filter(a, work):
 
     def instrumented(rules, extra=(), path=None, **kw):
         if rules is not None:
-            path = os.path.join(work, "rules")
-            with open(path, "w") as f:
-                f.write(rules)
+            path = write_file(os.path.join(work, "rules"), rules)
         exe = os.path.join(work, "prog")
         p = run([a.cc, "-O0", "-fplugin=" + a.plugin, "-fplugin-arg-tally-filter=" + path,
                  *extra, src, "-o", exe, a.runtime], env={"LC_ALL": "C"}, **kw)
@@ -235,12 +233,9 @@ def check_filter(a, work):
            and "note: tally: 'work' instrumented" in text, "verbose notes:\n%s" % text)
     # Errors: a bad line names file:line and the accepted rules; a missing
     # file and a missing value name the option.
-    bad = os.path.join(work, "bad")
-    with open(bad, "w") as f:
-        f.write("include function a\ninclude everything\n")
-    nul = os.path.join(work, "nul")
-    with open(nul, "w") as f:
-        f.write("exclude function tiny\nexclude function work\0 main\n")
+    bad = write_file(os.path.join(work, "bad"), "include function a\ninclude everything\n")
+    nul = write_file(os.path.join(work, "nul"),
+                     "exclude function tiny\nexclude function work\0 main\n")
     for flag, pattern in ((bad, r"bad:2: cannot read this rule; the accepted lines are"),
                           (nul, r"nul:2: a NUL byte in the line; a filter file is text"),
                           (work, r"cannot read the filter file: it is a directory"),
@@ -381,9 +376,7 @@ def check_select(a, work):
     calls, _ = counted(["-fplugin-arg-tally-select=" + prof, "-fplugin-arg-tally-at=early"])
     expect(set(calls) == chosen, "at=late profile, at=early build: %s" % calls)
     # 5. With a filter, both must admit; tally select --filter writes one.
-    rules = os.path.join(work, "rules")
-    with open(rules, "w") as f:
-        f.write("exclude function churn\n")
+    rules = write_file(os.path.join(work, "rules"), "exclude function churn\n")
     calls, notes = counted(["-fplugin-arg-tally-select=" + prof + ":100",
                             "-fplugin-arg-tally-filter=" + rules, "-fplugin-arg-tally-verbose"])
     want = selected(["--percent=100", prof]) - {"churn"}
@@ -493,15 +486,14 @@ def check_gc_stress(a, work):
     # C++ without library headers (they make a collection at every
     # opportunity take 20 s a compile): classes, virtual calls, a template,
     # an exception thrown through instrumented frames.
-    cxx = os.path.join(work, "gc.cc")
-    with open(cxx, "w") as f:
-        f.write("struct err { int v; };\n"
-                "struct base { virtual ~base () {} virtual int f (int x) = 0; };\n"
-                "struct d1 : base { int f (int x) override { if (x > 90) throw err{x}; return x + 1; } };\n"
-                "template <typename T> T twice (T x) { return x + x; }\n"
-                "static int run (base &b, int n) { int s = 0; for (int i = 0; i < n; i++) s += b.f (i); return s; }\n"
-                "int main (int argc, char **) { d1 d; try { return run (d, argc * 100); }\n"
-                "  catch (const err &e) { return twice (e.v) & 1; } }\n")
+    cxx = write_file(os.path.join(work, "gc.cc"),
+                     "struct err { int v; };\n"
+                     "struct base { virtual ~base () {} virtual int f (int x) = 0; };\n"
+                     "struct d1 : base { int f (int x) override { if (x > 90) throw err{x}; return x + 1; } };\n"
+                     "template <typename T> T twice (T x) { return x + x; }\n"
+                     "static int run (base &b, int n) { int s = 0; for (int i = 0; i < n; i++) s += b.f (i); return s; }\n"
+                     "int main (int argc, char **) { d1 d; try { return run (d, argc * 100); }\n"
+                     "  catch (const err &e) { return twice (e.v) & 1; } }\n")
     progs = [("longjmp.c", a.cc), ("clones.c", a.cc), ("threads.c", a.cc), (cxx, a.cxx)]
     jobs = []
     for n, opts in enumerate(option_sets):

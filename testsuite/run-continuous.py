@@ -9,7 +9,6 @@ Usage: run-continuous.py CHECK --plugin P --runtime RT --tally T --cc CC
                          --srcdir DIR [--include DIR] [--runtime-asan RTA]
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import os
 import signal
 import struct
@@ -18,7 +17,8 @@ import sys
 import time
 import zlib
 
-from checklib import Failure, Skip, expect, run, case, main
+import checklib
+from checklib import case, expect, main, report_csv, run, shared_runtime, Skip
 
 MAPPED = "-fplugin-arg-tally-counters=mapped"
 
@@ -32,29 +32,18 @@ def fork_src(a):
     return os.path.join(a.srcdir, "lossless", "fork.c")
 
 
-def shared_runtime(a):
-    rt_dir = os.path.dirname(a.runtime)
-    return ["-L" + rt_dir, "-ltally-rt", "-Wl,-rpath," + rt_dir]
-
-
 def runtime(a, name):
     return [a.runtime] if name == "static" else shared_runtime(a)
 
 
 def build(a, exe, sources, flags=(), rt="static", opt="-O2", mapped=True, link=()):
-    run([a.cc, opt, "-fplugin=" + a.plugin, *([MAPPED] if mapped else []), *flags,
-         "-I", a.include, *sources, "-o", exe, *runtime(a, rt), *link])
-    return exe
+    return checklib.build(a, exe, sources, [*([MAPPED] if mapped else []), *flags, "-I", a.include],
+                          opt=opt, runtime=runtime(a, rt), libs=link, cxx=False)
 
 
 def report(a, path):
     """({function: (entries, exits)}, stderr) of one data file."""
-    p = run([a.tally, "report", "--csv", path])
-    res = {}
-    for line in p.stdout.splitlines()[1:]:
-        f = line.split(",")
-        res[f[2]] = (int(f[0]), int(f[1]))
-    return res, p.stderr
+    return report_csv(a, path)
 
 
 def want_all(a, path, expected, what, finished=None):

@@ -19,7 +19,7 @@ import threading
 import time
 import zlib
 
-from checklib import Failure, Skip, build_abc, case, expect, main, report_calls, run
+from checklib import Failure, Skip, build_abc, case, expect, main, report_calls, run, write_file
 
 
 def valid_file(a, work):
@@ -295,9 +295,7 @@ def check_tool_output(a, work):
         # A link planted at the temporary name the old code used: a child
         # plants it for its own pid, then becomes tally (exec keeps the pid).
         out = os.path.join(work, name + ".out")
-        victim = os.path.join(work, name + ".victim")
-        with open(victim, "w") as f:
-            f.write("precious\n")
+        victim = write_file(os.path.join(work, name + ".victim"), "precious\n")
         p = subprocess.run([a.tally, *args, "-o", out], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True,
                            preexec_fn=lambda: os.symlink(victim, "%s.tmp.%d" % (out, os.getpid())))
@@ -330,17 +328,15 @@ def check_lcov_names(a, work):
     into `tally lcov`'s tracefile (lcov has no escapes): its record is left
     out with a message naming it escaped, exit status 1, and the other
     files' records are written as usual."""
-    evil = os.path.join(work, "evil\nDA:1,99\nx.c")
-    with open(evil, "w") as f:
-        f.write("int f (int x) { return x > 3 ? x : -x; }\n")
-    good = os.path.join(work, "good.c")
-    with open(good, "w") as f:
-        f.write("int f (int);\n"
-                "int main (int argc, char **argv)\n"
-                "{\n"
-                "  (void) argv;\n"
-                "  return f (argc) == 99;\n"
-                "}\n")
+    evil = write_file(os.path.join(work, "evil\nDA:1,99\nx.c"),
+                      "int f (int x) { return x > 3 ? x : -x; }\n")
+    good = write_file(os.path.join(work, "good.c"),
+                      "int f (int);\n"
+                      "int main (int argc, char **argv)\n"
+                      "{\n"
+                      "  (void) argv;\n"
+                      "  return f (argc) == 99;\n"
+                      "}\n")
     exe = os.path.join(work, "prog")
     run([a.cc, "-O0", "-fplugin=" + a.plugin, "-fplugin-arg-tally-blocks=count", evil, good,
          "-o", exe, a.runtime])
@@ -424,21 +420,20 @@ def check_lcov_huge_counts(a, work):
     expect(p.returncode == 0 and "runtime error" not in p.stderr and "ERROR" not in p.stderr,
            "lcov of a file without block maps: exit %d\n%s" % (p.returncode, p.stderr))
     expect(re.search(r"^FNDA:1,main$", p.stdout, re.M), "no FNDA for main:\n%s" % p.stdout)
-    src = os.path.join(work, "loops.c")
-    with open(src, "w") as f:
-        # Line 1: two functions whose counts gcov adds up (as lcov does),
-        # each run 3 times: 6; line 2: three such functions: 9.  Line 6:
-        # a loop on one line (entry plus 3 cycles).
-        f.write("static int f1 (int x) { return x + 1; } static int f2 (int x) { return x * 2; }\n"
-                "static int f3 (int x) { return x; } static int f4 (int x) { return -x; } static int f5 (int x) { return x; }\n"
-                "int main (int argc, char **argv)\n"
-                "{\n"
-                "  int s = 0;\n"
-                "  for (int i = 0; i < argc + 2; i++) s += i;\n"
-                "  for (int i = 0; i < argc + 2; i++)\n"
-                "    s += f1 (i) + f2 (i) + f3 (i) + f4 (i) + f5 (i);\n"
-                "  return s == 99 && argv;\n"
-                "}\n")
+    # Line 1: two functions whose counts gcov adds up (as lcov does),
+    # each run 3 times: 6; line 2: three such functions: 9.  Line 6:
+    # a loop on one line (entry plus 3 cycles).
+    src = write_file(os.path.join(work, "loops.c"),
+                     "static int f1 (int x) { return x + 1; } static int f2 (int x) { return x * 2; }\n"
+                     "static int f3 (int x) { return x; } static int f4 (int x) { return -x; } static int f5 (int x) { return x; }\n"
+                     "int main (int argc, char **argv)\n"
+                     "{\n"
+                     "  int s = 0;\n"
+                     "  for (int i = 0; i < argc + 2; i++) s += i;\n"
+                     "  for (int i = 0; i < argc + 2; i++)\n"
+                     "    s += f1 (i) + f2 (i) + f3 (i) + f4 (i) + f5 (i);\n"
+                     "  return s == 99 && argv;\n"
+                     "}\n")
     exe = os.path.join(work, "loops")
     run([a.cc, "-O0", "-fplugin=" + a.plugin, "-fplugin-arg-tally-blocks=count", src,
          "-o", exe, a.runtime])

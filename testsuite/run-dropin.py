@@ -12,13 +12,11 @@ Usage: run-dropin.py CHECK --tally T --srcdir DIR --cc CC --cxx CXX
                      --meson M --build-dir DIR --docdir DIR
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import csv
 import io
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 from checklib import Failure, Skip, expect, run, case, main

@@ -11,17 +11,15 @@ Usage: run-examples.py CHECK --plugin P --runtime RT --tally T
                        --include DIR --examples DIR [--cc CC] [--cxx CXX]
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import csv
 import io
 import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 
-from checklib import Failure, Skip, expect, run, case, main
+from checklib import Skip, expect, run, case, main, write_file
 
 
 def plain_quotes(text):
@@ -326,14 +324,10 @@ GOOD_PROG = "int g (int x) { return x + 1; }\nint main (void) { return g (0) - 1
 
 @case("errors")
 def check_errors(a, work):
-    src = os.path.join(work, "prog.c")
-    with open(src, "w") as f:
-        f.write(GOOD_PROG)
+    src = write_file(os.path.join(work, "prog.c"), GOOD_PROG)
 
     def header(name, text):
-        path = os.path.join(work, name)
-        with open(path, "w") as f:
-            f.write("#include <tally/hooks.h>\n" + text)
+        path = write_file(os.path.join(work, name), "#include <tally/hooks.h>\n" + text)
         return path
 
     sig = ("(const struct tally_fn *fn, struct tally_frame *fr) "

@@ -23,14 +23,13 @@ Checks:
            never runs, is not shown as run.
 Exit status: 0 pass, 1 fail, 77 skip (gcov or lcov missing).
 """
-import argparse
 import csv
 import io
 import os
 import shutil
 import sys
 
-from checklib import Failure, Skip, expect, run, case, main
+from checklib import Skip, expect, run, case, main, write_file
 import lcovcmp
 
 
@@ -134,9 +133,7 @@ int never(int x)
 @case("cdtors")
 def check_cdtors(a, work):
     need_tools()
-    src = os.path.join(work, "last.c")
-    with open(src, "w") as f:
-        f.write(CDTOR_SRC)
+    src = write_file(os.path.join(work, "last.c"), CDTOR_SRC)
     last = CDTOR_SRC.count("\n")  # the closing brace of never()
     d = os.path.join(work, "both")
     os.makedirs(d)
@@ -248,9 +245,7 @@ def records(info, src):
 @case("markers")
 def check_markers(a, work):
     need_tools()
-    src = os.path.join(work, "marked.c")
-    with open(src, "w") as f:
-        f.write(MARKERS_SRC)
+    src = write_file(os.path.join(work, "marked.c"), MARKERS_SRC)
     excl, nobr = marked_lines(MARKERS_SRC)
     expect(excl and nobr - excl, "the test source has no markers")
     w = os.path.join(work, "build")

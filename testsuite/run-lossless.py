@@ -11,7 +11,6 @@ Usage: run-lossless.py CHECK --plugin P --runtime RT --tally T --cc CC
                        [--runtime-asan RTA]
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import json
 import os
 import platform
@@ -23,28 +22,22 @@ import sys
 import time
 import zlib
 
-from checklib import Failure, Skip, expect, run, case, main
+import checklib
+from checklib import case, expect, main, report_calls, report_json, run, shared_runtime, Skip
 
 
 def build(a, work, src, hooks="inline", extra=(), cxx=False, name=None, runtime=None):
     """Build lossless/SRC; RUNTIME: the link arguments of the runtime (the
     static one by default)."""
     exe = os.path.join(work, name or "%s-%s" % (os.path.splitext(src)[0], hooks))
-    cc = a.cxx if cxx else a.cc
-    run([cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
-         "-I", a.include, os.path.join(a.srcdir, "lossless", src), "-o", exe,
-         *extra, *(runtime or [a.runtime])])
-    return exe
+    return checklib.build(a, exe, os.path.join(a.srcdir, "lossless", src),
+                          ["-fplugin-arg-tally-hooks=" + hooks, "-I", a.include],
+                          link=extra, runtime=runtime, cxx=cxx)
 
 
 def calls(a, path):
     """{function: (entries, exits)} of one data file, clones folded."""
-    out = run([a.tally, "report", "--csv", path]).stdout.splitlines()
-    res = {}
-    for line in out[1:]:
-        f = line.split(",")
-        res[f[2]] = (int(f[0]), int(f[1]))
-    return res
+    return report_calls(a, path)
 
 
 def want(a, path, fn, entries, exits=None, what=""):
@@ -62,15 +55,10 @@ def want_all(a, path, expected, what=""):
     expect(got == expected, "%s%s: counted %s, want %s"
            % (what and what + ": ", os.path.basename(path), sorted(got.items()),
               sorted(expected.items())))
-    t = json.loads(run([a.tally, "report", "--json", path]).stdout)["totals"]
+    t = report_json(a, path)["totals"]
     want_t = (sum(e for e, _ in expected.values()), sum(x for _, x in expected.values()))
     expect((t["calls"], t["exits"]) == want_t, "%s%s: report totals %s, want %s"
            % (what and what + ": ", os.path.basename(path), (t["calls"], t["exits"]), want_t))
-
-
-def shared_runtime(a):
-    rt_dir = os.path.dirname(a.runtime)
-    return ["-L" + rt_dir, "-ltally-rt", "-Wl,-rpath," + rt_dir]
 
 
 @case("fork")
@@ -288,6 +276,22 @@ def wait_for(path, seconds=20):
     return True
 
 
+def signal_waiting(a, exe, data, sig, env, what):
+    """Run `EXE wait` writing DATA with ENV added (TALLY_DUMP_ON only if ENV
+    sets it), send SIG once it is ready: it dies of SIG with f's 5 calls
+    in DATA."""
+    full = dict(os.environ, TALLY_OUTPUT=data)
+    full.pop("TALLY_DUMP_ON", None)
+    full.update(env)
+    p = subprocess.Popen([exe, "wait"], env=full, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    expect(p.stdout.readline().strip() == "ready", "%s: no ready line" % what)
+    p.send_signal(sig)
+    p.communicate(timeout=60)
+    expect(p.returncode == -sig, "%s: exit %d" % (what, p.returncode))
+    want(a, data, "f", 5, what=what)
+
+
 @case("signals")
 def check_signals(a, work):
     """TALLY_DUMP_ON: SIGUSR1 writes the counts so far and the program goes
@@ -363,15 +367,8 @@ def check_signals(a, work):
             expect(got[0] > 1000 and got[1] == 0, "%s %s: deep %s, want thousands "
                    "of calls and no exit" % (hooks, mode, got))
         # An externally sent SIGTERM while the program waits.
-        data = os.path.join(work, "term-%s.data" % hooks)
-        env = dict(os.environ, TALLY_OUTPUT=data, TALLY_DUMP_ON="TERM")
-        p = subprocess.Popen([exe, "wait"], env=env, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        expect(p.stdout.readline().strip() == "ready", "%s: no ready line" % hooks)
-        p.send_signal(signal.SIGTERM)
-        p.communicate(timeout=60)
-        expect(p.returncode == -signal.SIGTERM, "%s: SIGTERM: exit %d" % (hooks, p.returncode))
-        want(a, data, "f", 5, what=hooks + " external SIGTERM")
+        signal_waiting(a, exe, os.path.join(work, "term-%s.data" % hooks), signal.SIGTERM,
+                       {"TALLY_DUMP_ON": "TERM"}, hooks + " external SIGTERM")
         # A pipeline whose reader exits early: the writer dies of SIGPIPE
         # (by default, no TALLY_DUMP_ON), the shell sees that death, and
         # the file has every call made (the program notes each in a file
@@ -388,16 +385,8 @@ def check_signals(a, work):
         want(a, data, "f", made, what=hooks + " SIGPIPE in a pipeline")
         want(a, data, "main", 1, 0, what=hooks + " SIGPIPE in a pipeline")
         # An external SIGINT (Ctrl-C) while the program waits, by default.
-        data = os.path.join(work, "int-%s.data" % hooks)
-        env = dict(os.environ, TALLY_OUTPUT=data)
-        env.pop("TALLY_DUMP_ON", None)
-        p = subprocess.Popen([exe, "wait"], env=env, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        expect(p.stdout.readline().strip() == "ready", "%s: no ready line" % hooks)
-        p.send_signal(signal.SIGINT)
-        p.communicate(timeout=60)
-        expect(p.returncode == -signal.SIGINT, "%s: SIGINT: exit %d" % (hooks, p.returncode))
-        want(a, data, "f", 5, what=hooks + " external SIGINT")
+        signal_waiting(a, exe, os.path.join(work, "int-%s.data" % hooks), signal.SIGINT,
+                       {}, hooks + " external SIGINT")
         # The program's own SIGTERM handler, installed before tally's
         # registration, is left alone: it ends the process with _exit(7),
         # which writes nothing (had tally's handler replaced it, tally

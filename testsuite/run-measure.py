@@ -32,7 +32,7 @@ import platform
 import struct
 import sys
 
-from checklib import case, expect, main, run
+from checklib import case, expect, main, run, data_of
 from measurelib import (MODES, build, check_counts, check_sums, check_tree,
                         check_tree_sums, measure, need_papi, papi_unusable, paths_build,
                         rewrap, tree_rows, x86_64)
@@ -436,11 +436,7 @@ def check_errors(a, work):
 
 def file_with_meas(a, work):
     x86_64()
-    exe = build(a, work, "tree.c", "call", "late")
-    data = exe + ".data"
-    run([exe], env={"TALLY_OUTPUT": data})
-    with open(data, "rb") as f:
-        return f.read()
+    return data_of(build(a, work, "tree.c", "call", "late"))
 
 
 def meas_variants(buf):
@@ -464,11 +460,7 @@ def meas_variants(buf):
 
 def file_with_paths(a, work):
     x86_64()
-    exe = paths_build(a, work, "tree.c", "late")
-    data = exe + ".data"
-    run([exe], env={"TALLY_OUTPUT": data})
-    with open(data, "rb") as f:
-        return f.read()
+    return data_of(paths_build(a, work, "tree.c", "late"))
 
 
 def path_variants(buf):
@@ -585,7 +577,7 @@ def check_bad_meas(a, work):
     run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
          "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-paths=on",
          "-I", os.path.join(a.srcdir, "..", "include"),
-         os.path.join(a.srcdir, "measure", "merge.c"), "-o", merger, a.runtime,
+         os.path.join(a.srcdir, "measure", "paths.c"), "-o", merger, a.runtime,
          "-lpthread"])
     sub = os.path.join(work, "m")
     os.mkdir(sub)

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import threading
 
-from checklib import Skip, build_abc, case, expect, main, run
+from checklib import Skip, build_abc, case, expect, main, run, write_file
 
 
 @case("output-path")
@@ -178,9 +178,7 @@ def check_output_safety(a, work):
         ok_run(p, "another user's FIFO")
         soft("cannot write %s: it is owned by another user" % fifo in p.stderr,
                "another user's FIFO: %r" % p.stderr)
-        theirs = os.path.join(work, "theirs.data")
-        with open(theirs, "w") as f:
-            f.write("theirs\n")
+        theirs = write_file(os.path.join(work, "theirs.data"), "theirs\n")
         os.chown(theirs, 65534, 65534)
         p = run([exe], env={"TALLY_OUTPUT": theirs}, check=False)
         ok_run(p, "another user's file")
@@ -272,20 +270,17 @@ def check_secure_output(a, work):
         print("no setpriv (util-linux): skipped")
         raise Skip()
     os.chmod(work, 0o755)
-    src = os.path.join(work, "suid.c")
-    with open(src, "w") as f:
-        f.write("#include <stdio.h>\n#include <sys/auxv.h>\n#include <unistd.h>\n"
-                "__attribute__ ((noinline)) int f (int x) { return x + 1; }\n"
-                "int main (void) { int s = 0; for (int i = 0; i < 5; i++) s = f (s);\n"
-                "  printf (\"%lu %d %d\\n\", getauxval (AT_SECURE), (int) geteuid (), s);\n"
-                "  return 0; }\n")
+    src = write_file(os.path.join(work, "suid.c"),
+                     "#include <stdio.h>\n#include <sys/auxv.h>\n#include <unistd.h>\n"
+                     "__attribute__ ((noinline)) int f (int x) { return x + 1; }\n"
+                     "int main (void) { int s = 0; for (int i = 0; i < 5; i++) s = f (s);\n"
+                     "  printf (\"%lu %d %d\\n\", getauxval (AT_SECURE), (int) geteuid (), s);\n"
+                     "  return 0; }\n")
     exe = os.path.join(work, "suid")
     run([a.cc, "-O1", "-fplugin=" + a.plugin, src, "-o", exe, a.runtime])
     os.chown(exe, 0, 0)
     os.chmod(exe, 0o4755)
-    victim = os.path.join(work, "victim")
-    with open(victim, "w") as f:
-        f.write("secret\n")
+    victim = write_file(os.path.join(work, "victim"), "secret\n")
     os.chmod(victim, 0o600)
     home = os.path.join(work, "home")
     os.mkdir(home)

@@ -14,22 +14,21 @@ Usage: run-paths.py CASE --plugin P --runtime RT --tally T --cc CC
                     driver_args)
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import json
 import os
 import shutil
 import sys
 
-from checklib import Skip, case, expect, main, run
+from checklib import case, expect, main, report_rows, run, Skip
 from measurelib import (PAPI_EVENTS, OUTSIDE, build, check_sums, check_tree_sums, measure,
                         need_papi, paths_build, rewrap, tree_rows, x86_64)
 
 
 def oracle_paths(a, work, src):
     """Call paths and their calls from -finstrument-functions and
-    oracle/cyg-paths.c, as {path of names: calls}."""
+    oracle/cyg-oracle.c, as {path of names: calls}."""
     exe = os.path.join(work, os.path.splitext(src)[0] + "-cyg")
-    obj = os.path.join(work, "cyg-paths.o")
-    run([a.cc, "-O2", "-c", os.path.join(a.srcdir, "oracle", "cyg-paths.c"), "-o", obj])
+    obj = os.path.join(work, "cyg-oracle.o")
+    run([a.cc, "-O2", "-c", os.path.join(a.srcdir, "oracle", "cyg-oracle.c"), "-o", obj])
     run([a.cc, "-O2", "-finstrument-functions",
          os.path.join(a.srcdir, "measure", src), obj, "-o", exe])
     out = exe + ".paths"
@@ -252,15 +251,9 @@ def check_unwind(a, work):
             "TALLY_UNWIND=off: %s" % sorted(tree))
 
 
-def report_rows(a, files):
-    """The per-function rows of `tally report --json FILES`, by name."""
-    rep = json.loads(run([a.tally, "report", "--json"] + files).stdout)
-    return {f["name"]: f for f in rep["functions"]}
-
-
 def merge_check(a, work, tag, flags, libs=(), env=None, procs=6, rounds=3,
                 events=()):
-    """PROCS processes of merge.c built with FLAGS merge ROUNDS dumps each
+    """PROCS processes of paths.c built with FLAGS merge ROUNDS dumps each
     into one %m file and also write their whole profile to a plain file at
     the same moment: the merged file's calls, measured values and call
     tree are exactly the sums of the plain files', and so are those of
@@ -271,7 +264,7 @@ def merge_check(a, work, tag, flags, libs=(), env=None, procs=6, rounds=3,
     exe = os.path.join(sub, "merge")
     run([a.cc, "-O2", "-fplugin=" + a.plugin, *flags, "-I",
          os.path.join(a.srcdir, "..", "include"),
-         os.path.join(a.srcdir, "measure", "merge.c"), "-o", exe, a.runtime,
+         os.path.join(a.srcdir, "measure", "paths.c"), "-o", exe, a.runtime,
          *libs, "-lpthread"])
     full = dict(os.environ)
     full.update(env or {})
@@ -290,11 +283,11 @@ def merge_check(a, work, tag, flags, libs=(), env=None, procs=6, rounds=3,
     plain = sorted(os.path.join(sub, f) for f in os.listdir(sub) if f.startswith("plain."))
     tool = os.path.join(sub, "tool.data")
     run([a.tally, "merge", "-o", tool] + plain)
-    want = report_rows(a, plain)
+    want = report_rows(a, *plain)
     calls = {"x": procs * rounds * 440, "y": procs * rounds * 70,
              "shared": procs * rounds * 510, "r": procs * rounds * 40}
     for what, data in (("%m", merged), ("tally merge", tool)):
-        rows = report_rows(a, [data])
+        rows = report_rows(a, data)
         got = {n: rows[n]["calls"] for n in calls}
         expect(got == calls, "%s %s: calls %s, want %s" % (tag, what, got, calls))
         for n, r in want.items():
@@ -348,9 +341,9 @@ def check_merge(a, work):
     with open(merged + ".other", "rb") as f:
         expect(f.read() == rewrap(body.replace(b"\x06\0\0\0cycles", b"\x06\0\0\0cyclez")),
                "the file moved aside is not the one that was there")
-    rows = report_rows(a, [merged])
+    rows = report_rows(a, merged)
     expect(rows["x"]["calls"] == 440 and rows["x"]["incl_cycles"]
-           == report_rows(a, [os.path.join(work, "plain.data")])["x"]["incl_cycles"],
+           == report_rows(a, os.path.join(work, "plain.data"))["x"]["incl_cycles"],
            "after moving aside: %s" % rows["x"])
 
 
@@ -376,7 +369,7 @@ def check_papi_paths(a, work):
         data = exe + ".data"
         p = run([exe], env=dict(env, TALLY_OUTPUT=data))
         expect(p.stderr == "", "%s: %r" % (what, p.stderr))
-        rows = report_rows(a, [data])
+        rows = report_rows(a, data)
         calls = {k: v[0] for k, v in tree_rows(a, data).items()}
         for ev in events:
             out = run([a.tally, "report", "--tree", "--event", ev, data]).stdout

@@ -7,7 +7,6 @@ Usage: run-reports.py CHECK --plugin P --runtime RT --tally T --srcdir DIR
                           [--cc CC] [--cxx CXX]
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import csv
 import io
 import json
@@ -16,30 +15,23 @@ import struct
 import sys
 import zlib
 
-from checklib import Failure, expect, run, case, main
+import checklib
+from checklib import case, expect, main, report_csv, run, tally_opts
 
 
 def build(a, work, name, src, flags=(), cxx=False):
-    exe = os.path.join(work, name)
-    run([a.cxx if cxx else a.cc, "-O2", "-fplugin=" + a.plugin,
-         *["-fplugin-arg-tally-" + f for f in flags], src, "-o", exe,
-         a.runtime, *(["-lpthread"] if not cxx else [])])
-    return exe
+    return checklib.build(a, os.path.join(work, name), src, tally_opts(*flags),
+                          libs=[] if cxx else ["-lpthread"], cxx=cxx)
 
 
 def run_data(exe, data, args=()):
     """Run EXE writing DATA; returns its standard output."""
-    return run([exe, *args], env={"TALLY_OUTPUT": data}).stdout
+    return checklib.run_data(exe, data, args).stdout
 
 
 def csv_calls(a, *args):
     """Calls per function name of `tally report --csv ARGS`."""
-    out = run([a.tally, "report", "--csv", *args]).stdout.splitlines()
-    calls = {}
-    for line in out[1:]:
-        f = line.split(",")
-        calls[f[2]] = calls.get(f[2], 0) + int(f[0])
-    return calls
+    return {fn: c[0] for fn, c in report_csv(a, *args, sum_clones=True)[0].items()}
 
 
 @case("mixed-builds")
