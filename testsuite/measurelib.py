@@ -9,7 +9,7 @@ import struct
 import zlib
 
 import checklib
-from checklib import expect, report_rows, run, run_data, Skip, tally_opts
+from checklib import expect, report_rows, run, run_data, Skip, tally_opts, write_file
 
 
 MODES = [(h, at) for h in ("inline", "call") for at in ("early", "late")]
@@ -52,6 +52,30 @@ def check_sums(what, rows, roots, slack=0):
     expect(abs(total - want) <= slack and want > 0,
            "%s: exclusive cycles add up to %d, the roots %s have %d inclusive"
            % (what, total, roots, want))
+
+
+def each_mode(opts=("-O2",), extras=((),)):
+    """The configurations of measured(): every hook mode and placement,
+    with each of OPTS and each list of plugin options of EXTRAS."""
+    return [(hooks, at, opt, tuple(extra)) for hooks, at in MODES
+            for opt in opts for extra in extras]
+
+
+def measured(a, work, src, configs):
+    """Build measure/SRC in each (hooks, at, opt, extra) of CONFIGS and run
+    it: yields (what, its output, {function: row}) (see measure)."""
+    for hooks, at, opt, extra in configs:
+        what = " ".join([src, hooks, at, opt, *extra])
+        out, rows = measure(a, build(a, work, src, hooks, at, opt, extra), work)
+        yield what, out, rows
+
+
+def check_structure(what, rows, counts, children, roots=("main",), slack=0):
+    """ROWS have exactly COUNTS (check_counts), the tree of CHILDREN
+    (check_tree), and every cycle charged once below ROOTS (check_sums)."""
+    check_counts(what, rows, counts)
+    check_tree(what, rows, children)
+    check_sums(what, rows, list(roots), slack)
 
 
 def check_tree(what, rows, children):
@@ -111,9 +135,7 @@ def papi_unusable(a, work):
 
 
 def probe_papi(a, work):
-    src = os.path.join(work, "papi-probe.c")
-    with open(src, "w") as f:
-        f.write(PAPI_PROBE)
+    src = write_file(os.path.join(work, "papi-probe.c"), PAPI_PROBE)
     exe = os.path.join(work, "papi-probe")
     run([a.cc, src, "-o", exe, "-lpapi"])
     p = run([exe] + list(PAPI_EVENTS), check=False)
@@ -148,18 +170,11 @@ def tree_rows(a, data, env=None, outside=False):
     out of the paths (report --tree hides them; a row of one would be cut
     here too, and its values must be 0)."""
     out = run([a.tally, "report", "--tree", *(["--all"] if outside else []), data],
-              env=env).stdout.splitlines()
-    res, stack = {}, []
-    for line in out[1:]:
-        calls, incl, excl = (int(v) for v in line[:46].split())
-        rest = line[48:]
-        depth = (len(rest) - len(rest.lstrip(" "))) // 2
-        name = rest.lstrip(" ").rsplit("  ", 1)[0]
-        del stack[depth:]
-        stack.append(name)
-        key = tuple(stack)
+              env=env).stdout
+    res = {}
+    for key, values in parse_tree(out):
         expect(key not in res, "%s: path %s twice in the tree" % (data, key))
-        res[key] = (calls, incl, excl)
+        res[key] = values
     if outside:
         return res
     cut = {}
@@ -190,6 +205,33 @@ def check_tree_sums(what, rows, tree, folded):
     want = sum(r["excl_cycles"] for r in rows.values())
     expect(total == want, "%s: collapsed stacks add up to %d, exclusive "
            "cycles to %d" % (what, total, want))
+
+
+# The plugin options of a paths=on build of measure=cycles.
+PATHS_ON = tally_opts("hooks=call", "measure=cycles", "paths=on")
+
+
+def measure_exe(a, exe, src, flags, libs=()):
+    """measure/SRC built with FLAGS, the runtime's header directory
+    included, linked with LIBS, as EXE."""
+    return checklib.build(a, exe, os.path.join(a.srcdir, "measure", src),
+                          [*flags, "-I", os.path.join(a.srcdir, "..", "include")],
+                          libs=[*libs, "-lpthread"])
+
+
+def parse_tree(out):
+    """The rows of `tally report --tree` output OUT as [(path tuple,
+    (calls, inclusive, exclusive))], in order."""
+    rows, stack = [], []
+    for line in out.splitlines()[1:]:
+        calls, incl, excl = (int(v) for v in line[:46].split())
+        rest = line[48:]
+        depth = (len(rest) - len(rest.lstrip(" "))) // 2
+        name = rest.lstrip(" ").rsplit("  ", 1)[0]
+        del stack[depth:]
+        stack.append(name)
+        rows.append((tuple(stack), (calls, incl, excl)))
+    return rows
 
 
 def paths_build(a, work, src, at, opt="-O2"):

@@ -19,7 +19,7 @@ import time
 
 from fractions import Fraction
 
-from checklib import Skip, case, expect, main, plain_quotes, report_calls, run, write_file
+from checklib import case, expect, main, plain_quotes, report_calls, run, Skip, write_file
 
 
 @case("plugin-errors")

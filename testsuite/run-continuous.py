@@ -18,7 +18,7 @@ import time
 import zlib
 
 import checklib
-from checklib import case, expect, main, report_csv, run, shared_runtime, Skip
+from checklib import case, expect, main, report_csv, run, shared_runtime, Skip, write_file
 
 MAPPED = "-fplugin-arg-tally-counters=mapped"
 
@@ -321,9 +321,7 @@ def check_errors(a, work):
     """counters= takes static or mapped, and refuses what it cannot map;
     %c with %m is refused at run time with the reason; a program closing the
     runtime's descriptor; a path that cannot be created."""
-    c = os.path.join(work, "t.c")
-    with open(c, "w") as f:
-        f.write("int main (void) { return 0; }\n")
+    c = write_file(os.path.join(work, "t.c"), "int main (void) { return 0; }\n")
     p = run([a.cc, "-fplugin=" + a.plugin, "-fplugin-arg-tally-counters=disk", "-c", c,
              "-o", os.path.join(work, "t.o")], check=False)
     expect(p.returncode != 0 and "accepted values: static, mapped" in p.stderr,

@@ -19,7 +19,8 @@ import threading
 import time
 import zlib
 
-from checklib import Failure, Skip, build_abc, case, expect, main, report_calls, run, write_file
+from checklib import (build_abc, case, expect, Failure, main, report_calls, run, Skip,
+                      write_file)
 
 
 def valid_file(a, work):

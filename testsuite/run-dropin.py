@@ -19,7 +19,7 @@ import re
 import shutil
 import sys
 
-from checklib import Failure, Skip, expect, run, case, main
+from checklib import case, expect, Failure, main, run, Skip
 
 # Report rows (by function or origin) for the names the program prints.
 ROW_OF = {"area": "area", "perimeter": "perimeter", "helper": "helper",

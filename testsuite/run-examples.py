@@ -19,7 +19,7 @@ import re
 import shutil
 import sys
 
-from checklib import Skip, expect, run, case, main, write_file
+from checklib import case, expect, main, run, Skip, write_file
 
 
 def plain_quotes(text):

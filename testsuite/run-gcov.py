@@ -29,7 +29,7 @@ import os
 import shutil
 import sys
 
-from checklib import Skip, expect, run, case, main, write_file
+from checklib import case, expect, main, run, Skip, write_file
 import lcovcmp
 
 

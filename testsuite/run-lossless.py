@@ -23,7 +23,8 @@ import time
 import zlib
 
 import checklib
-from checklib import case, expect, main, report_calls, report_json, run, shared_runtime, Skip
+from checklib import (case, expect, main, report_calls, report_json, run, shared_runtime,
+                      Skip, write_file)
 
 
 def build(a, work, src, hooks="inline", extra=(), cxx=False, name=None, runtime=None):
@@ -171,10 +172,9 @@ def check_fork_lines(a, work):
     # in the file, as lost updates or a dump read while threads counted
     # leave them; the edge into the loop then comes out negative):
     # the warning blames races only where the update mode can race.
-    prog = os.path.join(work, "loop.c")
-    with open(prog, "w") as f:
-        f.write("int n = 777777;\nint main (void) { int s = 0;\n"
-                "  for (int i = 0; i < n; i++) s += i & 3;\n  return s == 7; }\n")
+    prog = write_file(os.path.join(work, "loop.c"),
+                      "int n = 777777;\nint main (void) { int s = 0;\n"
+                      "  for (int i = 0; i < n; i++) s += i & 3;\n  return s == 7; }\n")
     for update, cause in (("single", "threads race"), ("atomic", "not those of one moment"),
                           ("tls", "not those of one moment")):
         exe = os.path.join(work, "loop-" + update)

@@ -32,45 +32,34 @@ import platform
 import struct
 import sys
 
-from checklib import case, expect, main, run, data_of
-from measurelib import (MODES, build, check_counts, check_sums, check_tree,
-                        check_tree_sums, measure, need_papi, papi_unusable, paths_build,
-                        rewrap, tree_rows, x86_64)
+from checklib import case, data_of, expect, main, run, write_file
+from measurelib import (build, check_counts, check_structure, check_sums, check_tree,
+                        check_tree_sums, each_mode, measure, measure_exe, measured,
+                        need_papi, papi_unusable, paths_build, PATHS_ON, rewrap,
+                        tree_rows, x86_64)
+
+
+# tree.c's calls and callees (each called by one parent only).
+TREE_COUNTS = {"main": (1, 1), "a": (200, 200), "b": (400, 400), "c": (1200, 1200),
+               "d": (1, 1)}
+TREE_CHILDREN = {"main": ["a", "d"], "a": ["b"], "b": ["c"], "c": [], "d": []}
+OPTS = ("-O0", "-O2")
 
 
 @case("tree")
 def check_tree_prog(a, work):
     x86_64()
-    for hooks, at in MODES:
-        for opt in ("-O0", "-O2"):
-            what = "tree.c %s %s %s" % (hooks, at, opt)
-            _, rows = measure(a, build(a, work, "tree.c", hooks, at, opt), work)
-            check_counts(what, rows, {"main": (1, 1), "a": (200, 200),
-                                      "b": (400, 400), "c": (1200, 1200),
-                                      "d": (1, 1)})
-            check_tree(what, rows, {"main": ["a", "d"], "a": ["b"],
-                                    "b": ["c"], "c": [], "d": []})
-            check_sums(what, rows, ["main"])
-            # d loops 20000000 times, all the c calls 60000 times together.
-            expect(rows["d"]["excl_cycles"] > rows["c"]["excl_cycles"] > 0,
-                   "%s: d's exclusive cycles %d not above c's %d" %
-                   (what, rows["d"]["excl_cycles"], rows["c"]["excl_cycles"]))
-    # With block counters (calls derived from them with hooks=inline) and
-    # per-thread counters.
-    for hooks, at in MODES:
-        for extra in (["-fplugin-arg-tally-blocks=count"],
-                      ["-fplugin-arg-tally-update=tls"]):
-            what = "tree.c %s %s %s" % (hooks, at, " ".join(extra))
-            exe = build(a, work, "tree.c", hooks, at, extra=extra)
-            _, rows = measure(a, exe, work)
-            # (With hooks=inline and blocks=count the calls are derived
-            # from the block counts by the report.)
-            check_counts(what, rows, {"main": (1, 1), "a": (200, 200),
-                                      "b": (400, 400), "c": (1200, 1200),
-                                      "d": (1, 1)})
-            check_tree(what, rows, {"main": ["a", "d"], "a": ["b"],
-                                    "b": ["c"], "c": [], "d": []})
-            check_sums(what, rows, ["main"])
+    for what, _, rows in measured(a, work, "tree.c", each_mode(OPTS)):
+        check_structure(what, rows, TREE_COUNTS, TREE_CHILDREN)
+        # d loops 20000000 times, all the c calls 60000 times together.
+        expect(rows["d"]["excl_cycles"] > rows["c"]["excl_cycles"] > 0,
+               "%s: d's exclusive cycles %d not above c's %d" %
+               (what, rows["d"]["excl_cycles"], rows["c"]["excl_cycles"]))
+    # With block counters (calls derived from them with hooks=inline: the
+    # report derives them from the block counts) and per-thread counters.
+    for what, _, rows in measured(a, work, "tree.c", each_mode(
+            extras=(["-fplugin-arg-tally-blocks=count"], ["-fplugin-arg-tally-update=tls"]))):
+        check_structure(what, rows, TREE_COUNTS, TREE_CHILDREN)
 
 
 @case("inlined")
@@ -78,16 +67,12 @@ def check_inlined(a, work):
     """at=early: functions inlined after their hooks went in share the CFA
     of the function they are inlined into; the plugin tells them apart."""
     x86_64()
-    for hooks in ("inline", "call"):
-        for opt in ("-O0", "-O2"):
-            what = "inlined.c %s at=early %s" % (hooks, opt)
-            _, rows = measure(a, build(a, work, "inlined.c", hooks, "early", opt), work)
-            check_counts(what, rows, {"main": (1, 1), "outer": (300, 300),
-                                      "in1": (300, 200), "in2": (300, 200),
-                                      "leaf": (400, 400)})
-            check_tree(what, rows, {"main": ["outer"], "outer": ["in1"],
-                                    "in1": ["in2"]})
-            check_sums(what, rows, ["main"])
+    configs = [(hooks, "early", opt, ()) for hooks in ("inline", "call") for opt in OPTS]
+    for what, _, rows in measured(a, work, "inlined.c", configs):
+        check_structure(what, rows, {"main": (1, 1), "outer": (300, 300),
+                                     "in1": (300, 200), "in2": (300, 200),
+                                     "leaf": (400, 400)},
+                        {"main": ["outer"], "outer": ["in1"], "in1": ["in2"]})
 
 
 def skipped_frames(what, rows, chain, after):
@@ -103,19 +88,13 @@ def skipped_frames(what, rows, chain, after):
 @case("longjmp")
 def check_longjmp(a, work):
     x86_64()
-    for hooks, at in MODES:
-        for opt in ("-O0", "-O2"):
-            what = "longjmp.c %s %s %s" % (hooks, at, opt)
-            _, rows = measure(a, build(a, work, "longjmp.c", hooks, at, opt), work)
-            check_counts(what, rows, {"main": (1, 1), "driver": (1000, 1000),
-                                      "after": (1000, 1000), "l1": (1000, 0),
-                                      "l2": (1000, 0), "l3": (1000, 0),
-                                      "l4": (1000, 0)})
-            check_tree(what, rows, {"main": ["driver"],
-                                    "driver": ["l1", "after"], "l1": ["l2"],
-                                    "l2": ["l3"], "l3": ["l4"], "l4": []})
-            check_sums(what, rows, ["main"])
-            skipped_frames(what, rows, ["l1"], "after")
+    for what, _, rows in measured(a, work, "longjmp.c", each_mode(OPTS)):
+        check_structure(what, rows, {"main": (1, 1), "driver": (1000, 1000),
+                                     "after": (1000, 1000), "l1": (1000, 0),
+                                     "l2": (1000, 0), "l3": (1000, 0), "l4": (1000, 0)},
+                        {"main": ["driver"], "driver": ["l1", "after"], "l1": ["l2"],
+                         "l2": ["l3"], "l3": ["l4"], "l4": []})
+        skipped_frames(what, rows, ["l1"], "after")
 
 
 def check_exceptions_rows(what, rows):
@@ -125,61 +104,46 @@ def check_exceptions_rows(what, rows):
              "void after()": "after", "void t1(int)": "t1",
              "void t2(int)": "t2", "void t3(int)": "t3"}
     rows = {names.get(n, n): r for n, r in rows.items()}
-    check_counts(what, rows, {"main": (1, 1), "catcher": (1000, 1000),
-                              "after": (1000, 1000), "t1": (1000, 0),
-                              "t2": (1000, 0), "t3": (1000, 0)})
-    check_tree(what, rows, {"main": ["catcher"],
-                            "catcher": ["t1", "after"], "t1": ["t2"],
-                            "t2": ["t3"], "t3": []})
-    check_sums(what, rows, ["main"])
+    check_structure(what, rows, {"main": (1, 1), "catcher": (1000, 1000),
+                                 "after": (1000, 1000), "t1": (1000, 0),
+                                 "t2": (1000, 0), "t3": (1000, 0)},
+                    {"main": ["catcher"], "catcher": ["t1", "after"], "t1": ["t2"],
+                     "t2": ["t3"], "t3": []})
     return rows
 
 
 @case("exceptions")
 def check_exceptions(a, work):
     x86_64()
-    for hooks, at in MODES:
-        for opt in ("-O0", "-O2"):
-            what = "exceptions.cc %s %s %s" % (hooks, at, opt)
-            _, rows = measure(a, build(a, work, "exceptions.cc", hooks, at, opt), work)
-            rows = check_exceptions_rows(what, rows)
-            skipped_frames(what, rows, ["t1"], "after")
+    for what, _, rows in measured(a, work, "exceptions.cc", each_mode(OPTS)):
+        rows = check_exceptions_rows(what, rows)
+        skipped_frames(what, rows, ["t1"], "after")
 
 
 @case("recursion")
 def check_recursion(a, work):
     x86_64()
-    for hooks, at in MODES:
-        what = "recursion.c %s %s" % (hooks, at)
-        _, rows = measure(a, build(a, work, "recursion.c", hooks, at), work)
-        check_counts(what, rows, {"main": (1, 1), "deep": (1, 1),
-                                  "rec": (800002, 800002)})
-        check_sums(what, rows, ["main", "deep"])
+    for what, _, rows in measured(a, work, "recursion.c", each_mode()):
+        check_structure(what, rows, {"main": (1, 1), "deep": (1, 1),
+                                     "rec": (800002, 800002)}, {}, ["main", "deep"])
 
 
 @case("threads")
 def check_threads(a, work):
     x86_64()
-    for hooks, at in MODES:
-        what = "threads.c %s %s update=atomic" % (hooks, at)
-        exe = build(a, work, "threads.c", hooks, at,
-                    extra=["-fplugin-arg-tally-update=atomic"])
-        _, rows = measure(a, exe, work)
-        check_counts(what, rows, {"main": (1, 1), "worker": (8, 8),
-                                  "a": (40000, 40000), "b": (80001, 80001),
-                                  "exiter": (1, 0), "e1": (1, 0),
-                                  "e2": (1, 0)})
-        check_tree(what, rows, {"worker": ["a"], "exiter": ["e1"],
-                                "e1": ["e2"]})
-        check_sums(what, rows, ["main", "worker", "exiter"])
+    for what, _, rows in measured(a, work, "threads.c",
+                                  each_mode(extras=(["-fplugin-arg-tally-update=atomic"],))):
+        check_structure(what, rows, {"main": (1, 1), "worker": (8, 8),
+                                     "a": (40000, 40000), "b": (80001, 80001),
+                                     "exiter": (1, 0), "e1": (1, 0), "e2": (1, 0)},
+                        {"worker": ["a"], "exiter": ["e1"], "e1": ["e2"]},
+                        ["main", "worker", "exiter"])
 
 
 @case("signals")
 def check_signals(a, work):
     x86_64()
-    for hooks, at in MODES:
-        what = "signals.c %s %s" % (hooks, at)
-        out, rows = measure(a, build(a, work, "signals.c", hooks, at), work)
+    for what, out, rows in measured(a, work, "signals.c", each_mode()):
         alarms = int(out.split()[0])
         want = {"main": (1, 1), "on_alarm": (alarms, alarms),
                 "handler_work": (alarms + 200, alarms + 200),
@@ -189,13 +153,11 @@ def check_signals(a, work):
         work_calls = rows["work"]["calls"]
         expect(work_calls >= 200, "%s: work called %d times" % (what, work_calls))
         want["work"] = (work_calls, work_calls)
-        check_counts(what, rows, want)
-        check_tree(what, rows, {"s1": ["s2"], "s2": ["s3"]})
         # A handler that interrupts the few instructions of a pop can have
         # its cycles charged twice or not at all (doc/measure.md): at most
         # its own cycles.
         slack = sum(rows[h]["incl_cycles"] for h in ("on_alarm", "on_usr1", "on_usr2"))
-        check_sums(what, rows, ["main"], slack)
+        check_structure(what, rows, want, {"s1": ["s2"], "s2": ["s3"]}, ["main"], slack)
 
 
 @case("papi")
@@ -380,9 +342,7 @@ def check_frames_cxx(a, work):
         _, rows = measure(a, exe, work)
         check_exceptions_rows(what, rows)
     # -fexceptions in C: the same fallback, and -Werror makes it an error.
-    src = os.path.join(work, "x.c")
-    with open(src, "w") as f:
-        f.write("int main (void) { return 0; }\n")
+    src = write_file(os.path.join(work, "x.c"), "int main (void) { return 0; }\n")
     base = [a.cc, "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
             "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-exit=frames",
             "-fexceptions", "-c", src, "-o", os.path.join(work, "x.o")]
@@ -396,9 +356,7 @@ def check_frames_cxx(a, work):
 
 @case("errors")
 def check_errors(a, work):
-    src = os.path.join(work, "x.c")
-    with open(src, "w") as f:
-        f.write("int main (void) { return 0; }\n")
+    src = write_file(os.path.join(work, "x.c"), "int main (void) { return 0; }\n")
     base = [a.cc, "-fplugin=" + a.plugin, "-c", src, "-o", os.devnull]
     cases = [
         (["-fplugin-arg-tally-measure=time"],
@@ -573,12 +531,7 @@ def check_bad_meas(a, work):
     file; the runtime's merge-on-write moves it aside instead of merging
     it (and does not crash)."""
     names = []
-    merger = os.path.join(work, "merge")
-    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
-         "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-paths=on",
-         "-I", os.path.join(a.srcdir, "..", "include"),
-         os.path.join(a.srcdir, "measure", "paths.c"), "-o", merger, a.runtime,
-         "-lpthread"])
+    merger = measure_exe(a, os.path.join(work, "merge"), "paths.c", PATHS_ON)
     sub = os.path.join(work, "m")
     os.mkdir(sub)
     pattern = os.path.join(sub, "t.%m.data")

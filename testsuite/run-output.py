@@ -19,7 +19,7 @@ import sys
 import tempfile
 import threading
 
-from checklib import Skip, build_abc, case, expect, main, run, write_file
+from checklib import build_abc, case, expect, main, run, Skip, write_file
 
 
 @case("output-path")

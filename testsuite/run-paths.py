@@ -19,8 +19,9 @@ import shutil
 import sys
 
 from checklib import case, expect, main, report_rows, run, Skip
-from measurelib import (PAPI_EVENTS, OUTSIDE, build, check_sums, check_tree_sums, measure,
-                        need_papi, paths_build, rewrap, tree_rows, x86_64)
+from measurelib import (build, check_sums, check_tree_sums, measure, measure_exe,
+                        need_papi, OUTSIDE, PAPI_EVENTS, parse_tree, paths_build,
+                        PATHS_ON, rewrap, tree_rows, x86_64)
 
 
 def oracle_paths(a, work, src):
@@ -136,12 +137,7 @@ def check_paths_race(a, work):
     """Dumps while other threads add call paths: the node count is read
     once per dump, so every dump succeeds and every file is whole."""
     x86_64()
-    exe = os.path.join(work, "paths-race")
-    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
-         "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-paths=on",
-         "-I", os.path.join(a.srcdir, "..", "include"),
-         os.path.join(a.srcdir, "measure", "paths-race.c"), "-o", exe, a.runtime,
-         "-lpthread"])
+    exe = measure_exe(a, os.path.join(work, "paths-race"), "paths-race.c", PATHS_ON)
     p = run([exe, os.path.join(work, "race")], check=False)
     expect(p.returncode == 0 and p.stderr == "" and p.stdout == "0 failed\n",
            "paths-race: exit %d, %r %r" % (p.returncode, p.stdout, p.stderr))
@@ -261,11 +257,7 @@ def merge_check(a, work, tag, flags, libs=(), env=None, procs=6, rounds=3,
     import subprocess
     sub = os.path.join(work, tag)
     os.mkdir(sub)
-    exe = os.path.join(sub, "merge")
-    run([a.cc, "-O2", "-fplugin=" + a.plugin, *flags, "-I",
-         os.path.join(a.srcdir, "..", "include"),
-         os.path.join(a.srcdir, "measure", "paths.c"), "-o", exe, a.runtime,
-         *libs, "-lpthread"])
+    exe = measure_exe(a, os.path.join(sub, "merge"), "paths.c", flags, libs)
     full = dict(os.environ)
     full.update(env or {})
     ps = [subprocess.Popen([exe, os.path.join(sub, "all.%m.data"),
@@ -376,16 +368,7 @@ def check_papi_paths(a, work):
             expect(out.splitlines()[0].split()[1:3] == ["incl-" + ev, "excl-" + ev],
                    "%s: header %r" % (what, out.splitlines()[0]))
             # (tree_rows reads `report --tree`; the same columns with --event.)
-            ev_tree = {}
-            stack = []
-            for line in out.splitlines()[1:]:
-                c, incl, excl = (int(v) for v in line[:46].split())
-                rest = line[48:]
-                depth = (len(rest) - len(rest.lstrip(" "))) // 2
-                name = rest.lstrip(" ").rsplit("  ", 1)[0]
-                del stack[depth:]
-                stack.append(name)
-                ev_tree[tuple(stack)] = (c, incl, excl)
+            ev_tree = dict(parse_tree(out))
             expect({k[k.index("main"):]: v[0] for k, v in ev_tree.items() if "main" in k}
                    == calls, "%s: %s tree calls differ from the cycles tree" % (what, ev))
             for fn, r in rows.items():
