@@ -203,21 +203,20 @@ int main(int argc, char **argv)
 def marked_lines(text):
     """(excluded lines, lines without branches) by lcov's rules, computed
     here from the text."""
-    excl, nobr, inside, inside_br = set(), set(), False, False
+    return marked(text, "LCOV_EXCL"), marked(text, "LCOV_EXCL_BR")
+
+
+def marked(text, tag):
+    """The lines TAG_LINE marks and those from a TAG_START to its TAG_STOP."""
+    lines, inside = set(), False
     for n, line in enumerate(text.splitlines(), 1):
-        if "LCOV_EXCL_STOP" in line:
+        if tag + "_STOP" in line:
             inside = False
-        elif "LCOV_EXCL_START" in line:
+        elif tag + "_START" in line:
             inside = True
-        if "LCOV_EXCL_LINE" in line or inside:
-            excl.add(n)
-        if "LCOV_EXCL_BR_STOP" in line:
-            inside_br = False
-        elif "LCOV_EXCL_BR_START" in line:
-            inside_br = True
-        if "LCOV_EXCL_BR_LINE" in line or inside_br:
-            nobr.add(n)
-    return excl, nobr
+        if tag + "_LINE" in line or inside:
+            lines.add(n)
+    return lines
 
 
 def records(info, src):
