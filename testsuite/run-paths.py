@@ -46,17 +46,23 @@ def oracle_paths(a, work, src):
     return res
 
 
+def measured_paths(a, work, src, at):
+    """measure/SRC built with paths=on at AT and run: (what, the program,
+    its rows (see measure), its call tree (tree_rows), flame --folded)."""
+    exe = paths_build(a, work, src, at)
+    _, rows = measure(a, exe, work)
+    tree = tree_rows(a, exe + ".data")
+    folded = run([a.tally, "flame", "--folded", exe + ".data"]).stdout
+    return "%s paths=on at=%s" % (src, at), exe, rows, tree, folded
+
+
 @case("paths")
 def check_paths(a, work):
     x86_64()
     for src in ("tree.c", "paths.c"):
         oracle = oracle_paths(a, work, src)
         for at in ("early", "late"):
-            what = "%s paths=on at=%s" % (src, at)
-            exe = paths_build(a, work, src, at)
-            _, rows = measure(a, exe, work)
-            tree = tree_rows(a, exe + ".data")
-            folded = run([a.tally, "flame", "--folded", exe + ".data"]).stdout
+            what, exe, rows, tree, folded = measured_paths(a, work, src, at)
             calls = {k: v[0] for k, v in tree.items()}
             expect(calls == oracle, "%s: path calls %s, -finstrument-functions "
                    "has %s" % (what, sorted(calls.items()), sorted(oracle.items())))
@@ -76,11 +82,7 @@ def check_paths(a, work):
                                           "void t1(int)", "void t2(int)",
                                           "void t3(int)"])):
         for at in ("early", "late"):
-            what = "%s paths=on at=%s" % (src, at)
-            exe = paths_build(a, work, src, at)
-            _, rows = measure(a, exe, work)
-            tree = tree_rows(a, exe + ".data")
-            folded = run([a.tally, "flame", "--folded", exe + ".data"]).stdout
+            what, exe, rows, tree, folded = measured_paths(a, work, src, at)
             for k in range(1, len(chain) + 1):
                 got = tree.get(tuple(chain[:k]), (0,))[0]
                 want = 1 if k == 1 else 1000
