@@ -41,52 +41,49 @@ put_glob_literal (const char *s)
     }
 }
 
+enum { SELECT_PERCENT = 1, SELECT_FILTER };
+
+static const struct cli_opt select_opts[] = {
+  { "--percent", 0, "P", SELECT_PERCENT,
+    "the share of the exclusive cycles to cover, 0 < P <= 100\n"
+    "(\"80\" or \"80%\"; default 80)" },
+  { "--filter", 0, NULL, SELECT_FILTER,
+    "print a filter file (-fplugin-arg-tally-filter) including\n"
+    "them instead of the table" },
+  { 0 }
+};
+
 /* tally select [--percent=P] [--filter] FILE...  */
-int
+static int
 cmd_select (int argc, char **argv)
 {
   const char **files = xmalloc ((size_t) argc * sizeof *files);
   size_t nfiles = 0;
   double percent = 80;
   const char *percent_arg = "80%";
-  int filter = 0, only_files = 0, r;
-  for (int i = 1; i < argc; i++)
+  int filter = 0, r;
+  struct cli_args p;
+  cli_start (&p, &cli_select, argc, argv);
+  while ((r = cli_next (&p)) > 0 || r == CLI_FILE)
+    if (r == CLI_FILE)
+      files[nfiles++] = p.value;
+    else if (r == SELECT_FILTER)
+      filter = 1;
+    else if (tally_parse_percent (p.value, &percent) == 0)
+      percent_arg = p.value;
+    else
+      {
+        error_msg ("select: bad value '%s' for --percent: give a number above "
+                   "0 and at most 100, like 80 or 99.5%%", p.value);
+        r = CLI_ERROR;
+        break;
+      }
+  if (r == CLI_END && nfiles == 0)
+    r = cli_usage (&cli_select, "no data files given");
+  if (r != CLI_END)
     {
-      const char *a = argv[i], *v;
-      enum arg_kind kind = take_arg (a, &only_files, files, &nfiles);
-      if (kind == ARG_HELP)
-        {
-          fputs (usage_text, stdout);
-          free (files);
-          return 0;
-        }
-      else if (kind != ARG_OPTION)
-        ;
-      else if (strcmp (a, "--filter") == 0)
-        filter = 1;
-      else if ((r = option_value (argc, argv, &i, "--percent", &v)) != 0)
-        {
-          if (r < 0)
-            goto usage;
-          if (tally_parse_percent (v, &percent) != 0)
-            {
-              error_msg ("select: bad value '%s' for --percent: give a "
-                         "number above 0 and at most 100, like 80 or 99.5%%",
-                         v);
-              goto usage;
-            }
-          percent_arg = v;
-        }
-      else
-        {
-          error_msg ("select: unknown option '%s'; try 'tally --help'", a);
-          goto usage;
-        }
-    }
-  if (nfiles == 0)
-    {
-      error_msg ("select: no data files given; try 'tally --help'");
-      goto usage;
+      free (files);
+      return r == CLI_HELP ? 0 : EXIT_USAGE;
     }
   struct tally_selection sel;
   char err[512];
@@ -149,7 +146,11 @@ cmd_select (int argc, char **argv)
   tally_selection_free (&sel);
   free (files);
   return 0;
-usage:
-  free (files);
-  return EXIT_USAGE;
 }
+
+const struct cli_cmd cli_select = {
+  .name = "select", .synopsis = "[--percent=P] [--filter] FILE...",
+  .summary = "the fewest functions making up P% (default\n"
+             "80) of the measured time (measure=cycles)",
+  .opts = select_opts, .run = cmd_select,
+};

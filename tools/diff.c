@@ -15,15 +15,12 @@
 #include <string.h>
 
 #include "blockmap.h"
+#include "cli.h"
 #include "coverage.h"
 #include "datafile.h"
-#include "diff.h"
 #include "hide.h"
 #include "print.h"
 #include "tally/abi.h"
-
-#define EXIT_BAD_DATA 1
-#define EXIT_USAGE 2
 
 enum diff_sort { BY_CALLS, BY_CYCLES, BY_NAME };
 enum diff_format { TEXT, JSON, CSV };
@@ -74,31 +71,6 @@ struct diff
   int measured;
 };
 
-static void *
-xrealloc_ (void *p, size_t n)
-{
-  void *q = realloc (p, n ? n : 1);
-  if (!q)
-    {
-      fputs ("tally: out of memory\n", stderr);
-      exit (EXIT_BAD_DATA);
-    }
-  return q;
-}
-
-static char *
-xstrdup_ (const char *s)
-{
-  size_t n = strlen (s) + 1;
-  return memcpy (xrealloc_ (NULL, n), s, n);
-}
-
-static uint64_t
-add_sat (uint64_t a, uint64_t b)
-{
-  return a + b < a ? UINT64_MAX : a + b;
-}
-
 static size_t
 hash2 (const char *a, const char *b)
 {
@@ -116,7 +88,7 @@ rehash (struct diff *df)
 {
   free (df->slots);
   df->nslots = df->nslots ? df->nslots * 2 : 256;
-  df->slots = xrealloc_ (NULL, df->nslots * sizeof *df->slots);
+  df->slots = xmalloc (df->nslots * sizeof *df->slots);
   memset (df->slots, 0, df->nslots * sizeof *df->slots);
   for (size_t r = 0; r < df->nrows; r++)
     {
@@ -143,12 +115,12 @@ row_of (struct diff *df, const char *name, const char *file, uint32_t line)
   if (df->nrows == df->cap)
     {
       df->cap = df->cap ? df->cap * 2 : 64;
-      df->rows = xrealloc_ (df->rows, df->cap * sizeof *df->rows);
+      df->rows = xrealloc (df->rows, df->cap * sizeof *df->rows);
     }
   struct frow *r = &df->rows[df->nrows];
   memset (r, 0, sizeof *r);
-  r->name = xstrdup_ (name);
-  r->file = xstrdup_ (file);
+  r->name = xstrdup (name);
+  r->file = xstrdup (file);
   r->line = line;
   df->slots[i] = ++df->nrows;
   return r;
@@ -170,9 +142,9 @@ read_side (struct diff *df, struct input *in, int k)
   size_t nfns = 0;
   for (uint32_t i = 0; i < in->d.nmodules; i++)
     nfns += in->d.modules[i].nfns;
-  in->maps = xrealloc_ (NULL, (nfns ? nfns : 1) * sizeof *in->maps);
-  in->flows = xrealloc_ (NULL, (nfns ? nfns : 1) * sizeof *in->flows);
-  in->bodies = xrealloc_ (NULL, (nfns ? nfns : 1) * sizeof *in->bodies);
+  in->maps = xmalloc ((nfns ? nfns : 1) * sizeof *in->maps);
+  in->flows = xmalloc ((nfns ? nfns : 1) * sizeof *in->flows);
+  in->bodies = xmalloc ((nfns ? nfns : 1) * sizeof *in->bodies);
   if (in->d.nmeas)
     df->measured = 1;
   for (uint32_t i = 0; i < in->d.nmodules; i++)
@@ -595,7 +567,7 @@ static struct lrow *
 diff_lines (const struct input *in, int all, size_t *n)
 {
   size_t cap = 64;
-  struct lrow *v = xrealloc_ (NULL, cap * sizeof *v);
+  struct lrow *v = xmalloc (cap * sizeof *v);
   *n = 0;
   size_t i[2] = { 0, 0 };
   const struct cov_result *c0 = &in[0].cov, *c1 = &in[1].cov;
@@ -637,7 +609,7 @@ diff_lines (const struct input *in, int all, size_t *n)
           if (*n == cap)
             {
               cap *= 2;
-              v = xrealloc_ (v, cap * sizeof *v);
+              v = xrealloc (v, cap * sizeof *v);
             }
           v[(*n)++] = w;
         }
@@ -645,79 +617,66 @@ diff_lines (const struct input *in, int all, size_t *n)
   return v;
 }
 
-static int
-usage_error (const char *fmt, const char *arg)
-{
-  fputs ("tally: diff: ", stderr);
-  fprintf (stderr, fmt, arg);
-  fputs ("; try 'tally --help'\n", stderr);
-  return EXIT_USAGE;
-}
+enum { DIFF_SORT = 1, DIFF_TOP, DIFF_LINES, DIFF_ALL, DIFF_JSON, DIFF_CSV };
 
-int
-tally_diff_main (int argc, char **argv, const char *usage)
+static const struct cli_opt diff_opts[] = {
+  { "--sort", 0, "KEY", DIFF_SORT,
+    "order by the largest change in calls (default) or\n"
+    "cycles (exclusive, measure=cycles), or by name" },
+  { "--top", 0, "N", DIFF_TOP, "print only the first N rows" },
+  { "--lines", 0, NULL, DIFF_LINES,
+    "line counts that differ (blocks=count) instead of\n"
+    "functions" },
+  { "--all", 0, NULL, DIFF_ALL,
+    "also list what did not change (and system headers)" },
+  { "--json", 0, NULL, DIFF_JSON, "print one JSON object instead of the table" },
+  { "--csv", 0, NULL, DIFF_CSV, "print CSV instead of the table" },
+  { 0 }
+};
+
+static int
+cmd_diff (int argc, char **argv)
 {
   const char *paths[2];
   size_t npaths = 0, top = 0;
-  int only_files = 0, all = 0, show_lines = 0, json = 0, csv = 0;
+  int all = 0, show_lines = 0, json = 0, csv = 0, r;
   enum diff_format format;
   sort_by = BY_CALLS;
-  for (int i = 1; i < argc; i++)
-    {
-      const char *a = argv[i];
-      if (only_files || a[0] != '-' || !a[1])
-        {
-          if (npaths == 2)
-            return usage_error ("give two data files, A and B (%s is a "
-                                "third)", a);
-          paths[npaths++] = a;
-        }
-      else if (strcmp (a, "--") == 0)
-        only_files = 1;
-      else if (strcmp (a, "--help") == 0 || strcmp (a, "-h") == 0)
-        {
-          fputs (usage, stdout);
-          return 0;
-        }
-      else if (strcmp (a, "--json") == 0)
-        json = 1;
-      else if (strcmp (a, "--csv") == 0)
-        csv = 1;
-      else if (strcmp (a, "--all") == 0)
-        all = 1;
-      else if (strcmp (a, "--lines") == 0)
-        show_lines = 1;
-      else if (strncmp (a, "--sort=", 7) == 0)
-        {
-          const char *v = a + 7;
-          if (strcmp (v, "calls") == 0)
-            sort_by = BY_CALLS;
-          else if (strcmp (v, "cycles") == 0)
-            sort_by = BY_CYCLES;
-          else if (strcmp (v, "name") == 0)
-            sort_by = BY_NAME;
-          else
-            return usage_error ("unknown sort key '%s' (use calls, cycles or "
-                                "name)", v);
-        }
-      else if (strncmp (a, "--top=", 6) == 0)
-        {
-          char *end;
-          errno = 0;
-          unsigned long long v = strtoull (a + 6, &end, 10);
-          if (!a[6] || *end || errno || v == 0 || a[6] == '-')
-            return usage_error ("--top needs a positive whole number, not "
-                                "'%s'", a + 6);
-          top = (size_t) v;
-        }
-      else
-        return usage_error ("unknown option '%s'", a);
-    }
+  struct cli_args p;
+  cli_start (&p, &cli_diff, argc, argv);
+  while ((r = cli_next (&p)) > 0 || r == CLI_FILE)
+    if (r == CLI_FILE && npaths == 2)
+      return cli_usage (&cli_diff, "give two data files, A and B (%s is a "
+                        "third)", p.value);
+    else if (r == CLI_FILE)
+      paths[npaths++] = p.value;
+    else if (r == DIFF_JSON)
+      json = 1;
+    else if (r == DIFF_CSV)
+      csv = 1;
+    else if (r == DIFF_ALL)
+      all = 1;
+    else if (r == DIFF_LINES)
+      show_lines = 1;
+    else if (r == DIFF_SORT)
+      {
+        static const char *const keys[] = { "calls", "cycles", "name", NULL };
+        int k = cli_choice (p.value, keys);
+        if (k < 0)
+          return cli_usage (&cli_diff, "unknown sort key '%s' (use calls, "
+                            "cycles or name)", p.value);
+        sort_by = k == 0 ? BY_CALLS : k == 1 ? BY_CYCLES : BY_NAME;
+      }
+    else if (parse_count (p.value, &top) != 0)
+      return cli_usage (&cli_diff, "--top needs a positive whole number, not "
+                        "'%s'", p.value);
+  if (r != CLI_END)
+    return r == CLI_HELP ? 0 : EXIT_USAGE;
   if (json && csv)
-    return usage_error ("%s", "--json and --csv cannot be used together");
+    return cli_usage (&cli_diff, "--json and --csv cannot be used together");
   format = json ? JSON : csv ? CSV : TEXT;
   if (npaths != 2)
-    return usage_error ("%s", "give two data files, A and B");
+    return cli_usage (&cli_diff, "give two data files, A and B");
 
   struct input in[2];
   struct diff df;
@@ -746,7 +705,7 @@ tally_diff_main (int argc, char **argv, const char *usage)
   if (status)
     goto out;
 
-  struct frow **rows = xrealloc_ (NULL, (df.nrows ? df.nrows : 1)
+  struct frow **rows = xmalloc ((df.nrows ? df.nrows : 1)
                                             * sizeof *rows);
   size_t n = 0, unchanged = 0;
   for (size_t i = 0; i < df.nrows; i++)
@@ -793,3 +752,10 @@ out:
   free (df.slots);
   return status;
 }
+
+const struct cli_cmd cli_diff = {
+  .name = "diff", .synopsis = "[OPTION]... A B",
+  .summary = "per-function (--lines: per-line) changes\n"
+             "from data file A to B, largest first",
+  .opts = diff_opts, .run = cmd_diff,
+};

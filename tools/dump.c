@@ -306,51 +306,40 @@ dump_data (const char *path, const struct tally_data *d)
             d->file_size);
 }
 
-int
+static int
 cmd_dump (int argc, char **argv)
 {
+  const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   size_t npaths = 0;
-  int only_files = 0, status = 0;
-  for (int i = 1; i < argc; i++)
+  int status = 0, r;
+  struct cli_args p;
+  cli_start (&p, &cli_dump, argc, argv);
+  while ((r = cli_next (&p)) == CLI_FILE)
+    paths[npaths++] = p.value;
+  if (r == CLI_END && npaths == 0)
+    r = cli_usage (&cli_dump, "no data file given");
+  for (size_t i = 0; r == CLI_END && i < npaths; i++)
     {
-      const char *a = argv[i];
-      enum arg_kind kind = take_arg (a, &only_files, NULL, &npaths);
-      if (kind == ARG_HELP)
-        {
-          fputs (usage_text, stdout);
-          return 0;
-        }
-      else if (kind != ARG_OPTION)
-        ;
-      else
-        {
-          error_msg ("dump: unknown option '%s'; try 'tally --help'", a);
-          return EXIT_USAGE;
-        }
-    }
-  if (npaths == 0)
-    {
-      error_msg ("dump: no data file given; try 'tally --help'");
-      return EXIT_USAGE;
-    }
-  only_files = 0;
-  for (int i = 1; i < argc; i++)
-    {
-      const char *a = argv[i];
-      /* The first pass refused every option, so only "--" is left.  */
-      if (classify_arg (a, &only_files) != ARG_FILE)
-        continue;
       struct tally_data d;
       char err[256];
-      if (tally_read_file (a, &d, err, sizeof err) != 0)
+      if (tally_read_file (paths[i], &d, err, sizeof err) != 0)
         {
-          error_msg ("%s: %s", a, err);
+          error_msg ("%s: %s", paths[i], err);
           status = EXIT_BAD_DATA;
           continue;
         }
-      note_unfinished (a, &d);
-      dump_data (a, &d);
+      note_unfinished (paths[i], &d);
+      dump_data (paths[i], &d);
       tally_data_free (&d);
     }
-  return status;
+  free (paths);
+  return r == CLI_END ? status : r == CLI_HELP ? 0 : EXIT_USAGE;
 }
+
+static const struct cli_opt dump_opts[] = { { 0 } };
+
+const struct cli_cmd cli_dump = {
+  .name = "dump", .synopsis = "FILE...",
+  .summary = "print every record of the files as stored",
+  .opts = dump_opts, .run = cmd_dump,
+};

@@ -108,61 +108,61 @@ tree_command (const char *what, const char **files, size_t nfiles,
   return rc;
 }
 
+enum { FLAME_FOLDED = 1, FLAME_OUTPUT, FLAME_EVENT, FLAME_FORCE, FLAME_ALL };
+
+static const struct cli_opt flame_opts[] = {
+  { "--output", 'o', "OUT", FLAME_OUTPUT,
+    "write to OUT instead of standard output" },
+  { "--folded", 0, NULL, FLAME_FOLDED,
+    "collapsed stacks (\"main;f;g 1234\", exclusive cycles)\n"
+    "instead of SVG, for other flame graph viewers" },
+  { "--event", 0, "NAME", FLAME_EVENT,
+    "widths from the PAPI event NAME (measure=papi) instead\n"
+    "of cycles" },
+  { "--force", 0, NULL, FLAME_FORCE,
+    "sum modules of one source built with other at=,\n"
+    "hooks= or blocks= settings instead of refusing" },
+  { "--all", 0, NULL, FLAME_ALL,
+    "also the frames below the first instrumented call" },
+  { 0 }
+};
+
 /* tally flame [--folded] [-o OUT] FILE...  */
-int
+static int
 cmd_flame (int argc, char **argv)
 {
   const char **files = xmalloc ((size_t) argc * sizeof *files);
   size_t nfiles = 0;
   const char *out = "-", *event = NULL;
-  int folded = 0, only_files = 0, force = 0, all = 0, r;
-  for (int i = 1; i < argc; i++)
-    {
-      const char *a = argv[i], *v;
-      enum arg_kind kind = take_arg (a, &only_files, files, &nfiles);
-      if (kind == ARG_HELP)
-        {
-          fputs (usage_text, stdout);
-          free (files);
-          return 0;
-        }
-      else if (kind != ARG_OPTION)
-        ;
-      else if (strcmp (a, "--folded") == 0)
-        folded = 1;
-      else if (strcmp (a, "--force") == 0)
-        force = 1;
-      else if (strcmp (a, "--all") == 0)
-        all = 1;
-      else if (strcmp (a, "-o") == 0 && i + 1 < argc)
-        out = argv[++i];
-      else if ((r = option_value (argc, argv, &i, "--output", &v)) != 0)
-        {
-          if (r < 0)
-            goto usage;
-          out = v;
-        }
-      else if ((r = option_value (argc, argv, &i, "--event", &v)) != 0)
-        {
-          if (r < 0)
-            goto usage;
-          event = v;
-        }
-      else
-        {
-          error_msg ("flame: unknown option '%s'; try 'tally --help'", a);
-          goto usage;
-        }
-    }
-  if (nfiles == 0)
-    {
-      error_msg ("flame: no data files given; try 'tally --help'");
-      goto usage;
-    }
-  r = tree_command ("flame", files, nfiles, out, folded, event, force, all);
+  int folded = 0, force = 0, all = 0, r;
+  struct cli_args p;
+  cli_start (&p, &cli_flame, argc, argv);
+  while ((r = cli_next (&p)) > 0 || r == CLI_FILE)
+    if (r == CLI_FILE)
+      files[nfiles++] = p.value;
+    else if (r == FLAME_FOLDED)
+      folded = 1;
+    else if (r == FLAME_OUTPUT)
+      out = p.value;
+    else if (r == FLAME_EVENT)
+      event = p.value;
+    else if (r == FLAME_FORCE)
+      force = 1;
+    else
+      all = 1;
+  if (r == CLI_END && nfiles == 0)
+    r = cli_usage (&cli_flame, "no data files given");
+  if (r == CLI_END)
+    r = tree_command ("flame", files, nfiles, out, folded, event, force, all);
+  else
+    r = r == CLI_HELP ? 0 : EXIT_USAGE;
   free (files);
   return r;
-usage:
-  free (files);
-  return EXIT_USAGE;
 }
+
+const struct cli_cmd cli_flame = {
+  .name = "flame", .synopsis = "[--folded] [-o OUT] FILE...",
+  .summary = "a flame graph (SVG) of the call paths of\n"
+             "paths=on programs, or collapsed stacks",
+  .opts = flame_opts, .run = cmd_flame,
+};

@@ -211,59 +211,62 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c,
   return left;
 }
 
-int
+enum { LCOV_OUTPUT = 1, LCOV_NO_MARKERS, LCOV_FORCE, LCOV_ALL };
+
+static const struct cli_opt lcov_opts[] = {
+  { "--output", 'o', "OUT", LCOV_OUTPUT,
+    "the tracefile to write (default: standard output)" },
+  { "--no-markers", 0, NULL, LCOV_NO_MARKERS,
+    "keep the lines marked LCOV_EXCL_* in the source\n"
+    "(left out by default)" },
+  { "--force", 0, NULL, LCOV_FORCE,
+    "sum modules of one source built with other at=,\n"
+    "hooks= or blocks= settings instead of refusing" },
+  { "--all", 0, NULL, LCOV_ALL,
+    "also the functions of system headers never called" },
+  { 0 }
+};
+
+static int cmd_lcov (int argc, char **argv);
+
+const struct cli_cmd cli_lcov = {
+  .name = "lcov", .synopsis = "[--no-markers] [-o OUT] FILE...",
+  .summary = "write an lcov tracefile (line, function and\n"
+             "branch coverage) for genhtml; lines marked\n"
+             "LCOV_EXCL_* in the source are left out\n"
+             "unless --no-markers",
+  .opts = lcov_opts, .run = cmd_lcov,
+};
+
+static int
 cmd_lcov (int argc, char **argv)
 {
   const char *out = NULL;
   int markers = 1;
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
   size_t npaths = 0;
-  int only_files = 0, force = 0, all = 0;
-  for (int i = 1; i < argc; i++)
+  int force = 0, all = 0, r;
+  struct cli_args p;
+  cli_start (&p, &cli_lcov, argc, argv);
+  while ((r = cli_next (&p)) > 0 || r == CLI_FILE)
+    if (r == CLI_FILE)
+      paths[npaths++] = p.value;
+    else if (r == LCOV_OUTPUT)
+      out = p.value;
+    else if (r == LCOV_NO_MARKERS)
+      markers = 0;
+    else if (r == LCOV_FORCE)
+      force = 1;
+    else
+      all = 1;
+  if (r == CLI_END && out && !*out)
+    r = cli_usage (&cli_lcov, "-o needs a file name");
+  else if (r == CLI_END && npaths == 0)
+    r = cli_usage (&cli_lcov, "no data files given");
+  if (r != CLI_END)
     {
-      const char *a = argv[i];
-      enum arg_kind kind = take_arg (a, &only_files, paths, &npaths);
-      if (kind == ARG_HELP)
-        {
-          fputs (usage_text, stdout);
-          free (paths);
-          return 0;
-        }
-      else if (kind != ARG_OPTION)
-        ;
-      else if (strcmp (a, "-o") == 0 || strcmp (a, "--output") == 0)
-        {
-          if (i + 1 >= argc)
-            {
-              error_msg ("lcov: option '%s' needs a value; try 'tally --help'",
-                         a);
-              goto usage;
-            }
-          out = argv[++i];
-        }
-      else if (strncmp (a, "--output=", 9) == 0)
-        out = a + 9;
-      else if (strcmp (a, "--no-markers") == 0)
-        markers = 0;
-      else if (strcmp (a, "--force") == 0)
-        force = 1;
-      else if (strcmp (a, "--all") == 0)
-        all = 1;
-      else
-        {
-          error_msg ("lcov: unknown option '%s'; try 'tally --help'", a);
-          goto usage;
-        }
-    }
-  if (out && !*out)
-    {
-      error_msg ("lcov: -o needs a file name; try 'tally --help'");
-      goto usage;
-    }
-  if (npaths == 0)
-    {
-      error_msg ("lcov: no data files given; try 'tally --help'");
-      goto usage;
+      free (paths);
+      return r == CLI_HELP ? 0 : EXIT_USAGE;
     }
   struct merge m;
   memset (&m, 0, sizeof m);
@@ -321,8 +324,4 @@ cmd_lcov (int argc, char **argv)
   merge_free (&m);
   free (paths);
   return status;
-
-usage:
-  free (paths);
-  return EXIT_USAGE;
 }

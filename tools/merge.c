@@ -711,81 +711,61 @@ write_merged (const char *path, const struct accumulator *acc,
   return 0;
 }
 
-int
+enum { MERGE_OUTPUT = 1, MERGE_JOBS, MERGE_FORCE };
+
+static const struct cli_opt merge_opts[] = {
+  { "--output", 'o', "OUT", MERGE_OUTPUT,
+    "the file to write (replaced atomically; may be\n"
+    "one of the inputs)" },
+  { "--jobs", 'j', "N", MERGE_JOBS,
+    "read the files ahead on N - 1 threads (1 to 256;\n"
+    "default 1: one file at a time)" },
+  { "--force", 0, NULL, MERGE_FORCE,
+    "also merge other builds of the same source (functions\n"
+    "pair by symbol); by default they stay separate modules,\n"
+    "and builds with other at=, hooks= or blocks= settings\n"
+    "are refused" },
+  { 0 }
+};
+
+static int
 cmd_merge (int argc, char **argv)
 {
   const char *out = NULL;
-  int force = 0, only_files = 0, jobs = 1;
+  int force = 0, jobs = 1, r;
   size_t npaths = 0;
   const char **paths = xmalloc ((size_t) argc * sizeof *paths);
-  for (int i = 1; i < argc; i++)
+  struct cli_args p;
+  cli_start (&p, &cli_merge, argc, argv);
+  while ((r = cli_next (&p)) > 0 || r == CLI_FILE)
+    if (r == CLI_FILE)
+      paths[npaths++] = p.value;
+    else if (r == MERGE_FORCE)
+      force = 1;
+    else if (r == MERGE_OUTPUT)
+      out = p.value;
+    else
+      {
+        /* -j N, -jN, -j=N, --jobs=N, --jobs N */
+        const char *v = p.value + (p.arg[1] != '-' && p.value[0] == '=');
+        char *end;
+        long n = strtol (v, &end, 10);
+        if (!*v || *end || n < 1 || n > 256)
+          {
+            r = cli_usage (&cli_merge, "-j needs a number of threads from 1 "
+                           "to 256");
+            break;
+          }
+        jobs = (int) n;
+      }
+  if (r == CLI_END && (!out || !*out))
+    r = cli_usage (&cli_merge, "no output file given (-o OUT)");
+  else if (r == CLI_END && npaths == 0)
+    r = cli_usage (&cli_merge, "no data file given");
+  if (r != CLI_END)
     {
-      const char *a = argv[i], *v;
-      int r;
-      enum arg_kind kind = take_arg (a, &only_files, paths, &npaths);
-      if (kind == ARG_HELP)
-        {
-          fputs (usage_text, stdout);
-          free (paths);
-          return 0;
-        }
-      else if (kind != ARG_OPTION)
-        ;
-      else if (strcmp (a, "--force") == 0)
-        force = 1;
-      else if ((strncmp (a, "-j", 2) == 0 && a[2] >= '0' && a[2] <= '9'
-                && (r = 1) && (v = a + 2))
-               || (r = option_value (argc, argv, &i, "-j", &v)) != 0
-               || (r = option_value (argc, argv, &i, "--jobs", &v)) != 0)
-        {
-          char *end;
-          long n = r > 0 ? strtol (v, &end, 10) : 0;
-          if (r < 0 || !*v || *end || n < 1 || n > 256)
-            {
-              error_msg ("merge: -j needs a number of threads from 1 to 256; "
-                         "try 'tally --help'");
-              free (paths);
-              return EXIT_USAGE;
-            }
-          jobs = (int) n;
-        }
-      else if (strcmp (a, "-o") == 0 || strncmp (a, "--output", 8) == 0)
-        {
-          const char *v = NULL;
-          if (strcmp (a, "-o") == 0 || strcmp (a, "--output") == 0)
-            {
-              if (i + 1 >= argc)
-                {
-                  error_msg ("merge: option '%s' needs a value; try 'tally "
-                             "--help'", a);
-                  return EXIT_USAGE;
-                }
-              v = argv[++i];
-            }
-          else if (a[8] == '=')
-            v = a + 9;
-          else
-            {
-              error_msg ("merge: unknown option '%s'; try 'tally --help'", a);
-              return EXIT_USAGE;
-            }
-          out = v;
-        }
-      else
-        {
-          error_msg ("merge: unknown option '%s'; try 'tally --help'", a);
-          return EXIT_USAGE;
-        }
-    }
-  if (!out || !*out)
-    {
-      error_msg ("merge: no output file given (-o OUT); try 'tally --help'");
-      return EXIT_USAGE;
-    }
-  if (npaths == 0)
-    {
-      error_msg ("merge: no data file given; try 'tally --help'");
-      return EXIT_USAGE;
+      free (paths);
+      return r == CLI_HELP ? 0 : EXIT_USAGE;
     }
 
   struct accumulator acc;
@@ -881,3 +861,9 @@ cmd_merge (int argc, char **argv)
   free (program);
   return status;
 }
+
+const struct cli_cmd cli_merge = {
+  .name = "merge", .synopsis = "[--force] [-j N] -o OUT FILE...",
+  .summary = "sum the files into one data file OUT",
+  .opts = merge_opts, .run = cmd_merge,
+};

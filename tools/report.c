@@ -526,159 +526,209 @@ print_csv (struct row **rows, size_t n)
     }
 }
 
-int
+enum
+{
+  REPORT_SORT = 1, REPORT_TOP, REPORT_CLONES, REPORT_JSON, REPORT_CSV,
+  REPORT_TREE, REPORT_EVENT, REPORT_BLOCKS, REPORT_LINES, REPORT_ALL,
+  REPORT_FORCE,
+  /* Those of --ranks (ranks.c) too.  */
+  REPORT_RANKS, REPORT_METRIC, REPORT_RANK
+};
+
+static const struct cli_opt report_opts[] = {
+  { "--sort", 0, "KEY", REPORT_SORT,
+    "order rows by KEY: calls (default, most first),\n"
+    "exits (most first), name, or with measure=cycles incl\n"
+    "or excl (inclusive or exclusive cycles, most first)" },
+  { "--top", 0, "N", REPORT_TOP, "print only the first N rows" },
+  { "--clones", 0, NULL, REPORT_CLONES,
+    "one row per compiled body (\"f.constprop.0\") instead of\n"
+    "folding clones into their source function" },
+  { "--json", 0, NULL, REPORT_JSON, "print one JSON object instead of a table" },
+  { "--csv", 0, NULL, REPORT_CSV,
+    "print CSV (calls,exits,function,symbol,origin,file,line)" },
+  { "--tree", 0, NULL, REPORT_TREE,
+    "print the calling-context tree of paths=on programs" },
+  { "--event", 0, "NAME", REPORT_EVENT,
+    "with --tree: the PAPI event NAME (measure=papi) per call\n"
+    "path instead of cycles" },
+  { "--blocks", 0, NULL, REPORT_BLOCKS,
+    "print every block with its lines and count\n"
+    "(modules built with -fplugin-arg-tally-blocks=...)" },
+  { "--lines", 0, "FILE", REPORT_LINES,
+    "print source FILE annotated with line counts, as gcov\n"
+    "does; may be repeated" },
+  { "--all", 0, NULL, REPORT_ALL,
+    "also show the functions of system headers never\n"
+    "called and the frames below the first instrumented call" },
+  { "--force", 0, NULL, REPORT_FORCE,
+    "sum modules of one source built with other at=,\n"
+    "hooks= or blocks= settings instead of refusing" },
+  { "--ranks", 0, NULL, REPORT_RANKS,
+    "the ranks of an MPI job (a file libtally-mpi reduced, or\n"
+    "one file per rank): per function min, mean, max, rank of\n"
+    "the max and imbalance; --sort=imbalance|max|mean|name" },
+  { "--metric", 0, "M", REPORT_METRIC,
+    "with --ranks: calls, cycles or self (exclusive cycles)" },
+  { "--rank", 0, "N", REPORT_RANK,
+    "report only rank N of the per-rank files given" },
+  { "--", 0, NULL, 0, "end of options" },
+  { 0 }
+};
+
+/* Whether ARGV asks for --ranks (before "--"): the other options are
+   checked against it as they come.  */
+static int
+ranks_wanted (int argc, char **argv)
+{
+  for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)
+    if (strcmp (argv[i], "--ranks") == 0)
+      return 1;
+  return 0;
+}
+
+/* report's options, with --ranks checked.  Returns CLI_END, CLI_HELP or
+   EXIT_USAGE (reported).  */
+static int
+report_args (int argc, char **argv, struct report_opts *opts,
+             struct ranks_opts *ro, int *flags, const char **event,
+             long *rank)
+{
+  static const char *const keys[] = { "calls", "exits", "name", "incl",
+                                      "excl", NULL };
+  int ranks = ranks_wanted (argc, argv), r;
+  struct cli_args p;
+  cli_start (&p, &cli_report, argc, argv);
+  while ((r = cli_next (&p)) > 0 || r == CLI_FILE || r == CLI_OTHER)
+    {
+      const char *v = p.value;
+      int k;
+      if (r == CLI_FILE)
+        ro->files[ro->nfiles++] = v;
+      else if (r == CLI_OTHER)
+        return cli_usage (&cli_report, "unknown option '%s'%s", p.arg,
+                          ranks ? " with --ranks" : "");
+      else if (ranks && r < REPORT_RANKS && r != REPORT_SORT
+               && r != REPORT_TOP && r != REPORT_JSON && r != REPORT_CSV)
+        return cli_usage (&cli_report, "unknown option '%s' with --ranks",
+                          p.arg);
+      else if (r == REPORT_METRIC && !ranks)
+        return cli_usage (&cli_report, "unknown option '%s'", p.arg);
+      else if (r == REPORT_LINES && !*v)
+        return cli_usage (&cli_report, "--lines needs a source file name");
+      else if (r == REPORT_LINES)
+        opts->lines[opts->nlines++] = v;
+      else if (r == REPORT_SORT && ranks)
+        ro->sort = v;
+      else if (r == REPORT_SORT && (k = cli_choice (v, keys)) < 0)
+        return cli_usage (&cli_report, "unknown sort key '%s' (use calls, "
+                          "exits, name, incl or excl)", v);
+      else if (r == REPORT_SORT)
+        opts->sort = (enum sort_key) k;
+      else if (r == REPORT_TOP && parse_count (v, &opts->top) != 0)
+        return ranks ? cli_usage (&cli_report, "--top=%s is not a positive "
+                                  "number", v)
+                     : cli_usage (&cli_report, "--top needs a positive whole "
+                                  "number, not '%s'", v);
+      else if (r == REPORT_EVENT)
+        *event = v;
+      else if (r == REPORT_METRIC)
+        ro->metric = v;
+      else if (r == REPORT_RANK)
+        {
+          char *end;
+          *rank = strtol (v, &end, 10);
+          if (!*v || *end || *rank < 0 || *rank > 0x7fffffffL)
+            return cli_usage (&cli_report, "--rank=%s is not a rank (0, 1, "
+                              "...)", v);
+        }
+      else if (r != REPORT_TOP)
+        *flags |= 1 << r;
+    }
+  return r == CLI_END ? CLI_END : r == CLI_HELP ? CLI_HELP : EXIT_USAGE;
+}
+
+static int
 cmd_report (int argc, char **argv)
 {
-  /* --ranks and --rank N: tools/ranks.c.  */
-  if (tally_ranks_wanted (argc, argv))
-    return tally_ranks_report (argc, argv);
-  int rank_status;
-  char **ranked = tally_ranks_select (argc, argv, &argc, &rank_status);
-  if (rank_status)
-    return rank_status;
-  if (ranked)
-    argv = ranked; /* ranks.c frees it at exit */
   struct report_opts opts = { SORT_CALLS, FORMAT_TEXT, 0, 0, 0, NULL, 0 };
-  const char **paths = xmalloc ((size_t) argc * sizeof *paths);
+  struct ranks_opts ro;
+  memset (&ro, 0, sizeof ro);
+  ro.files = xmalloc ((size_t) argc * sizeof *ro.files);
   opts.lines = xmalloc ((size_t) argc * sizeof *opts.lines);
-  size_t npaths = 0;
-  int json = 0, csv = 0, tree = 0, only_files = 0, force = 0, all = 0;
   const char *event = NULL;
-  for (int i = 1; i < argc; i++)
+  long rank = -1;
+  int flags = 0, status;
+  status = report_args (argc, argv, &opts, &ro, &flags, &event, &rank);
+#define F(x) ((flags >> REPORT_##x) & 1)
+  int json = F (JSON), csv = F (CSV), tree = F (TREE);
+  opts.clones = F (CLONES);
+  opts.blocks = F (BLOCKS);
+  ro.json = json;
+  ro.csv = csv;
+  ro.top = opts.top;
+  const char **paths = ro.files;
+  size_t npaths = ro.nfiles;
+  if (status != CLI_END)
+    goto done;
+  if (F (RANKS))
     {
-      const char *a = argv[i], *v;
-      int r;
-      enum arg_kind kind = take_arg (a, &only_files, paths, &npaths);
-      if (kind == ARG_HELP)
-        {
-          fputs (usage_text, stdout);
-          free (paths);
-          free (opts.lines);
-          return 0;
-        }
-      else if (kind != ARG_OPTION)
-        ;
-      else if (strcmp (a, "--json") == 0)
-        json = 1;
-      else if (strcmp (a, "--csv") == 0)
-        csv = 1;
-      else if (strcmp (a, "--clones") == 0)
-        opts.clones = 1;
-      else if (strcmp (a, "--tree") == 0)
-        tree = 1;
-      else if (strcmp (a, "--force") == 0)
-        force = 1;
-      else if (strcmp (a, "--all") == 0)
-        all = 1;
-      else if (strcmp (a, "--blocks") == 0)
-        opts.blocks = 1;
-      else if ((r = option_value (argc, argv, &i, "--lines", &v)) != 0)
-        {
-          if (r < 0)
-            goto usage;
-          if (!*v)
-            {
-              error_msg ("report: --lines needs a source file name; try "
-                         "'tally --help'");
-              goto usage;
-            }
-          opts.lines[opts.nlines++] = v;
-        }
-      else if ((r = option_value (argc, argv, &i, "--sort", &v)) != 0)
-        {
-          if (r < 0)
-            goto usage;
-          if (strcmp (v, "calls") == 0)
-            opts.sort = SORT_CALLS;
-          else if (strcmp (v, "exits") == 0)
-            opts.sort = SORT_EXITS;
-          else if (strcmp (v, "name") == 0)
-            opts.sort = SORT_NAME;
-          else if (strcmp (v, "incl") == 0)
-            opts.sort = SORT_INCL;
-          else if (strcmp (v, "excl") == 0)
-            opts.sort = SORT_EXCL;
-          else
-            {
-              error_msg ("report: unknown sort key '%s' (use calls, exits, "
-                     "name, incl or excl); try 'tally --help'", v);
-              goto usage;
-            }
-        }
-      else if ((r = option_value (argc, argv, &i, "--event", &v)) != 0)
-        {
-          if (r < 0)
-            goto usage;
-          event = v;
-        }
-      else if ((r = option_value (argc, argv, &i, "--top", &v)) != 0)
-        {
-          if (r < 0)
-            goto usage;
-          if (parse_count (v, &opts.top) != 0)
-            {
-              error_msg ("report: --top needs a positive whole number, not '%s'; "
-                     "try 'tally --help'", v);
-              goto usage;
-            }
-        }
+      if (rank >= 0)
+        status = cli_usage (&cli_report, "--ranks and --rank cannot be used "
+                            "together");
+      else if (json && csv)
+        status = cli_usage (&cli_report, "--json and --csv cannot be used "
+                            "together");
+      else if (npaths == 0)
+        status = cli_usage (&cli_report, "no data file given");
       else
+        status = tally_ranks_report (&ro);
+      goto done;
+    }
+  if (rank >= 0)
+    {
+      /* --rank N: the report of that file alone.  */
+      if (!(paths[0] = tally_ranks_pick (paths, npaths, rank)))
         {
-          error_msg ("report: unknown option '%s'; try 'tally --help'", a);
-          goto usage;
+          status = EXIT_USAGE;
+          goto done;
         }
+      npaths = 1;
     }
   if (json && csv)
+    status = cli_usage (&cli_report, "--json and --csv cannot be used "
+                        "together");
+  else if (event && !tree)
+    status = cli_usage (&cli_report, "--event shows a PAPI event in the call "
+                        "tree; it needs --tree");
+  else if (tree && (json || csv))
+    status = cli_usage (&cli_report, "--tree prints text only; it cannot be "
+                        "used with --json or --csv");
+  else if (csv && (opts.blocks || opts.nlines))
+    status = cli_usage (&cli_report, "--csv cannot be used with --blocks or "
+                        "--lines");
+  else if (npaths == 0)
+    status = cli_usage (&cli_report, "no data files given");
+  if (status != CLI_END || tree)
     {
-      error_msg ("report: --json and --csv cannot be used together; try 'tally "
-             "--help'");
-      goto usage;
-    }
-  if (event && !tree)
-    {
-      error_msg ("report: --event shows a PAPI event in the call tree; it "
-                 "needs --tree; try 'tally --help'");
-      goto usage;
-    }
-  if (tree && (json || csv))
-    {
-      error_msg ("report: --tree prints text only; it cannot be used with "
-                 "--json or --csv; try 'tally --help'");
-      goto usage;
-    }
-  if (csv && (opts.blocks || opts.nlines))
-    {
-      error_msg ("report: --csv cannot be used with --blocks or --lines; try "
-                 "'tally --help'");
-      goto usage;
+      if (status == CLI_END)
+        status = tree_command ("report --tree", paths, npaths, NULL, 0, event,
+                               F (FORCE), F (ALL));
+      goto done;
     }
   opts.format = json ? FORMAT_JSON : csv ? FORMAT_CSV : FORMAT_TEXT;
-  if (npaths == 0)
-    {
-      error_msg ("report: no data files given; try 'tally --help'");
-      goto usage;
-    }
-  if (tree)
-    {
-      int rc = tree_command ("report --tree", paths, npaths, NULL, 0, event,
-                             force, all);
-      free (paths);
-      free (opts.lines);
-      return rc;
-    }
 
   struct merge m;
   memset (&m, 0, sizeof m);
   m.what = "report";
-  m.force = force;
+  m.force = F (FORCE);
   if (merge_paths (&m, paths, npaths, opts.clones) != 0)
     {
       merge_free (&m);
-      free (paths);
-      free (opts.lines);
-      return EXIT_BAD_DATA;
+      status = EXIT_BAD_DATA;
+      goto done;
     }
-  if (!all)
+  if (!F (ALL))
     merge_hide_system (&m, 0);
 
   struct row **order = xmalloc ((m.nrows ? m.nrows : 1) * sizeof *order);
@@ -694,7 +744,6 @@ cmd_report (int argc, char **argv)
 
   struct cov_result cov;
   unsigned char *match = NULL;
-  int status = 0;
   memset (&cov, 0, sizeof cov);
   if (opts.nlines)
     {
@@ -737,12 +786,15 @@ cmd_report (int argc, char **argv)
   cov_free (&cov);
   free (order);
   merge_free (&m);
-  free (paths);
+done:
+  free (ro.files);
   free (opts.lines);
-  return status;
-
-usage:
-  free (paths);
-  free (opts.lines);
-  return EXIT_USAGE;
+  return status == CLI_HELP ? 0 : status;
+#undef F
 }
+
+const struct cli_cmd cli_report = {
+  .name = "report", .synopsis = "[OPTION]... FILE...",
+  .summary = "merge the files and print calls per function",
+  .opts = report_opts, .run = cmd_report, .flags = CLI_OTHERS,
+};
