@@ -177,7 +177,7 @@ cli_start (struct cli_args *p, const struct cli_cmd *cmd, int argc,
   p->argv = argv;
   p->i = 0;
   p->only_files = 0;
-  p->arg = p->value = NULL;
+  p->arg = p->value = p->note = NULL;
 }
 
 /* "tally: NAME: MESSAGE; try 'tally --help'" (or 'tally NAME --help' for
@@ -203,9 +203,9 @@ cli_usage (const struct cli_cmd *cmd, const char *fmt, ...)
 static const struct cli_opt *
 find_opt (const struct cli_cmd *cmd, const char *a, const char **value)
 {
-  for (const struct cli_opt *o = cmd->opts; o->name || o->letter; o++)
+  for (const struct cli_opt *o = cli_opts; o->name || o->letter; o++)
     {
-      if (!o->id)
+      if (!o->id || !(o->commands & cmd->bit))
         continue;
       if (a[1] == '-' && o->name)
         {
@@ -269,7 +269,8 @@ cli_next (struct cli_args *p)
         {
           if (cmd->flags & CLI_OTHERS)
             return CLI_OTHER;
-          return cli_usage (cmd, "unknown option '%s'", a), CLI_ERROR;
+          return cli_usage (cmd, "unknown option '%s'%s", a,
+                            p->note ? p->note : ""), CLI_ERROR;
         }
       if (!o->arg)
         return o->id;
@@ -286,6 +287,42 @@ cli_next (struct cli_args *p)
         return cli_usage (cmd, "option '%s' needs a value", a), CLI_ERROR;
       return o->id;
     }
+}
+
+/* Parse ARGV at once into *P: the files, and per option its value and
+   the word that gave it; an unknown option is an error, said with
+   UNKNOWN_NOTE after it.  Returns CLI_GO, or the exit status to end with:
+   0 after the help, EXIT_USAGE after a usage error (reported).  Free P
+   with cli_parsed_free.  */
+int
+cli_parse (const struct cli_cmd *cmd, int argc, char **argv,
+           struct cli_parsed *p, const char *unknown_note)
+{
+  struct cli_args a;
+  int r;
+  memset (p, 0, sizeof *p);
+  p->files = xmalloc ((size_t) argc * sizeof *p->files);
+  p->lines = xmalloc ((size_t) argc * sizeof *p->lines);
+  cli_start (&a, cmd, argc, argv);
+  a.note = unknown_note;
+  while ((r = cli_next (&a)) > 0 || r == CLI_FILE)
+    if (r == CLI_FILE)
+      p->files[p->nfiles++] = a.value;
+    else
+      {
+        p->v[r] = a.value ? a.value : "";
+        p->word[r] = a.arg;
+        if (r == OPT_LINES)
+          p->lines[p->nlines++] = a.value;
+      }
+  return r == CLI_END ? CLI_GO : r == CLI_HELP ? 0 : EXIT_USAGE;
+}
+
+void
+cli_parsed_free (struct cli_parsed *p)
+{
+  free (p->files);
+  free (p->lines);
 }
 
 /* Print TEXT's lines, the first after COL columns of which USED are
@@ -319,9 +356,11 @@ static void
 put_opts (const struct cli_cmd *cmd)
 {
   int col = cmd->column ? cmd->column : 16;
-  for (const struct cli_opt *o = cmd->opts; o->name || o->letter; o++)
+  for (const struct cli_opt *o = cli_opts; o->name || o->letter; o++)
     {
       int used = 2;
+      if (!(o->commands & cmd->bit))
+        continue;
       fputs ("  ", stdout);
       if (o->letter)
         used += printf ("-%c%s%s%s", o->letter, o->arg ? " " : "",
@@ -340,7 +379,10 @@ cli_help (const struct cli_cmd *cmd, int whole)
 {
   if (whole)
     {
-      if ((cmd->flags & CLI_OWN_HELP) || !cmd->opts[0].name)
+      const struct cli_opt *o = cli_opts;
+      while ((o->name || o->letter) && !(o->commands & cmd->bit))
+        o++;
+      if ((cmd->flags & CLI_OWN_HELP) || !(o->name || o->letter))
         return;
       printf ("\n%c%s options:\n", cmd->name[0] - 'a' + 'A', cmd->name + 1);
       put_opts (cmd);

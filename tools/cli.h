@@ -25,28 +25,47 @@ uint64_t add_sat (uint64_t a, uint64_t b);
 
 int parse_count (const char *s, size_t *out);
 
-/* One option of a subcommand, as its table in the subcommand's file
-   declares it: the parser (cli_next) and the help (cli_help) both read
-   it.  */
-struct cli_opt
+/* The options of all subcommands (the rows of options.c name them).  */
+enum cli_id
 {
-  const char *name; /* "--output", or NULL for a letter alone */
-  char letter;      /* 'o' for -o, or 0 */
-  const char *arg;  /* the value's name in the help ("OUT"), NULL if none */
-  int id;           /* what cli_next returns for it (> 0); 0: a line of
-                       the help only, never matched */
-  const char *help; /* its help, lines separated by '\n' */
+  OPT_NONE, /* a line of the help only, never matched */
+  OPT_OUTPUT, OPT_FORCE, OPT_ALL, OPT_JSON, OPT_CSV, OPT_SORT, OPT_TOP,
+  OPT_CLONES, OPT_TREE, OPT_EVENT, OPT_BLOCKS, OPT_LINES, OPT_RANKS,
+  OPT_METRIC, OPT_RANK, OPT_FOLDED, OPT_NO_MARKERS, OPT_PERCENT, OPT_FILTER,
+  OPT_JOBS, OPT_RUNTIME, OPT_OVERRIDE, OPT_PRINT_ENV,
+  OPT_COUNT
 };
 
-/* A subcommand: its name, its help and its options.  */
+/* The subcommands, as bits of struct cli_opt's COMMANDS.  */
+enum
+{
+  CMD_REPORT = 1, CMD_DUMP = 2, CMD_MERGE = 4, CMD_FLAME = 8, CMD_LCOV = 16,
+  CMD_SELECT = 32, CMD_DIFF = 64, CMD_RUN = 128
+};
+
+/* One option: a row of the table in options.c, which the parser
+   (cli_next, cli_parse) and the help (cli_help) both read.  */
+struct cli_opt
+{
+  const char *name;   /* "--output", or NULL for a letter alone */
+  char letter;        /* 'o' for -o, or 0 */
+  const char *arg;    /* the value's name in the help ("OUT"), NULL if none */
+  enum cli_id id;
+  unsigned commands;  /* the CMD_* that take it */
+  const char *help;   /* its help, lines separated by '\n' */
+};
+
+extern const struct cli_opt cli_opts[]; /* options.c; ends with a zero row */
+
+/* A subcommand: its name, its help and its entry point.  */
 struct cli_cmd
 {
   const char *name;     /* "report" */
+  unsigned bit;         /* CMD_REPORT */
   const char *synopsis; /* "[OPTION]... FILE..." */
   const char *summary;  /* its line in `tally --help`, '\n' between lines */
   const char *about;    /* the opening of its own --help (default: the
                            summary) */
-  const struct cli_opt *opts; /* ends with an entry of all zeros */
   int (*run) (int argc, char **argv); /* ARGV[0] is the name; returns the
                                          exit status */
   int flags;            /* CLI_* below */
@@ -71,7 +90,8 @@ enum
   CLI_FILE = -1,   /* a file name in P->value */
   CLI_ERROR = -2,  /* a usage error, reported: exit EXIT_USAGE */
   CLI_HELP = -3,   /* -h or --help, the help printed: exit 0 */
-  CLI_OTHER = -4   /* with CLI_OTHERS: an unknown option, P->arg */
+  CLI_OTHER = -4,  /* with CLI_OTHERS: an unknown option, P->arg */
+  CLI_GO = -5      /* cli_parse: go on */
 };
 
 /* Where the parser is in a subcommand's ARGV.  */
@@ -84,12 +104,28 @@ struct cli_args
   int only_files;     /* after "--" */
   const char *arg;    /* that word */
   const char *value;  /* an option's value, or the file name */
+  const char *note;   /* after "unknown option 'X'" (cli_parse's) */
+};
+
+/* A subcommand's ARGV parsed at once (cli_parse).  */
+struct cli_parsed
+{
+  const char *v[OPT_COUNT];    /* an option's (last) value, "" for one that
+                                  takes none; NULL if not given */
+  const char *word[OPT_COUNT]; /* the word that gave it */
+  const char **files;          /* the file names */
+  size_t nfiles;
+  const char **lines;          /* every value of --lines, in order */
+  size_t nlines;
 };
 
 int cli_choice (const char *v, const char *const *choices);
 void cli_start (struct cli_args *p, const struct cli_cmd *cmd, int argc,
                 char **argv);
 int cli_next (struct cli_args *p);
+int cli_parse (const struct cli_cmd *cmd, int argc, char **argv,
+               struct cli_parsed *p, const char *unknown_note);
+void cli_parsed_free (struct cli_parsed *p);
 int cli_usage (const struct cli_cmd *cmd, const char *fmt, ...)
   __attribute__ ((format (printf, 2, 3)));
 void cli_help (const struct cli_cmd *cmd, int whole);

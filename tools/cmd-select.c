@@ -41,66 +41,43 @@ put_glob_literal (const char *s)
     }
 }
 
-enum { SELECT_PERCENT = 1, SELECT_FILTER };
-
-static const struct cli_opt select_opts[] = {
-  { "--percent", 0, "P", SELECT_PERCENT,
-    "the share of the exclusive cycles to cover, 0 < P <= 100\n"
-    "(\"80\" or \"80%\"; default 80)" },
-  { "--filter", 0, NULL, SELECT_FILTER,
-    "print a filter file (-fplugin-arg-tally-filter) including\n"
-    "them instead of the table" },
-  { 0 }
-};
-
 /* tally select [--percent=P] [--filter] FILE...  */
 static int
 cmd_select (int argc, char **argv)
 {
-  const char **files = xmalloc ((size_t) argc * sizeof *files);
-  size_t nfiles = 0;
+  struct cli_parsed a;
   double percent = 80;
-  const char *percent_arg = "80%";
-  int filter = 0, r;
-  struct cli_args p;
-  cli_start (&p, &cli_select, argc, argv);
-  while ((r = cli_next (&p)) > 0 || r == CLI_FILE)
-    if (r == CLI_FILE)
-      files[nfiles++] = p.value;
-    else if (r == SELECT_FILTER)
-      filter = 1;
-    else if (tally_parse_percent (p.value, &percent) == 0)
-      percent_arg = p.value;
-    else
-      {
-        error_msg ("select: bad value '%s' for --percent: give a number above "
-                   "0 and at most 100, like 80 or 99.5%%", p.value);
-        r = CLI_ERROR;
-        break;
-      }
-  if (r == CLI_END && nfiles == 0)
-    r = cli_usage (&cli_select, "no data files given");
-  if (r != CLI_END)
+  int status = cli_parse (&cli_select, argc, argv, &a, NULL);
+  if (status == CLI_GO && a.v[OPT_PERCENT]
+      && tally_parse_percent (a.v[OPT_PERCENT], &percent) != 0)
     {
-      free (files);
-      return r == CLI_HELP ? 0 : EXIT_USAGE;
+      error_msg ("select: bad value '%s' for --percent: give a number above "
+                 "0 and at most 100, like 80 or 99.5%%", a.v[OPT_PERCENT]);
+      status = EXIT_USAGE;
+    }
+  else if (status == CLI_GO && a.nfiles == 0)
+    status = cli_usage (&cli_select, "no data files given");
+  if (status != CLI_GO)
+    {
+      cli_parsed_free (&a);
+      return status;
     }
   struct tally_selection sel;
   char err[512];
-  if (tally_select (files, nfiles, percent, &sel, err, sizeof err) != 0)
+  if (tally_select (a.files, a.nfiles, percent, &sel, err, sizeof err) != 0)
     {
       error_msg ("select: %s", err);
-      free (files);
+      cli_parsed_free (&a);
       return EXIT_BAD_DATA;
     }
   double got = 100.0 * (double) sel.selected / (double) sel.total;
-  if (filter)
+  if (a.v[OPT_FILTER])
     {
       printf ("# tally select --percent=%s: %zu of %zu functions, %.2f%% of "
               "the measured time\n# (-fplugin-arg-tally-filter=THIS_FILE; a "
               "static function of the same name\n# in another file is "
               "included too: select=PROFILE tells them apart)\n",
-              percent_arg, sel.nselected, sel.nfns, got);
+              a.v[OPT_PERCENT] ? a.v[OPT_PERCENT] : "80%", sel.nselected, sel.nfns, got);
       for (size_t i = 0; i < sel.nselected; i++)
         {
           fputs ("include function ", stdout);
@@ -144,7 +121,7 @@ cmd_select (int argc, char **argv)
         }
     }
   tally_selection_free (&sel);
-  free (files);
+  cli_parsed_free (&a);
   return 0;
 }
 
@@ -152,5 +129,5 @@ const struct cli_cmd cli_select = {
   .name = "select", .synopsis = "[--percent=P] [--filter] FILE...",
   .summary = "the fewest functions making up P% (default\n"
              "80) of the measured time (measure=cycles)",
-  .opts = select_opts, .run = cmd_select,
+  .bit = CMD_SELECT, .run = cmd_select,
 };

@@ -617,72 +617,46 @@ diff_lines (const struct input *in, int all, size_t *n)
   return v;
 }
 
-enum { DIFF_SORT = 1, DIFF_TOP, DIFF_LINES, DIFF_ALL, DIFF_JSON, DIFF_CSV };
-
-static const struct cli_opt diff_opts[] = {
-  { "--sort", 0, "KEY", DIFF_SORT,
-    "order by the largest change in calls (default) or\n"
-    "cycles (exclusive, measure=cycles), or by name" },
-  { "--top", 0, "N", DIFF_TOP, "print only the first N rows" },
-  { "--lines", 0, NULL, DIFF_LINES,
-    "line counts that differ (blocks=count) instead of\n"
-    "functions" },
-  { "--all", 0, NULL, DIFF_ALL,
-    "also list what did not change (and system headers)" },
-  { "--json", 0, NULL, DIFF_JSON, "print one JSON object instead of the table" },
-  { "--csv", 0, NULL, DIFF_CSV, "print CSV instead of the table" },
-  { 0 }
-};
-
 static int
 cmd_diff (int argc, char **argv)
 {
-  const char *paths[2];
-  size_t npaths = 0, top = 0;
-  int all = 0, show_lines = 0, json = 0, csv = 0, r;
-  enum diff_format format;
-  sort_by = BY_CALLS;
-  struct cli_args p;
-  cli_start (&p, &cli_diff, argc, argv);
-  while ((r = cli_next (&p)) > 0 || r == CLI_FILE)
-    if (r == CLI_FILE && npaths == 2)
-      return cli_usage (&cli_diff, "give two data files, A and B (%s is a "
-                        "third)", p.value);
-    else if (r == CLI_FILE)
-      paths[npaths++] = p.value;
-    else if (r == DIFF_JSON)
-      json = 1;
-    else if (r == DIFF_CSV)
-      csv = 1;
-    else if (r == DIFF_ALL)
-      all = 1;
-    else if (r == DIFF_LINES)
-      show_lines = 1;
-    else if (r == DIFF_SORT)
-      {
-        static const char *const keys[] = { "calls", "cycles", "name", NULL };
-        int k = cli_choice (p.value, keys);
-        if (k < 0)
-          return cli_usage (&cli_diff, "unknown sort key '%s' (use calls, "
-                            "cycles or name)", p.value);
-        sort_by = k == 0 ? BY_CALLS : k == 1 ? BY_CYCLES : BY_NAME;
-      }
-    else if (parse_count (p.value, &top) != 0)
-      return cli_usage (&cli_diff, "--top needs a positive whole number, not "
-                        "'%s'", p.value);
-  if (r != CLI_END)
-    return r == CLI_HELP ? 0 : EXIT_USAGE;
-  if (json && csv)
-    return cli_usage (&cli_diff, "--json and --csv cannot be used together");
-  format = json ? JSON : csv ? CSV : TEXT;
-  if (npaths != 2)
-    return cli_usage (&cli_diff, "give two data files, A and B");
+  static const char *const keys[] = { "calls", "cycles", "name", NULL };
+  struct cli_parsed a;
+  const char *v;
+  size_t top = 0;
+  int k = 0, status = cli_parse (&cli_diff, argc, argv, &a, NULL);
+  if (status != CLI_GO)
+    ;
+  else if (a.nfiles > 2)
+    status = cli_usage (&cli_diff, "give two data files, A and B (%s is a "
+                        "third)", a.files[2]);
+  else if ((v = a.v[OPT_SORT]) && (k = cli_choice (v, keys)) < 0)
+    status = cli_usage (&cli_diff, "unknown sort key '%s' (use calls, "
+                        "cycles or name)", v);
+  else if ((v = a.v[OPT_TOP]) && parse_count (v, &top) != 0)
+    status = cli_usage (&cli_diff, "--top needs a positive whole number, "
+                        "not '%s'", v);
+  else if (a.v[OPT_JSON] && a.v[OPT_CSV])
+    status = cli_usage (&cli_diff, "--json and --csv cannot be used "
+                        "together");
+  else if (a.nfiles != 2)
+    status = cli_usage (&cli_diff, "give two data files, A and B");
+  if (status != CLI_GO)
+    {
+      cli_parsed_free (&a);
+      return status;
+    }
+  const char *paths[2] = { a.files[0], a.files[1] };
+  int all = a.v[OPT_ALL] != NULL, show_lines = a.v[OPT_LINES] != NULL;
+  enum diff_format format = a.v[OPT_JSON] ? JSON : a.v[OPT_CSV] ? CSV : TEXT;
+  cli_parsed_free (&a);
+  sort_by = k == 0 ? BY_CALLS : k == 1 ? BY_CYCLES : BY_NAME;
 
   struct input in[2];
   struct diff df;
   memset (in, 0, sizeof in);
   memset (&df, 0, sizeof df);
-  int status = 0;
+  status = 0;
   for (int k = 0; k < 2; k++)
     {
       in[k].path = paths[k];
@@ -757,5 +731,5 @@ const struct cli_cmd cli_diff = {
   .name = "diff", .synopsis = "[OPTION]... A B",
   .summary = "per-function (--lines: per-line) changes\n"
              "from data file A to B, largest first",
-  .opts = diff_opts, .run = cmd_diff,
+  .bit = CMD_DIFF, .run = cmd_diff,
 };

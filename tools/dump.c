@@ -309,37 +309,29 @@ dump_data (const char *path, const struct tally_data *d)
 static int
 cmd_dump (int argc, char **argv)
 {
-  const char **paths = xmalloc ((size_t) argc * sizeof *paths);
-  size_t npaths = 0;
-  int status = 0, r;
-  struct cli_args p;
-  cli_start (&p, &cli_dump, argc, argv);
-  while ((r = cli_next (&p)) == CLI_FILE)
-    paths[npaths++] = p.value;
-  if (r == CLI_END && npaths == 0)
-    r = cli_usage (&cli_dump, "no data file given");
-  for (size_t i = 0; r == CLI_END && i < npaths; i++)
+  struct cli_parsed a;
+  int go = cli_parse (&cli_dump, argc, argv, &a, NULL), status = 0;
+  if (go == CLI_GO && a.nfiles == 0)
+    go = cli_usage (&cli_dump, "no data file given");
+  for (size_t i = 0; go == CLI_GO && i < a.nfiles; i++)
     {
       struct tally_data d;
       char err[256];
-      if (tally_read_file (paths[i], &d, err, sizeof err) != 0)
+      if (tally_read_file (a.files[i], &d, err, sizeof err) != 0)
         {
-          error_msg ("%s: %s", paths[i], err);
+          error_msg ("%s: %s", a.files[i], err);
           status = EXIT_BAD_DATA;
           continue;
         }
-      note_unfinished (paths[i], &d);
-      dump_data (paths[i], &d);
+      note_unfinished (a.files[i], &d);
+      dump_data (a.files[i], &d);
       tally_data_free (&d);
     }
-  free (paths);
-  return r == CLI_END ? status : r == CLI_HELP ? 0 : EXIT_USAGE;
+  cli_parsed_free (&a);
+  return go == CLI_GO ? status : go;
 }
 
-static const struct cli_opt dump_opts[] = { { 0 } };
-
 const struct cli_cmd cli_dump = {
-  .name = "dump", .synopsis = "FILE...",
-  .summary = "print every record of the files as stored",
-  .opts = dump_opts, .run = cmd_dump,
+  .name = "dump", .bit = CMD_DUMP, .synopsis = "FILE...",
+  .summary = "print every record of the files as stored", .run = cmd_dump,
 };

@@ -108,61 +108,26 @@ tree_command (const char *what, const char **files, size_t nfiles,
   return rc;
 }
 
-enum { FLAME_FOLDED = 1, FLAME_OUTPUT, FLAME_EVENT, FLAME_FORCE, FLAME_ALL };
-
-static const struct cli_opt flame_opts[] = {
-  { "--output", 'o', "OUT", FLAME_OUTPUT,
-    "write to OUT instead of standard output" },
-  { "--folded", 0, NULL, FLAME_FOLDED,
-    "collapsed stacks (\"main;f;g 1234\", exclusive cycles)\n"
-    "instead of SVG, for other flame graph viewers" },
-  { "--event", 0, "NAME", FLAME_EVENT,
-    "widths from the PAPI event NAME (measure=papi) instead\n"
-    "of cycles" },
-  { "--force", 0, NULL, FLAME_FORCE,
-    "sum modules of one source built with other at=,\n"
-    "hooks= or blocks= settings instead of refusing" },
-  { "--all", 0, NULL, FLAME_ALL,
-    "also the frames below the first instrumented call" },
-  { 0 }
-};
-
 /* tally flame [--folded] [-o OUT] FILE...  */
 static int
 cmd_flame (int argc, char **argv)
 {
-  const char **files = xmalloc ((size_t) argc * sizeof *files);
-  size_t nfiles = 0;
-  const char *out = "-", *event = NULL;
-  int folded = 0, force = 0, all = 0, r;
-  struct cli_args p;
-  cli_start (&p, &cli_flame, argc, argv);
-  while ((r = cli_next (&p)) > 0 || r == CLI_FILE)
-    if (r == CLI_FILE)
-      files[nfiles++] = p.value;
-    else if (r == FLAME_FOLDED)
-      folded = 1;
-    else if (r == FLAME_OUTPUT)
-      out = p.value;
-    else if (r == FLAME_EVENT)
-      event = p.value;
-    else if (r == FLAME_FORCE)
-      force = 1;
-    else
-      all = 1;
-  if (r == CLI_END && nfiles == 0)
-    r = cli_usage (&cli_flame, "no data files given");
-  if (r == CLI_END)
-    r = tree_command ("flame", files, nfiles, out, folded, event, force, all);
-  else
-    r = r == CLI_HELP ? 0 : EXIT_USAGE;
-  free (files);
-  return r;
+  struct cli_parsed a;
+  int status = cli_parse (&cli_flame, argc, argv, &a, NULL);
+  if (status == CLI_GO && a.nfiles == 0)
+    status = cli_usage (&cli_flame, "no data files given");
+  if (status == CLI_GO)
+    status = tree_command ("flame", a.files, a.nfiles,
+                           a.v[OPT_OUTPUT] ? a.v[OPT_OUTPUT] : "-",
+                           a.v[OPT_FOLDED] != NULL, a.v[OPT_EVENT],
+                           a.v[OPT_FORCE] != NULL, a.v[OPT_ALL] != NULL);
+  cli_parsed_free (&a);
+  return status;
 }
 
 const struct cli_cmd cli_flame = {
-  .name = "flame", .synopsis = "[--folded] [-o OUT] FILE...",
+  .name = "flame", .bit = CMD_FLAME, .synopsis = "[--folded] [-o OUT] FILE...",
   .summary = "a flame graph (SVG) of the call paths of\n"
              "paths=on programs, or collapsed stacks",
-  .opts = flame_opts, .run = cmd_flame,
+  .run = cmd_flame,
 };

@@ -211,68 +211,27 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c,
   return left;
 }
 
-enum { LCOV_OUTPUT = 1, LCOV_NO_MARKERS, LCOV_FORCE, LCOV_ALL };
-
-static const struct cli_opt lcov_opts[] = {
-  { "--output", 'o', "OUT", LCOV_OUTPUT,
-    "the tracefile to write (default: standard output)" },
-  { "--no-markers", 0, NULL, LCOV_NO_MARKERS,
-    "keep the lines marked LCOV_EXCL_* in the source\n"
-    "(left out by default)" },
-  { "--force", 0, NULL, LCOV_FORCE,
-    "sum modules of one source built with other at=,\n"
-    "hooks= or blocks= settings instead of refusing" },
-  { "--all", 0, NULL, LCOV_ALL,
-    "also the functions of system headers never called" },
-  { 0 }
-};
-
-static int cmd_lcov (int argc, char **argv);
-
-const struct cli_cmd cli_lcov = {
-  .name = "lcov", .synopsis = "[--no-markers] [-o OUT] FILE...",
-  .summary = "write an lcov tracefile (line, function and\n"
-             "branch coverage) for genhtml; lines marked\n"
-             "LCOV_EXCL_* in the source are left out\n"
-             "unless --no-markers",
-  .opts = lcov_opts, .run = cmd_lcov,
-};
-
 static int
 cmd_lcov (int argc, char **argv)
 {
-  const char *out = NULL;
-  int markers = 1;
-  const char **paths = xmalloc ((size_t) argc * sizeof *paths);
-  size_t npaths = 0;
-  int force = 0, all = 0, r;
-  struct cli_args p;
-  cli_start (&p, &cli_lcov, argc, argv);
-  while ((r = cli_next (&p)) > 0 || r == CLI_FILE)
-    if (r == CLI_FILE)
-      paths[npaths++] = p.value;
-    else if (r == LCOV_OUTPUT)
-      out = p.value;
-    else if (r == LCOV_NO_MARKERS)
-      markers = 0;
-    else if (r == LCOV_FORCE)
-      force = 1;
-    else
-      all = 1;
-  if (r == CLI_END && out && !*out)
-    r = cli_usage (&cli_lcov, "-o needs a file name");
-  else if (r == CLI_END && npaths == 0)
-    r = cli_usage (&cli_lcov, "no data files given");
-  if (r != CLI_END)
+  struct cli_parsed a;
+  int status = cli_parse (&cli_lcov, argc, argv, &a, NULL);
+  const char *out = a.v[OPT_OUTPUT];
+  int markers = !a.v[OPT_NO_MARKERS];
+  if (status == CLI_GO && out && !*out)
+    status = cli_usage (&cli_lcov, "-o needs a file name");
+  else if (status == CLI_GO && a.nfiles == 0)
+    status = cli_usage (&cli_lcov, "no data files given");
+  if (status != CLI_GO)
     {
-      free (paths);
-      return r == CLI_HELP ? 0 : EXIT_USAGE;
+      cli_parsed_free (&a);
+      return status;
     }
   struct merge m;
   memset (&m, 0, sizeof m);
   m.what = "lcov";
-  m.force = force;
-  int status = merge_paths (&m, paths, npaths, 0);
+  m.force = a.v[OPT_FORCE] != NULL;
+  status = merge_paths (&m, a.files, a.nfiles, 0);
   if (!status)
     {
       size_t nb;
@@ -280,7 +239,7 @@ cmd_lcov (int argc, char **argv)
       struct cov_result cov;
       cov_compute (cb, nb, &cov);
       free (cb);
-      if (!all)
+      if (!a.v[OPT_ALL])
         {
           cov_hide_system (&m, &cov);
           merge_hide_system (&m, 1);
@@ -322,6 +281,15 @@ cmd_lcov (int argc, char **argv)
       cov_free (&cov);
     }
   merge_free (&m);
-  free (paths);
+  cli_parsed_free (&a);
   return status;
 }
+
+const struct cli_cmd cli_lcov = {
+  .name = "lcov", .bit = CMD_LCOV, .synopsis = "[--no-markers] [-o OUT] FILE...",
+  .summary = "write an lcov tracefile (line, function and\n"
+             "branch coverage) for genhtml; lines marked\n"
+             "LCOV_EXCL_* in the source are left out\n"
+             "unless --no-markers",
+  .run = cmd_lcov,
+};

@@ -711,69 +711,44 @@ write_merged (const char *path, const struct accumulator *acc,
   return 0;
 }
 
-enum { MERGE_OUTPUT = 1, MERGE_JOBS, MERGE_FORCE };
-
-static const struct cli_opt merge_opts[] = {
-  { "--output", 'o', "OUT", MERGE_OUTPUT,
-    "the file to write (replaced atomically; may be\n"
-    "one of the inputs)" },
-  { "--jobs", 'j', "N", MERGE_JOBS,
-    "read the files ahead on N - 1 threads (1 to 256;\n"
-    "default 1: one file at a time)" },
-  { "--force", 0, NULL, MERGE_FORCE,
-    "also merge other builds of the same source (functions\n"
-    "pair by symbol); by default they stay separate modules,\n"
-    "and builds with other at=, hooks= or blocks= settings\n"
-    "are refused" },
-  { 0 }
-};
-
 static int
 cmd_merge (int argc, char **argv)
 {
-  const char *out = NULL;
-  int force = 0, jobs = 1, r;
-  size_t npaths = 0;
-  const char **paths = xmalloc ((size_t) argc * sizeof *paths);
-  struct cli_args p;
-  cli_start (&p, &cli_merge, argc, argv);
-  while ((r = cli_next (&p)) > 0 || r == CLI_FILE)
-    if (r == CLI_FILE)
-      paths[npaths++] = p.value;
-    else if (r == MERGE_FORCE)
-      force = 1;
-    else if (r == MERGE_OUTPUT)
-      out = p.value;
-    else
-      {
-        /* -j N, -jN, -j=N, --jobs=N, --jobs N */
-        const char *v = p.value + (p.arg[1] != '-' && p.value[0] == '=');
-        char *end;
-        long n = strtol (v, &end, 10);
-        if (!*v || *end || n < 1 || n > 256)
-          {
-            r = cli_usage (&cli_merge, "-j needs a number of threads from 1 "
-                           "to 256");
-            break;
-          }
-        jobs = (int) n;
-      }
-  if (r == CLI_END && (!out || !*out))
-    r = cli_usage (&cli_merge, "no output file given (-o OUT)");
-  else if (r == CLI_END && npaths == 0)
-    r = cli_usage (&cli_merge, "no data file given");
-  if (r != CLI_END)
+  struct cli_parsed a;
+  const char *out, *v;
+  int status = cli_parse (&cli_merge, argc, argv, &a, NULL), force, jobs = 1;
+  if (status == CLI_GO && (v = a.v[OPT_JOBS]))
     {
-      free (paths);
-      return r == CLI_HELP ? 0 : EXIT_USAGE;
+      /* -j N, -jN, -j=N, --jobs=N, --jobs N */
+      if (a.word[OPT_JOBS][1] != '-' && *v == '=')
+        v++;
+      char *end;
+      long n = strtol (v, &end, 10);
+      if (!*v || *end || n < 1 || n > 256)
+        status = cli_usage (&cli_merge, "-j needs a number of threads from 1 "
+                            "to 256");
+      jobs = (int) n;
     }
+  out = a.v[OPT_OUTPUT];
+  force = a.v[OPT_FORCE] != NULL;
+  if (status == CLI_GO && (!out || !*out))
+    status = cli_usage (&cli_merge, "no output file given (-o OUT)");
+  else if (status == CLI_GO && a.nfiles == 0)
+    status = cli_usage (&cli_merge, "no data file given");
+  if (status != CLI_GO)
+    {
+      cli_parsed_free (&a);
+      return status;
+    }
+  const char **paths = a.files;
+  size_t npaths = a.nfiles;
 
   struct accumulator acc;
   memset (&acc, 0, sizeof acc);
   char *program = NULL;
   uint32_t flags = TALLY_FILE_AT_EXIT;
   size_t file = 0;
-  int status = 0;
+  status = 0;
   struct tally_builds *builds = tally_builds_new ();
   /* One file at a time (memory: the files being read and the result);
      -j N reads ahead on N - 1 threads (tools/prefetch.c).  */
@@ -820,7 +795,6 @@ cmd_merge (int argc, char **argv)
       file++;
     }
   tally_prefetch_end (pf);
-  free (paths);
   size_t forced = 0;
   for (size_t i = 0; i < acc.n; i++)
     forced += acc.mods[i].forced;
@@ -859,11 +833,12 @@ cmd_merge (int argc, char **argv)
   free (acc.node_ev);
   free (acc.slots);
   free (program);
+  cli_parsed_free (&a);
   return status;
 }
 
 const struct cli_cmd cli_merge = {
   .name = "merge", .synopsis = "[--force] [-j N] -o OUT FILE...",
   .summary = "sum the files into one data file OUT",
-  .opts = merge_opts, .run = cmd_merge,
+  .bit = CMD_MERGE, .run = cmd_merge,
 };

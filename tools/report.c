@@ -526,58 +526,8 @@ print_csv (struct row **rows, size_t n)
     }
 }
 
-enum
-{
-  REPORT_SORT = 1, REPORT_TOP, REPORT_CLONES, REPORT_JSON, REPORT_CSV,
-  REPORT_TREE, REPORT_EVENT, REPORT_BLOCKS, REPORT_LINES, REPORT_ALL,
-  REPORT_FORCE,
-  /* Those of --ranks (ranks.c) too.  */
-  REPORT_RANKS, REPORT_METRIC, REPORT_RANK
-};
-
-static const struct cli_opt report_opts[] = {
-  { "--sort", 0, "KEY", REPORT_SORT,
-    "order rows by KEY: calls (default, most first),\n"
-    "exits (most first), name, or with measure=cycles incl\n"
-    "or excl (inclusive or exclusive cycles, most first)" },
-  { "--top", 0, "N", REPORT_TOP, "print only the first N rows" },
-  { "--clones", 0, NULL, REPORT_CLONES,
-    "one row per compiled body (\"f.constprop.0\") instead of\n"
-    "folding clones into their source function" },
-  { "--json", 0, NULL, REPORT_JSON, "print one JSON object instead of a table" },
-  { "--csv", 0, NULL, REPORT_CSV,
-    "print CSV (calls,exits,function,symbol,origin,file,line)" },
-  { "--tree", 0, NULL, REPORT_TREE,
-    "print the calling-context tree of paths=on programs" },
-  { "--event", 0, "NAME", REPORT_EVENT,
-    "with --tree: the PAPI event NAME (measure=papi) per call\n"
-    "path instead of cycles" },
-  { "--blocks", 0, NULL, REPORT_BLOCKS,
-    "print every block with its lines and count\n"
-    "(modules built with -fplugin-arg-tally-blocks=...)" },
-  { "--lines", 0, "FILE", REPORT_LINES,
-    "print source FILE annotated with line counts, as gcov\n"
-    "does; may be repeated" },
-  { "--all", 0, NULL, REPORT_ALL,
-    "also show the functions of system headers never\n"
-    "called and the frames below the first instrumented call" },
-  { "--force", 0, NULL, REPORT_FORCE,
-    "sum modules of one source built with other at=,\n"
-    "hooks= or blocks= settings instead of refusing" },
-  { "--ranks", 0, NULL, REPORT_RANKS,
-    "the ranks of an MPI job (a file libtally-mpi reduced, or\n"
-    "one file per rank): per function min, mean, max, rank of\n"
-    "the max and imbalance; --sort=imbalance|max|mean|name" },
-  { "--metric", 0, "M", REPORT_METRIC,
-    "with --ranks: calls, cycles or self (exclusive cycles)" },
-  { "--rank", 0, "N", REPORT_RANK,
-    "report only rank N of the per-rank files given" },
-  { "--", 0, NULL, 0, "end of options" },
-  { 0 }
-};
-
 /* Whether ARGV asks for --ranks (before "--"): the other options are
-   checked against it as they come.  */
+   checked against it.  */
 static int
 ranks_wanted (int argc, char **argv)
 {
@@ -587,104 +537,93 @@ ranks_wanted (int argc, char **argv)
   return 0;
 }
 
-/* report's options, with --ranks checked.  Returns CLI_END, CLI_HELP or
-   EXIT_USAGE (reported).  */
+/* The values of report's options A into *O and *RANK; with --ranks
+   (RANKS) only those ranks.c takes.  Returns CLI_GO or EXIT_USAGE
+   (reported).  */
 static int
-report_args (int argc, char **argv, struct report_opts *opts,
-             struct ranks_opts *ro, int *flags, const char **event,
-             long *rank)
+report_values (const struct cli_parsed *a, int ranks, struct report_opts *o,
+               long *rank)
 {
   static const char *const keys[] = { "calls", "exits", "name", "incl",
                                       "excl", NULL };
-  int ranks = ranks_wanted (argc, argv), r;
-  struct cli_args p;
-  cli_start (&p, &cli_report, argc, argv);
-  while ((r = cli_next (&p)) > 0 || r == CLI_FILE || r == CLI_OTHER)
+  const char *v;
+  int k;
+  if ((v = a->v[OPT_RANK]))
     {
-      const char *v = p.value;
-      int k;
-      if (r == CLI_FILE)
-        ro->files[ro->nfiles++] = v;
-      else if (r == CLI_OTHER)
-        return cli_usage (&cli_report, "unknown option '%s'%s", p.arg,
-                          ranks ? " with --ranks" : "");
-      else if (ranks && r < REPORT_RANKS && r != REPORT_SORT
-               && r != REPORT_TOP && r != REPORT_JSON && r != REPORT_CSV)
-        return cli_usage (&cli_report, "unknown option '%s' with --ranks",
-                          p.arg);
-      else if (r == REPORT_METRIC && !ranks)
-        return cli_usage (&cli_report, "unknown option '%s'", p.arg);
-      else if (r == REPORT_LINES && !*v)
-        return cli_usage (&cli_report, "--lines needs a source file name");
-      else if (r == REPORT_LINES)
-        opts->lines[opts->nlines++] = v;
-      else if (r == REPORT_SORT && ranks)
-        ro->sort = v;
-      else if (r == REPORT_SORT && (k = cli_choice (v, keys)) < 0)
-        return cli_usage (&cli_report, "unknown sort key '%s' (use calls, "
-                          "exits, name, incl or excl)", v);
-      else if (r == REPORT_SORT)
-        opts->sort = (enum sort_key) k;
-      else if (r == REPORT_TOP && parse_count (v, &opts->top) != 0)
-        return ranks ? cli_usage (&cli_report, "--top=%s is not a positive "
-                                  "number", v)
-                     : cli_usage (&cli_report, "--top needs a positive whole "
-                                  "number, not '%s'", v);
-      else if (r == REPORT_EVENT)
-        *event = v;
-      else if (r == REPORT_METRIC)
-        ro->metric = v;
-      else if (r == REPORT_RANK)
-        {
-          char *end;
-          *rank = strtol (v, &end, 10);
-          if (!*v || *end || *rank < 0 || *rank > 0x7fffffffL)
-            return cli_usage (&cli_report, "--rank=%s is not a rank (0, 1, "
-                              "...)", v);
-        }
-      else if (r != REPORT_TOP)
-        *flags |= 1 << r;
+      char *end;
+      *rank = strtol (v, &end, 10);
+      if (!*v || *end || *rank < 0 || *rank > 0x7fffffffL)
+        return cli_usage (&cli_report, "--rank=%s is not a rank (0, 1, ...)",
+                          v);
     }
-  return r == CLI_END ? CLI_END : r == CLI_HELP ? CLI_HELP : EXIT_USAGE;
+  if ((v = a->v[OPT_TOP]) && parse_count (v, &o->top) != 0)
+    return ranks ? cli_usage (&cli_report, "--top=%s is not a positive "
+                              "number", v)
+                 : cli_usage (&cli_report, "--top needs a positive whole "
+                              "number, not '%s'", v);
+  if (ranks)
+    {
+      for (int id = 0; id < OPT_COUNT; id++)
+        if (a->word[id] && id != OPT_RANKS && id != OPT_JSON
+            && id != OPT_CSV && id != OPT_RANK && id != OPT_SORT
+            && id != OPT_METRIC && id != OPT_TOP)
+          return cli_usage (&cli_report, "unknown option '%s' with --ranks",
+                            a->word[id]);
+      return CLI_GO;
+    }
+  if (a->v[OPT_METRIC])
+    return cli_usage (&cli_report, "unknown option '%s'", a->word[OPT_METRIC]);
+  for (size_t i = 0; i < a->nlines; i++)
+    if (!*a->lines[i])
+      return cli_usage (&cli_report, "--lines needs a source file name");
+  if ((v = a->v[OPT_SORT]) && (k = cli_choice (v, keys)) < 0)
+    return cli_usage (&cli_report, "unknown sort key '%s' (use calls, exits, "
+                      "name, incl or excl)", v);
+  if (v)
+    o->sort = (enum sort_key) k;
+  o->lines = a->lines;
+  o->nlines = a->nlines;
+  o->clones = a->v[OPT_CLONES] != NULL;
+  o->blocks = a->v[OPT_BLOCKS] != NULL;
+  return CLI_GO;
+}
+
+/* report --ranks (ranks.c).  */
+static int
+report_ranks (const struct cli_parsed *a, const struct report_opts *o,
+              long rank)
+{
+  struct ranks_opts ro = { a->files, a->nfiles, a->v[OPT_JSON] != NULL,
+                           a->v[OPT_CSV] != NULL, a->v[OPT_SORT],
+                           a->v[OPT_METRIC], o->top };
+  if (rank >= 0)
+    return cli_usage (&cli_report, "--ranks and --rank cannot be used "
+                      "together");
+  if (ro.json && ro.csv)
+    return cli_usage (&cli_report, "--json and --csv cannot be used "
+                      "together");
+  if (ro.nfiles == 0)
+    return cli_usage (&cli_report, "no data file given");
+  return tally_ranks_report (&ro);
 }
 
 static int
 cmd_report (int argc, char **argv)
 {
   struct report_opts opts = { SORT_CALLS, FORMAT_TEXT, 0, 0, 0, NULL, 0 };
-  struct ranks_opts ro;
-  memset (&ro, 0, sizeof ro);
-  ro.files = xmalloc ((size_t) argc * sizeof *ro.files);
-  opts.lines = xmalloc ((size_t) argc * sizeof *opts.lines);
-  const char *event = NULL;
+  struct cli_parsed a;
+  int ranks = ranks_wanted (argc, argv);
   long rank = -1;
-  int flags = 0, status;
-  status = report_args (argc, argv, &opts, &ro, &flags, &event, &rank);
-#define F(x) ((flags >> REPORT_##x) & 1)
-  int json = F (JSON), csv = F (CSV), tree = F (TREE);
-  opts.clones = F (CLONES);
-  opts.blocks = F (BLOCKS);
-  ro.json = json;
-  ro.csv = csv;
-  ro.top = opts.top;
-  const char **paths = ro.files;
-  size_t npaths = ro.nfiles;
-  if (status != CLI_END)
+  int status = cli_parse (&cli_report, argc, argv, &a,
+                          ranks ? " with --ranks" : NULL);
+  if (status == CLI_GO)
+    status = report_values (&a, ranks, &opts, &rank);
+  if (status == CLI_GO && ranks)
+    status = report_ranks (&a, &opts, rank);
+  if (status != CLI_GO || ranks)
     goto done;
-  if (F (RANKS))
-    {
-      if (rank >= 0)
-        status = cli_usage (&cli_report, "--ranks and --rank cannot be used "
-                            "together");
-      else if (json && csv)
-        status = cli_usage (&cli_report, "--json and --csv cannot be used "
-                            "together");
-      else if (npaths == 0)
-        status = cli_usage (&cli_report, "no data file given");
-      else
-        status = tally_ranks_report (&ro);
-      goto done;
-    }
+  const char **paths = a.files, *event = a.v[OPT_EVENT];
+  size_t npaths = a.nfiles;
   if (rank >= 0)
     {
       /* --rank N: the report of that file alone.  */
@@ -695,6 +634,8 @@ cmd_report (int argc, char **argv)
         }
       npaths = 1;
     }
+  int json = a.v[OPT_JSON] != NULL, csv = a.v[OPT_CSV] != NULL;
+  int tree = a.v[OPT_TREE] != NULL;
   if (json && csv)
     status = cli_usage (&cli_report, "--json and --csv cannot be used "
                         "together");
@@ -709,26 +650,24 @@ cmd_report (int argc, char **argv)
                         "--lines");
   else if (npaths == 0)
     status = cli_usage (&cli_report, "no data files given");
-  if (status != CLI_END || tree)
-    {
-      if (status == CLI_END)
-        status = tree_command ("report --tree", paths, npaths, NULL, 0, event,
-                               F (FORCE), F (ALL));
-      goto done;
-    }
+  else if (tree)
+    status = tree_command ("report --tree", paths, npaths, NULL, 0, event,
+                           a.v[OPT_FORCE] != NULL, a.v[OPT_ALL] != NULL);
+  if (status != CLI_GO || tree)
+    goto done;
   opts.format = json ? FORMAT_JSON : csv ? FORMAT_CSV : FORMAT_TEXT;
 
   struct merge m;
   memset (&m, 0, sizeof m);
   m.what = "report";
-  m.force = F (FORCE);
+  m.force = a.v[OPT_FORCE] != NULL;
   if (merge_paths (&m, paths, npaths, opts.clones) != 0)
     {
       merge_free (&m);
       status = EXIT_BAD_DATA;
       goto done;
     }
-  if (!F (ALL))
+  if (!a.v[OPT_ALL])
     merge_hide_system (&m, 0);
 
   struct row **order = xmalloc ((m.nrows ? m.nrows : 1) * sizeof *order);
@@ -744,6 +683,7 @@ cmd_report (int argc, char **argv)
 
   struct cov_result cov;
   unsigned char *match = NULL;
+  status = 0;
   memset (&cov, 0, sizeof cov);
   if (opts.nlines)
     {
@@ -787,14 +727,12 @@ cmd_report (int argc, char **argv)
   free (order);
   merge_free (&m);
 done:
-  free (ro.files);
-  free (opts.lines);
-  return status == CLI_HELP ? 0 : status;
-#undef F
+  cli_parsed_free (&a);
+  return status;
 }
 
 const struct cli_cmd cli_report = {
   .name = "report", .synopsis = "[OPTION]... FILE...",
   .summary = "merge the files and print calls per function",
-  .opts = report_opts, .run = cmd_report, .flags = CLI_OTHERS,
+  .bit = CMD_REPORT, .run = cmd_report,
 };

@@ -41,35 +41,6 @@
 #error "meson defines TALLY_BINDIR, TALLY_LIBDIR, TALLY_PLUGINDIR, TALLY_CC and TALLY_CXX"
 #endif
 
-enum { RUN_RUNTIME = 1, RUN_OUTPUT, RUN_OVERRIDE, RUN_PRINT_ENV };
-
-static const struct cli_opt run_opts[] = {
-  { "--KEY[=VALUE]", 0, NULL, 0,
-    "passed to the plugin as -fplugin-arg-tally-KEY[=VALUE]\n"
-    "(--hooks=call, --at=early, --blocks=count,\n"
-    "--update=atomic, --filter=FILE,\n"
-    "--select=PROFILE[:P%], --verbose;\n"
-    "see tally-plugin(7)), for C and C++" },
-  { "--c-KEY[=VALUE], --cxx-KEY[=VALUE]", 0, NULL, 0,
-    "the same for C only (CC) or C++ only (CXX)" },
-  { "-fplugin-arg-tally-KEY[=VALUE]", 0, NULL, 0,
-    "the same as --KEY, as the compiler spells it" },
-  { "--runtime", 0, "shared|static", RUN_RUNTIME,
-    "link the shared runtime (default) or the static\n"
-    "one, whole, into every program and library" },
-  { "--output", 0, "PATTERN", RUN_OUTPUT,
-    "set TALLY_OUTPUT for COMMAND (where the programs\n"
-    "it runs write their data files; for a test\n"
-    "suite, DIR/%m.data: one file per program, every\n"
-    "process merged into it)" },
-  { "--override", 0, NULL, RUN_OVERRIDE,
-    "for a make command: also pass CC= and CXX= on its\n"
-    "command line, which beat a Makefile's own CC" },
-  { "--print-env", 0, NULL, RUN_PRINT_ENV,
-    "print the variables as shell assignments and exit" },
-  { 0 }
-};
-
 static int cmd_run (int argc, char **argv);
 
 const struct cli_cmd cli_run = {
@@ -78,7 +49,7 @@ const struct cli_cmd cli_run = {
              "runtime in CC and CXX (tally run --help)",
   .about = "Run COMMAND (a build: make, ./configure, cmake, meson setup, ...) "
            "with\n-fplugin=tally and the tally runtime added to CC and CXX",
-  .opts = run_opts, .run = cmd_run, .column = 26,
+  .bit = CMD_RUN, .run = cmd_run, .column = 26,
   .flags = CLI_LEADING | CLI_EQUALS | CLI_OWN_HELP | CLI_OTHERS,
   .after = "CC and CXX from the environment are kept and extended (default: "
            TALLY_CC " and " TALLY_CXX ").\n",
@@ -246,7 +217,7 @@ cmd_run (int argc, char **argv)
         return 0;
       if (r == CLI_ERROR)
         return EXIT_USAGE;
-      if (r == RUN_RUNTIME)
+      if (r == OPT_RUNTIME)
         {
           runtime = p.value;
           if (strcmp (runtime, "shared") != 0 && strcmp (runtime, "static") != 0)
@@ -256,11 +227,11 @@ cmd_run (int argc, char **argv)
               return EXIT_USAGE;
             }
         }
-      else if (r == RUN_OUTPUT)
+      else if (r == OPT_OUTPUT)
         output = p.value;
-      else if (r == RUN_OVERRIDE)
+      else if (r == OPT_OVERRIDE)
         override = 1;
-      else if (r == RUN_PRINT_ENV)
+      else if (r == OPT_PRINT_ENV)
         print_env = 1;
       else if (strncmp (a, "--", 2) == 0 || strncmp (a, "-fplugin-arg-tally-", 19) == 0)
         {
