@@ -168,11 +168,21 @@ cli_choice (const char *v, const char *const *choices)
   return -1;
 }
 
-void
-cli_start (struct cli_args *p, const struct cli_cmd *cmd, int argc,
-           char **argv)
+/* The subcommand NAME of cli_commands (it is there).  */
+const struct cli_cmd *
+cli_command (const char *name)
 {
-  p->cmd = cmd;
+  const struct cli_cmd *c = cli_commands;
+  while (c->name && strcmp (c->name, name) != 0)
+    c++;
+  return c;
+}
+
+/* Start reading ARGV, the words of subcommand ARGV[0].  */
+void
+cli_start (struct cli_args *p, int argc, char **argv)
+{
+  p->cmd = cli_command (argv[0]);
   p->argc = argc;
   p->argv = argv;
   p->i = 0;
@@ -183,11 +193,12 @@ cli_start (struct cli_args *p, const struct cli_cmd *cmd, int argc,
 /* "tally: NAME: MESSAGE; try 'tally --help'" (or 'tally NAME --help' for
    a command with its own help); returns EXIT_USAGE.  */
 int
-cli_usage (const struct cli_cmd *cmd, const char *fmt, ...)
+cli_usage (const char *name, const char *fmt, ...)
 {
+  const struct cli_cmd *cmd = cli_command (name);
   va_list ap;
   fflush (stdout);
-  fprintf (stderr, "tally: %s: ", cmd->name);
+  fprintf (stderr, "tally: %s: ", name);
   va_start (ap, fmt);
   vfprintf (stderr, fmt, ap);
   va_end (ap);
@@ -269,7 +280,7 @@ cli_next (struct cli_args *p)
         {
           if (cmd->flags & CLI_OTHERS)
             return CLI_OTHER;
-          return cli_usage (cmd, "unknown option '%s'%s", a,
+          return cli_usage (cmd->name, "unknown option '%s'%s", a,
                             p->note ? p->note : ""), CLI_ERROR;
         }
       if (!o->arg)
@@ -284,26 +295,28 @@ cli_next (struct cli_args *p)
       else if (p->i + 1 < p->argc)
         p->value = p->argv[++p->i];
       else
-        return cli_usage (cmd, "option '%s' needs a value", a), CLI_ERROR;
+        return cli_usage (cmd->name, "option '%s' needs a value", a),
+               CLI_ERROR;
       return o->id;
     }
 }
 
 /* Parse ARGV at once into *P: the files, and per option its value and
    the word that gave it; an unknown option is an error, said with
-   UNKNOWN_NOTE after it.  Returns CLI_GO, or the exit status to end with:
+   UNKNOWN_NOTE after it, and so is the lack of the command's required
+   option or of files when it needs them.  Returns CLI_GO, or the exit status to end with:
    0 after the help, EXIT_USAGE after a usage error (reported).  Free P
    with cli_parsed_free.  */
 int
-cli_parse (const struct cli_cmd *cmd, int argc, char **argv,
-           struct cli_parsed *p, const char *unknown_note)
+cli_parse (int argc, char **argv, struct cli_parsed *p,
+           const char *unknown_note)
 {
   struct cli_args a;
   int r;
   memset (p, 0, sizeof *p);
   p->files = xmalloc ((size_t) argc * sizeof *p->files);
   p->lines = xmalloc ((size_t) argc * sizeof *p->lines);
-  cli_start (&a, cmd, argc, argv);
+  cli_start (&a, argc, argv);
   a.note = unknown_note;
   while ((r = cli_next (&a)) > 0 || r == CLI_FILE)
     if (r == CLI_FILE)
@@ -315,7 +328,14 @@ cli_parse (const struct cli_cmd *cmd, int argc, char **argv,
         if (r == OPT_LINES)
           p->lines[p->nlines++] = a.value;
       }
-  return r == CLI_END ? CLI_GO : r == CLI_HELP ? 0 : EXIT_USAGE;
+  if (r != CLI_END)
+    return r == CLI_HELP ? 0 : EXIT_USAGE;
+  const struct cli_cmd *cmd = a.cmd;
+  if (cmd->required && (!p->v[cmd->required] || !*p->v[cmd->required]))
+    return cli_usage (cmd->name, "%s", cmd->no_value);
+  if (cmd->no_files && !p->nfiles)
+    return cli_usage (cmd->name, "%s", cmd->no_files);
+  return CLI_GO;
 }
 
 void

@@ -71,7 +71,15 @@ struct cli_cmd
   int flags;            /* CLI_* below */
   int column;           /* where the help of an option starts (16 if 0) */
   const char *after;    /* a paragraph after its options, or NULL */
+  enum cli_id required; /* cli_parse: an option that must be given */
+  const char *no_value; /* the usage error without it */
+  const char *no_files; /* cli_parse: the usage error without files, or
+                           NULL if none are needed */
 };
+
+/* The subcommands (tally.c), ending with a row of zeros.  */
+extern const struct cli_cmd cli_commands[];
+const struct cli_cmd *cli_command (const char *name);
 
 enum
 {
@@ -120,20 +128,26 @@ struct cli_parsed
 };
 
 int cli_choice (const char *v, const char *const *choices);
-void cli_start (struct cli_args *p, const struct cli_cmd *cmd, int argc,
-                char **argv);
+void cli_start (struct cli_args *p, int argc, char **argv);
 int cli_next (struct cli_args *p);
-int cli_parse (const struct cli_cmd *cmd, int argc, char **argv,
-               struct cli_parsed *p, const char *unknown_note);
+int cli_parse (int argc, char **argv, struct cli_parsed *p,
+               const char *unknown_note);
 void cli_parsed_free (struct cli_parsed *p);
-int cli_usage (const struct cli_cmd *cmd, const char *fmt, ...)
+int cli_usage (const char *cmd, const char *fmt, ...)
   __attribute__ ((format (printf, 2, 3)));
 void cli_help (const struct cli_cmd *cmd, int whole);
 void cli_put_lines (const char *text, int used, int col);
 
-/* The subcommands' tables (tally.c lists them for `tally --help`).  */
-extern const struct cli_cmd cli_report, cli_dump, cli_merge, cli_flame,
-  cli_lcov, cli_select, cli_diff, cli_run;
+/* The subcommands: ARGV[0] is the command's name; each returns the exit
+   status (0, EXIT_BAD_DATA or EXIT_USAGE).  */
+int cmd_report (int argc, char **argv); /* report.c */
+int cmd_dump (int argc, char **argv);   /* dump.c */
+int cmd_merge (int argc, char **argv);  /* merge.c */
+int cmd_flame (int argc, char **argv);  /* flame.c */
+int cmd_lcov (int argc, char **argv);   /* lcov.c */
+int cmd_select (int argc, char **argv); /* cmd-select.c */
+int cmd_diff (int argc, char **argv);   /* diff.c */
+int cmd_run (int argc, char **argv);    /* run.c */
 
 /* report --tree and flame (flame.c).  */
 int tree_command (const char *what, const char **files, size_t nfiles,

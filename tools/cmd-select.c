@@ -42,12 +42,12 @@ put_glob_literal (const char *s)
 }
 
 /* tally select [--percent=P] [--filter] FILE...  */
-static int
+int
 cmd_select (int argc, char **argv)
 {
   struct cli_parsed a;
   double percent = 80;
-  int status = cli_parse (&cli_select, argc, argv, &a, NULL);
+  int status = cli_parse (argc, argv, &a, NULL);
   if (status == CLI_GO && a.v[OPT_PERCENT]
       && tally_parse_percent (a.v[OPT_PERCENT], &percent) != 0)
     {
@@ -55,8 +55,6 @@ cmd_select (int argc, char **argv)
                  "0 and at most 100, like 80 or 99.5%%", a.v[OPT_PERCENT]);
       status = EXIT_USAGE;
     }
-  else if (status == CLI_GO && a.nfiles == 0)
-    status = cli_usage (&cli_select, "no data files given");
   if (status != CLI_GO)
     {
       cli_parsed_free (&a);
@@ -125,9 +123,3 @@ cmd_select (int argc, char **argv)
   return 0;
 }
 
-const struct cli_cmd cli_select = {
-  .name = "select", .synopsis = "[--percent=P] [--filter] FILE...",
-  .summary = "the fewest functions making up P% (default\n"
-             "80) of the measured time (measure=cycles)",
-  .bit = CMD_SELECT, .run = cmd_select,
-};

@@ -617,30 +617,30 @@ diff_lines (const struct input *in, int all, size_t *n)
   return v;
 }
 
-static int
+int
 cmd_diff (int argc, char **argv)
 {
   static const char *const keys[] = { "calls", "cycles", "name", NULL };
   struct cli_parsed a;
   const char *v;
   size_t top = 0;
-  int k = 0, status = cli_parse (&cli_diff, argc, argv, &a, NULL);
+  int k = 0, status = cli_parse (argc, argv, &a, NULL);
   if (status != CLI_GO)
     ;
   else if (a.nfiles > 2)
-    status = cli_usage (&cli_diff, "give two data files, A and B (%s is a "
+    status = cli_usage ("diff", "give two data files, A and B (%s is a "
                         "third)", a.files[2]);
   else if ((v = a.v[OPT_SORT]) && (k = cli_choice (v, keys)) < 0)
-    status = cli_usage (&cli_diff, "unknown sort key '%s' (use calls, "
+    status = cli_usage ("diff", "unknown sort key '%s' (use calls, "
                         "cycles or name)", v);
   else if ((v = a.v[OPT_TOP]) && parse_count (v, &top) != 0)
-    status = cli_usage (&cli_diff, "--top needs a positive whole number, "
+    status = cli_usage ("diff", "--top needs a positive whole number, "
                         "not '%s'", v);
   else if (a.v[OPT_JSON] && a.v[OPT_CSV])
-    status = cli_usage (&cli_diff, "--json and --csv cannot be used "
+    status = cli_usage ("diff", "--json and --csv cannot be used "
                         "together");
   else if (a.nfiles != 2)
-    status = cli_usage (&cli_diff, "give two data files, A and B");
+    status = cli_usage ("diff", "give two data files, A and B");
   if (status != CLI_GO)
     {
       cli_parsed_free (&a);
@@ -727,9 +727,3 @@ out:
   return status;
 }
 
-const struct cli_cmd cli_diff = {
-  .name = "diff", .synopsis = "[OPTION]... A B",
-  .summary = "per-function (--lines: per-line) changes\n"
-             "from data file A to B, largest first",
-  .bit = CMD_DIFF, .run = cmd_diff,
-};

@@ -306,13 +306,11 @@ dump_data (const char *path, const struct tally_data *d)
             d->file_size);
 }
 
-static int
+int
 cmd_dump (int argc, char **argv)
 {
   struct cli_parsed a;
-  int go = cli_parse (&cli_dump, argc, argv, &a, NULL), status = 0;
-  if (go == CLI_GO && a.nfiles == 0)
-    go = cli_usage (&cli_dump, "no data file given");
+  int go = cli_parse (argc, argv, &a, NULL), status = 0;
   for (size_t i = 0; go == CLI_GO && i < a.nfiles; i++)
     {
       struct tally_data d;
@@ -331,7 +329,3 @@ cmd_dump (int argc, char **argv)
   return go == CLI_GO ? status : go;
 }
 
-const struct cli_cmd cli_dump = {
-  .name = "dump", .bit = CMD_DUMP, .synopsis = "FILE...",
-  .summary = "print every record of the files as stored", .run = cmd_dump,
-};

@@ -109,13 +109,11 @@ tree_command (const char *what, const char **files, size_t nfiles,
 }
 
 /* tally flame [--folded] [-o OUT] FILE...  */
-static int
+int
 cmd_flame (int argc, char **argv)
 {
   struct cli_parsed a;
-  int status = cli_parse (&cli_flame, argc, argv, &a, NULL);
-  if (status == CLI_GO && a.nfiles == 0)
-    status = cli_usage (&cli_flame, "no data files given");
+  int status = cli_parse (argc, argv, &a, NULL);
   if (status == CLI_GO)
     status = tree_command ("flame", a.files, a.nfiles,
                            a.v[OPT_OUTPUT] ? a.v[OPT_OUTPUT] : "-",
@@ -125,9 +123,3 @@ cmd_flame (int argc, char **argv)
   return status;
 }
 
-const struct cli_cmd cli_flame = {
-  .name = "flame", .bit = CMD_FLAME, .synopsis = "[--folded] [-o OUT] FILE...",
-  .summary = "a flame graph (SVG) of the call paths of\n"
-             "paths=on programs, or collapsed stacks",
-  .run = cmd_flame,
-};

@@ -211,17 +211,15 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c,
   return left;
 }
 
-static int
+int
 cmd_lcov (int argc, char **argv)
 {
   struct cli_parsed a;
-  int status = cli_parse (&cli_lcov, argc, argv, &a, NULL);
+  int status = cli_parse (argc, argv, &a, NULL);
   const char *out = a.v[OPT_OUTPUT];
   int markers = !a.v[OPT_NO_MARKERS];
   if (status == CLI_GO && out && !*out)
-    status = cli_usage (&cli_lcov, "-o needs a file name");
-  else if (status == CLI_GO && a.nfiles == 0)
-    status = cli_usage (&cli_lcov, "no data files given");
+    status = cli_usage ("lcov", "-o needs a file name");
   if (status != CLI_GO)
     {
       cli_parsed_free (&a);
@@ -285,11 +283,3 @@ cmd_lcov (int argc, char **argv)
   return status;
 }
 
-const struct cli_cmd cli_lcov = {
-  .name = "lcov", .bit = CMD_LCOV, .synopsis = "[--no-markers] [-o OUT] FILE...",
-  .summary = "write an lcov tracefile (line, function and\n"
-             "branch coverage) for genhtml; lines marked\n"
-             "LCOV_EXCL_* in the source are left out\n"
-             "unless --no-markers",
-  .run = cmd_lcov,
-};

@@ -711,12 +711,12 @@ write_merged (const char *path, const struct accumulator *acc,
   return 0;
 }
 
-static int
+int
 cmd_merge (int argc, char **argv)
 {
   struct cli_parsed a;
   const char *out, *v;
-  int status = cli_parse (&cli_merge, argc, argv, &a, NULL), force, jobs = 1;
+  int status = cli_parse (argc, argv, &a, NULL), force, jobs = 1;
   if (status == CLI_GO && (v = a.v[OPT_JOBS]))
     {
       /* -j N, -jN, -j=N, --jobs=N, --jobs N */
@@ -725,16 +725,12 @@ cmd_merge (int argc, char **argv)
       char *end;
       long n = strtol (v, &end, 10);
       if (!*v || *end || n < 1 || n > 256)
-        status = cli_usage (&cli_merge, "-j needs a number of threads from 1 "
+        status = cli_usage ("merge", "-j needs a number of threads from 1 "
                             "to 256");
       jobs = (int) n;
     }
   out = a.v[OPT_OUTPUT];
   force = a.v[OPT_FORCE] != NULL;
-  if (status == CLI_GO && (!out || !*out))
-    status = cli_usage (&cli_merge, "no output file given (-o OUT)");
-  else if (status == CLI_GO && a.nfiles == 0)
-    status = cli_usage (&cli_merge, "no data file given");
   if (status != CLI_GO)
     {
       cli_parsed_free (&a);
@@ -837,8 +833,3 @@ cmd_merge (int argc, char **argv)
   return status;
 }
 
-const struct cli_cmd cli_merge = {
-  .name = "merge", .synopsis = "[--force] [-j N] -o OUT FILE...",
-  .summary = "sum the files into one data file OUT",
-  .bit = CMD_MERGE, .run = cmd_merge,
-};

@@ -453,11 +453,11 @@ tally_ranks_report (const struct ranks_opts *opts)
     o.sort = "imbalance";
   if (strcmp (o.sort, "imbalance") != 0 && strcmp (o.sort, "max") != 0
       && strcmp (o.sort, "mean") != 0 && strcmp (o.sort, "name") != 0)
-    return cli_usage (&cli_report, "--sort=%s with --ranks: use imbalance, "
+    return cli_usage ("report", "--sort=%s with --ranks: use imbalance, "
                       "max, mean or name", o.sort);
   if (o.metric && strcmp (o.metric, "calls") != 0
       && strcmp (o.metric, "cycles") != 0 && strcmp (o.metric, "self") != 0)
-    return cli_usage (&cli_report, "--metric=%s: use calls, cycles or self",
+    return cli_usage ("report", "--metric=%s: use calls, cycles or self",
                       o.metric);
   qsort (o.files, o.nfiles, sizeof *o.files, cmp_paths);
   const char *what = "reduced file";

@@ -553,13 +553,13 @@ report_values (const struct cli_parsed *a, int ranks, struct report_opts *o,
       char *end;
       *rank = strtol (v, &end, 10);
       if (!*v || *end || *rank < 0 || *rank > 0x7fffffffL)
-        return cli_usage (&cli_report, "--rank=%s is not a rank (0, 1, ...)",
+        return cli_usage ("report", "--rank=%s is not a rank (0, 1, ...)",
                           v);
     }
   if ((v = a->v[OPT_TOP]) && parse_count (v, &o->top) != 0)
-    return ranks ? cli_usage (&cli_report, "--top=%s is not a positive "
+    return ranks ? cli_usage ("report", "--top=%s is not a positive "
                               "number", v)
-                 : cli_usage (&cli_report, "--top needs a positive whole "
+                 : cli_usage ("report", "--top needs a positive whole "
                               "number, not '%s'", v);
   if (ranks)
     {
@@ -567,17 +567,17 @@ report_values (const struct cli_parsed *a, int ranks, struct report_opts *o,
         if (a->word[id] && id != OPT_RANKS && id != OPT_JSON
             && id != OPT_CSV && id != OPT_RANK && id != OPT_SORT
             && id != OPT_METRIC && id != OPT_TOP)
-          return cli_usage (&cli_report, "unknown option '%s' with --ranks",
+          return cli_usage ("report", "unknown option '%s' with --ranks",
                             a->word[id]);
       return CLI_GO;
     }
   if (a->v[OPT_METRIC])
-    return cli_usage (&cli_report, "unknown option '%s'", a->word[OPT_METRIC]);
+    return cli_usage ("report", "unknown option '%s'", a->word[OPT_METRIC]);
   for (size_t i = 0; i < a->nlines; i++)
     if (!*a->lines[i])
-      return cli_usage (&cli_report, "--lines needs a source file name");
+      return cli_usage ("report", "--lines needs a source file name");
   if ((v = a->v[OPT_SORT]) && (k = cli_choice (v, keys)) < 0)
-    return cli_usage (&cli_report, "unknown sort key '%s' (use calls, exits, "
+    return cli_usage ("report", "unknown sort key '%s' (use calls, exits, "
                       "name, incl or excl)", v);
   if (v)
     o->sort = (enum sort_key) k;
@@ -597,24 +597,24 @@ report_ranks (const struct cli_parsed *a, const struct report_opts *o,
                            a->v[OPT_CSV] != NULL, a->v[OPT_SORT],
                            a->v[OPT_METRIC], o->top };
   if (rank >= 0)
-    return cli_usage (&cli_report, "--ranks and --rank cannot be used "
+    return cli_usage ("report", "--ranks and --rank cannot be used "
                       "together");
   if (ro.json && ro.csv)
-    return cli_usage (&cli_report, "--json and --csv cannot be used "
+    return cli_usage ("report", "--json and --csv cannot be used "
                       "together");
   if (ro.nfiles == 0)
-    return cli_usage (&cli_report, "no data file given");
+    return cli_usage ("report", "no data file given");
   return tally_ranks_report (&ro);
 }
 
-static int
+int
 cmd_report (int argc, char **argv)
 {
   struct report_opts opts = { SORT_CALLS, FORMAT_TEXT, 0, 0, 0, NULL, 0 };
   struct cli_parsed a;
   int ranks = ranks_wanted (argc, argv);
   long rank = -1;
-  int status = cli_parse (&cli_report, argc, argv, &a,
+  int status = cli_parse (argc, argv, &a,
                           ranks ? " with --ranks" : NULL);
   if (status == CLI_GO)
     status = report_values (&a, ranks, &opts, &rank);
@@ -637,19 +637,19 @@ cmd_report (int argc, char **argv)
   int json = a.v[OPT_JSON] != NULL, csv = a.v[OPT_CSV] != NULL;
   int tree = a.v[OPT_TREE] != NULL;
   if (json && csv)
-    status = cli_usage (&cli_report, "--json and --csv cannot be used "
+    status = cli_usage ("report", "--json and --csv cannot be used "
                         "together");
   else if (event && !tree)
-    status = cli_usage (&cli_report, "--event shows a PAPI event in the call "
+    status = cli_usage ("report", "--event shows a PAPI event in the call "
                         "tree; it needs --tree");
   else if (tree && (json || csv))
-    status = cli_usage (&cli_report, "--tree prints text only; it cannot be "
+    status = cli_usage ("report", "--tree prints text only; it cannot be "
                         "used with --json or --csv");
   else if (csv && (opts.blocks || opts.nlines))
-    status = cli_usage (&cli_report, "--csv cannot be used with --blocks or "
+    status = cli_usage ("report", "--csv cannot be used with --blocks or "
                         "--lines");
   else if (npaths == 0)
-    status = cli_usage (&cli_report, "no data files given");
+    status = cli_usage ("report", "no data files given");
   else if (tree)
     status = tree_command ("report --tree", paths, npaths, NULL, 0, event,
                            a.v[OPT_FORCE] != NULL, a.v[OPT_ALL] != NULL);
@@ -731,8 +731,3 @@ done:
   return status;
 }
 
-const struct cli_cmd cli_report = {
-  .name = "report", .synopsis = "[OPTION]... FILE...",
-  .summary = "merge the files and print calls per function",
-  .bit = CMD_REPORT, .run = cmd_report,
-};

@@ -41,20 +41,6 @@
 #error "meson defines TALLY_BINDIR, TALLY_LIBDIR, TALLY_PLUGINDIR, TALLY_CC and TALLY_CXX"
 #endif
 
-static int cmd_run (int argc, char **argv);
-
-const struct cli_cmd cli_run = {
-  .name = "run", .synopsis = "[OPTION]... [--] COMMAND [ARG]...",
-  .summary = "run a build with -fplugin=tally and the\n"
-             "runtime in CC and CXX (tally run --help)",
-  .about = "Run COMMAND (a build: make, ./configure, cmake, meson setup, ...) "
-           "with\n-fplugin=tally and the tally runtime added to CC and CXX",
-  .bit = CMD_RUN, .run = cmd_run, .column = 26,
-  .flags = CLI_LEADING | CLI_EQUALS | CLI_OWN_HELP | CLI_OTHERS,
-  .after = "CC and CXX from the environment are kept and extended (default: "
-           TALLY_CC " and " TALLY_CXX ").\n",
-};
-
 /* Characters that would be split or interpreted on their way through CC:
    make and configure hand CC to sh, and CMake splits it at spaces.  (-Wl
    splits at commas: the runtime's directory must have none.)  */
@@ -197,7 +183,7 @@ print_assignment (const char *name, const char *value)
   printf ("'\n");
 }
 
-static int
+int
 cmd_run (int argc, char **argv)
 {
   /* 1. Options, up to "--" or the first word that is not one.  Plugin
@@ -209,7 +195,7 @@ cmd_run (int argc, char **argv)
   buf_add (&flags[0], "");
   buf_add (&flags[1], "");
   struct cli_args p;
-  cli_start (&p, &cli_run, argc, argv);
+  cli_start (&p, argc, argv);
   while ((r = cli_next (&p)) != CLI_END)
     {
       const char *a = p.arg;
@@ -290,7 +276,7 @@ cmd_run (int argc, char **argv)
             return EXIT_USAGE;
         }
       else
-        return cli_usage (&cli_run, "unknown option '%s'", a);
+        return cli_usage ("run", "unknown option '%s'", a);
     }
   i = p.i;
   if (i >= argc && !print_env)

@@ -34,12 +34,53 @@
 #endif
 
 /* The subcommands, in the order `tally --help` lists them; ARGV[1] names
-   one, which gets ARGV from there on.  */
-static const struct cli_cmd *const commands[] = {
-  &cli_report, &cli_dump, &cli_merge, &cli_flame, &cli_lcov, &cli_select,
-  &cli_diff, &cli_run,
+   one, which gets ARGV from there on.  Their options are in options.c.  */
+const struct cli_cmd cli_commands[] = {
+  { .name = "report", .bit = CMD_REPORT, .run = cmd_report,
+    .synopsis = "[OPTION]... FILE...",
+    .summary = "merge the files and print calls per function" },
+  { .name = "dump", .bit = CMD_DUMP, .run = cmd_dump,
+    .synopsis = "FILE...",
+    .summary = "print every record of the files as stored",
+    .no_files = "no data file given" },
+  { .name = "merge", .bit = CMD_MERGE, .run = cmd_merge,
+    .synopsis = "[--force] [-j N] -o OUT FILE...",
+    .summary = "sum the files into one data file OUT",
+    .required = OPT_OUTPUT, .no_value = "no output file given (-o OUT)",
+    .no_files = "no data file given" },
+  { .name = "flame", .bit = CMD_FLAME, .run = cmd_flame,
+    .synopsis = "[--folded] [-o OUT] FILE...",
+    .summary = "a flame graph (SVG) of the call paths of\n"
+               "paths=on programs, or collapsed stacks",
+    .no_files = "no data files given" },
+  { .name = "lcov", .bit = CMD_LCOV, .run = cmd_lcov,
+    .synopsis = "[--no-markers] [-o OUT] FILE...",
+    .summary = "write an lcov tracefile (line, function and\n"
+               "branch coverage) for genhtml; lines marked\n"
+               "LCOV_EXCL_* in the source are left out\n"
+               "unless --no-markers",
+    .no_files = "no data files given" },
+  { .name = "select", .bit = CMD_SELECT, .run = cmd_select,
+    .synopsis = "[--percent=P] [--filter] FILE...",
+    .summary = "the fewest functions making up P% (default\n"
+               "80) of the measured time (measure=cycles)",
+    .no_files = "no data files given" },
+  { .name = "diff", .bit = CMD_DIFF, .run = cmd_diff,
+    .synopsis = "[OPTION]... A B",
+    .summary = "per-function (--lines: per-line) changes\n"
+               "from data file A to B, largest first" },
+  { .name = "run", .bit = CMD_RUN, .run = cmd_run,
+    .synopsis = "[OPTION]... [--] COMMAND [ARG]...",
+    .summary = "run a build with -fplugin=tally and the\n"
+               "runtime in CC and CXX (tally run --help)",
+    .about = "Run COMMAND (a build: make, ./configure, cmake, meson setup, "
+             "...) with\n-fplugin=tally and the tally runtime added to CC "
+             "and CXX",
+    .column = 26, .flags = CLI_LEADING | CLI_EQUALS | CLI_OWN_HELP | CLI_OTHERS,
+    .after = "CC and CXX from the environment are kept and extended "
+             "(default: " TALLY_CC " and " TALLY_CXX ").\n" },
+  { 0 }
 };
-#define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 /* `tally --help`: the commands and their options, from their tables (and
    doc/cli.md says the same).  */
@@ -51,19 +92,19 @@ usage (void)
          "Read the data files written by programs built with -fplugin=tally.\n"
          "\n"
          "Commands:\n", stdout);
-  for (size_t c = 0; c < NCOMMANDS; c++)
+  for (const struct cli_cmd *c = cli_commands; c->name; c++)
     {
-      int n = printf ("  %s %s", commands[c]->name, commands[c]->synopsis);
+      int n = printf ("  %s %s", c->name, c->synopsis);
       if (n + 2 > 30)
         {
           putchar ('\n');
           n = 0;
         }
-      cli_put_lines (commands[c]->summary, n, 30);
+      cli_put_lines (c->summary, n, 30);
     }
   puts ("  help                        print this help");
-  for (size_t c = 0; c < NCOMMANDS; c++)
-    cli_help (commands[c], 1);
+  for (const struct cli_cmd *c = cli_commands; c->name; c++)
+    cli_help (c, 1);
   fputs ("\n"
          "Options:\n"
          "  -h, --help    print this help and exit\n"
@@ -97,10 +138,8 @@ main (int argc, char **argv)
     }
   else
     {
-      size_t c = 0;
-      while (c < NCOMMANDS && strcmp (cmd, commands[c]->name) != 0)
-        c++;
-      if (c == NCOMMANDS)
+      const struct cli_cmd *c = cli_command (cmd);
+      if (!c->name)
         {
           if (cmd[0] == '-')
             error_msg ("unknown option '%s'; try 'tally --help'", cmd);
@@ -108,7 +147,7 @@ main (int argc, char **argv)
             error_msg ("unknown command '%s'; try 'tally --help'", cmd);
           return EXIT_USAGE;
         }
-      status = commands[c]->run (argc - 1, argv + 1);
+      status = c->run (argc - 1, argv + 1);
     }
   /* Output that did not reach its destination is a failure, not a
      success with a short report.  */
