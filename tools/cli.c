@@ -55,6 +55,41 @@ note_unfinished (const char *path, const struct tally_data *d)
              "process's end and is left out\n", path);
 }
 
+/* Read FILES one at a time, each handed to ADD (CTX, PATH, D, BAD: whether
+   an earlier one failed; nonzero if this one does) and freed, so memory
+   is that of one file; a file that cannot be read is reported and the
+   others are still read, so every problem is said at once.  Then builds
+   of one source with other settings are refused unless FORCE (builds.c;
+   WHAT names the command).  Returns 0, or EXIT_BAD_DATA if any failed.  */
+int
+read_files (const char **files, size_t nfiles, const char *what, int force,
+            int (*add) (void *ctx, const char *path, struct tally_data *d,
+                        int bad),
+            void *ctx)
+{
+  int bad = 0;
+  struct tally_builds *builds = tally_builds_new ();
+  for (size_t i = 0; i < nfiles; i++)
+    {
+      struct tally_data d;
+      char err[256];
+      if (tally_read_file (files[i], &d, err, sizeof err) != 0)
+        {
+          error_msg ("%s: %s", files[i], err);
+          bad = 1;
+          continue;
+        }
+      note_unfinished (files[i], &d);
+      tally_builds_add (builds, files[i], &d);
+      bad |= add (ctx, files[i], &d, bad) != 0;
+      tally_data_free (&d);
+    }
+  if (!bad && tally_builds_check (builds, what, force) != 0)
+    bad = 1;
+  tally_builds_free (builds);
+  return bad ? EXIT_BAD_DATA : 0;
+}
+
 void *
 xmalloc (size_t n)
 {

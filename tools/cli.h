@@ -15,6 +15,11 @@
 
 void error_msg (const char *fmt, ...);
 void note_unfinished (const char *path, const struct tally_data *d);
+int read_files (const char **files, size_t nfiles, const char *what,
+                int force,
+                int (*add) (void *ctx, const char *path, struct tally_data *d,
+                            int bad),
+                void *ctx);
 void *xmalloc (size_t n);
 void *xcalloc (size_t n, size_t size);
 void *xrealloc (void *p, size_t n);

@@ -293,29 +293,12 @@ lines_by_change (const void *pa, const void *pb)
 }
 
 /* STR as a JSON string: control characters and invalid UTF-8 as \u00XX
-   (print.c's put_json writes \n, \t and \r as such; diff's JSON keeps
-   its own form).  */
+   (report's JSON writes \n, \t and \r as such; diff's keeps its own
+   form).  */
 static void
 put_str (const char *str)
 {
-  const unsigned char *s = (const unsigned char *) str;
-  putchar ('"');
-  while (*s)
-    {
-      size_t n = utf8_len (s);
-      if (*s == '"' || *s == '\\')
-        printf ("\\%c", *s);
-      else if (n == 0 || *s < 0x20 || *s == 0x7f)
-        printf ("\\u%04x", *s);
-      else
-        {
-          fwrite (s, 1, n, stdout);
-          s += n;
-          continue;
-        }
-      s++;
-    }
-  putchar ('"');
+  put_escaped (str, ESCAPE_JSON_U);
 }
 
 static void

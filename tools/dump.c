@@ -276,14 +276,9 @@ dump_data (const char *path, const struct tally_data *d)
       for (uint32_t j = 0; j < mod->nfns; j++)
         {
           const struct tally_data_fn *f = &mod->fns[j];
-          printf ("  fn %lu name=", (unsigned long) j);
-          put_quoted (f->name);
-          fputs (" symbol=", stdout);
-          put_quoted (f->symbol);
-          fputs (" origin=", stdout);
-          put_quoted (f->origin);
-          fputs (" file=", stdout);
-          put_quoted (f->file);
+          printf ("  fn %lu", (unsigned long) j);
+          put_fn_names (" %s=", " %s=", ESCAPE_C, f->name, f->symbol,
+                        f->origin, f->file);
           printf (" line=%lu flags=", (unsigned long) f->line);
           put_flags (f->flags, fn_flags, COUNT (fn_flags));
           printf (" reserved=%lu counters=%lu:", (unsigned long) f->reserved,

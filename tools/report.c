@@ -453,14 +453,9 @@ print_json (const struct merge *m, struct row **rows, size_t n,
   for (size_t i = 0; i < n; i++)
     {
       const struct row *r = rows[i];
-      fputs (i ? ",\n    {\"name\": " : "\n    {\"name\": ", stdout);
-      put_json (r->name);
-      fputs (", \"symbol\": ", stdout);
-      put_json (r->symbol);
-      fputs (", \"origin\": ", stdout);
-      put_json (r->origin);
-      fputs (", \"file\": ", stdout);
-      put_json (r->file);
+      fputs (i ? ",\n    {" : "\n    {", stdout);
+      put_fn_names ("\"%s\": ", ", \"%s\": ", ESCAPE_JSON, r->name, r->symbol,
+                    r->origin, r->file);
       printf (", \"line\": %lu, \"calls\": %" PRIu64 ", \"exits\": %" PRIu64,
               (unsigned long) r->line, r->calls, r->exits);
       if (m->measured)
