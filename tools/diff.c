@@ -1,5 +1,5 @@
 /* tally diff A B: what changed between two data files, per function and
- * with --lines per source line (diff.h, doc/cli.md "tally diff").
+ * with --lines per source line (doc/cli.md "tally diff").
  *
  * Functions are matched by source name and file (made absolute against
  * the compiler's directory), not by symbol or module checksum: the two

@@ -1,6 +1,7 @@
 /* tally - read the data files that programs built with -fplugin=tally write.
  *
- * This file holds the usage text and the table of subcommands; each
+ * This file holds main, the table of subcommands and `tally --help`, made
+ * from it and from the options of every subcommand (options.c); each
  * subcommand is a file of its own:
  *
  *   tally report [OPTION]... FILE...   merged calls per function (report.c;
@@ -16,7 +17,8 @@
  *   tally diff [OPTION]... A B         changes from A to B (diff.c)
  *   tally run [OPTION]... -- COMMAND...   a build with the plugin (run.c)
  *
- * What they share: cli.c (errors, allocation, arguments), print.c
+ * What they share: cli.c (errors, allocation, reading the data files, the
+ * option parser and the help of a subcommand), print.c
  * (escaped text, JSON, CSV), summed.c (the files summed per function for
  * report and lcov).
  *
