@@ -288,6 +288,8 @@ cli_next (struct cli_args *p)
       p->value = NULL;
       if (p->only_files || a[0] != '-' || !a[1])
         {
+          if ((cmd->flags & CLI_LEADING) && !p->only_files && a[0] == '-')
+            return CLI_OTHER; /* run: a lone "-" is no command */
           if (cmd->flags & CLI_LEADING)
             return CLI_END;
           p->value = a;

@@ -220,6 +220,8 @@ cmd_lcov (int argc, char **argv)
   int markers = !a.v[OPT_NO_MARKERS];
   if (status == CLI_GO && out && !*out)
     status = cli_usage ("lcov", "-o needs a file name");
+  else if (status == CLI_GO && a.nfiles == 0)
+    status = cli_usage ("lcov", "no data files given");
   if (status != CLI_GO)
     {
       cli_parsed_free (&a);

@@ -60,8 +60,7 @@ const struct cli_cmd cli_commands[] = {
     .summary = "write an lcov tracefile (line, function and\n"
                "branch coverage) for genhtml; lines marked\n"
                "LCOV_EXCL_* in the source are left out\n"
-               "unless --no-markers",
-    .no_files = "no data files given" },
+               "unless --no-markers" },
   { .name = "select", .bit = CMD_SELECT, .run = cmd_select,
     .synopsis = "[--percent=P] [--filter] FILE...",
     .summary = "the fewest functions making up P% (default\n"
