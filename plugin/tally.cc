@@ -13,6 +13,9 @@
  *   at=late|early        after IPA inlining (default) or before it
  *   update=single|atomic|tls
  *                        plain, relaxed-atomic or per-thread counters
+ *   tls-model=initial-exec|dynamic
+ *                        update=tls's thread-locals in static TLS (default)
+ *                        or in GCC's default model (descriptor.cc)
  *   counters=static|mapped
  *                        counters updated in place (default), or at their
  *                        address plus the unit's bias, which the runtime
@@ -60,6 +63,10 @@ static const char help_text[]
       "(default) or before it\n"
       "  -fplugin-arg-tally-update=single|atomic|tls  plain (default), "
       "relaxed-atomic or per-thread counter updates\n"
+      "  -fplugin-arg-tally-tls-model=initial-exec|dynamic  update=tls's "
+      "thread-locals in static TLS (default: no __tls_get_addr; a dlopen'ed "
+      "library needs room in glibc's static TLS surplus) or in GCC's default "
+      "model\n"
       "  -fplugin-arg-tally-counters=static|mapped  counters updated in "
       "place (default), or through a per-unit bias the runtime points "
       "into a memory-mapped data file (TALLY_OUTPUT with %c: continuous "
@@ -133,6 +140,8 @@ static const struct choice update_choices[]
         { "atomic", TALLY_UPDATE_ATOMIC },
         { "tls", TALLY_UPDATE_TLS },
         { NULL, 0 } };
+static const struct choice tls_model_choices[]
+    = { { "initial-exec", 0 }, { "dynamic", 1 }, { NULL, 0 } };
 static const struct choice counters_choices[]
     = { { "static", 0 }, { "mapped", 1 }, { NULL, 0 } };
 static const struct choice blocks_choices[]
@@ -145,7 +154,8 @@ static const struct choice placement_choices[]
 
 /* The option keys, as the unknown-option message lists them.  */
 static const char *const option_keys[]
-    = { "hooks", "blocks", "placement", "at", "update", "counters", "measure",
+    = { "hooks", "blocks", "placement", "at", "update", "tls-model", "counters",
+        "measure",
         "paths", "exit", "filter", "select", "verbose", "help" };
 
 static bool
@@ -239,6 +249,12 @@ parse_options (const struct plugin_name_args *info)
           if ((ok &= parse_choice (info->base_name, arg, exit_choices,
                                    "returns, frames", &v)))
             tally_opts.exit_frames = v != 0;
+        }
+      else if (strcmp (arg->key, "tls-model") == 0)
+        {
+          if ((ok &= parse_choice (info->base_name, arg, tls_model_choices,
+                                   "initial-exec, dynamic", &v)))
+            tally_opts.tls_dynamic = v != 0;
         }
       else if (strcmp (arg->key, "counters") == 0)
         {
