@@ -463,6 +463,35 @@ insert_tls_attach (function *fun, location_t loc)
   free_dominance_info (CDI_POST_DOMINATORS);
 }
 
+/* update=tls: whether FNDECL can leave out the attach test because every
+   call of it comes from a function of this unit that has the test or is
+   covered the same way, in the same thread: at=late, a local function
+   (cgraph knows all its calls: not visible outside the unit, address
+   never taken, no alias), called directly only, and only by functions
+   this pass instruments.  The first of its unit's functions that runs in a
+   thread is then always one with the test.  */
+static bool
+tls_attach_implied (tree fndecl)
+{
+  if (tally_opts.at != TALLY_AT_LATE || tally_filter_by_size ())
+    return false;
+  cgraph_node *node = cgraph_node::get (fndecl);
+  if (!node || !node->local || node->address_taken || node->externally_visible
+      || node->has_aliases_p () || !node->callers)
+    return false;
+  for (cgraph_edge *e = node->callers; e; e = e->next_caller)
+    {
+      cgraph_node *caller = e->caller->inlined_to ? e->caller->inlined_to
+                                                 : e->caller;
+      tree d = caller->decl;
+      if (d == fndecl)
+        continue; /* recursion: entered from another caller first */
+      if (!caller->definition || skip_reason (d) || tally_filter_reason (d, NULL))
+        return false;
+    }
+  return true;
+}
+
 static unsigned int
 instrument_function (function *fun)
 {
@@ -594,7 +623,13 @@ instrument_function (function *fun)
      counters the first time one of its functions runs in it.  */
   if (tally_opts.update == TALLY_UPDATE_TLS && (hooks || plan)
       && tally_opts.hooks != TALLY_HOOKS_CALL && !user)
-    insert_tls_attach (fun, DECL_SOURCE_LOCATION (fndecl));
+    {
+      if (!tls_attach_implied (fndecl))
+        insert_tls_attach (fun, DECL_SOURCE_LOCATION (fndecl));
+      else if (dump_file)
+        fprintf (dump_file, "tally: %s: no attach test, its callers have "
+                 "it\n", IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)));
+    }
 
   if (dump_file)
     fprintf (dump_file, "tally: %s instrumented as function %u, %u exits, "

@@ -108,6 +108,9 @@ void tally_user_check_inlined (function *fun);
 extern bool tally_verbose;
 bool tally_filter_load (const char *option, const char *path);
 const char *tally_filter_reason (tree fndecl, function *fun);
+/* Whether a filter's min-statements rule can leave a function out (that
+   needs its body: tally_filter_reason without FUN cannot tell).  */
+bool tally_filter_by_size (void);
 void tally_verbose_note (tree fndecl, const char *why);
 
 /* select.cc: -fplugin-arg-tally-select=PROFILE[:P%].  The reason FNDECL is

@@ -45,7 +45,7 @@ int plugin_is_GPL_compatible;
 struct tally_options tally_opts
     = { TALLY_HOOKS_INLINE, TALLY_AT_LATE,     TALLY_UPDATE_SINGLE,
         NULL,               TALLY_BLOCKS_NONE, TALLY_PLACE_TREE,
-        TALLY_MEASURE_COUNT, false, false, false };
+        TALLY_MEASURE_COUNT, false, false, false, false };
 bool tally_emitting;
 
 static const char help_text[]

@@ -21,17 +21,6 @@ int tally_exit_dumped;
 /* The id the next registered function gets (struct tally_fn.id).  */
 static uint32_t next_id;
 
-/* The x86-64 entry points the plugin calls from asm statements (rt/hooks.c)
-   are names the compiler never sees referenced: with -flto, or a static
-   link that lists libtally-rt.a before the instrumented archive, nothing
-   would pull hooks.o in.  Every registered unit pulls this file, and this
-   pulls those.  */
-#if defined(__x86_64__) && !defined(__ILP32__)
-__attribute__ ((used)) static void (*const keep_asm_hooks[]) (void)
-    = { (void (*) (void)) __tally_count, (void (*) (void)) __tally_count_atomic,
-        __tally_tls_attach_all };
-#endif
-
 /* Set by the first registration in this copy, which also calls atexit.  */
 static int atexit_installed;
 

@@ -90,6 +90,37 @@ int main (void)
 }
 """
 
+# Static functions called only by instrumented functions of their unit
+# (sleaf, smid) need no attach test of their own: their callers attached
+# the thread.  body is static too, but its address goes to pthread_create.
+STATIC_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+static __attribute__ ((noinline)) int sleaf (int a) { return a * 3 + 1; }
+static __attribute__ ((noinline)) int smid (int a) { return sleaf (a) + sleaf (a + 1); }
+int pub (int a) { return smid (a); }
+static long sums[5];
+static void *body (void *arg)
+{
+  long s = 0, k = (long) arg;
+  for (int i = 0; i < 1000; i++)
+    s += pub (i + (int) k);
+  sums[k] = s;
+  return 0;
+}
+int main (void)
+{
+  pthread_t t[4];
+  for (long k = 0; k < 4; k++)
+    pthread_create (&t[k], 0, body, (void *) k);
+  for (int k = 0; k < 4; k++)
+    pthread_join (t[k], 0);
+  body ((void *) 4L);
+  printf ("%ld %ld\n", sums[0], sums[4]);
+  return 0;
+}
+"""
+
 HOST_C = r"""
 #include <dlfcn.h>
 #include <stdio.h>
@@ -288,6 +319,29 @@ def check_dlopen_static_tls(a, work):
                    "%s: f%d counted %s" % (lib, i, got.get("f%d" % i)))
 
 
+def check_implied_attach(a, work):
+    """update=tls: static functions whose every caller is an instrumented
+    function of the unit have no attach test; an address-taken one and an
+    exported one keep it; the counts in five threads are exact."""
+    need_x86_64()
+    src = write(work, "static.c", STATIC_C)
+    exe = os.path.join(work, "static")
+    run([a.cc, "-O2", "-fno-inline", *plugin(a, "update=tls"), src, "-o", exe,
+         a.runtime, "-lpthread"])
+    for fn, test in (("sleaf", False), ("smid", False), ("body", True), ("pub", True)):
+        insns = disassemble(exe, fn)
+        tests = [i for i in insns if re.match(r"cmpq\s+\$0x0,%fs:", i)]
+        expect(bool(tests) == test, "%s: %s an attach test:\n  %s"
+               % (fn, "want" if test else "does not need", "\n  ".join(insns)))
+    out = os.path.join(work, "static.tally")
+    run([exe], env={"TALLY_OUTPUT": out})
+    got = counts(a, out)
+    want = {"sleaf": (10000, 10000), "smid": (5000, 5000), "pub": (5000, 5000),
+            "body": (5, 5), "main": (1, 1)}
+    for fn, c in want.items():
+        expect(got.get(fn) == c, "%s counted %s, want %s" % (fn, got.get(fn), c))
+
+
 def check_bad_tls_model(a, work):
     """A bad tls-model value is an error naming the accepted values."""
     src = write(work, "leaf.c", LEAF_C)
@@ -302,6 +356,7 @@ CHECKS = {
     "leaf-no-frame": check_leaf_no_frame,
     "preserved": check_preserved,
     "dlopen-static-tls": check_dlopen_static_tls,
+    "implied-attach": check_implied_attach,
     "bad-tls-model": check_bad_tls_model,
 }
 
