@@ -468,7 +468,7 @@ insert_tls_attach (function *fun, location_t loc)
    covered the same way, in the same thread: at=late, a local function
    (cgraph knows all its calls: not visible outside the unit, address
    never taken, no alias), called directly only, and only by functions
-   this pass instruments.  The first of its unit's functions that runs in a
+   this pass instruments (no thunk).  The first of its unit's functions that runs in a
    thread is then always one with the test.  */
 static bool
 tls_attach_implied (tree fndecl)
@@ -486,7 +486,9 @@ tls_attach_implied (tree fndecl)
       tree d = caller->decl;
       if (d == fndecl)
         continue; /* recursion: entered from another caller first */
-      if (!caller->definition || skip_reason (d) || tally_filter_reason (d, NULL))
+      /* A thunk may be emitted as assembly, uninstrumented.  */
+      if (!caller->definition || caller->thunk || skip_reason (d)
+          || tally_filter_reason (d, NULL))
         return false;
     }
   return true;
