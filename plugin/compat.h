@@ -59,6 +59,20 @@ tally_gcc_headers_version (void)
   return &gcc_version;
 }
 
+/* Whether the code being compiled is x86-64 with 64-bit pointers (not -m32
+   or -mx32): the runtime's register-preserving entry points (rt/hooks.c)
+   exist there only.  The plugin runs in a native x86-64 cc1 or not at
+   all.  */
+static inline bool
+tally_target_x86_64 (void)
+{
+#if defined(__x86_64__)
+  return BITS_PER_WORD == 64 && POINTER_SIZE == 64;
+#else
+  return false;
+#endif
+}
+
 /* Version string of the headers this plugin was built against.  */
 #define TALLY_GCC_BUILT_FOR                                                   \
   TALLY_STR (GCCPLUGIN_VERSION_MAJOR) "." TALLY_STR (GCCPLUGIN_VERSION_MINOR) \

@@ -268,10 +268,21 @@ tally_mapped_address (function *fun, tree ref, location_t loc,
   return addr;
 }
 
+/* update=tls: the counters and the attached word are initial-exec (or
+   local-exec, where GCC's default already is): one %fs-relative access,
+   never a __tls_get_addr call, also in -fPIC code.  The price is static TLS:
+   a dlopen'ed library must find room for them in the surplus glibc keeps
+   (doc/runtime.md, "Per-thread counters and dlopen"); tls-model=dynamic
+   keeps GCC's default model for that.  */
 static void
 make_thread_local (tree decl)
 {
-  set_decl_tls_model (decl, decl_default_tls_model (decl));
+  enum tls_model model = decl_default_tls_model (decl);
+  if (!tally_opts.tls_dynamic
+      && (model == TLS_MODEL_GLOBAL_DYNAMIC
+          || model == TLS_MODEL_LOCAL_DYNAMIC))
+    model = TLS_MODEL_INITIAL_EXEC;
+  set_decl_tls_model (decl, model);
 }
 
 tree
@@ -300,6 +311,7 @@ tally_add_function (tree fndecl, const tally_fn_layout &layout)
     set_decl_section_name (info.counters, MAPPED_SECTION);
   varpool_node::finalize_decl (info.counters);
   vec_safe_push (counter_decls, info.counters);
+  info.shared = info.counters;
   tree tls = NULL_TREE;
   if (tally_opts.update == TALLY_UPDATE_TLS)
     {

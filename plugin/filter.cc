@@ -215,6 +215,12 @@ tally_filter_reason (tree fndecl, function *fun)
   return NULL;
 }
 
+bool
+tally_filter_by_size (void)
+{
+  return min_statements != 0;
+}
+
 void
 tally_verbose_note (tree fndecl, const char *why)
 {

@@ -96,6 +96,58 @@ build_hook_decl (const char *name)
                                        uint32_type_node, NULL_TREE));
 }
 
+/* Append to *SEQ (or insert at *GSI when SEQ is NULL) an asm statement
+   that calls SYM, one of the runtime's x86-64 entry points that change no
+   register but the flags (rt/hooks.c), with ARG in %rdi: GCC sees no call,
+   so the caller spills nothing, keeps its values in the call-clobbered
+   registers, and a leaf stays a leaf (no frame, no stack alignment).  The
+   asm steps below the red zone first (a leaf may keep data there), and
+   calls through the GOT (-fno-plt style: resolved when the image is
+   loaded, so glibc's lazy PLT resolver, which clobbers r10 and r11, never
+   runs; the linker makes it a direct call where the runtime is linked into
+   the same image).  MEM, if given, is the memory the call changes (an
+   in-out operand); without it the asm clobbers "memory".  */
+static gasm *
+build_preserving_call (const char *sym, tree arg, tree mem, location_t loc)
+{
+  vec<tree, va_gc> *inputs = NULL, *outputs = NULL, *clobbers = NULL;
+  static const char D[] = "D", m[] = "m", out_m[] = "=m", memory[] = "memory",
+                    cc[] = "cc";
+#define TALLY_CONSTRAINT(c) build_tree_list (NULL_TREE, build_string (sizeof c, c))
+  vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT (D), arg));
+  if (mem)
+    {
+      vec_safe_push (outputs, build_tree_list (TALLY_CONSTRAINT (out_m), mem));
+      vec_safe_push (inputs,
+                     build_tree_list (TALLY_CONSTRAINT (m), unshare_expr (mem)));
+    }
+  else
+    vec_safe_push (clobbers, build_tree_list (NULL_TREE,
+                                              build_string (sizeof memory, memory)));
+  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (sizeof cc, cc)));
+#undef TALLY_CONSTRAINT
+  char text[160];
+  snprintf (text, sizeof text,
+            "leaq -128(%%%%rsp), %%%%rsp\n\t"
+            "call *%s@GOTPCREL(%%%%rip)\n\t"
+            "leaq 128(%%%%rsp), %%%%rsp",
+            sym);
+  gasm *a = gimple_build_asm_vec (ggc_strdup (text), inputs, outputs, clobbers,
+                                  NULL);
+  gimple_asm_set_volatile (a, true);
+  gimple_set_location (a, loc);
+  return a;
+}
+
+/* Whether hooks=call and update=tls's cold path use the runtime's
+   register-preserving entry points: x86-64, counters updated in place
+   (counters=mapped calls __tally_enter_mapped and __tally_exit_mapped).  */
+static bool
+preserving_calls_p (void)
+{
+  return tally_target_x86_64 () && !tally_opts.mapped;
+}
+
 tree
 tally_make_temp (function *fun, tree type)
 {
@@ -127,6 +179,23 @@ build_hook (function *fun, const tally_fn_info &fn, unsigned k,
                                            build_fold_addr_expr (user->frame)));
       gimple_set_location (g, loc);
       gimple_seq_add_stmt (seq, g);
+      return;
+    }
+  if (tally_opts.hooks == TALLY_HOOKS_CALL && preserving_calls_p ())
+    {
+      /* __tally_count (&counter) or, with update=atomic|tls,
+         __tally_count_atomic: the counter's address is a link-time
+         constant.  update=tls: the runtime counts the calls in the shared
+         counters, as __tally_enter does.  */
+      tree ref = build4 (ARRAY_REF, uint64_type_node, fn.shared,
+                         build_int_cst (integer_type_node, k), NULL_TREE,
+                         NULL_TREE);
+      TREE_ADDRESSABLE (fn.shared) = 1;
+      gimple_seq_add_stmt (
+          seq, build_preserving_call (tally_opts.update == TALLY_UPDATE_SINGLE
+                                          ? "__tally_count"
+                                          : "__tally_count_atomic",
+                                      build_fold_addr_expr (ref), ref, loc));
       return;
     }
   if (tally_opts.hooks == TALLY_HOOKS_CALL)
@@ -374,13 +443,55 @@ insert_tls_attach (function *fun, location_t loc)
   gsi_insert_after (&gsi, g, GSI_NEW_STMT);
 
   gsi = gsi_start_bb (call_bb);
-  g = gimple_build_call (attach_decl, 1, tally_module_address ());
-  gimple_set_location (g, loc);
-  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
-  gimple_seq one = g;
-  tally_add_call_edges (fun, one, call_bb);
+  if (preserving_calls_p ())
+    {
+      /* Not a call GCC sees (build_preserving_call): the function stays a
+         leaf if it was one.  */
+      gasm *a = build_preserving_call ("__tally_tls_attach_all",
+                                       tally_module_address (), NULL_TREE, loc);
+      gsi_insert_after (&gsi, a, GSI_NEW_STMT);
+    }
+  else
+    {
+      g = gimple_build_call (attach_decl, 1, tally_module_address ());
+      gimple_set_location (g, loc);
+      gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+      gimple_seq one = g;
+      tally_add_call_edges (fun, one, call_bb);
+    }
   free_dominance_info (CDI_DOMINATORS);
   free_dominance_info (CDI_POST_DOMINATORS);
+}
+
+/* update=tls: whether FNDECL can leave out the attach test because every
+   call of it comes from a function of this unit that has the test or is
+   covered the same way, in the same thread: at=late, a local function
+   (cgraph knows all its calls: not visible outside the unit, address
+   never taken, no alias), called directly only, and only by functions
+   this pass instruments (no thunk).  The first of its unit's functions that runs in a
+   thread is then always one with the test.  */
+static bool
+tls_attach_implied (tree fndecl)
+{
+  if (tally_opts.at != TALLY_AT_LATE || tally_filter_by_size ())
+    return false;
+  cgraph_node *node = cgraph_node::get (fndecl);
+  if (!node || !node->local || node->address_taken || node->externally_visible
+      || node->has_aliases_p () || !node->callers)
+    return false;
+  for (cgraph_edge *e = node->callers; e; e = e->next_caller)
+    {
+      cgraph_node *caller = e->caller->inlined_to ? e->caller->inlined_to
+                                                 : e->caller;
+      tree d = caller->decl;
+      if (d == fndecl)
+        continue; /* recursion: entered from another caller first */
+      /* A thunk may be emitted as assembly, uninstrumented.  */
+      if (!caller->definition || caller->thunk || skip_reason (d)
+          || tally_filter_reason (d, NULL))
+        return false;
+    }
+  return true;
 }
 
 static unsigned int
@@ -514,7 +625,13 @@ instrument_function (function *fun)
      counters the first time one of its functions runs in it.  */
   if (tally_opts.update == TALLY_UPDATE_TLS && (hooks || plan)
       && tally_opts.hooks != TALLY_HOOKS_CALL && !user)
-    insert_tls_attach (fun, DECL_SOURCE_LOCATION (fndecl));
+    {
+      if (!tls_attach_implied (fndecl))
+        insert_tls_attach (fun, DECL_SOURCE_LOCATION (fndecl));
+      else if (dump_file)
+        fprintf (dump_file, "tally: %s: no attach test, its callers have "
+                 "it\n", IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)));
+    }
 
   if (dump_file)
     fprintf (dump_file, "tally: %s instrumented as function %u, %u exits, "

@@ -37,6 +37,8 @@ struct tally_options
   bool paths; /* paths=on */
   bool exit_frames; /* exit=frames */
   bool mapped; /* counters=mapped: updates go through the unit's bias */
+  bool tls_dynamic; /* tls-model=dynamic: GCC's default model for
+                       update=tls's variables (__tls_get_addr in -fPIC) */
 };
 extern struct tally_options tally_opts;
 
@@ -50,6 +52,8 @@ struct tally_fn_info
   unsigned id;   /* index in the module's function table */
   tree counters; /* the counter array the code updates: a static variable,
                     or a thread-local one with update=tls */
+  tree shared;   /* the static counter array (= counters but for
+                    update=tls) */
   tree visited;  /* blocks=visited: the byte array, else NULL_TREE */
   tree desc;     /* its struct tally_fn (a static variable) */
 };
@@ -104,6 +108,9 @@ void tally_user_check_inlined (function *fun);
 extern bool tally_verbose;
 bool tally_filter_load (const char *option, const char *path);
 const char *tally_filter_reason (tree fndecl, function *fun);
+/* Whether a filter's min-statements rule can leave a function out (that
+   needs its body: tally_filter_reason without FUN cannot tell).  */
+bool tally_filter_by_size (void);
 void tally_verbose_note (tree fndecl, const char *why);
 
 /* select.cc: -fplugin-arg-tally-select=PROFILE[:P%].  The reason FNDECL is

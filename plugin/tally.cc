@@ -13,6 +13,9 @@
  *   at=late|early        after IPA inlining (default) or before it
  *   update=single|atomic|tls
  *                        plain, relaxed-atomic or per-thread counters
+ *   tls-model=initial-exec|dynamic
+ *                        update=tls's thread-locals in static TLS (default)
+ *                        or in GCC's default model (descriptor.cc)
  *   counters=static|mapped
  *                        counters updated in place (default), or at their
  *                        address plus the unit's bias, which the runtime
@@ -42,7 +45,7 @@ int plugin_is_GPL_compatible;
 struct tally_options tally_opts
     = { TALLY_HOOKS_INLINE, TALLY_AT_LATE,     TALLY_UPDATE_SINGLE,
         NULL,               TALLY_BLOCKS_NONE, TALLY_PLACE_TREE,
-        TALLY_MEASURE_COUNT, false, false, false };
+        TALLY_MEASURE_COUNT, false, false, false, false };
 bool tally_emitting;
 
 static const char help_text[]
@@ -60,6 +63,10 @@ static const char help_text[]
       "(default) or before it\n"
       "  -fplugin-arg-tally-update=single|atomic|tls  plain (default), "
       "relaxed-atomic or per-thread counter updates\n"
+      "  -fplugin-arg-tally-tls-model=initial-exec|dynamic  update=tls's "
+      "thread-locals in static TLS (default: no __tls_get_addr; a dlopen'ed "
+      "library needs room in glibc's static TLS surplus) or in GCC's default "
+      "model\n"
       "  -fplugin-arg-tally-counters=static|mapped  counters updated in "
       "place (default), or through a per-unit bias the runtime points "
       "into a memory-mapped data file (TALLY_OUTPUT with %c: continuous "
@@ -133,6 +140,8 @@ static const struct choice update_choices[]
         { "atomic", TALLY_UPDATE_ATOMIC },
         { "tls", TALLY_UPDATE_TLS },
         { NULL, 0 } };
+static const struct choice tls_model_choices[]
+    = { { "initial-exec", 0 }, { "dynamic", 1 }, { NULL, 0 } };
 static const struct choice counters_choices[]
     = { { "static", 0 }, { "mapped", 1 }, { NULL, 0 } };
 static const struct choice blocks_choices[]
@@ -165,6 +174,8 @@ static const struct choice_option choice_options[] = {
     [] (int v) { tally_opts.paths = v != 0; } },
   { "exit", exit_choices, "returns, frames",
     [] (int v) { tally_opts.exit_frames = v != 0; } },
+  { "tls-model", tls_model_choices, "initial-exec, dynamic",
+    [] (int v) { tally_opts.tls_dynamic = v != 0; } },
   { "counters", counters_choices, "static, mapped",
     [] (int v) { tally_opts.mapped = v != 0; } },
   { "blocks", blocks_choices, "none, count, visited",
@@ -184,7 +195,8 @@ find_choice_option (const char *key)
 
 /* The option keys, as the unknown-option message lists them.  */
 static const char *const option_keys[]
-    = { "hooks", "blocks", "placement", "at", "update", "counters", "measure",
+    = { "hooks", "blocks", "placement", "at", "update", "tls-model", "counters",
+        "measure",
         "paths", "exit", "filter", "select", "verbose", "help" };
 
 static bool

@@ -177,6 +177,13 @@ TALLY_PUBLIC void __tally_unregister (struct tally_module *m);
 /* hooks=call: function entry and normal exit.  */
 TALLY_PUBLIC void __tally_enter (struct tally_module *m, __UINT32_TYPE__ fn);
 TALLY_PUBLIC void __tally_exit (struct tally_module *m, __UINT32_TYPE__ fn);
+/* hooks=call on x86-64 (plugin since ABI 3's second hook set): add 1 to
+   the counter given, plainly or with a relaxed atomic add (update=atomic,
+   tls).  They change no register but the flags (rt/hooks.c); the plugin
+   calls them from an asm statement, the counter in %rdi, through the GOT.
+   Elsewhere ordinary C functions (the plugin uses the pair above).  */
+TALLY_PUBLIC void __tally_count (__UINT64_TYPE__ *counter);
+TALLY_PUBLIC void __tally_count_atomic (__UINT64_TYPE__ *counter);
 /* The same for counters=mapped units: the counter at its address plus
    *m->bias (ABI 3).  */
 TALLY_PUBLIC void __tally_enter_mapped (struct tally_module *m,
@@ -217,6 +224,10 @@ extern TALLY_PUBLIC struct tally_meas *__tally_meas;
    thread; the runtime finds the thread's counter copies (m->tls_locate), and
    adds them to the module's counters when the thread exits.  */
 TALLY_PUBLIC void __tally_tls_attach (struct tally_module *m);
+/* x86-64: the same, for the plugin's asm statement (the module in %rdi,
+   called below the caller's red zone); preserves every register, vector
+   registers included, so that the hot path of a leaf needs no frame.  */
+TALLY_PUBLIC void __tally_tls_attach_all (void);
 /* The plugin redirects direct calls to the exec functions to these: they
    write the data file, then call the real function (rt/exec.c).  */
 TALLY_PUBLIC int __tally_execve (const char *, char *const[], char *const[]);
