@@ -1651,10 +1651,12 @@ tally_image (size_t *len)
   uint32_t nmodules = nlive + retained_count;
   int meas = any_measured (head);
   unsigned nev = papi_events ();
+  uint32_t paths = any_paths ();
+  uint32_t nframes = paths ? tally_rt_frames_snapshot () : 0;
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_header (&w, 0, nmodules, TALLY_FILE_AT_EXIT, program);
   put_records (&w, head, nlive);
-  put_extras (&w, head, nlive, meas, nev, 0, 0);
+  put_extras (&w, head, nlive, meas, nev, nframes, paths);
   uint64_t size = w.total + TALLY_TRAILER_SIZE;
   void *mem = mmap (NULL, size, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1667,7 +1669,7 @@ tally_image (size_t *len)
   w = (struct writer){ (unsigned char *) mem, -1, 0, 0, 0, 0 };
   put_header (&w, size, nmodules, TALLY_FILE_AT_EXIT, program);
   put_records (&w, head, nlive);
-  put_extras (&w, head, nlive, meas, nev, 0, 0);
+  put_extras (&w, head, nlive, meas, nev, nframes, paths);
   uint32_t crc = tally_crc32 (0, mem, w.total);
   put_u32 (&w, TALLY_TAG_END);
   put_u32 (&w, crc);

@@ -15,8 +15,8 @@ extern "C" {
 #endif
 
 /* The data file a dump would write now (version 2, header flag at-exit,
-   module records and MEAS; no PATH, FRMS or PEVT), complete with its
-   trailer, in memory from mmap: release it with munmap (image, *len).
+   module records, MEAS, and FRMS, PATH and PEVT as a dump writes them),
+   complete with its trailer, in memory from mmap: release it with munmap (image, *len).
    NULL with errno set (EBUSY: another dump runs, ENOMEM).  */
 TALLY_PUBLIC void *tally_image (size_t *len);
 
