@@ -452,6 +452,134 @@ def check_ranks_derived(a, work):
     expect("keeps the extremes of each block's count" in p.stderr, "no note: %r" % p.stderr)
 
 
+PATHS = ["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=cycles",
+         "-fplugin-arg-tally-paths=on"]
+
+
+def tree_lines(a, path, extra=()):
+    """`tally report --tree --all PATH` as (calls, incl, excl, path) rows,
+    and `tally flame --folded` as {stack: value}."""
+    out = run([a.tally, "report", "--tree", "--all", *extra, path]).stdout.splitlines()
+    rows = []
+    col = out[0].index("call path")
+    for line in out[1:]:
+        f = line[:col].split()
+        rows.append((int(f[0]), int(f[1]), int(f[2]), line[col:]))
+    fl = {}
+    for line in run([a.tally, "flame", "--folded", "--all", *extra, path]).stdout.splitlines():
+        stack, v = line.rsplit(" ", 1)
+        fl[stack] = int(v)
+    return rows, fl
+
+
+def check_paths_equal(a, work, reduced, files, mains, what, extra=()):
+    """`report --tree` and `flame` of REDUCED print what they print for
+    `tally merge` of the per-rank FILES, but for the paths of main
+    (MAINS: its call path lines), whose activation is still running at
+    MPI_Finalize: 0 calls and cycles in the reduced file; in the per-rank
+    files it ended at exit (doc/mpi.md)."""
+    merged = os.path.join(work, "merged-" + what + ".data")
+    run([a.tally, "merge", "-o", merged, *files])
+    red_rows, red_flame = tree_lines(a, reduced, extra)
+    mer_rows, mer_flame = tree_lines(a, merged, extra)
+    expect(len(red_rows) == len(mer_rows) and len(red_rows) > mains,
+           "%s: %d call paths in the reduced file, %d merged:\n%s\n%s"
+           % (what, len(red_rows), len(mer_rows), red_rows, mer_rows))
+    seen = 0
+    for r, m in zip(red_rows, mer_rows):
+        expect(r[3] == m[3], "%s: path %r in the reduced file, %r merged" % (what, r[3], m[3]))
+        if r[3].strip().startswith("main "):
+            seen += 1
+            expect(r[:3] == (0, 0, 0) and m[0] >= 1,
+                   "%s: main: %s reduced, %s merged" % (what, r[:3], m[:3]))
+        else:
+            expect(r == m, "%s: reduced %s, merged %s" % (what, r, m))
+    expect(seen == mains, "%s: %d paths of main, want %d" % (what, seen, mains))
+    # main's own line (its exclusive value, 0 in the reduced file) aside.
+    mer_flame = {k: v for k, v in mer_flame.items() if not k.endswith("main")}
+    red_flame = {k: v for k, v in red_flame.items() if not k.endswith("main")}
+    expect(red_flame == mer_flame and red_flame,
+           "%s: flame of the reduced file %s, of the merged %s" % (what, red_flame, mer_flame))
+    return red_rows
+
+
+def check_paths(a, work):
+    """paths=on: `report --tree --all` (frames below main included) and
+    `flame` of the reduced file equal those of `tally merge` of the
+    per-rank files (TALLY_MPI=both), at 1, 2, 4 and 8 ranks where the
+    last rank alone dlopens a module, and in an MPMD job of two programs
+    (each one's main a path of its own); and the sums are the program's:
+    common_step under main is called rank + 1 times a rank, plug_inner
+    under plug_run 7 (rank + 1) times on the dlopening rank."""
+    need_mpi(a)
+    obj = build_common(a, work, PATHS)
+    mixed = build(a, work, "mixed", ["mixed.c"], libs=[obj, "-ldl"], extra=PATHS)
+    other = build(a, work, "other", ["other.c"], libs=[obj], extra=PATHS)
+    plug = os.path.join(work, "plug.so")
+    run(["mpicc", "-O2", "-fPIC", "-shared", "-fplugin=" + a.plugin, *PATHS,
+         os.path.join(a.srcdir, "mpi", "plug.c"), "-o", plug,
+         "-L" + os.path.dirname(a.runtime_shared), "-ltally-rt",
+         "-Wl,-rpath," + os.path.dirname(a.runtime_shared)])
+    jobs = [("np%d" % n, [(n, [mixed, plug, str(n - 1)])], n) for n in (1, 2, 4, 8)]
+    jobs.append(("mpmd", [(2, [mixed, plug, "1"]), (3, [other])], 5))
+    for what, apps, np in jobs:
+        d = os.path.join(work, what)
+        os.mkdir(d)
+        mpirun(a, apps, {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(d, "r%r.data"),
+                         "TALLY_MPI_OUTPUT": os.path.join(d, "reduced.data")}, d)
+        files = [os.path.join(d, "r%d.data" % r) for r in range(np)]
+        rows = check_paths_equal(a, work, os.path.join(d, "reduced.data"), files,
+                                 2 if what == "mpmd" else 1, what)
+        nmixed = 2 if what == "mpmd" else np
+        by = {}
+        depth = {}
+        for c, _, _, p in rows:
+            name = p.split()[0]
+            indent = len(p) - len(p.lstrip())
+            depth[indent] = name
+            key = "/".join(depth[i] for i in sorted(depth) if i <= indent
+                           and not depth[i].startswith("["))
+            for i in [i for i in depth if i > indent]:
+                del depth[i]
+            by[key] = by.get(key, 0) + c
+        # mixed: common_step rank + 1 times from main, plug_inner 7 (R + 1)
+        # times on the dlopening rank R; other: common_step 3 + rank times
+        # from other_only.
+        plug_rank = np - 1 if what != "mpmd" else 1
+        want = {"main/common_step": sum(r + 1 for r in range(nmixed)),
+                "main/mixed_only/common_step": nmixed,
+                "main/plug_run/plug_inner": 7 * (plug_rank + 1),
+                "main/other_only/common_step": sum(3 + r for r in range(2, 5))
+                if what == "mpmd" else None}
+        got = {k: by.get(k) for k in want}
+        expect(got == want, "%s: calls per path %s, want %s" % (what, got, want))
+
+
+def check_paths_papi(a, work):
+    """measure=papi paths=on: the PEVT events per
+    call path of the reduced file equal those of `tally merge` of the
+    per-rank files, shown by report --tree --event and flame --event."""
+    need_mpi(a)
+    if not a.runtime_papi:
+        raise Skip("the runtime was built without PAPI (libpapi-dev)")
+    ev = "perf::TASK-CLOCK"
+    # The shared runtime has measure=papi's hooks built in.
+    exe = build(a, work, "imb-papi", ["imbalance.c"],
+                extra=PATHS[:1] + ["-fplugin-arg-tally-measure=papi",
+                                   "-fplugin-arg-tally-paths=on"])
+    env = {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
+           "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data"), "TALLY_PAPI_EVENTS": ev}
+    p = mpirun(a, [(4, [exe, "2"])], env, work)
+    red = os.path.join(work, "reduced.data")
+    if ev not in run([a.tally, "dump", red]).stdout:
+        raise Skip("PAPI measured no %s here: %s" % (ev, p.stderr.strip()[:300]))
+    files = [os.path.join(work, "r%d.data" % r) for r in range(4)]
+    rows = check_paths_equal(a, work, red, files, 1, "papi", ["--event=" + ev])
+    work_row = [r for r in rows if r[3].strip().startswith("work ")]
+    expect(work_row and work_row[0][0] == 10 + 20 + 500 + 40 and work_row[0][1] > 0,
+           "work's path: %s" % work_row)
+
+
 def rank_files(work, prefix):
     out = {}
     for f in os.listdir(work):
@@ -623,6 +751,8 @@ CHECKS = {
     "ranks-report": check_ranks_report,
     "preload": check_preload,
     "ranks-derived": check_ranks_derived,
+    "paths": check_paths,
+    "paths-papi": check_paths_papi,
 }
 
 
@@ -633,8 +763,10 @@ def main():
         ap.add_argument("--" + opt, required=True)
     ap.add_argument("--tally-mpi", default="")
     ap.add_argument("--tally-asan", default="")
+    ap.add_argument("--runtime-papi", default="")
     a = ap.parse_args()
-    for opt in ("plugin", "runtime", "runtime_shared", "tally", "tally_mpi", "tally_asan"):
+    for opt in ("plugin", "runtime", "runtime_shared", "tally", "tally_mpi", "tally_asan",
+                "runtime_papi"):
         if getattr(a, opt):
             setattr(a, opt, os.path.abspath(getattr(a, opt)))
     for v in RANK_VARS:
