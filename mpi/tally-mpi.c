@@ -449,6 +449,20 @@ reduce_paths (MPI_Comm comm, int rank, int size, struct ptree *mine)
   return 0;
 }
 
+/* Whether PATTERN (TALLY_OUTPUT's syntax) holds %m: merge into the file.  */
+static int
+merges (const char *pattern)
+{
+  for (const char *p = pattern; p && *p; p++)
+    if (*p == '%' && p[1])
+      {
+        if (p[1] == 'm')
+          return 1;
+        p++; /* %%, %p, ... */
+      }
+  return 0;
+}
+
 /* The reduction; 0 when done (rank 0 wrote the file), -1 if this rank
    should write its own file.  */
 static int
@@ -749,6 +763,24 @@ reduce (void)
     say ("rank 0 has no counts to start the file from; nothing reduced");
   else if (rank == 0)
     {
+      /* With TALLY_MPI=both and no TALLY_MPI_OUTPUT, rank 0's own file
+         would replace the reduced one at exit: that goes to
+         TALLY_OUTPUT.reduced.  */
+      const char *pattern = secure_getenv ("TALLY_MPI_OUTPUT");
+      char both[4096];
+      if ((!pattern || !*pattern) && mode_files)
+        {
+          const char *o = secure_getenv ("TALLY_OUTPUT");
+          snprintf (both, sizeof both, "%s.reduced",
+                    o && *o ? o : "tally.%p.data");
+          pattern = both;
+        }
+      if (!pattern || !*pattern)
+        pattern = secure_getenv ("TALLY_OUTPUT");
+      /* %m: the runtime merges the file into the existing one (the sum
+         of the jobs): without RNKS, whose per-rank statistics of one job
+         do not add up with another's.  */
+      int merge = merges (pattern);
       uint64_t out = TALLY_HEADER_FIXED + 4
                      + tally_le_get32 (image + TALLY_HEADER_FIXED);
       for (size_t i = 0; i < nall; i++)
@@ -771,9 +803,12 @@ reduce (void)
             out += 4 + (uint64_t) all[i].nfns * vg * 16;
         }
       out += ptree_write (&tree, (uint32_t) nall, gbase, NULL);
-      out += 16;
-      for (size_t i = 0; i < nall; i++)
-        out += 16 + (all[i].ncounters + (uint64_t) all[i].nfns * vg * 2) * 20;
+      if (!merge)
+        {
+          out += 16;
+          for (size_t i = 0; i < nall; i++)
+            out += 16 + (all[i].ncounters + (uint64_t) all[i].nfns * vg * 2) * 20;
+        }
       out += TALLY_TRAILER_SIZE;
       unsigned char *f = mmap (NULL, out, PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -820,12 +855,15 @@ reduce (void)
             }
         }
       w += ptree_write (&tree, (uint32_t) nall, gbase, w);
-      tally_le_put32 (w, TALLY_TAG_RANKS), w += 4;
-      tally_le_put32 (w, TALLY_RANKS_VERSION), w += 4;
-      tally_le_put32 (w, (uint32_t) size), w += 4;
-      tally_le_put32 (w, (uint32_t) nall), w += 4;
+      if (!merge)
+        {
+          tally_le_put32 (w, TALLY_TAG_RANKS), w += 4;
+          tally_le_put32 (w, TALLY_RANKS_VERSION), w += 4;
+          tally_le_put32 (w, (uint32_t) size), w += 4;
+          tally_le_put32 (w, (uint32_t) nall), w += 4;
+        }
       vat = 0;
-      for (size_t i = 0; i < nall; i++)
+      for (size_t i = 0; i < nall && !merge; i++)
         {
           uint64_t nm = (uint64_t) all[i].nfns * vg * 2;
           tally_le_put32 (w, all[i].nranks), w += 4;
@@ -839,18 +877,6 @@ reduce (void)
             }
         }
       memset (w, 0, TALLY_TRAILER_SIZE);
-      /* With TALLY_MPI=both and no TALLY_MPI_OUTPUT, rank 0's own file
-         would replace the reduced one at exit: that goes to
-         TALLY_OUTPUT.reduced.  */
-      const char *pattern = secure_getenv ("TALLY_MPI_OUTPUT");
-      char both[4096];
-      if ((!pattern || !*pattern) && mode_files)
-        {
-          const char *o = secure_getenv ("TALLY_OUTPUT");
-          snprintf (both, sizeof both, "%s.reduced",
-                    o && *o ? o : "tally.%p.data");
-          pattern = both;
-        }
       ok = tally_write_image (f, out, pattern && *pattern ? pattern : NULL) == 0;
       munmap (f, out);
     }

@@ -1706,6 +1706,14 @@ tally_write_image (const void *image, size_t len, const char *pattern)
     }
   if (lock_dump (1) != 0) /* the output buffer is the dumps' */
     return -1;
+  if (merge) /* merge-image.c */
+    {
+      int rc = tally_rt_merge_image ((const unsigned char *) image, len, path);
+      int e = errno;
+      unlock_dump ();
+      errno = e;
+      return rc;
+    }
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   w.fd = open_tmp (path, tmp, sizeof tmp);
   int rc = -1;

@@ -555,6 +555,70 @@ def check_paths(a, work):
         expect(got == want, "%s: calls per path %s, want %s" % (what, got, want))
 
 
+def check_merge_output(a, work):
+    """TALLY_MPI_OUTPUT with %m: two jobs (3 ranks, then 2, paths=on) merge
+    their reduced files into one, by the runtime's merge-on-write: its
+    counts and call paths are those of `tally merge` of the five per-rank
+    files (main's exits and path aside: after MPI_Finalize), with no
+    per-rank statistics (RNKS: one job's do not add up with another's).
+    The runtime's rules hold: a damaged existing file is moved to .bad,
+    not merged; a symbolic link at the path is not followed (its target
+    is untouched, the error said, and every rank writes its own file)."""
+    need_mpi(a)
+    obj = build_common(a, work, PATHS)
+    mixed = build(a, work, "mixed", ["mixed.c"], libs=[obj, "-ldl"], extra=PATHS)
+    pattern = os.path.join(work, "sum.%m.data")
+
+    def job(tag, np, out=pattern):
+        return mpirun(a, [(np, [mixed])],
+                      {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, tag + ".r%r.data"),
+                       "TALLY_MPI_OUTPUT": out}, work)
+    job("j1", 3)
+    sums = [f for f in os.listdir(work) if f.startswith("sum.") and f.endswith(".data")]
+    expect(len(sums) == 1, "files: %s" % os.listdir(work))
+    total = os.path.join(work, sums[0])
+    expect(b"RNKS" not in open(total, "rb").read(), "%m: the file has per-rank statistics")
+    job("j2", 2)
+    files = [os.path.join(work, "j1.r%d.data" % r) for r in range(3)] + \
+        [os.path.join(work, "j2.r%d.data" % r) for r in range(2)]
+    check_paths_equal(a, work, total, files, 1, "merged")
+    merged = os.path.join(work, "merged-merged.data")
+    rows = {}
+    for what, path in (("sum", total), ("merge", merged)):
+        out = run([a.tally, "report", "--csv", path]).stdout.splitlines()[1:]
+        rows[what] = sorted(tuple(l.split(",")) for l in out)
+    for (s_row, m_row) in zip(rows["sum"], rows["merge"]):
+        if s_row[2] == "main":
+            expect(s_row[0] == m_row[0] == "5" and s_row[1] == "0" and m_row[1] == "5",
+                   "main: %s in the merged reduced file, %s by tally merge" % (s_row, m_row))
+        else:
+            expect(s_row == m_row, "%s in the merged reduced file, %s by tally merge"
+                   % (s_row, m_row))
+    expect(len(rows["sum"]) == len(rows["merge"]) == 3, "rows %s" % rows)
+    # A damaged file at the path: moved aside, a fresh file written.
+    with open(total, "r+b") as f:
+        f.seek(60)
+        f.write(b"\xff\xff\xff\xff")
+    p = job("j3", 2)
+    expect(os.path.exists(total + ".bad") and "moved aside to" in p.stderr,
+           "damaged file: %s, stderr %r" % (sorted(os.listdir(work)), p.stderr))
+    out = run([a.tally, "report", "--csv", total]).stdout
+    expect(re.search(r"^2,2,mixed_only,", out, re.M), "after .bad: one job's counts:\n" + out)
+    # A symbolic link at the path: not followed.
+    d = os.path.join(work, "link")
+    os.mkdir(d)
+    victim = os.path.join(d, "victim")
+    with open(victim, "w") as f:
+        f.write("not yours\n")
+    os.symlink(victim, os.path.join(d, sums[0]))  # the name %m gives mixed
+    p = mpirun(a, [(2, [mixed])], {"TALLY_OUTPUT": os.path.join(d, "own.r%r.data"),
+                                   "TALLY_MPI_OUTPUT": os.path.join(d, "sum.%m.data")}, d)
+    expect(open(victim).read() == "not yours\n", "the link's target was written")
+    expect(sorted(f for f in os.listdir(d) if f.startswith("own.")) == ["own.r0.data", "own.r1.data"],
+           "symlink: files %s, stderr %r" % (sorted(os.listdir(d)), p.stderr))
+    expect("symbolic link (not followed)" in p.stderr, "symlink: stderr %r" % p.stderr)
+
+
 def check_paths_papi(a, work):
     """measure=papi paths=on: the PEVT events per
     call path of the reduced file equal those of `tally merge` of the
@@ -753,6 +817,7 @@ CHECKS = {
     "ranks-derived": check_ranks_derived,
     "paths": check_paths,
     "paths-papi": check_paths_papi,
+    "merge-output": check_merge_output,
 }
 
 
