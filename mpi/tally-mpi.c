@@ -64,6 +64,7 @@
 #include "tally/format.h"
 #include "tally/image.h"
 #include "paths.h"
+#include "routines.h"
 
 /* From the runtime, which the program links (shared or static): weak, so
    that a program without it still runs and is told.  */
@@ -508,6 +509,34 @@ reduce (void)
       nrec = 0;
       extras = NULL;
     }
+  /* The MPI routines' counts (TALLY_MPI_ROUTINES, routines.c): one more
+     record, after the image's.  */
+  uint32_t nrec_img = nrec;
+  unsigned char *rout = NULL, *rout_meas = NULL;
+  if (tally_mpi_routines_on && image)
+    {
+      uint64_t ck;
+      size_t rl = routines_record (NULL, &ck);
+      struct rec *nr = realloc (recs, (nrec + 1) * sizeof *recs);
+      if (nr)
+        recs = nr;
+      uint32_t nf = routines_count ();
+      if (nr && (rout = malloc (rl))
+          && (!nmeas || (rout_meas = malloc (4 + (size_t) nf * nmeas * 16))))
+        {
+          routines_record (rout, &ck);
+          if (rout_meas)
+            routines_meas (rout_meas, nmeas);
+          recs[nrec] = (struct rec){ ck, 0, nf, 2 * (uint64_t) nf, rout, rl,
+                                     rout_meas, nrec, 0 };
+          for (uint32_t j = 0; j < nrec; j++)
+            if (recs[j].checksum == ck)
+              recs[nrec].occ++;
+          nrec++;
+        }
+      else
+        say ("rank %d: no memory for the MPI routines' counts; left out", rank);
+    }
   for (uint32_t i = 0; i < nrec; i++)
     recs[i].u = UINT32_MAX;
   /* Call paths (paths=on): FRMS or PATH after the modules and MEAS.  */
@@ -681,7 +710,7 @@ reduce (void)
         }
       struct ptree raw = { NULL, 0, 0 }, none = { NULL, 0, 0 };
       if (has_paths
-          && ptree_from_image (extras, image + ilen - TALLY_TRAILER_SIZE, nrec,
+          && ptree_from_image (extras, image + ilen - TALLY_TRAILER_SIZE, nrec_img,
                                own_nfns, own_gbase, vg ? vg - 1 : 0, &raw) != 0)
         say ("rank %d: its call paths could not be read (malformed, or no "
              "memory); left out", rank);
@@ -902,7 +931,11 @@ fail:
   if (image)
     munmap (image, ilen);
   if (rc == 0)
-    ptree_free (&tree);
+    {
+      ptree_free (&tree);
+      free (rout);
+      free (rout_meas);
+    }
   free (gbase);
   free (own_gbase);
   free (own_nfns);

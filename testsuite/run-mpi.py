@@ -619,6 +619,51 @@ def check_merge_output(a, work):
     expect("symbolic link (not followed)" in p.stderr, "symlink: stderr %r" % p.stderr)
 
 
+def check_routines(a, work):
+    """TALLY_MPI_ROUTINES=1: the reduced file has a record of the MPI
+    routines (libtally-mpi's own unit) whose counts are the program's
+    (routines.c: 2 barriers and 3 allreduces a rank, rank R sends R
+    messages, rank 0 receives them all), with sum, min, max and rank of
+    the max per routine, and (measure=cycles) cycles spent in MPI_Recv;
+    report --ranks names rank 3 for MPI_Send.  Unset: no such record."""
+    import json
+    need_mpi(a)
+    exe = build(a, work, "routines", ["routines.c"],
+                extra=["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=cycles"])
+    src = "libtally-mpi (MPI routines)"
+    off = os.path.join(work, "off.data")
+    mpirun(a, [(4, [exe])], {"TALLY_OUTPUT": off}, work)
+    expect(not [m for m in parse(off)["modules"] if m["source"] == src],
+           "a routines record without TALLY_MPI_ROUTINES")
+    on = os.path.join(work, "on.data")
+    p = mpirun(a, [(4, [exe])], {"TALLY_OUTPUT": on, "TALLY_MPI_ROUTINES": "1"}, work)
+    said = dict(re.findall(r"(\w+) (\d+)", p.stdout))
+    d = parse(on)
+    m = [m for m in d["modules"] if m["source"] == src]
+    expect(len(m) == 1 and m[0]["nranks"] == 4, "routines records: %s" % m)
+    m = m[0]
+    names = [n for n, _ in m["fns"]]
+    nc = sum(len(v) for _, v in m["fns"])
+
+    def stat(name):
+        i = names.index(name)
+        return (m["fns"][i][1][0], *m["stats"][2 * i])
+    want = {"MPI_Barrier": (int(said["barrier"]), 2, 2, 0),
+            "MPI_Allreduce": (int(said["allreduce"]), 3, 3, 0),
+            "MPI_Send": (int(said["send"]), 0, 3, 3),
+            "MPI_Recv": (int(said["recv"]), 0, int(said["recv"]), 0),
+            "MPI_Bcast": (0, 0, 0, 0)}
+    got = {k: stat(k) for k in want}
+    expect(got == want, "routines: sum/min/max/rank %s, want %s" % (got, want))
+    i = names.index("MPI_Recv")
+    incl, excl = m["meas"][i][0], m["meas"][i][1]
+    expect(incl > 0 and incl == excl and m["stats"][nc + 2 * i][2] == 0,
+           "MPI_Recv cycles: %d/%d, stats %s" % (incl, excl, m["stats"][nc + 2 * i]))
+    j = json.loads(run([a.tally, "report", "--ranks", "--json", on]).stdout)
+    send = [f for f in j["functions"] if f["name"] == "MPI_Send"][0]["calls"]
+    expect((send["max"], send["max_rank"], send["sum"]) == (3, 3, 6), "report --ranks: %s" % send)
+
+
 def check_paths_papi(a, work):
     """measure=papi paths=on: the PEVT events per
     call path of the reduced file equal those of `tally merge` of the
@@ -818,6 +863,7 @@ CHECKS = {
     "paths": check_paths,
     "paths-papi": check_paths_papi,
     "merge-output": check_merge_output,
+    "routines": check_routines,
 }
 
 
