@@ -524,10 +524,10 @@ ptree_from_image (const unsigned char *at, const unsigned char *end,
     {
       r32 (&f);
       uint64_t addr = r64 (&f);
-      const unsigned char *name = f.p;
       uint32_t l = r32 (&f);
+      const unsigned char *name = f.p;
       f.p += l;
-      if (put (out, &addr, 8) || put (out, name, 4 + (size_t) l))
+      if (put (out, &addr, 8) || put (out, &l, 4) || put (out, name, l))
         goto fail;
     }
   for (uint32_t i = 0; i < nn; i++)
