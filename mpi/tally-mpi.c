@@ -34,8 +34,12 @@
  *     user operation (MPI_MAXLOC's tie rule, the lowest rank).  A rank
  *     without a record contributes a neutral element, so min and max are
  *     over the ranks that hold the record.
- *  5. The owners send rank 0 the records it lacks (point to point).
- *  6. Rank 0 writes the file through the runtime (tally_write_image:
+ *  5. The call paths (paths=on: PATH, FRMS, PEVT), if any rank has them:
+ *     each rank's tree, its functions named by their place in the union,
+ *     is merged up a binomial tree of point-to-point messages onto rank 0
+ *     (paths.c).
+ *  6. The owners send rank 0 the records it lacks (point to point).
+ *  7. Rank 0 writes the file through the runtime (tally_write_image:
  *     temporary file, rename).
  * Memory per rank: its own image, its values (8 bytes each) and a chunk;
  * rank 0 also the result (32 bytes a value).  Time: a log2(P) tree per
@@ -44,8 +48,7 @@
  * Failure: if any step fails or the deadline passes (a rank died before
  * MPI_Finalize, or never reaches it), each rank that notices writes its
  * own file at exit as with TALLY_MPI=files and says so; the library never
- * waits past the deadline itself.  Not reduced: PATH/FRMS/PEVT (call
- * paths), which per-rank files keep.  */
+ * waits past the deadline itself.  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <mpi.h>
@@ -60,6 +63,8 @@
 
 #include "tally/format.h"
 #include "tally/image.h"
+#include "paths.h"
+#include "routines.h"
 
 /* From the runtime, which the program links (shared or static): weak, so
    that a program without it still runs and is told.  */
@@ -73,6 +78,9 @@
 #define TAG_LEN 7301
 #define TAG_BODY 7302
 #define TAG_NAMES 7303
+#define TAG_PLEN 7304
+#define TAG_PBODY 7305
+#define PATH_PIECE ((size_t) 1 << 30) /* bytes a message of a tree */
 
 struct key
 {
@@ -101,6 +109,8 @@ struct rec
   const unsigned char *at; /* the record in the image */
   size_t len;
   const unsigned char *meas; /* its MEAS part (u32 nfns, pairs), or NULL */
+  uint32_t fileidx;          /* its place in the image */
+  uint32_t u;                /* its key's place in the union, if reduced */
 };
 
 static int mode_reduce = 1, mode_files; /* TALLY_MPI */
@@ -202,7 +212,8 @@ walk_record (struct cur *c, uint32_t *nfns, uint64_t *vals, int out,
    count and the start of its names.  */
 static struct rec *
 index_image (const unsigned char *image, size_t len, uint32_t *nrec,
-             uint32_t *nmeas, const unsigned char **names, size_t *names_len)
+             uint32_t *nmeas, const unsigned char **names, size_t *names_len,
+             const unsigned char **extras)
 {
   struct cur c = { image + TALLY_HEADER_FIXED, image + len - TALLY_TRAILER_SIZE, 0 };
   uint32_t n = tally_le_get32 (image + 40);
@@ -213,6 +224,7 @@ index_image (const unsigned char *image, size_t len, uint32_t *nrec,
   for (uint32_t i = 0; i < n && !c.bad; i++)
     {
       r[i].at = c.p;
+      r[i].fileidx = i;
       if (c.end - c.p >= 16)
         r[i].checksum = tally_le_get64 (c.p + 8);
       r[i].ncounters = walk_record (&c, &r[i].nfns, NULL, 0, NULL);
@@ -248,6 +260,7 @@ index_image (const unsigned char *image, size_t len, uint32_t *nrec,
       free (r);
       return NULL;
     }
+  *extras = c.p; /* FRMS, PATH, PEVT, if any */
   *nrec = n;
   return r;
 }
@@ -364,6 +377,93 @@ fnv (const unsigned char *p, size_t n)
   return h;
 }
 
+/* Send tree T to rank TO, or receive one from FROM into T: its length,
+   then pieces of PATH_PIECE bytes.  0, or -1.  */
+static int
+send_tree (const struct ptree *t, int to, MPI_Comm comm)
+{
+  uint64_t l = t->len;
+  MPI_Request rq;
+  if (PMPI_Isend (&l, 1, MPI_UINT64_T, to, TAG_PLEN, comm, &rq) != MPI_SUCCESS
+      || wait_all (1, &rq) != 0)
+    return -1;
+  for (size_t off = 0; off < t->len; off += PATH_PIECE)
+    {
+      size_t n = t->len - off < PATH_PIECE ? t->len - off : PATH_PIECE;
+      if (PMPI_Isend (t->buf + off, (int) n, MPI_BYTE, to, TAG_PBODY, comm, &rq)
+              != MPI_SUCCESS
+          || wait_all (1, &rq) != 0)
+        return -1;
+    }
+  return 0;
+}
+
+static int
+recv_tree (struct ptree *t, int from, MPI_Comm comm)
+{
+  uint64_t l = 0;
+  MPI_Request rq;
+  memset (t, 0, sizeof *t);
+  if (PMPI_Irecv (&l, 1, MPI_UINT64_T, from, TAG_PLEN, comm, &rq) != MPI_SUCCESS
+      || wait_all (1, &rq) != 0 || l > ((uint64_t) 1 << 40)
+      || (l && !(t->buf = malloc (l))))
+    return -1;
+  t->len = t->cap = l;
+  for (size_t off = 0; off < l; off += PATH_PIECE)
+    {
+      size_t n = l - off < PATH_PIECE ? l - off : PATH_PIECE;
+      if (PMPI_Irecv (t->buf + off, (int) n, MPI_BYTE, from, TAG_PBODY, comm, &rq)
+              != MPI_SUCCESS
+          || wait_all (1, &rq) != 0)
+        return -1;
+    }
+  return 0;
+}
+
+/* Step 5: the ranks' trees (MINE, in the union's names) summed up a
+   binomial tree: in the round of step 2^k a rank with that bit set sends
+   its tree to rank - 2^k and is done, the others merge in the tree of
+   rank + 2^k.  Rank 0 ends with the sum in MINE.  0, or -1.  */
+static int
+reduce_paths (MPI_Comm comm, int rank, int size, struct ptree *mine)
+{
+  for (int step = 1; step < size; step *= 2)
+    {
+      /* On failure the buffers are left: a request may point at them.  */
+      if (rank & step)
+        return send_tree (mine, rank - step, comm);
+      if (rank + step < size)
+        {
+          struct ptree got, sum;
+          if (recv_tree (&got, rank + step, comm) != 0)
+            return -1;
+          if (ptree_merge (mine, &got, &sum) != 0)
+            {
+              say ("rank %d: out of memory to merge the call paths", rank);
+              return -1;
+            }
+          ptree_free (&got);
+          ptree_free (mine);
+          *mine = sum;
+        }
+    }
+  return 0;
+}
+
+/* Whether PATTERN (TALLY_OUTPUT's syntax) holds %m: merge into the file.  */
+static int
+merges (const char *pattern)
+{
+  for (const char *p = pattern; p && *p; p++)
+    if (*p == '%' && p[1])
+      {
+        if (p[1] == 'm')
+          return 1;
+        p++; /* %%, %p, ... */
+      }
+  return 0;
+}
+
 /* The reduction; 0 when done (rank 0 wrote the file), -1 if this rank
    should write its own file.  */
 static int
@@ -372,7 +472,10 @@ reduce (void)
   int rank, size;
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Request rq[2];
-  double t0 = now (), t_image = 0, t_union = 0, t_values = 0, t_records = 0;
+  double t0 = now (), t_image = 0, t_union = 0, t_values = 0, t_paths = 0;
+  double t_records = 0;
+  struct ptree tree = { NULL, 0, 0 };
+  uint32_t *gbase = NULL, *own_gbase = NULL, *own_nfns = NULL;
   t_end = t0 + deadline_s;
   PMPI_Comm_rank (MPI_COMM_WORLD, &rank);
   PMPI_Comm_size (MPI_COMM_WORLD, &size);
@@ -394,17 +497,52 @@ reduce (void)
       /* Go on with no records: the others must not wait for us.  */
     }
   uint32_t nrec = 0, nmeas = 0;
-  const unsigned char *names = NULL;
+  const unsigned char *names = NULL, *extras = NULL;
   size_t names_len = 0;
   struct rec *recs = image ? index_image (image, ilen, &nrec, &nmeas, &names,
-                                          &names_len)
+                                          &names_len, &extras)
                            : calloc (1, sizeof (struct rec));
   if (!recs)
     {
       say ("rank %d: malformed image from the runtime", rank);
       recs = calloc (1, sizeof (struct rec));
       nrec = 0;
+      extras = NULL;
     }
+  /* The MPI routines' counts (TALLY_MPI_ROUTINES, routines.c): one more
+     record, after the image's.  */
+  uint32_t nrec_img = nrec;
+  unsigned char *rout = NULL, *rout_meas = NULL;
+  if (tally_mpi_routines_on && image)
+    {
+      uint64_t ck;
+      size_t rl = routines_record (NULL, &ck);
+      struct rec *nr = realloc (recs, (nrec + 1) * sizeof *recs);
+      if (nr)
+        recs = nr;
+      uint32_t nf = routines_count ();
+      if (nr && (rout = malloc (rl))
+          && (!nmeas || (rout_meas = malloc (4 + (size_t) nf * nmeas * 16))))
+        {
+          routines_record (rout, &ck);
+          if (rout_meas)
+            routines_meas (rout_meas, nmeas);
+          recs[nrec] = (struct rec){ ck, 0, nf, 2 * (uint64_t) nf, rout, rl,
+                                     rout_meas, nrec, 0 };
+          for (uint32_t j = 0; j < nrec; j++)
+            if (recs[j].checksum == ck)
+              recs[nrec].occ++;
+          nrec++;
+        }
+      else
+        say ("rank %d: no memory for the MPI routines' counts; left out", rank);
+    }
+  for (uint32_t i = 0; i < nrec; i++)
+    recs[i].u = UINT32_MAX;
+  /* Call paths (paths=on): FRMS or PATH after the modules and MEAS.  */
+  int has_paths = extras && image + ilen - TALLY_TRAILER_SIZE - extras >= 4
+                  && (tally_le_get32 (extras) == TALLY_TAG_FRAMES
+                      || tally_le_get32 (extras) == TALLY_TAG_PATH);
   qsort (recs, nrec, sizeof *recs, cmp_rec);
 
   t_image = now ();
@@ -454,15 +592,15 @@ reduce (void)
 
   t_union = now ();
   /* 3. MEAS agreement: value count and names equal among the ranks that
-     measured.  */
-  uint64_t mv[5] = { 0, 0, 0, 0, 0 }, mvr[5];
+     measured; and whether any rank has call paths.  */
+  uint64_t mv[6] = { 0, 0, 0, 0, 0, (uint64_t) has_paths }, mvr[6];
   if (nmeas)
     {
       uint64_t h = fnv (names, names_len);
       mv[0] = nmeas, mv[1] = ~(uint64_t) nmeas, mv[2] = h, mv[3] = ~h;
       mv[4] = ~(uint64_t) rank;
     }
-  if (PMPI_Iallreduce (mv, mvr, 5, MPI_UINT64_T, MPI_MAX, comm, &rq[0])
+  if (PMPI_Iallreduce (mv, mvr, 6, MPI_UINT64_T, MPI_MAX, comm, &rq[0])
           != MPI_SUCCESS
       || wait_all (1, rq) != 0)
     goto fail;
@@ -507,6 +645,7 @@ reduce (void)
       if (has && recs[ri].ncounters == k->ncounters && recs[ri].nfns == k->nfns)
         {
           have[i] = 1;
+          recs[ri].u = (uint32_t) i;
           struct cur c = { recs[ri].at, recs[ri].at + recs[ri].len, 0 };
           uint32_t nf;
           walk_record (&c, &nf, vals + at, 1, NULL);
@@ -551,7 +690,40 @@ reduce (void)
     }
 
   t_values = now ();
-  /* 5. Rank 0's missing records, from their owners.  */
+  /* 5. The call paths: function i of union record u is function
+     gbase[u] + i of the reduced file, on every rank.  */
+  int any_paths = mvr[5] != 0;
+  gbase = calloc (nall ? nall : 1, sizeof *gbase);
+  own_gbase = calloc (nrec ? nrec : 1, sizeof *own_gbase);
+  own_nfns = calloc (nrec ? nrec : 1, sizeof *own_nfns);
+  if (!gbase || !own_gbase || !own_nfns)
+    goto fail;
+  for (size_t i = 0, b = 0; i < nall; b += all[i].nfns, i++)
+    gbase[i] = (uint32_t) b;
+  if (any_paths)
+    {
+      for (uint32_t i = 0; i < nrec; i++)
+        {
+          own_nfns[recs[i].fileidx] = recs[i].nfns;
+          own_gbase[recs[i].fileidx] = recs[i].u == UINT32_MAX
+                                           ? UINT32_MAX : gbase[recs[i].u];
+        }
+      struct ptree raw = { NULL, 0, 0 }, none = { NULL, 0, 0 };
+      if (has_paths
+          && ptree_from_image (extras, image + ilen - TALLY_TRAILER_SIZE, nrec_img,
+                               own_nfns, own_gbase, vg ? vg - 1 : 0, &raw) != 0)
+        say ("rank %d: its call paths could not be read (malformed, or no "
+             "memory); left out", rank);
+      /* Folded once so that even rank 0 of a job of one holds a tree
+         without duplicate paths or unknown nodes.  */
+      int e = ptree_merge (&raw, &none, &tree);
+      ptree_free (&raw);
+      if (e != 0 || reduce_paths (comm, rank, size, &tree) != 0)
+        goto fail;
+    }
+
+  t_paths = now ();
+  /* 6. Rank 0's missing records, from their owners.  */
   unsigned char **body = calloc (nall ? nall : 1, sizeof *body);
   uint64_t *blen = calloc (nall ? nall : 1, sizeof *blen);
   if (!body || !blen)
@@ -613,13 +785,31 @@ reduce (void)
     }
 
   t_records = now ();
-  /* 6. Rank 0 writes, and tells the others whether it did: only then
+  /* 7. Rank 0 writes, and tells the others whether it did: only then
      do they leave their own file out.  */
   int ok = 0;
   if (rank == 0 && !image)
     say ("rank 0 has no counts to start the file from; nothing reduced");
   else if (rank == 0)
     {
+      /* With TALLY_MPI=both and no TALLY_MPI_OUTPUT, rank 0's own file
+         would replace the reduced one at exit: that goes to
+         TALLY_OUTPUT.reduced.  */
+      const char *pattern = secure_getenv ("TALLY_MPI_OUTPUT");
+      char both[4096];
+      if ((!pattern || !*pattern) && mode_files)
+        {
+          const char *o = secure_getenv ("TALLY_OUTPUT");
+          snprintf (both, sizeof both, "%s.reduced",
+                    o && *o ? o : "tally.%p.data");
+          pattern = both;
+        }
+      if (!pattern || !*pattern)
+        pattern = secure_getenv ("TALLY_OUTPUT");
+      /* %m: the runtime merges the file into the existing one (the sum
+         of the jobs): without RNKS, whose per-rank statistics of one job
+         do not add up with another's.  */
+      int merge = merges (pattern);
       uint64_t out = TALLY_HEADER_FIXED + 4
                      + tally_le_get32 (image + TALLY_HEADER_FIXED);
       for (size_t i = 0; i < nall; i++)
@@ -641,9 +831,13 @@ reduce (void)
           for (size_t i = 0; i < nall; i++)
             out += 4 + (uint64_t) all[i].nfns * vg * 16;
         }
-      out += 16;
-      for (size_t i = 0; i < nall; i++)
-        out += 16 + (all[i].ncounters + (uint64_t) all[i].nfns * vg * 2) * 20;
+      out += ptree_write (&tree, (uint32_t) nall, gbase, NULL);
+      if (!merge)
+        {
+          out += 16;
+          for (size_t i = 0; i < nall; i++)
+            out += 16 + (all[i].ncounters + (uint64_t) all[i].nfns * vg * 2) * 20;
+        }
       out += TALLY_TRAILER_SIZE;
       unsigned char *f = mmap (NULL, out, PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -689,12 +883,16 @@ reduce (void)
               vat += (uint64_t) all[i].nfns * vg * 2;
             }
         }
-      tally_le_put32 (w, TALLY_TAG_RANKS), w += 4;
-      tally_le_put32 (w, TALLY_RANKS_VERSION), w += 4;
-      tally_le_put32 (w, (uint32_t) size), w += 4;
-      tally_le_put32 (w, (uint32_t) nall), w += 4;
+      w += ptree_write (&tree, (uint32_t) nall, gbase, w);
+      if (!merge)
+        {
+          tally_le_put32 (w, TALLY_TAG_RANKS), w += 4;
+          tally_le_put32 (w, TALLY_RANKS_VERSION), w += 4;
+          tally_le_put32 (w, (uint32_t) size), w += 4;
+          tally_le_put32 (w, (uint32_t) nall), w += 4;
+        }
       vat = 0;
-      for (size_t i = 0; i < nall; i++)
+      for (size_t i = 0; i < nall && !merge; i++)
         {
           uint64_t nm = (uint64_t) all[i].nfns * vg * 2;
           tally_le_put32 (w, all[i].nranks), w += 4;
@@ -708,18 +906,6 @@ reduce (void)
             }
         }
       memset (w, 0, TALLY_TRAILER_SIZE);
-      /* With TALLY_MPI=both and no TALLY_MPI_OUTPUT, rank 0's own file
-         would replace the reduced one at exit: that goes to
-         TALLY_OUTPUT.reduced.  */
-      const char *pattern = secure_getenv ("TALLY_MPI_OUTPUT");
-      char both[4096];
-      if ((!pattern || !*pattern) && mode_files)
-        {
-          const char *o = secure_getenv ("TALLY_OUTPUT");
-          snprintf (both, sizeof both, "%s.reduced",
-                    o && *o ? o : "tally.%p.data");
-          pattern = both;
-        }
       ok = tally_write_image (f, out, pattern && *pattern ? pattern : NULL) == 0;
       munmap (f, out);
     }
@@ -730,11 +916,12 @@ told:
   rc = ok ? 0 : -1;
   if (rank == 0 && ok && secure_getenv ("TALLY_VERBOSE"))
     say ("reduced %d ranks: %zu modules, %llu values (%llu bytes a rank) "
-         "in %.3f ms: communicator and image %.3f, key union %.3f, values %.3f, records "
-         "%.3f, write and broadcast %.3f", size, nall,
-         (unsigned long long) total, (unsigned long long) total * 32,
+         "in %.3f ms: communicator and image %.3f, key union %.3f, values %.3f, "
+         "paths %.3f (%zu bytes), records %.3f, write and broadcast %.3f",
+         size, nall, (unsigned long long) total, (unsigned long long) total * 32,
          (now () - t0) * 1e3, (t_image - t0) * 1e3, (t_union - t_image) * 1e3,
-         (t_values - t_union) * 1e3, (t_records - t_values) * 1e3,
+         (t_values - t_union) * 1e3, (t_paths - t_values) * 1e3, tree.len,
+         (t_records - t_paths) * 1e3,
          (now () - t_records) * 1e3);
 
 fail:
@@ -743,6 +930,15 @@ fail:
          rank, now () > t_end ? "timed out (TALLY_MPI_TIMEOUT)" : "failed");
   if (image)
     munmap (image, ilen);
+  if (rc == 0)
+    {
+      ptree_free (&tree);
+      free (rout);
+      free (rout_meas);
+    }
+  free (gbase);
+  free (own_gbase);
+  free (own_nfns);
   /* The rest is left to the process's end: on failure some requests may
      still point at it.  */
   return rc;

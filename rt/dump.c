@@ -1651,10 +1651,12 @@ tally_image (size_t *len)
   uint32_t nmodules = nlive + retained_count;
   int meas = any_measured (head);
   unsigned nev = papi_events ();
+  uint32_t paths = any_paths ();
+  uint32_t nframes = paths ? tally_rt_frames_snapshot () : 0;
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   put_header (&w, 0, nmodules, TALLY_FILE_AT_EXIT, program);
   put_records (&w, head, nlive);
-  put_extras (&w, head, nlive, meas, nev, 0, 0);
+  put_extras (&w, head, nlive, meas, nev, nframes, paths);
   uint64_t size = w.total + TALLY_TRAILER_SIZE;
   void *mem = mmap (NULL, size, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1667,7 +1669,7 @@ tally_image (size_t *len)
   w = (struct writer){ (unsigned char *) mem, -1, 0, 0, 0, 0 };
   put_header (&w, size, nmodules, TALLY_FILE_AT_EXIT, program);
   put_records (&w, head, nlive);
-  put_extras (&w, head, nlive, meas, nev, 0, 0);
+  put_extras (&w, head, nlive, meas, nev, nframes, paths);
   uint32_t crc = tally_crc32 (0, mem, w.total);
   put_u32 (&w, TALLY_TAG_END);
   put_u32 (&w, crc);
@@ -1704,6 +1706,14 @@ tally_write_image (const void *image, size_t len, const char *pattern)
     }
   if (lock_dump (1) != 0) /* the output buffer is the dumps' */
     return -1;
+  if (merge) /* merge-image.c */
+    {
+      int rc = tally_rt_merge_image ((const unsigned char *) image, len, path);
+      int e = errno;
+      unlock_dump ();
+      errno = e;
+      return rc;
+    }
   struct writer w = { NULL, -1, 0, 0, 0, 0 };
   w.fd = open_tmp (path, tmp, sizeof tmp);
   int rc = -1;

@@ -223,6 +223,12 @@ size_t tally_rt_merge_extras (const struct tally_rt_xside *ours,
                               const uint32_t *out_nfns, unsigned char **result)
     TALLY_HIDDEN;
 
+/* merge-image.c: merge the data file IMAGE (LEN bytes, its trailer made
+   here) into the file PATH by merge-on-write's rules (tally_write_image
+   with %m).  0, or -1 (reported, errno set).  */
+int tally_rt_merge_image (const unsigned char *image, size_t len,
+                          const char *path) TALLY_HIDDEN;
+
 /* shadow.c: measure=cycles.  The per-function totals indexed by function
    id, and their number in *NFNS (NULL and 0 until something measured).  */
 const struct tally_meas *tally_rt_meas (uint32_t *nfns) TALLY_HIDDEN;

@@ -452,6 +452,243 @@ def check_ranks_derived(a, work):
     expect("keeps the extremes of each block's count" in p.stderr, "no note: %r" % p.stderr)
 
 
+PATHS = ["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=cycles",
+         "-fplugin-arg-tally-paths=on"]
+
+
+def tree_lines(a, path, extra=()):
+    """`tally report --tree --all PATH` as (calls, incl, excl, path) rows,
+    and `tally flame --folded` as {stack: value}."""
+    out = run([a.tally, "report", "--tree", "--all", *extra, path]).stdout.splitlines()
+    rows = []
+    col = out[0].index("call path")
+    for line in out[1:]:
+        f = line[:col].split()
+        rows.append((int(f[0]), int(f[1]), int(f[2]), line[col:]))
+    fl = {}
+    for line in run([a.tally, "flame", "--folded", "--all", *extra, path]).stdout.splitlines():
+        stack, v = line.rsplit(" ", 1)
+        fl[stack] = int(v)
+    return rows, fl
+
+
+def check_paths_equal(a, work, reduced, files, mains, what, extra=()):
+    """`report --tree` and `flame` of REDUCED print what they print for
+    `tally merge` of the per-rank FILES, but for the paths of main
+    (MAINS: its call path lines), whose activation is still running at
+    MPI_Finalize: 0 calls and cycles in the reduced file; in the per-rank
+    files it ended at exit (doc/mpi.md)."""
+    merged = os.path.join(work, "merged-" + what + ".data")
+    run([a.tally, "merge", "-o", merged, *files])
+    red_rows, red_flame = tree_lines(a, reduced, extra)
+    mer_rows, mer_flame = tree_lines(a, merged, extra)
+    expect(len(red_rows) == len(mer_rows) and len(red_rows) > mains,
+           "%s: %d call paths in the reduced file, %d merged:\n%s\n%s"
+           % (what, len(red_rows), len(mer_rows), red_rows, mer_rows))
+    seen = 0
+    for r, m in zip(red_rows, mer_rows):
+        expect(r[3] == m[3], "%s: path %r in the reduced file, %r merged" % (what, r[3], m[3]))
+        if r[3].strip().startswith("main "):
+            seen += 1
+            expect(r[:3] == (0, 0, 0) and m[0] >= 1,
+                   "%s: main: %s reduced, %s merged" % (what, r[:3], m[:3]))
+        else:
+            expect(r == m, "%s: reduced %s, merged %s" % (what, r, m))
+    expect(seen == mains, "%s: %d paths of main, want %d" % (what, seen, mains))
+    # main's own line (its exclusive value, 0 in the reduced file) aside.
+    mer_flame = {k: v for k, v in mer_flame.items() if not k.endswith("main")}
+    red_flame = {k: v for k, v in red_flame.items() if not k.endswith("main")}
+    expect(red_flame == mer_flame and red_flame,
+           "%s: flame of the reduced file %s, of the merged %s" % (what, red_flame, mer_flame))
+    return red_rows
+
+
+def check_paths(a, work):
+    """paths=on: `report --tree --all` (frames below main included) and
+    `flame` of the reduced file equal those of `tally merge` of the
+    per-rank files (TALLY_MPI=both), at 1, 2, 4 and 8 ranks where the
+    last rank alone dlopens a module, and in an MPMD job of two programs
+    (each one's main a path of its own); and the sums are the program's:
+    common_step under main is called rank + 1 times a rank, plug_inner
+    under plug_run 7 (rank + 1) times on the dlopening rank."""
+    need_mpi(a)
+    obj = build_common(a, work, PATHS)
+    mixed = build(a, work, "mixed", ["mixed.c"], libs=[obj, "-ldl"], extra=PATHS)
+    other = build(a, work, "other", ["other.c"], libs=[obj], extra=PATHS)
+    plug = os.path.join(work, "plug.so")
+    run(["mpicc", "-O2", "-fPIC", "-shared", "-fplugin=" + a.plugin, *PATHS,
+         os.path.join(a.srcdir, "mpi", "plug.c"), "-o", plug,
+         "-L" + os.path.dirname(a.runtime_shared), "-ltally-rt",
+         "-Wl,-rpath," + os.path.dirname(a.runtime_shared)])
+    jobs = [("np%d" % n, [(n, [mixed, plug, str(n - 1)])], n) for n in (1, 2, 4, 8)]
+    jobs.append(("mpmd", [(2, [mixed, plug, "1"]), (3, [other])], 5))
+    for what, apps, np in jobs:
+        d = os.path.join(work, what)
+        os.mkdir(d)
+        mpirun(a, apps, {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(d, "r%r.data"),
+                         "TALLY_MPI_OUTPUT": os.path.join(d, "reduced.data")}, d)
+        files = [os.path.join(d, "r%d.data" % r) for r in range(np)]
+        rows = check_paths_equal(a, work, os.path.join(d, "reduced.data"), files,
+                                 2 if what == "mpmd" else 1, what)
+        nmixed = 2 if what == "mpmd" else np
+        by = {}
+        depth = {}
+        for c, _, _, p in rows:
+            name = p.split()[0]
+            indent = len(p) - len(p.lstrip())
+            depth[indent] = name
+            key = "/".join(depth[i] for i in sorted(depth) if i <= indent
+                           and not depth[i].startswith("["))
+            for i in [i for i in depth if i > indent]:
+                del depth[i]
+            by[key] = by.get(key, 0) + c
+        # mixed: common_step rank + 1 times from main, plug_inner 7 (R + 1)
+        # times on the dlopening rank R; other: common_step 3 + rank times
+        # from other_only.
+        plug_rank = np - 1 if what != "mpmd" else 1
+        want = {"main/common_step": sum(r + 1 for r in range(nmixed)),
+                "main/mixed_only/common_step": nmixed,
+                "main/plug_run/plug_inner": 7 * (plug_rank + 1),
+                "main/other_only/common_step": sum(3 + r for r in range(2, 5))
+                if what == "mpmd" else None}
+        got = {k: by.get(k) for k in want}
+        expect(got == want, "%s: calls per path %s, want %s" % (what, got, want))
+
+
+def check_merge_output(a, work):
+    """TALLY_MPI_OUTPUT with %m: two jobs (3 ranks, then 2, paths=on) merge
+    their reduced files into one, by the runtime's merge-on-write: its
+    counts and call paths are those of `tally merge` of the five per-rank
+    files (main's exits and path aside: after MPI_Finalize), with no
+    per-rank statistics (RNKS: one job's do not add up with another's).
+    The runtime's rules hold: a damaged existing file is moved to .bad,
+    not merged; a symbolic link at the path is not followed (its target
+    is untouched, the error said, and every rank writes its own file)."""
+    need_mpi(a)
+    obj = build_common(a, work, PATHS)
+    mixed = build(a, work, "mixed", ["mixed.c"], libs=[obj, "-ldl"], extra=PATHS)
+    pattern = os.path.join(work, "sum.%m.data")
+
+    def job(tag, np, out=pattern):
+        return mpirun(a, [(np, [mixed])],
+                      {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, tag + ".r%r.data"),
+                       "TALLY_MPI_OUTPUT": out}, work)
+    job("j1", 3)
+    sums = [f for f in os.listdir(work) if f.startswith("sum.") and f.endswith(".data")]
+    expect(len(sums) == 1, "files: %s" % os.listdir(work))
+    total = os.path.join(work, sums[0])
+    expect(b"RNKS" not in open(total, "rb").read(), "%m: the file has per-rank statistics")
+    job("j2", 2)
+    files = [os.path.join(work, "j1.r%d.data" % r) for r in range(3)] + \
+        [os.path.join(work, "j2.r%d.data" % r) for r in range(2)]
+    check_paths_equal(a, work, total, files, 1, "merged")
+    merged = os.path.join(work, "merged-merged.data")
+    rows = {}
+    for what, path in (("sum", total), ("merge", merged)):
+        out = run([a.tally, "report", "--csv", path]).stdout.splitlines()[1:]
+        rows[what] = sorted(tuple(l.split(",")) for l in out)
+    for (s_row, m_row) in zip(rows["sum"], rows["merge"]):
+        if s_row[2] == "main":
+            expect(s_row[0] == m_row[0] == "5" and s_row[1] == "0" and m_row[1] == "5",
+                   "main: %s in the merged reduced file, %s by tally merge" % (s_row, m_row))
+        else:
+            expect(s_row == m_row, "%s in the merged reduced file, %s by tally merge"
+                   % (s_row, m_row))
+    expect(len(rows["sum"]) == len(rows["merge"]) == 3, "rows %s" % rows)
+    # A damaged file at the path: moved aside, a fresh file written.
+    with open(total, "r+b") as f:
+        f.seek(60)
+        f.write(b"\xff\xff\xff\xff")
+    p = job("j3", 2)
+    expect(os.path.exists(total + ".bad") and "moved aside to" in p.stderr,
+           "damaged file: %s, stderr %r" % (sorted(os.listdir(work)), p.stderr))
+    out = run([a.tally, "report", "--csv", total]).stdout
+    expect(re.search(r"^2,2,mixed_only,", out, re.M), "after .bad: one job's counts:\n" + out)
+    # A symbolic link at the path: not followed.
+    d = os.path.join(work, "link")
+    os.mkdir(d)
+    victim = os.path.join(d, "victim")
+    with open(victim, "w") as f:
+        f.write("not yours\n")
+    os.symlink(victim, os.path.join(d, sums[0]))  # the name %m gives mixed
+    p = mpirun(a, [(2, [mixed])], {"TALLY_OUTPUT": os.path.join(d, "own.r%r.data"),
+                                   "TALLY_MPI_OUTPUT": os.path.join(d, "sum.%m.data")}, d)
+    expect(open(victim).read() == "not yours\n", "the link's target was written")
+    expect(sorted(f for f in os.listdir(d) if f.startswith("own.")) == ["own.r0.data", "own.r1.data"],
+           "symlink: files %s, stderr %r" % (sorted(os.listdir(d)), p.stderr))
+    expect("symbolic link (not followed)" in p.stderr, "symlink: stderr %r" % p.stderr)
+
+
+def check_routines(a, work):
+    """TALLY_MPI_ROUTINES=1: the reduced file has a record of the MPI
+    routines (libtally-mpi's own unit) whose counts are the program's
+    (routines.c: 2 barriers and 3 allreduces a rank, rank R sends R
+    messages, rank 0 receives them all), with sum, min, max and rank of
+    the max per routine, and (measure=cycles) cycles spent in MPI_Recv;
+    report --ranks names rank 3 for MPI_Send.  Unset: no such record."""
+    import json
+    need_mpi(a)
+    exe = build(a, work, "routines", ["routines.c"],
+                extra=["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=cycles"])
+    src = "libtally-mpi (MPI routines)"
+    off = os.path.join(work, "off.data")
+    mpirun(a, [(4, [exe])], {"TALLY_OUTPUT": off}, work)
+    expect(not [m for m in parse(off)["modules"] if m["source"] == src],
+           "a routines record without TALLY_MPI_ROUTINES")
+    on = os.path.join(work, "on.data")
+    p = mpirun(a, [(4, [exe])], {"TALLY_OUTPUT": on, "TALLY_MPI_ROUTINES": "1"}, work)
+    said = dict(re.findall(r"(\w+) (\d+)", p.stdout))
+    d = parse(on)
+    m = [m for m in d["modules"] if m["source"] == src]
+    expect(len(m) == 1 and m[0]["nranks"] == 4, "routines records: %s" % m)
+    m = m[0]
+    names = [n for n, _ in m["fns"]]
+    nc = sum(len(v) for _, v in m["fns"])
+
+    def stat(name):
+        i = names.index(name)
+        return (m["fns"][i][1][0], *m["stats"][2 * i])
+    want = {"MPI_Barrier": (int(said["barrier"]), 2, 2, 0),
+            "MPI_Allreduce": (int(said["allreduce"]), 3, 3, 0),
+            "MPI_Send": (int(said["send"]), 0, 3, 3),
+            "MPI_Recv": (int(said["recv"]), 0, int(said["recv"]), 0),
+            "MPI_Bcast": (0, 0, 0, 0)}
+    got = {k: stat(k) for k in want}
+    expect(got == want, "routines: sum/min/max/rank %s, want %s" % (got, want))
+    i = names.index("MPI_Recv")
+    incl, excl = m["meas"][i][0], m["meas"][i][1]
+    expect(incl > 0 and incl == excl and m["stats"][nc + 2 * i][2] == 0,
+           "MPI_Recv cycles: %d/%d, stats %s" % (incl, excl, m["stats"][nc + 2 * i]))
+    j = json.loads(run([a.tally, "report", "--ranks", "--json", on]).stdout)
+    send = [f for f in j["functions"] if f["name"] == "MPI_Send"][0]["calls"]
+    expect((send["max"], send["max_rank"], send["sum"]) == (3, 3, 6), "report --ranks: %s" % send)
+
+
+def check_paths_papi(a, work):
+    """measure=papi paths=on: the PEVT events per
+    call path of the reduced file equal those of `tally merge` of the
+    per-rank files, shown by report --tree --event and flame --event."""
+    need_mpi(a)
+    if not a.runtime_papi:
+        raise Skip("the runtime was built without PAPI (libpapi-dev)")
+    ev = "perf::TASK-CLOCK"
+    # The shared runtime has measure=papi's hooks built in.
+    exe = build(a, work, "imb-papi", ["imbalance.c"],
+                extra=PATHS[:1] + ["-fplugin-arg-tally-measure=papi",
+                                   "-fplugin-arg-tally-paths=on"])
+    env = {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
+           "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data"), "TALLY_PAPI_EVENTS": ev}
+    p = mpirun(a, [(4, [exe, "2"])], env, work)
+    red = os.path.join(work, "reduced.data")
+    if ev not in run([a.tally, "dump", red]).stdout:
+        raise Skip("PAPI measured no %s here: %s" % (ev, p.stderr.strip()[:300]))
+    files = [os.path.join(work, "r%d.data" % r) for r in range(4)]
+    rows = check_paths_equal(a, work, red, files, 1, "papi", ["--event=" + ev])
+    work_row = [r for r in rows if r[3].strip().startswith("work ")]
+    expect(work_row and work_row[0][0] == 10 + 20 + 500 + 40 and work_row[0][1] > 0,
+           "work's path: %s" % work_row)
+
+
 def rank_files(work, prefix):
     out = {}
     for f in os.listdir(work):
@@ -623,6 +860,10 @@ CHECKS = {
     "ranks-report": check_ranks_report,
     "preload": check_preload,
     "ranks-derived": check_ranks_derived,
+    "paths": check_paths,
+    "paths-papi": check_paths_papi,
+    "merge-output": check_merge_output,
+    "routines": check_routines,
 }
 
 
@@ -633,8 +874,10 @@ def main():
         ap.add_argument("--" + opt, required=True)
     ap.add_argument("--tally-mpi", default="")
     ap.add_argument("--tally-asan", default="")
+    ap.add_argument("--runtime-papi", default="")
     a = ap.parse_args()
-    for opt in ("plugin", "runtime", "runtime_shared", "tally", "tally_mpi", "tally_asan"):
+    for opt in ("plugin", "runtime", "runtime_shared", "tally", "tally_mpi", "tally_asan",
+                "runtime_papi"):
         if getattr(a, opt):
             setattr(a, opt, os.path.abspath(getattr(a, opt)))
     for v in RANK_VARS:

@@ -13,16 +13,18 @@ extern "C" {
 #endif
 
 /* The data file a dump would write now (version 2, header flag at-exit,
-   module records and MEAS; no PATH, FRMS or PEVT), complete with its
-   trailer, in memory from mmap: release it with munmap (image, *len).
+   module records, MEAS, and FRMS, PATH and PEVT as a dump writes them),
+   complete with its trailer, in memory from mmap: release it with munmap (image, *len).
    NULL with errno set (EBUSY: another dump runs, ENOMEM).  */
 TALLY_PUBLIC void *tally_image (size_t *len);
 
 /* Write IMAGE (LEN bytes, a whole data file whose trailer is recomputed)
    to PATTERN expanded as TALLY_OUTPUT is (NULL: TALLY_OUTPUT itself, or
-   its default), through a temporary file renamed over it.  %m only names
-   (no merge), %c expands to nothing.  Returns 0, or -1 (reported, errno
-   set).  */
+   its default), through a temporary file renamed over it.  With %m the
+   image is merged into the existing file by the runtime's merge-on-write
+   rules (lock, no-follow, damaged files moved aside; rt/merge-image.c):
+   an image with records the runtime does not merge (RNKS) is refused.
+   %c expands to nothing.  Returns 0, or -1 (reported, errno set).  */
 TALLY_PUBLIC int tally_write_image (const void *image, size_t len,
                                     const char *pattern);
 

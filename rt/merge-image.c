@@ -1,0 +1,391 @@
+/* Merge-on-write of a whole data file in memory: tally_write_image with a
+ * pattern holding %m (include/tally/image.h), which libtally-mpi's reduced
+ * file takes when TALLY_MPI_OUTPUT has %m (doc/mpi.md).
+ *
+ * The same rules as a process's own merged dump (dump.c,
+ * merge_dump_locked), with the image in place of the live modules and no
+ * baseline (an image is written once):
+ * 1. the image is checked as a file read from disk would be
+ *    (tally_rt_check_file): a per-rank statistics record (RNKS) or
+ *    anything else the runtime does not merge is refused;
+ * 2. an fcntl write lock on PATH.lock serialises the writers;
+ * 3. the existing PATH is opened without following a link, only if it is a
+ *    regular file of this user (another user's is moved aside), read whole
+ *    with pread and checked whole; a damaged one is moved to PATH.bad, one
+ *    measuring other values to PATH.other, never merged, never lost;
+ * 4. each image record takes the first unclaimed existing record of the
+ *    same build (tally_rt_rec_match) and their counters are summed
+ *    (saturating); the unclaimed existing records follow as they are; the
+ *    MEAS, FRMS and PATH records are merged by tally_rt_merge_extras;
+ * 5. the new file is built in private memory, written to PATH.tmp.RANDOM
+ *    (O_CREAT|O_EXCL|O_NOFOLLOW) and renamed over PATH; then the lock is
+ *    released.
+ * No malloc (mmap), no stdio.  */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rt.h"
+#include "tally/format.h"
+
+static void *
+scratch (size_t len)
+{
+  void *m = mmap (NULL, len ? len : 1, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return m == MAP_FAILED ? NULL : m;
+}
+
+static void
+unscratch (void *m, size_t len)
+{
+  if (m)
+    munmap (m, len ? len : 1);
+}
+
+static void
+put32 (unsigned char *p, uint32_t v)
+{
+  p[0] = (unsigned char) v;
+  p[1] = (unsigned char) (v >> 8);
+  p[2] = (unsigned char) (v >> 16);
+  p[3] = (unsigned char) (v >> 24);
+}
+
+static void
+put64 (unsigned char *p, uint64_t v)
+{
+  put32 (p, (uint32_t) v);
+  put32 (p + 4, (uint32_t) (v >> 32));
+}
+
+/* Copy record R to W with the counters of O (a matching record: the same
+   functions and counter counts) added; the bytes written.  */
+static size_t
+sum_record (unsigned char *w, const unsigned char *r, size_t rsize,
+            const unsigned char *o)
+{
+  memcpy (w, r, rsize);
+  if (!o)
+    return rsize;
+  uint32_t nfns = tally_rt_get_u32 (r + 20);
+  size_t p = 24, q = 24;
+  for (int s = 0; s < 2; s++)
+    {
+      p += 4 + tally_rt_get_u32 (r + p);
+      q += 4 + tally_rt_get_u32 (o + q);
+    }
+  for (uint32_t i = 0; i < nfns; i++)
+    {
+      for (int s = 0; s < 4; s++)
+        {
+          p += 4 + tally_rt_get_u32 (r + p);
+          q += 4 + tally_rt_get_u32 (o + q);
+        }
+      uint32_t nc = tally_rt_get_u32 (r + p + 8);
+      p += 16;
+      q += 16;
+      for (uint32_t k = 0; k < nc; k++, p += 8, q += 8)
+        {
+          uint64_t v = tally_rt_get_u64 (r + p), x = tally_rt_get_u64 (o + q);
+          put64 (w + p, v + x < v ? UINT64_MAX : v + x);
+        }
+      uint32_t map = tally_rt_get_u32 (r + p);
+      p += 4 + (size_t) map;
+      q += 4 + (size_t) tally_rt_get_u32 (o + q);
+    }
+  return rsize;
+}
+
+static int
+write_all (int fd, const unsigned char *p, size_t n)
+{
+  while (n)
+    {
+      ssize_t k = write (fd, p, n);
+      if (k < 0 && errno == EINTR)
+        continue;
+      if (k <= 0)
+        return k < 0 ? errno : EIO;
+      p += k;
+      n -= (size_t) k;
+    }
+  return 0;
+}
+
+int
+tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
+{
+  int rc = -1, e = 0, lfd = -1;
+  unsigned char *old = NULL, *xbuf = NULL, *out = NULL, *img = NULL;
+  uint32_t *arrays = NULL;
+  size_t old_len = 0, old_rec = 0, xlen = 0, arrays_len = 0, out_len = 0;
+  uint32_t old_n = 0;
+  struct tally_rt_extras ox, oldx;
+  char tmp[4096 + 32];
+  memset (&ox, 0, sizeof ox);
+  memset (&oldx, 0, sizeof oldx);
+
+  /* 1. The image, with its trailer made (the caller may leave it to us),
+     checked.  */
+  if (len < TALLY_HEADER_FIXED + TALLY_TRAILER_SIZE || !(img = scratch (len)))
+    {
+      errno = len < TALLY_HEADER_FIXED + TALLY_TRAILER_SIZE ? EINVAL : ENOMEM;
+      return -1;
+    }
+  memcpy (img, image, len - TALLY_TRAILER_SIZE);
+  put32 (img + len - TALLY_TRAILER_SIZE, TALLY_TAG_END);
+  put32 (img + len - TALLY_TRAILER_SIZE + 4,
+         tally_crc32 (0, img, len - TALLY_TRAILER_SIZE));
+  put64 (img + len - 8, len);
+  put64 (img + 16, len);
+  size_t ours_rec = 0;
+  uint32_t ours_n = 0;
+  const char *why = tally_rt_check_file (img, len, &ours_rec, &ours_n, &ox);
+  if (why)
+    {
+      tally_rt_error ("%s: cannot merge this data into it: %s; no data "
+                      "written", path, why);
+      unscratch (img, len);
+      errno = EINVAL;
+      return -1;
+    }
+  size_t ours_end = ours_rec;
+  for (uint32_t i = 0; i < ours_n; i++)
+    ours_end += tally_rt_rec_size (img + ours_end, len - ours_end);
+
+  /* 2. The lock.  */
+  size_t pl = strlen (path);
+  if (pl + sizeof ".lock" > sizeof tmp)
+    {
+      e = ENAMETOOLONG;
+      goto out;
+    }
+  memcpy (tmp, path, pl);
+  memcpy (tmp + pl, ".lock", sizeof ".lock");
+  lfd = tally_rt_out_lock (tmp);
+  if (lfd < 0)
+    {
+      e = errno; /* reported */
+      goto out;
+    }
+  struct flock lk;
+  memset (&lk, 0, sizeof lk);
+  lk.l_type = F_WRLCK;
+  lk.l_whence = SEEK_SET;
+  int locked = 1;
+  while (locked && fcntl (lfd, F_SETLKW, &lk) != 0)
+    locked = errno == EINTR;
+  if (!locked)
+    {
+      e = errno;
+      tally_rt_error ("cannot lock %s: %s (errno %d); no data written", tmp,
+                      tally_rt_errno_text (e), e);
+      goto out;
+    }
+
+  /* 3. The existing file.  */
+  int ofd = tally_rt_out_open_own (path, O_RDONLY, "merge into");
+  if (ofd == -2 && tally_rt_out_foreign_aside (path, tmp, sizeof tmp) == 0)
+    ofd = -1, errno = ENOENT;
+  if (ofd < 0 && errno != ENOENT)
+    {
+      e = errno; /* reported */
+      goto out;
+    }
+  if (ofd >= 0)
+    {
+      struct stat st;
+      why = NULL;
+      if (fstat (ofd, &st) != 0)
+        why = "cannot be examined";
+      else if ((uint64_t) st.st_size > UINT32_MAX)
+        why = "over 4 GiB";
+      else if (st.st_size > 0)
+        {
+          int r = tally_rt_read_whole (ofd, (size_t) st.st_size, &old, &e);
+          if (r < 0)
+            {
+              close (ofd);
+              tally_rt_error ("cannot read %s to merge into it: %s (errno "
+                              "%d); no data written", path,
+                              tally_rt_errno_text (e), e);
+              goto out;
+            }
+          if (r > 0)
+            why = "changed size while it was read (a writer that does not "
+                  "take the lock?)";
+          else
+            {
+              old_len = (size_t) st.st_size;
+              why = tally_rt_check_file (old, old_len, &old_rec, &old_n, &oldx);
+            }
+        }
+      else
+        why = "empty";
+      close (ofd);
+      const char *suffix = ".bad";
+      if (!why && (why = tally_rt_meas_conflict (img, &ox, old, &oldx)))
+        suffix = ".other";
+      if (why)
+        {
+          if (tally_rt_out_aside (path, suffix, tmp, sizeof tmp) == 0)
+            tally_rt_error ("%s: %s; not merged, moved aside to %s", path,
+                            why, tmp);
+          else
+            tally_rt_error ("%s: %s; not merged, and could not be moved "
+                            "aside: replaced", path, why);
+          if (old)
+            munmap (old, old_len);
+          old = NULL;
+          old_len = old_n = 0;
+          memset (&oldx, 0, sizeof oldx);
+        }
+    }
+
+  /* 4. Pairs: the existing record each image record takes (its offset,
+     0 for none), the output record of each existing record.  */
+  arrays_len = ((size_t) 4 * ours_n + 4 * (size_t) old_n + 1) * 4;
+  arrays = (uint32_t *) scratch (arrays_len);
+  if (!arrays)
+    {
+      e = ENOMEM;
+      tally_rt_error ("%s: no memory to merge; no data written", path);
+      goto out;
+    }
+  uint32_t *ours_nfns = arrays, *ours_out = ours_nfns + ours_n;
+  uint32_t *partner = ours_out + ours_n, *out_nfns = partner + ours_n;
+  uint32_t *old_nfns = out_nfns + ours_n + old_n, *old_out = old_nfns + old_n;
+  uint32_t *old_off = old_out + old_n;
+  const size_t old_end = old_len ? old_len - TALLY_TRAILER_SIZE : 0;
+  uint32_t extra_n = 0;
+  size_t extra_len = 0;
+  for (size_t q = old_rec, i = 0; i < old_n; i++)
+    {
+      old_off[i] = (uint32_t) q;
+      old_nfns[i] = tally_rt_get_u32 (old + q + 20);
+      old_out[i] = UINT32_MAX;
+      q += tally_rt_rec_size (old + q, old_end - q);
+    }
+  for (size_t p = ours_rec, i = 0; i < ours_n; i++)
+    {
+      size_t size = tally_rt_rec_size (img + p, len - p);
+      ours_nfns[i] = out_nfns[i] = tally_rt_get_u32 (img + p + 20);
+      ours_out[i] = (uint32_t) i;
+      partner[i] = 0;
+      for (uint32_t k = 0; k < old_n; k++)
+        if (old_out[k] == UINT32_MAX
+            && tally_rt_rec_match (img + p, old + old_off[k]))
+          {
+            old_out[k] = (uint32_t) i;
+            partner[i] = old_off[k];
+            break;
+          }
+      p += size;
+    }
+  for (uint32_t k = 0; k < old_n; k++)
+    if (old_out[k] == UINT32_MAX)
+      {
+        old_out[k] = ours_n + extra_n;
+        out_nfns[ours_n + extra_n++] = old_nfns[k];
+        extra_len += tally_rt_rec_size (old + old_off[k], old_end - old_off[k]);
+      }
+  struct tally_rt_xside xs_ours = { img, &ox, ours_n, ours_nfns, ours_out };
+  struct tally_rt_xside xs_old = { old, &oldx, old_n, old_nfns, old_out };
+  xlen = tally_rt_merge_extras (&xs_ours, &xs_old, ours_n + extra_n, out_nfns,
+                                &xbuf);
+  if (xlen == (size_t) -1)
+    {
+      xlen = 0;
+      e = ENOMEM;
+      tally_rt_error ("%s: no memory to merge the measurements; no data "
+                      "written", path);
+      goto out;
+    }
+
+  /* 5. The new file, in memory, then written and renamed.  */
+  out_len = ours_end + extra_len + xlen + TALLY_TRAILER_SIZE;
+  out = (unsigned char *) scratch (out_len);
+  if (!out)
+    {
+      e = ENOMEM;
+      tally_rt_error ("%s: no memory to merge; no data written", path);
+      goto out;
+    }
+  memcpy (out, img, ours_rec); /* header and program */
+  put64 (out + 16, out_len);
+  put32 (out + 40, ours_n + extra_n);
+  size_t w = ours_rec;
+  for (size_t p = ours_rec, i = 0; i < ours_n; i++)
+    {
+      size_t size = tally_rt_rec_size (img + p, len - p);
+      w += sum_record (out + w, img + p, size, partner[i] ? old + partner[i] : NULL);
+      p += size;
+    }
+  for (uint32_t k = 0; k < old_n; k++)
+    if (old_out[k] >= ours_n)
+      {
+        size_t size = tally_rt_rec_size (old + old_off[k], old_end - old_off[k]);
+        memcpy (out + w, old + old_off[k], size);
+        w += size;
+      }
+  if (xlen)
+    memcpy (out + w, xbuf, xlen);
+  w += xlen;
+  put32 (out + w, TALLY_TAG_END);
+  put32 (out + w + 4, tally_crc32 (0, out, w));
+  put64 (out + w + 8, out_len);
+
+  int inplace = 0, fd = -1;
+  tmp[0] = 0;
+  if (tally_rt_out_check (path, &inplace) != 0)
+    {
+      e = errno; /* reported */
+      goto out;
+    }
+  fd = inplace ? tally_rt_out_inplace (path) : tally_rt_out_tmp (path, tmp, sizeof tmp, 0);
+  if (fd < 0)
+    {
+      e = errno;
+      tally_rt_error ("cannot create %s: %s (errno %d); no data written",
+                      tmp[0] ? tmp : path, tally_rt_errno_text (e), e);
+      goto out;
+    }
+  e = write_all (fd, out, out_len);
+  if (close (fd) != 0 && !e && errno != EINTR)
+    e = errno;
+  if (e)
+    {
+      tally_rt_error ("cannot write %s: %s (errno %d); no data written", path,
+                      tally_rt_errno_text (e), e);
+      if (tmp[0])
+        unlink (tmp);
+      goto out;
+    }
+  if (tmp[0] && tally_rt_place (tmp, path, 0) != 0)
+    {
+      e = errno; /* reported */
+      unlink (tmp);
+      goto out;
+    }
+  rc = 0;
+  if (tally_rt_env ("TALLY_VERBOSE"))
+    tally_rt_error ("wrote %s (%u modules, %u merged from the existing file)",
+                    path, ours_n + extra_n, old_n - extra_n);
+
+out:
+  if (lfd >= 0)
+    close (lfd); /* releases the lock, after the rename */
+  if (old)
+    munmap (old, old_len);
+  if (xbuf)
+    munmap (xbuf, xlen ? xlen : 1);
+  unscratch (arrays, arrays_len);
+  unscratch (out, out_len);
+  unscratch (img, len);
+  errno = e;
+  return rc;
+}
