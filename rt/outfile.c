@@ -40,12 +40,6 @@
 #define GRND_NONBLOCK 0x0001
 #endif
 
-int
-tally_rt_secure (void)
-{
-  return getauxval (AT_SECURE) != 0;
-}
-
 static uid_t
 euid (void)
 {

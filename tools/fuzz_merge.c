@@ -98,7 +98,7 @@ merge_self (const unsigned char *buf, size_t len, size_t rec, uint32_t n,
       size_t k = tally_rt_rec_size (buf + p, rend - p);
       if (!k || !tally_rt_rec_match (buf + p, buf + p))
         abort (); /* checked: every record has its size, matches itself */
-      nfns[r] = tally_rt_get_u32 (buf + p + 20);
+      nfns[r] = tally_le_get32 (buf + p + 20);
       same[r] = r;
       apart[r] = n + r;
       p += k;
