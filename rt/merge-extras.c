@@ -2,16 +2,16 @@
  * per function), FRMS (functions of frames below the instrumented code) and
  * PATH (the calling-context tree).
  *
- * dump.c pairs this process's module records ("ours") with the existing
- * file's ("old") and writes ours first, then the old records no one of ours
- * paired with.  Here the rest follows the same pairing, without malloc
- * (mmap'ed scratch) and in time linear in the records and nodes:
+ * merge-write.c pairs this process's module records ("ours") with the
+ * existing file's ("old") and writes ours first, then the old records no
+ * one of ours paired with.  Here the rest follows the same pairing, without
+ * malloc (mmap'ed scratch) and in time linear in the records and nodes:
  *
  * 1. MEAS: a function's values are the sums of its values in the two paired
  *    records; an unpaired record keeps its own; a side without MEAS gives
  *    zeros (as a writer does for modules it does not measure).  The value
- *    names must be the same set on both sides (dump.c checks that first
- *    and keeps the files apart otherwise); they may come in another order.
+ *    names must be the same set on both sides (merge-write.c checks that
+ *    first and keeps the files apart otherwise); they may come in another order.
  * 2. FRMS: the union of the two sides' frames, the old ones first; a frame
  *    is its symbol name, or its address when it has none.  Ids are
  *    renumbered from TALLY_FRAME_ID_BASE in output order.
@@ -22,8 +22,8 @@
  *    are dense: record r's base is the number of functions before it.
  *    Nodes the writer had not finished (id ~0) fold into their parent.
  *
- * The baseline.  Like the counters (dump.c, step 6), what this process
- * merged is remembered so that its next merged write adds only what came
+ * The baseline.  Like the counters (merge-write.c, step 6), what this
+ * process merged is remembered so that its next merged write adds only what came
  * after: the measured values by function id, the tree's values by node
  * index (nodes are never removed), as read for the last successful write.
  * ("Read once": the values serialised for the write are the ones kept.)  */
@@ -34,7 +34,7 @@
 #include "tally/format.h"
 
 /* The baseline and the one the write in progress will make; guarded by
-   dump.c's `dumping`.  Values per function: base_v pairs, by id.  */
+   the dump lock (records.c).  Values per function: base_v pairs, by id.  */
 static uint64_t *base_meas, *next_meas;
 static size_t base_meas_len, next_meas_len; /* bytes mapped */
 static uint32_t base_meas_ids, next_meas_ids, base_v, next_v;

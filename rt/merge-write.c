@@ -47,30 +47,32 @@ put_merged (struct tally_rt_writer *w, const unsigned char *r,
             const unsigned char *b, const unsigned char *o)
 {
   tally_rt_put_u32 (w, TALLY_TAG_MODULE);
-  tally_rt_put (w, r + 4, 20);
-  uint32_t nfns = tally_le_get32 (r + 20);
-  const unsigned char *p = r + 24, *q = o ? o + 24 : NULL;
+  tally_rt_put (w, r + TALLY_MODREC_ABI,
+                TALLY_MODREC_FIXED - TALLY_MODREC_ABI);
+  uint32_t nfns = tally_le_get32 (r + TALLY_MODREC_NFNS);
+  const unsigned char *p = r + TALLY_MODREC_FIXED;
+  const unsigned char *q = o ? o + TALLY_MODREC_FIXED : NULL;
   for (int s = 0; s < 2; s++)
     {
-      tally_rt_put (w, p, 4 + tally_le_get32 (p));
-      p += 4 + tally_le_get32 (p);
+      tally_rt_put (w, p, TALLY_STR_FIXED + tally_le_get32 (p));
+      p += TALLY_STR_FIXED + tally_le_get32 (p);
       if (q)
-        q += 4 + tally_le_get32 (q);
+        q += TALLY_STR_FIXED + tally_le_get32 (q);
     }
   for (uint32_t i = 0; i < nfns; i++)
     {
       for (int s = 0; s < 4; s++)
         {
-          tally_rt_put (w, p, 4 + tally_le_get32 (p));
-          p += 4 + tally_le_get32 (p);
+          tally_rt_put (w, p, TALLY_STR_FIXED + tally_le_get32 (p));
+          p += TALLY_STR_FIXED + tally_le_get32 (p);
           if (q)
-            q += 4 + tally_le_get32 (q);
+            q += TALLY_STR_FIXED + tally_le_get32 (q);
         }
-      uint32_t nc = tally_le_get32 (p + 8);
-      tally_rt_put (w, p, 16);
-      p += 16;
+      uint32_t nc = tally_le_get32 (p + TALLY_FNREC_NVALUES);
+      tally_rt_put (w, p, TALLY_FNREC_FIXED);
+      p += TALLY_FNREC_FIXED;
       if (q)
-        q += 16;
+        q += TALLY_FNREC_FIXED;
       for (uint32_t k = 0; k < nc; k++, p += 8)
         {
           uint64_t v = tally_le_get64 (p);
@@ -143,18 +145,19 @@ baseline_of (const struct tally_module *m)
 static void
 sub_record (unsigned char *r, const unsigned char *b)
 {
-  uint32_t nfns = tally_le_get32 (r + 20);
-  size_t off = (size_t) (tally_rt_skip_str (tally_rt_skip_str (r + 24)) - r);
+  uint32_t nfns = tally_le_get32 (r + TALLY_MODREC_NFNS);
+  size_t off = (size_t) (tally_rt_skip_str (tally_rt_skip_str (
+                             r + TALLY_MODREC_FIXED)) - r);
   for (uint32_t i = 0; i < nfns; i++)
     {
       for (int s = 0; s < 4; s++)
         off = (size_t) (tally_rt_skip_str (r + off) - r);
-      uint32_t nc = tally_le_get32 (r + off + 8);
-      off += 16;
+      uint32_t nc = tally_le_get32 (r + off + TALLY_FNREC_NVALUES);
+      off += TALLY_FNREC_FIXED;
       for (uint32_t k = 0; k < nc; k++, off += 8)
         tally_le_put64 (r + off,
                         tally_le_get64 (r + off) - tally_le_get64 (b + off));
-      off += 4 + (size_t) tally_le_get32 (r + off); /* block map */
+      off += TALLY_STR_FIXED + (size_t) tally_le_get32 (r + off); /* block map */
     }
 }
 
@@ -370,7 +373,7 @@ tally_rt_merge_dump (int at_exit, const char *path, const char *program,
     {
       size_t osize = tally_rt_rec_size (old + q, old_end - q);
       old_off[i] = (uint32_t) q;
-      old_nfns[i] = tally_le_get32 (old + q + 20);
+      old_nfns[i] = tally_le_get32 (old + q + TALLY_MODREC_NFNS);
       old_out[i] = UINT32_MAX;
       if (tally_le_get32 (old + q) == TALLY_TAG_MODULE)
         {
@@ -393,7 +396,8 @@ tally_rt_merge_dump (int at_exit, const char *path, const char *program,
       {
         uint32_t partner;
         memcpy (&partner, ours + p, 4);
-        ours_nfns[i] = out_nfns[i] = tally_le_get32 (ours + p + 20);
+        ours_nfns[i] = out_nfns[i]
+            = tally_le_get32 (ours + p + TALLY_MODREC_NFNS);
         ours_out[i] = i;
         /* The old record it took: offsets increase with the index.  */
         uint32_t lo = 0, hi = old_n;

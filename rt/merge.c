@@ -102,16 +102,16 @@ map_ok (const unsigned char *map, size_t size, uint32_t nvalues)
 static int
 maps_ok (const unsigned char *p)
 {
-  uint32_t nfns = tally_le_get32 (p + 20);
-  size_t pos = 24;
+  uint32_t nfns = tally_le_get32 (p + TALLY_MODREC_NFNS);
+  size_t pos = TALLY_MODREC_FIXED;
   for (int s = 0; s < 2; s++)
-    pos += 4 + (size_t) tally_le_get32 (p + pos);
+    pos += TALLY_STR_FIXED + (size_t) tally_le_get32 (p + pos);
   for (uint32_t i = 0; i < nfns; i++)
     {
       for (int s = 0; s < 4; s++)
-        pos += 4 + (size_t) tally_le_get32 (p + pos);
-      uint32_t nc = tally_le_get32 (p + pos + 8);
-      pos += 16 + (size_t) nc * 8;
+        pos += TALLY_STR_FIXED + (size_t) tally_le_get32 (p + pos);
+      uint32_t nc = tally_le_get32 (p + pos + TALLY_FNREC_NVALUES);
+      pos += TALLY_FNREC_FIXED + (size_t) nc * 8;
       uint32_t map = tally_le_get32 (p + pos);
       if (!map_ok (p + pos + 4, map, nc))
         return 0;
@@ -123,10 +123,10 @@ maps_ok (const unsigned char *p)
 size_t
 tally_rt_rec_size (const unsigned char *p, size_t avail)
 {
-  size_t pos = 24, k;
+  size_t pos = TALLY_MODREC_FIXED, k;
   if (avail < pos)
     return 0;
-  uint32_t nfns = tally_le_get32 (p + 20);
+  uint32_t nfns = tally_le_get32 (p + TALLY_MODREC_NFNS);
   for (int s = 0; s < 2; s++) /* source, directory */
     {
       if (!(k = str_size (p + pos, avail - pos)))
@@ -141,10 +141,10 @@ tally_rt_rec_size (const unsigned char *p, size_t avail)
             return 0;
           pos += k;
         }
-      if (avail - pos < 16)
+      if (avail - pos < TALLY_FNREC_FIXED)
         return 0;
-      uint32_t nc = tally_le_get32 (p + pos + 8);
-      pos += 16;
+      uint32_t nc = tally_le_get32 (p + pos + TALLY_FNREC_NVALUES);
+      pos += TALLY_FNREC_FIXED;
       if (nc < TALLY_C_CORE || nc > (avail - pos) / 8)
         return 0;
       pos += (size_t) nc * 8;
@@ -171,13 +171,14 @@ int
 tally_rt_rec_match (const unsigned char *a, const unsigned char *b)
 {
   /* abi, checksum, flags and function count.  */
-  if (memcmp (a + 4, b + 4, 20) != 0)
+  if (memcmp (a + TALLY_MODREC_ABI, b + TALLY_MODREC_ABI,
+              TALLY_MODREC_FIXED - TALLY_MODREC_ABI) != 0)
     return 0;
-  if (!str_eq (a + 24, b + 24)) /* source */
+  if (!str_eq (a + TALLY_MODREC_FIXED, b + TALLY_MODREC_FIXED)) /* source */
     return 0;
-  uint32_t nfns = tally_le_get32 (a + 20);
-  a = tally_rt_skip_str (tally_rt_skip_str (a + 24));
-  b = tally_rt_skip_str (tally_rt_skip_str (b + 24));
+  uint32_t nfns = tally_le_get32 (a + TALLY_MODREC_NFNS);
+  a = tally_rt_skip_str (tally_rt_skip_str (a + TALLY_MODREC_FIXED));
+  b = tally_rt_skip_str (tally_rt_skip_str (b + TALLY_MODREC_FIXED));
   for (uint32_t i = 0; i < nfns; i++)
     {
       a = tally_rt_skip_str (a); /* name: printable, the symbol decides */
@@ -187,11 +188,11 @@ tally_rt_rec_match (const unsigned char *a, const unsigned char *b)
       /* symbol, origin, file */
       a = tally_rt_skip_str (tally_rt_skip_str (tally_rt_skip_str (a)));
       b = tally_rt_skip_str (tally_rt_skip_str (tally_rt_skip_str (b)));
-      uint32_t nc = tally_le_get32 (a + 8);
-      if (nc != tally_le_get32 (b + 8))
+      uint32_t nc = tally_le_get32 (a + TALLY_FNREC_NVALUES);
+      if (nc != tally_le_get32 (b + TALLY_FNREC_NVALUES))
         return 0;
-      a += 16 + (size_t) nc * 8;
-      b += 16 + (size_t) nc * 8;
+      a += TALLY_FNREC_FIXED + (size_t) nc * 8;
+      b += TALLY_FNREC_FIXED + (size_t) nc * 8;
       uint32_t map = tally_le_get32 (a);
       if (map != tally_le_get32 (b) || memcmp (a + 4, b + 4, map) != 0)
         return 0;
@@ -253,7 +254,7 @@ record_nfns (const unsigned char *buf, size_t records, size_t end, uint32_t n,
   size_t pos = records;
   for (uint32_t i = 0; i < n; i++)
     {
-      nfns[i] = tally_le_get32 (buf + pos + 20);
+      nfns[i] = tally_le_get32 (buf + pos + TALLY_MODREC_NFNS);
       pos += tally_rt_rec_size (buf + pos, end - pos);
     }
 }

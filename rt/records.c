@@ -290,16 +290,17 @@ put_meas (struct tally_rt_writer *w, struct tally_module *head, uint32_t nlive,
   const unsigned char *p = retained, *end = retained + retained_len;
   for (uint32_t r = 0; p && p < end; r++)
     {
-      uint32_t nfns = tally_le_get32 (p + 20);
+      uint32_t nfns = tally_le_get32 (p + TALLY_MODREC_NFNS);
       uint32_t base = tally_rt_retained_id (r);
       tally_rt_put_u32 (w, nfns);
-      p = tally_rt_skip_str (tally_rt_skip_str ((unsigned char *) p + 24));
+      p = tally_rt_skip_str (tally_rt_skip_str (p + TALLY_MODREC_FIXED));
       for (uint32_t i = 0; i < nfns; i++)
         {
           for (int s = 0; s < 4; s++)
             p = tally_rt_skip_str ((unsigned char *) p);
-          p += 16 + (size_t) tally_le_get32 (p + 8) * 8;
-          p += 4 + (size_t) tally_le_get32 (p); /* block map */
+          p += TALLY_FNREC_FIXED
+               + (size_t) tally_le_get32 (p + TALLY_FNREC_NVALUES) * 8;
+          p += TALLY_STR_FIXED + (size_t) tally_le_get32 (p); /* block map */
           uint64_t id = (uint64_t) base + i;
           tally_rt_put_u64 (w, base != UINT32_MAX && id < cap ? meas[id].incl : 0);
           tally_rt_put_u64 (w, base != UINT32_MAX && id < cap ? meas[id].excl : 0);
@@ -548,17 +549,18 @@ tally_rt_zero_retained (void)
   unsigned char *p = retained;
   while (p && p < end)
     {
-      uint32_t nfns = tally_le_get32 (p + 20);
-      p = tally_rt_skip_str (tally_rt_skip_str (p + 24)); /* source, directory */
+      uint32_t nfns = tally_le_get32 (p + TALLY_MODREC_NFNS);
+      /* source, directory */
+      p = tally_rt_skip_str (tally_rt_skip_str (p + TALLY_MODREC_FIXED));
       for (uint32_t i = 0; i < nfns; i++)
         {
           for (int s = 0; s < 4; s++) /* name, symbol, origin, file */
             p = tally_rt_skip_str (p);
-          uint32_t ncounters = tally_le_get32 (p + 8);
-          p += 16;
+          uint32_t ncounters = tally_le_get32 (p + TALLY_FNREC_NVALUES);
+          p += TALLY_FNREC_FIXED;
           memset (p, 0, (size_t) ncounters * 8);
           p += (size_t) ncounters * 8;
-          p += 4 + (size_t) tally_le_get32 (p); /* block map */
+          p += TALLY_STR_FIXED + (size_t) tally_le_get32 (p); /* block map */
         }
     }
 }

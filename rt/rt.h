@@ -95,7 +95,7 @@ int tally_rt_secure (void) TALLY_HIDDEN;
 static inline unsigned char *
 tally_rt_skip_str (const unsigned char *p)
 {
-  return (unsigned char *) p + 4 + tally_le_get32 (p);
+  return (unsigned char *) p + TALLY_STR_FIXED + tally_le_get32 (p);
 }
 
 /* outfile.c: how files are created, opened and replaced (doc/guarantees.md,

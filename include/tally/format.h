@@ -190,6 +190,20 @@ tally_le_put64 (unsigned char *p, uint64_t v)
   tally_le_put32 (p + 4, (uint32_t) (v >> 32));
 }
 
+/* A string: u32 length, then the bytes.  */
+#define TALLY_STR_FIXED 4u
+
+/* module record: this fixed part, then str source, str directory and the
+   functions */
+#define TALLY_MODREC_ABI 4u
+#define TALLY_MODREC_NFNS 20u
+#define TALLY_MODREC_FIXED 24u
+
+/* function: str name, symbol, origin, file, then this fixed part, then
+   u64 values[nvalues], u32 map size, the map (version 2) */
+#define TALLY_FNREC_NVALUES 8u
+#define TALLY_FNREC_FIXED 16u
+
 #ifdef __cplusplus
 extern "C" {
 #endif
