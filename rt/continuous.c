@@ -226,16 +226,16 @@ adopt (int fd, uint64_t start)
   if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode)
       || !pread_all (fd, h, sizeof h, 0)
       || memcmp (h, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN) != 0
-      || tally_rt_get_u32 (h + 8) != TALLY_FILE_VERSION_CONT
-      || tally_rt_get_u32 (h + 12) != TALLY_BYTE_ORDER_MARK
-      || tally_rt_get_u64 (h + 24) != (uint64_t) getpid ()
-      || !(tally_rt_get_u32 (h + 44) & TALLY_FILE_CONTINUOUS))
+      || tally_le_get32 (h + 8) != TALLY_FILE_VERSION_CONT
+      || tally_le_get32 (h + 12) != TALLY_BYTE_ORDER_MARK
+      || tally_le_get64 (h + 24) != (uint64_t) getpid ()
+      || !(tally_le_get32 (h + 44) & TALLY_FILE_CONTINUOUS))
     return 0;
   uint64_t size = (uint64_t) st.st_size;
-  uint64_t pos = sizeof h + tally_rt_get_u32 (h + TALLY_HEADER_FIXED);
+  uint64_t pos = sizeof h + tally_le_get32 (h + TALLY_HEADER_FIXED);
   unsigned char s[8];
   if (pos + 8 > size || !pread_all (fd, s, 8, pos)
-      || tally_rt_get_u64 (s) != start || start == 0)
+      || tally_le_get64 (s) != start || start == 0)
     return 0;
   pos += 8;
   uint32_t next = 0;
@@ -244,16 +244,16 @@ adopt (int fd, uint64_t start)
       unsigned char c[24];
       if (!pread_all (fd, c, TALLY_DUMP_FIXED, pos))
         return 0;
-      uint32_t tag = tally_rt_get_u32 (c);
+      uint32_t tag = tally_le_get32 (c);
       uint64_t len;
       if (tag == TALLY_TAG_CMOD)
-        len = tally_rt_get_u64 (c + 8);
+        len = tally_le_get64 (c + 8);
       else if (tag == TALLY_TAG_DUMP)
         {
-          len = tally_rt_get_u64 (c + 8);
+          len = tally_le_get64 (c + 8);
           len = len > size ? size : len + TALLY_DUMP_FIXED;
-          if (tally_rt_get_u32 (c + 4) >= next)
-            next = tally_rt_get_u32 (c + 4) + 1;
+          if (tally_le_get32 (c + 4) >= next)
+            next = tally_le_get32 (c + 4) + 1;
         }
       else
         return 0; /* not ours to continue: it is replaced */
@@ -344,11 +344,8 @@ static void
 decide (void)
 {
   char program[4096];
-  const char *pattern = tally_rt_env ("TALLY_OUTPUT");
-  if (!pattern || !*pattern)
-    pattern = TALLY_DEFAULT_OUTPUT;
-  ssize_t plen = readlink ("/proc/self/exe", program, sizeof program - 1);
-  program[plen > 0 ? plen : 0] = 0;
+  const char *pattern = tally_rt_output_pattern ();
+  tally_rt_program (program, sizeof program);
   int merge = 0, cont = 0;
   state = -1;
   if (tally_rt_expand_path (cont_file, sizeof cont_file, pattern, program,
@@ -494,6 +491,10 @@ map_module (struct tally_module *m, const char **what)
   /* The counts so far (code run before registration), then the switch:
      nothing else runs the unit's code yet.  */
   memcpy ((unsigned char *) addr + (lo - start), (const void *) lo, hi - lo);
+  /* From now on the dumps ask which modules are here (rt.h: a callback
+     of the records layer).  */
+  __atomic_store_n (&tally_rt_cont_mapped_cb, tally_rt_cont_mapped,
+                    __ATOMIC_RELEASE);
   regions[nregions++] = (struct region){ m, (unsigned char *) addr, len,
                                          start, cont_end };
   __atomic_store_n (m->bias, (intptr_t) addr - (intptr_t) start,
@@ -642,11 +643,8 @@ tally_rt_cont_fork_child (void)
     close (cont_fd); /* the parent's file; another descriptor is left alone */
   cont_fd = -1;
   char program[4096], path[sizeof cont_file];
-  const char *pattern = tally_rt_env ("TALLY_OUTPUT");
-  if (!pattern || !*pattern)
-    pattern = TALLY_DEFAULT_OUTPUT;
-  ssize_t plen = readlink ("/proc/self/exe", program, sizeof program - 1);
-  program[plen > 0 ? plen : 0] = 0;
+  const char *pattern = tally_rt_output_pattern ();
+  tally_rt_program (program, sizeof program);
   int merge = 0, cont = 0;
   int e = tally_rt_expand_path (path, sizeof path, pattern, program, &merge,
                                 &cont) != 0 ? ENAMETOOLONG : 0;

@@ -194,3 +194,26 @@ tally_rt_error (const char *fmt, ...)
   (void) unused;
   errno = saved;
 }
+
+/* The words for errno value E, for "tally: cannot ...: WORDS (errno E)".  */
+const char *
+tally_rt_errno_text (int e)
+{
+  switch (e)
+    {
+    case ENOENT: return "no such file or directory";
+    case EACCES: return "permission denied";
+    case EROFS: return "read-only file system";
+    case ENOSPC: return "no space left on device";
+    case EDQUOT: return "disk quota exceeded";
+    case ENOTDIR: return "a path component is not a directory";
+    case EISDIR: return "is a directory";
+    case ENAMETOOLONG: return "file name too long";
+    case EIO: return "input/output error";
+    case EEXIST: return "file exists";
+    case EPERM: return "operation not permitted";
+    case ELOOP: return "a symbolic link (not followed)";
+    case EXDEV: return "another file system";
+    default: return "system error";
+    }
+}

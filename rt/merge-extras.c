@@ -2,16 +2,16 @@
  * per function), FRMS (functions of frames below the instrumented code) and
  * PATH (the calling-context tree).
  *
- * dump.c pairs this process's module records ("ours") with the existing
- * file's ("old") and writes ours first, then the old records no one of ours
- * paired with.  Here the rest follows the same pairing, without malloc
- * (mmap'ed scratch) and in time linear in the records and nodes:
+ * merge-write.c pairs this process's module records ("ours") with the
+ * existing file's ("old") and writes ours first, then the old records no
+ * one of ours paired with.  Here the rest follows the same pairing, without
+ * malloc (mmap'ed scratch) and in time linear in the records and nodes:
  *
  * 1. MEAS: a function's values are the sums of its values in the two paired
  *    records; an unpaired record keeps its own; a side without MEAS gives
  *    zeros (as a writer does for modules it does not measure).  The value
- *    names must be the same set on both sides (dump.c checks that first
- *    and keeps the files apart otherwise); they may come in another order.
+ *    names must be the same set on both sides (merge-write.c checks that
+ *    first and keeps the files apart otherwise); they may come in another order.
  * 2. FRMS: the union of the two sides' frames, the old ones first; a frame
  *    is its symbol name, or its address when it has none.  Ids are
  *    renumbered from TALLY_FRAME_ID_BASE in output order.
@@ -22,8 +22,8 @@
  *    are dense: record r's base is the number of functions before it.
  *    Nodes the writer had not finished (id ~0) fold into their parent.
  *
- * The baseline.  Like the counters (dump.c, step 6), what this process
- * merged is remembered so that its next merged write adds only what came
+ * The baseline.  Like the counters (merge-write.c, step 6), what this
+ * process merged is remembered so that its next merged write adds only what came
  * after: the measured values by function id, the tree's values by node
  * index (nodes are never removed), as read for the last successful write.
  * ("Read once": the values serialised for the write are the ones kept.)  */
@@ -34,7 +34,7 @@
 #include "tally/format.h"
 
 /* The baseline and the one the write in progress will make; guarded by
-   dump.c's `dumping`.  Values per function: base_v pairs, by id.  */
+   the dump lock (records.c).  Values per function: base_v pairs, by id.  */
 static uint64_t *base_meas, *next_meas;
 static size_t base_meas_len, next_meas_len; /* bytes mapped */
 static uint32_t base_meas_ids, next_meas_ids, base_v, next_v;
@@ -48,35 +48,10 @@ static uint64_t *base_nev, *next_nev;
 static size_t base_nev_len, next_nev_len;
 static uint32_t base_nev_nodes, next_nev_nodes, base_ne, next_ne;
 
-static uint32_t
-get32 (const unsigned char *p)
-{
-  return tally_rt_get_u32 (p);
-}
-
-static uint64_t
-get64 (const unsigned char *p)
-{
-  return tally_rt_get_u64 (p);
-}
-
-static void
-set64 (unsigned char *p, uint64_t v)
-{
-  for (int i = 0; i < 8; i++)
-    p[i] = (unsigned char) (v >> (8 * i));
-}
-
 static uint64_t
 add_sat (uint64_t a, uint64_t b)
 {
   return a + b < a ? UINT64_MAX : a + b;
-}
-
-static const unsigned char *
-skip_str (const unsigned char *p)
-{
-  return p + 4 + get32 (p);
 }
 
 static void *
@@ -100,39 +75,39 @@ tally_rt_extras_locate (const unsigned char *buf, size_t pos, size_t end,
 {
   memset (x, 0, sizeof *x);
   x->end = end;
-  if (end - pos >= 4 && get32 (buf + pos) == TALLY_TAG_MEAS)
+  if (end - pos >= 4 && tally_le_get32 (buf + pos) == TALLY_TAG_MEAS)
     {
       x->meas = pos;
-      x->nmeas = get32 (buf + pos + 4);
+      x->nmeas = tally_le_get32 (buf + pos + 4);
       const unsigned char *p = buf + pos + 8;
       for (uint32_t i = 0; i < x->nmeas; i++)
-        p = skip_str (p);
-      uint32_t n = get32 (p);
+        p = tally_rt_skip_str (p);
+      uint32_t n = tally_le_get32 (p);
       p += 4;
       x->meas_values = (size_t) (p - buf);
       for (uint32_t r = 0; r < n; r++)
-        p += 4 + (size_t) get32 (p) * x->nmeas * 16;
+        p += 4 + (size_t) tally_le_get32 (p) * x->nmeas * 16;
       pos = (size_t) (p - buf);
     }
-  if (end - pos >= 4 && get32 (buf + pos) == TALLY_TAG_FRAMES)
+  if (end - pos >= 4 && tally_le_get32 (buf + pos) == TALLY_TAG_FRAMES)
     {
       x->frames = pos;
-      x->nframes = get32 (buf + pos + 4);
+      x->nframes = tally_le_get32 (buf + pos + 4);
       const unsigned char *p = buf + pos + 8;
       for (uint32_t i = 0; i < x->nframes; i++)
-        p = skip_str (p + 12);
+        p = tally_rt_skip_str (p + 12);
       pos = (size_t) (p - buf);
     }
-  if (end - pos >= 4 && get32 (buf + pos) == TALLY_TAG_PATH)
+  if (end - pos >= 4 && tally_le_get32 (buf + pos) == TALLY_TAG_PATH)
     {
       x->paths = pos;
-      uint32_t n = get32 (buf + pos + 16);
-      x->npaths = get32 (buf + pos + 20 + (size_t) n * 4);
+      uint32_t n = tally_le_get32 (buf + pos + 16);
+      x->npaths = tally_le_get32 (buf + pos + 20 + (size_t) n * 4);
       pos += 24 + (size_t) n * 4 + (size_t) x->npaths * 32;
-      if (end - pos >= 4 && get32 (buf + pos) == TALLY_TAG_PATH_EVENTS)
+      if (end - pos >= 4 && tally_le_get32 (buf + pos) == TALLY_TAG_PATH_EVENTS)
         {
           x->pevt = pos;
-          x->nevents = get32 (buf + pos + 4);
+          x->nevents = tally_le_get32 (buf + pos + 4);
         }
     }
 }
@@ -143,7 +118,7 @@ meas_name (const unsigned char *m, uint32_t i)
 {
   const unsigned char *p = m + 8;
   while (i--)
-    p = skip_str (p);
+    p = tally_rt_skip_str (p);
   return p;
 }
 
@@ -153,8 +128,9 @@ static uint32_t
 meas_find (const unsigned char *m, uint32_t v, const unsigned char *name)
 {
   const unsigned char *p = m + 8;
-  for (uint32_t i = 0; i < v; i++, p = skip_str (p))
-    if (get32 (p) == get32 (name) && memcmp (p + 4, name + 4, get32 (p)) == 0)
+  for (uint32_t i = 0; i < v; i++, p = tally_rt_skip_str (p))
+    if (tally_le_get32 (p) == tally_le_get32 (name)
+        && memcmp (p + 4, name + 4, tally_le_get32 (p)) == 0)
       return i;
   return UINT32_MAX;
 }
@@ -188,7 +164,7 @@ tally_rt_meas_conflict (const unsigned char *a, const struct tally_rt_extras *ax
   for (const char *s = whose; *s; s++)
     why[n++] = *s;
   why[n++] = ' ';
-  for (uint32_t i = 0; i < get32 (odd) && n < 100; i++)
+  for (uint32_t i = 0; i < tally_le_get32 (odd) && n < 100; i++)
     why[n++] = (char) odd[4 + i];
   const char *tail = ", which this process does not";
   if (whose[3] == 'd') /* "it does not measure" */
@@ -231,7 +207,7 @@ tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
           for (uint32_t i = 0; i < nfns[r]; i++)
             for (uint32_t k = 0; k < v; k++, p += 16)
               {
-                uint64_t in = get64 (p), ex = get64 (p + 8);
+                uint64_t in = tally_le_get64 (p), ex = tally_le_get64 (p + 8);
                 uint64_t id = ids[r] == UINT32_MAX ? UINT64_MAX
                                                    : (uint64_t) ids[r] + i;
                 if (id < base_meas_ids && k < base_v)
@@ -252,19 +228,19 @@ tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
                     in -= base_meas[(id * base_v + k) * 2];
                     ex -= base_meas[(id * base_v + k) * 2 + 1];
                   }
-                set64 (p, in);
-                set64 (p + 8, ex < in ? ex : in); /* racing reads */
+                tally_le_put64 (p, in);
+                tally_le_put64 (p + 8, ex < in ? ex : in); /* racing reads */
               }
         }
     }
   if (x->paths)
     {
       unsigned char *p = buf + x->paths;
-      uint64_t lost = get64 (p + 8);
+      uint64_t lost = tally_le_get64 (p + 8);
       next_lost = lost > base_lost ? lost : base_lost;
-      set64 (p + 8, next_lost - base_lost);
+      tally_le_put64 (p + 8, next_lost - base_lost);
       uint32_t n = x->npaths;
-      p += 20 + (size_t) get32 (p + 16) * 4 + 4;
+      p += 20 + (size_t) tally_le_get32 (p + 16) * 4 + 4;
       next_nodes_len = ((size_t) n + 1) * 24;
       next_nodes = (uint64_t *) map (next_nodes_len);
       next_nnodes = next_nodes ? n + 1 : 0;
@@ -273,7 +249,7 @@ tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
           uint64_t v[3];
           for (int k = 0; k < 3; k++)
             {
-              v[k] = get64 (p + 8 + 8 * k);
+              v[k] = tally_le_get64 (p + 8 + 8 * k);
               uint64_t b = i < base_nnodes ? base_nodes[i * 3 + k] : 0;
               if (v[k] < b)
                 v[k] = b;
@@ -281,14 +257,14 @@ tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
                 next_nodes[i * 3 + k] = v[k];
               v[k] -= b;
             }
-          set64 (p + 8, v[0]);
-          set64 (p + 16, v[1]);
-          set64 (p + 24, v[2] < v[1] ? v[2] : v[1]);
+          tally_le_put64 (p + 8, v[0]);
+          tally_le_put64 (p + 16, v[1]);
+          tally_le_put64 (p + 24, v[2] < v[1] ? v[2] : v[1]);
         }
     }
   if (x->pevt)
     {
-      uint32_t e = x->nevents, n = get32 (buf + x->pevt + 8);
+      uint32_t e = x->nevents, n = tally_le_get32 (buf + x->pevt + 8);
       unsigned char *p = buf + x->pevt + 12;
       next_nev_len = ((size_t) n + 1) * e * 16;
       next_nev = (uint64_t *) map (next_nev_len);
@@ -300,7 +276,7 @@ tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
             uint64_t v[2];
             for (int h = 0; h < 2; h++)
               {
-                v[h] = get64 (p + 8 * h);
+                v[h] = tally_le_get64 (p + 8 * h);
                 uint64_t b = i < base_nev_nodes && k < base_ne
                                  ? base_nev[((size_t) i * base_ne + k) * 2 + h]
                                  : 0;
@@ -310,8 +286,8 @@ tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
                   next_nev[((size_t) i * e + k) * 2 + h] = v[h];
                 v[h] -= b;
               }
-            set64 (p, v[0]);
-            set64 (p + 8, v[1] < v[0] ? v[1] : v[0]);
+            tally_le_put64 (p, v[0]);
+            tally_le_put64 (p + 8, v[1] < v[0] ? v[1] : v[0]);
           }
     }
 }
@@ -366,16 +342,17 @@ wbytes (struct wr *w, const void *s, size_t n)
 static void
 w32 (struct wr *w, uint32_t v)
 {
-  unsigned char b[4] = { (unsigned char) v, (unsigned char) (v >> 8),
-                         (unsigned char) (v >> 16), (unsigned char) (v >> 24) };
+  unsigned char b[4];
+  tally_le_put32 (b, v);
   wbytes (w, b, 4);
 }
 
 static void
 w64 (struct wr *w, uint64_t v)
 {
-  w32 (w, (uint32_t) v);
-  w32 (w, (uint32_t) (v >> 32));
+  unsigned char b[8];
+  tally_le_put64 (b, v);
+  wbytes (w, b, 8);
 }
 
 struct onode
@@ -417,11 +394,11 @@ struct job
 static int
 frame_same (const unsigned char *a, const unsigned char *b)
 {
-  uint32_t la = get32 (a + 12), lb = get32 (b + 12);
+  uint32_t la = tally_le_get32 (a + 12), lb = tally_le_get32 (b + 12);
   if (la != lb)
     return 0;
   if (la == 0)
-    return get64 (a + 4) == get64 (b + 4);
+    return tally_le_get64 (a + 4) == tally_le_get64 (b + 4);
   return memcmp (a + 16, b + 16, la) == 0;
 }
 
@@ -457,13 +434,13 @@ fold (struct job *j, int s)
 {
   const struct tally_rt_xside *sd = j->side[s];
   const unsigned char *p = sd->buf + sd->x->paths;
-  uint32_t nrec = get32 (p + 16);
+  uint32_t nrec = tally_le_get32 (p + 16);
   p += 20 + (size_t) nrec * 4 + 4;
   uint32_t *m = j->nmap;
   m[0] = 0;
   for (uint32_t i = 1; i <= sd->x->npaths; i++, p += 32)
     {
-      uint32_t parent = m[get32 (p)], id = get32 (p + 4), out;
+      uint32_t parent = m[tally_le_get32 (p)], id = tally_le_get32 (p + 4), out;
       m[i] = parent;
       if (id == UINT32_MAX)
         continue;
@@ -486,9 +463,9 @@ fold (struct job *j, int s)
         }
       uint32_t k = node_find (j, parent, out);
       struct onode *o = &j->nodes[k];
-      o->calls = add_sat (o->calls, get64 (p + 8));
-      o->incl = add_sat (o->incl, get64 (p + 16));
-      o->excl = add_sat (o->excl, get64 (p + 24));
+      o->calls = add_sat (o->calls, tally_le_get64 (p + 8));
+      o->incl = add_sat (o->incl, tally_le_get64 (p + 16));
+      o->excl = add_sat (o->excl, tally_le_get64 (p + 24));
       if (o->excl > o->incl)
         o->excl = o->incl;
       m[i] = k;
@@ -503,8 +480,8 @@ fold (struct job *j, int s)
                 continue; /* only a foreign file names "cycles" later */
               uint32_t oe = j->vmap[s][e + 1] - 1;
               uint64_t *t = j->nev + ((size_t) k * j->ne + oe) * 2;
-              t[0] = add_sat (t[0], get64 (q));
-              t[1] = add_sat (t[1], get64 (q + 8));
+              t[0] = add_sat (t[0], tally_le_get64 (q));
+              t[1] = add_sat (t[1], tally_le_get64 (q + 8));
             }
         }
     }
@@ -520,8 +497,8 @@ emit (struct job *j, struct wr *w)
       w32 (w, TALLY_TAG_MEAS);
       w32 (w, j->v);
       const unsigned char *p = j->names + 8;
-      for (uint32_t i = 0; i < j->v; i++, p = skip_str (p))
-        wbytes (w, p, 4 + get32 (p));
+      for (uint32_t i = 0; i < j->v; i++, p = tally_rt_skip_str (p))
+        wbytes (w, p, 4 + tally_le_get32 (p));
       w32 (w, j->nout);
       for (uint32_t r = 0; r < j->nout; r++)
         {
@@ -547,8 +524,8 @@ emit (struct job *j, struct wr *w)
                   for (uint32_t k = 0; k < sv; k++, q += 16)
                     {
                       uint32_t o = j->vmap[s][k];
-                      v[2 * o] = add_sat (v[2 * o], get64 (q));
-                      v[2 * o + 1] = add_sat (v[2 * o + 1], get64 (q + 8));
+                      v[2 * o] = add_sat (v[2 * o], tally_le_get64 (q));
+                      v[2 * o + 1] = add_sat (v[2 * o + 1], tally_le_get64 (q + 8));
                     }
                 }
               for (uint32_t k = 0; k < j->v; k++)
@@ -568,7 +545,7 @@ emit (struct job *j, struct wr *w)
           const unsigned char *e = j->side[j->fsrc[f] >> 63]->buf
                                    + (j->fsrc[f] & ~((uint64_t) 1 << 63));
           w32 (w, TALLY_FRAME_ID_BASE + f);
-          wbytes (w, e + 4, 8 + 4 + get32 (e + 12));
+          wbytes (w, e + 4, 8 + 4 + tally_le_get32 (e + 12));
         }
     }
   if (a->x->paths || b->x->paths)
@@ -579,8 +556,8 @@ emit (struct job *j, struct wr *w)
         if (j->side[s]->x->paths)
           {
             const unsigned char *p = j->side[s]->buf + j->side[s]->x->paths;
-            depth = get32 (p + 4) > depth ? get32 (p + 4) : depth;
-            lost = add_sat (lost, get64 (p + 8));
+            depth = tally_le_get32 (p + 4) > depth ? tally_le_get32 (p + 4) : depth;
+            lost = add_sat (lost, tally_le_get64 (p + 8));
           }
       w32 (w, TALLY_TAG_PATH);
       w32 (w, depth);
@@ -682,7 +659,7 @@ tally_rt_merge_extras (const struct tally_rt_xside *ours,
   j.names = ours->x->meas ? ours->buf + ours->x->meas
             : old->x->meas ? old->buf + old->x->meas
                            : NULL;
-  j.v = j.names ? get32 (j.names + 4) : 0;
+  j.v = j.names ? tally_le_get32 (j.names + 4) : 0;
   for (int s = 0; s < 2; s++)
     {
       j.meas_off[s] = (size_t *) carve (&sp, (size_t) sd[s]->n * 8);
@@ -699,7 +676,7 @@ tally_rt_merge_extras (const struct tally_rt_xside *ours,
       for (uint32_t r = 0; r < sd[s]->n; r++)
         {
           j.meas_off[s][r] = off + 4;
-          off += 4 + (size_t) get32 (sd[s]->buf + off) * sd[s]->x->nmeas * 16;
+          off += 4 + (size_t) tally_le_get32 (sd[s]->buf + off) * sd[s]->x->nmeas * 16;
         }
     }
   /* 2. FRMS: the old frames, then ours that are new.  */
@@ -714,7 +691,7 @@ tally_rt_merge_extras (const struct tally_rt_xside *ours,
       const unsigned char *p = sd[s]->buf + sd[s]->x->frames + 8;
       for (uint32_t f = 0; f < n; f++)
         {
-          j.fids[s][f] = get32 (p);
+          j.fids[s][f] = tally_le_get32 (p);
           j.foff[s][f] = (size_t) (p - sd[s]->buf);
           uint32_t o = UINT32_MAX;
           /* Outside frames are few (a table of 4096 per process).  */
@@ -728,7 +705,7 @@ tally_rt_merge_extras (const struct tally_rt_xside *ours,
               j.fsrc[o] = (uint64_t) s << 63 | j.foff[s][f];
             }
           j.fout[s][f] = o;
-          p = skip_str (p + 12);
+          p = tally_rt_skip_str (p + 12);
         }
     }
   /* 3. PATH.  */
@@ -750,7 +727,7 @@ tally_rt_merge_extras (const struct tally_rt_xside *ours,
         continue;
       const unsigned char *b = sd[s]->buf + sd[s]->x->paths + 20;
       for (uint32_t r = 0; r < sd[s]->n; r++)
-        j.rg[s][r] = (struct tally_rt_range){ get32 (b + 4 * (size_t) r),
+        j.rg[s][r] = (struct tally_rt_range){ tally_le_get32 (b + 4 * (size_t) r),
                                               sd[s]->nfns[r], r };
       j.nrg[s] = sd[s]->n;
       tally_rt_ranges (j.rg[s], &j.nrg[s]);

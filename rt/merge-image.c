@@ -71,31 +71,31 @@ sum_record (unsigned char *w, const unsigned char *r, size_t rsize,
   memcpy (w, r, rsize);
   if (!o)
     return rsize;
-  uint32_t nfns = tally_rt_get_u32 (r + 20);
+  uint32_t nfns = tally_le_get32 (r + 20);
   size_t p = 24, q = 24;
   for (int s = 0; s < 2; s++)
     {
-      p += 4 + tally_rt_get_u32 (r + p);
-      q += 4 + tally_rt_get_u32 (o + q);
+      p += 4 + tally_le_get32 (r + p);
+      q += 4 + tally_le_get32 (o + q);
     }
   for (uint32_t i = 0; i < nfns; i++)
     {
       for (int s = 0; s < 4; s++)
         {
-          p += 4 + tally_rt_get_u32 (r + p);
-          q += 4 + tally_rt_get_u32 (o + q);
+          p += 4 + tally_le_get32 (r + p);
+          q += 4 + tally_le_get32 (o + q);
         }
-      uint32_t nc = tally_rt_get_u32 (r + p + 8);
+      uint32_t nc = tally_le_get32 (r + p + 8);
       p += 16;
       q += 16;
       for (uint32_t k = 0; k < nc; k++, p += 8, q += 8)
         {
-          uint64_t v = tally_rt_get_u64 (r + p), x = tally_rt_get_u64 (o + q);
+          uint64_t v = tally_le_get64 (r + p), x = tally_le_get64 (o + q);
           put64 (w + p, v + x < v ? UINT64_MAX : v + x);
         }
-      uint32_t map = tally_rt_get_u32 (r + p);
+      uint32_t map = tally_le_get32 (r + p);
       p += 4 + (size_t) map;
-      q += 4 + (size_t) tally_rt_get_u32 (o + q);
+      q += 4 + (size_t) tally_le_get32 (o + q);
     }
   return rsize;
 }
@@ -266,14 +266,14 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
   for (size_t q = old_rec, i = 0; i < old_n; i++)
     {
       old_off[i] = (uint32_t) q;
-      old_nfns[i] = tally_rt_get_u32 (old + q + 20);
+      old_nfns[i] = tally_le_get32 (old + q + 20);
       old_out[i] = UINT32_MAX;
       q += tally_rt_rec_size (old + q, old_end - q);
     }
   for (size_t p = ours_rec, i = 0; i < ours_n; i++)
     {
       size_t size = tally_rt_rec_size (img + p, len - p);
-      ours_nfns[i] = out_nfns[i] = tally_rt_get_u32 (img + p + 20);
+      ours_nfns[i] = out_nfns[i] = tally_le_get32 (img + p + 20);
       ours_out[i] = (uint32_t) i;
       partner[i] = 0;
       for (uint32_t k = 0; k < old_n; k++)

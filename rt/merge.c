@@ -13,20 +13,6 @@
 #include "rt.h"
 #include "tally/format.h"
 
-uint32_t
-tally_rt_get_u32 (const unsigned char *p)
-{
-  return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16
-         | (uint32_t) p[3] << 24;
-}
-
-uint64_t
-tally_rt_get_u64 (const unsigned char *p)
-{
-  return (uint64_t) tally_rt_get_u32 (p)
-         | (uint64_t) tally_rt_get_u32 (p + 4) << 32;
-}
-
 /* Whether the N bytes at P hold a NUL byte (the readers refuse such a
    string: tools/datafile.c).  */
 static int
@@ -45,7 +31,7 @@ str_size (const unsigned char *p, size_t avail)
 {
   if (avail < 4)
     return 0;
-  uint32_t n = tally_rt_get_u32 (p);
+  uint32_t n = tally_le_get32 (p);
   if (n > TALLY_MAX_STRING || n > avail - 4 || has_nul (p + 4, n))
     return 0;
   return 4 + (size_t) n;
@@ -63,12 +49,12 @@ map_ok (const unsigned char *map, size_t size, uint32_t nvalues)
     return 1; /* no map */
   if (size < 20)
     return 0;
-  uint32_t kind = tally_rt_get_u32 (map + 4);
-  uint32_t nblocks = tally_rt_get_u32 (map + 8);
-  uint32_t nedges = tally_rt_get_u32 (map + 12);
-  uint32_t nfiles = tally_rt_get_u32 (map + 16);
+  uint32_t kind = tally_le_get32 (map + 4);
+  uint32_t nblocks = tally_le_get32 (map + 8);
+  uint32_t nedges = tally_le_get32 (map + 12);
+  uint32_t nfiles = tally_le_get32 (map + 16);
   size_t pos = 20;
-  if (tally_rt_get_u32 (map) != TALLY_MAP_VERSION
+  if (tally_le_get32 (map) != TALLY_MAP_VERSION
       || (kind != TALLY_MAP_BLOCK && kind != TALLY_MAP_TREE
           && kind != TALLY_MAP_VISITED)
       || nblocks < 2 || nfiles > (size - pos) / 4
@@ -85,24 +71,24 @@ map_ok (const unsigned char *map, size_t size, uint32_t nvalues)
     {
       if (size - pos < 12)
         return 0;
-      uint32_t value = tally_rt_get_u32 (map + pos);
-      uint32_t nlocs = tally_rt_get_u32 (map + pos + 8);
+      uint32_t value = tally_le_get32 (map + pos);
+      uint32_t nlocs = tally_le_get32 (map + pos + 8);
       pos += 12;
       if (nlocs > (size - pos) / 8
           || (value != TALLY_MAP_NONE && value >= nvalues)
           || (b < 2 && (value != TALLY_MAP_NONE || nlocs)))
         return 0;
       for (uint32_t k = 0; k < nlocs; k++, pos += 8)
-        if (tally_rt_get_u32 (map + pos) >= nfiles)
+        if (tally_le_get32 (map + pos) >= nfiles)
           return 0;
     }
   if (nedges > (size - pos) / 16)
     return 0;
   for (uint32_t e = 0; e < nedges; e++, pos += 16)
     {
-      uint32_t src = tally_rt_get_u32 (map + pos);
-      uint32_t dst = tally_rt_get_u32 (map + pos + 4);
-      uint32_t value = tally_rt_get_u32 (map + pos + 12);
+      uint32_t src = tally_le_get32 (map + pos);
+      uint32_t dst = tally_le_get32 (map + pos + 4);
+      uint32_t value = tally_le_get32 (map + pos + 12);
       if (src >= nblocks || dst >= nblocks || src == TALLY_MAP_EXIT
           || dst == TALLY_MAP_ENTRY
           || (value != TALLY_MAP_NONE && value >= nvalues))
@@ -116,17 +102,17 @@ map_ok (const unsigned char *map, size_t size, uint32_t nvalues)
 static int
 maps_ok (const unsigned char *p)
 {
-  uint32_t nfns = tally_rt_get_u32 (p + 20);
-  size_t pos = 24;
+  uint32_t nfns = tally_le_get32 (p + TALLY_MODREC_NFNS);
+  size_t pos = TALLY_MODREC_FIXED;
   for (int s = 0; s < 2; s++)
-    pos += 4 + (size_t) tally_rt_get_u32 (p + pos);
+    pos += TALLY_STR_FIXED + (size_t) tally_le_get32 (p + pos);
   for (uint32_t i = 0; i < nfns; i++)
     {
       for (int s = 0; s < 4; s++)
-        pos += 4 + (size_t) tally_rt_get_u32 (p + pos);
-      uint32_t nc = tally_rt_get_u32 (p + pos + 8);
-      pos += 16 + (size_t) nc * 8;
-      uint32_t map = tally_rt_get_u32 (p + pos);
+        pos += TALLY_STR_FIXED + (size_t) tally_le_get32 (p + pos);
+      uint32_t nc = tally_le_get32 (p + pos + TALLY_FNREC_NVALUES);
+      pos += TALLY_FNREC_FIXED + (size_t) nc * 8;
+      uint32_t map = tally_le_get32 (p + pos);
       if (!map_ok (p + pos + 4, map, nc))
         return 0;
       pos += 4 + (size_t) map;
@@ -137,10 +123,10 @@ maps_ok (const unsigned char *p)
 size_t
 tally_rt_rec_size (const unsigned char *p, size_t avail)
 {
-  size_t pos = 24, k;
+  size_t pos = TALLY_MODREC_FIXED, k;
   if (avail < pos)
     return 0;
-  uint32_t nfns = tally_rt_get_u32 (p + 20);
+  uint32_t nfns = tally_le_get32 (p + TALLY_MODREC_NFNS);
   for (int s = 0; s < 2; s++) /* source, directory */
     {
       if (!(k = str_size (p + pos, avail - pos)))
@@ -155,16 +141,16 @@ tally_rt_rec_size (const unsigned char *p, size_t avail)
             return 0;
           pos += k;
         }
-      if (avail - pos < 16)
+      if (avail - pos < TALLY_FNREC_FIXED)
         return 0;
-      uint32_t nc = tally_rt_get_u32 (p + pos + 8);
-      pos += 16;
+      uint32_t nc = tally_le_get32 (p + pos + TALLY_FNREC_NVALUES);
+      pos += TALLY_FNREC_FIXED;
       if (nc < TALLY_C_CORE || nc > (avail - pos) / 8)
         return 0;
       pos += (size_t) nc * 8;
       if (avail - pos < 4)
         return 0;
-      uint32_t map = tally_rt_get_u32 (p + pos);
+      uint32_t map = tally_le_get32 (p + pos);
       pos += 4;
       if (map > avail - pos)
         return 0;
@@ -177,42 +163,38 @@ tally_rt_rec_size (const unsigned char *p, size_t avail)
 static int
 str_eq (const unsigned char *a, const unsigned char *b)
 {
-  uint32_t n = tally_rt_get_u32 (a);
-  return n == tally_rt_get_u32 (b) && memcmp (a + 4, b + 4, n) == 0;
-}
-
-static const unsigned char *
-skip_str (const unsigned char *p)
-{
-  return p + 4 + tally_rt_get_u32 (p);
+  uint32_t n = tally_le_get32 (a);
+  return n == tally_le_get32 (b) && memcmp (a + 4, b + 4, n) == 0;
 }
 
 int
 tally_rt_rec_match (const unsigned char *a, const unsigned char *b)
 {
   /* abi, checksum, flags and function count.  */
-  if (memcmp (a + 4, b + 4, 20) != 0)
+  if (memcmp (a + TALLY_MODREC_ABI, b + TALLY_MODREC_ABI,
+              TALLY_MODREC_FIXED - TALLY_MODREC_ABI) != 0)
     return 0;
-  if (!str_eq (a + 24, b + 24)) /* source */
+  if (!str_eq (a + TALLY_MODREC_FIXED, b + TALLY_MODREC_FIXED)) /* source */
     return 0;
-  uint32_t nfns = tally_rt_get_u32 (a + 20);
-  a = skip_str (skip_str (a + 24));
-  b = skip_str (skip_str (b + 24));
+  uint32_t nfns = tally_le_get32 (a + TALLY_MODREC_NFNS);
+  a = tally_rt_skip_str (tally_rt_skip_str (a + TALLY_MODREC_FIXED));
+  b = tally_rt_skip_str (tally_rt_skip_str (b + TALLY_MODREC_FIXED));
   for (uint32_t i = 0; i < nfns; i++)
     {
-      a = skip_str (a); /* name: printable, the symbol decides */
-      b = skip_str (b);
+      a = tally_rt_skip_str (a); /* name: printable, the symbol decides */
+      b = tally_rt_skip_str (b);
       if (!str_eq (a, b))
         return 0;
-      a = skip_str (skip_str (skip_str (a))); /* symbol, origin, file */
-      b = skip_str (skip_str (skip_str (b)));
-      uint32_t nc = tally_rt_get_u32 (a + 8);
-      if (nc != tally_rt_get_u32 (b + 8))
+      /* symbol, origin, file */
+      a = tally_rt_skip_str (tally_rt_skip_str (tally_rt_skip_str (a)));
+      b = tally_rt_skip_str (tally_rt_skip_str (tally_rt_skip_str (b)));
+      uint32_t nc = tally_le_get32 (a + TALLY_FNREC_NVALUES);
+      if (nc != tally_le_get32 (b + TALLY_FNREC_NVALUES))
         return 0;
-      a += 16 + (size_t) nc * 8;
-      b += 16 + (size_t) nc * 8;
-      uint32_t map = tally_rt_get_u32 (a);
-      if (map != tally_rt_get_u32 (b) || memcmp (a + 4, b + 4, map) != 0)
+      a += TALLY_FNREC_FIXED + (size_t) nc * 8;
+      b += TALLY_FNREC_FIXED + (size_t) nc * 8;
+      uint32_t map = tally_le_get32 (a);
+      if (map != tally_le_get32 (b) || memcmp (a + 4, b + 4, map) != 0)
         return 0;
       a += 4 + (size_t) map;
       b += 4 + (size_t) map;
@@ -272,7 +254,7 @@ record_nfns (const unsigned char *buf, size_t records, size_t end, uint32_t n,
   size_t pos = records;
   for (uint32_t i = 0; i < n; i++)
     {
-      nfns[i] = tally_rt_get_u32 (buf + pos + 20);
+      nfns[i] = tally_le_get32 (buf + pos + TALLY_MODREC_NFNS);
       pos += tally_rt_rec_size (buf + pos, end - pos);
     }
 }
@@ -288,38 +270,38 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
   uint32_t *nfns = (uint32_t *) (void *) scratch;
   record_nfns (buf, records, end, n, nfns);
   size_t k;
-  if (end - pos >= 8 && tally_rt_get_u32 (buf + pos) == TALLY_TAG_MEAS)
+  if (end - pos >= 8 && tally_le_get32 (buf + pos) == TALLY_TAG_MEAS)
     {
       x->meas = pos;
-      uint32_t v = tally_rt_get_u32 (buf + pos + 4);
+      uint32_t v = tally_le_get32 (buf + pos + 4);
       pos += 8;
       if (v == 0 || v > TALLY_MAX_MEAS)
         return "corrupt measurement record";
       for (uint32_t i = 0; i < v; i++, pos += k)
         if (!(k = str_size (buf + pos, end - pos)))
           return "corrupt measurement record";
-      if (end - pos < 4 || tally_rt_get_u32 (buf + pos) != n)
+      if (end - pos < 4 || tally_le_get32 (buf + pos) != n)
         return "corrupt measurement record";
       pos += 4;
       x->meas_values = pos;
       for (uint32_t r = 0; r < n; r++)
         {
-          if (end - pos < 4 || tally_rt_get_u32 (buf + pos) != nfns[r])
+          if (end - pos < 4 || tally_le_get32 (buf + pos) != nfns[r])
             return "corrupt measurement record";
           pos += 4;
           if (nfns[r] > (end - pos) / ((size_t) v * 16))
             return "corrupt measurement record";
           for (size_t j = 0; j < (size_t) nfns[r] * v; j++, pos += 16)
-            if (tally_rt_get_u64 (buf + pos + 8) > tally_rt_get_u64 (buf + pos))
+            if (tally_le_get64 (buf + pos + 8) > tally_le_get64 (buf + pos))
               return "corrupt measurement record";
         }
       x->nmeas = v;
     }
   uint32_t *fids = nfns + n; /* the frames' ids */
-  if (end - pos >= 8 && tally_rt_get_u32 (buf + pos) == TALLY_TAG_FRAMES)
+  if (end - pos >= 8 && tally_le_get32 (buf + pos) == TALLY_TAG_FRAMES)
     {
       x->frames = pos;
-      uint32_t f = tally_rt_get_u32 (buf + pos + 4);
+      uint32_t f = tally_le_get32 (buf + pos + 4);
       pos += 8;
       if (f == 0 || f > (end - pos) / 16)
         return "corrupt frames record";
@@ -327,7 +309,7 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
         {
           if (end - pos < 12)
             return "corrupt frames record";
-          fids[i] = tally_rt_get_u32 (buf + pos);
+          fids[i] = tally_le_get32 (buf + pos);
           if (fids[i] < TALLY_FRAME_ID_BASE || (i && fids[i] <= fids[i - 1]))
             return "corrupt frames record";
           pos += 12;
@@ -336,11 +318,11 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
         }
       x->nframes = f;
     }
-  if (end - pos >= 24 && tally_rt_get_u32 (buf + pos) == TALLY_TAG_PATH)
+  if (end - pos >= 24 && tally_le_get32 (buf + pos) == TALLY_TAG_PATH)
     {
       x->paths = pos;
-      uint32_t limit = tally_rt_get_u32 (buf + pos + 4);
-      if (tally_rt_get_u32 (buf + pos + 16) != n
+      uint32_t limit = tally_le_get32 (buf + pos + 4);
+      if (tally_le_get32 (buf + pos + 16) != n
           || limit > TALLY_PATH_DEPTH_MAX)
         return "corrupt path record";
       pos += 20;
@@ -349,13 +331,13 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
       struct tally_rt_range *rg
           = (struct tally_rt_range *) (void *) (fids + x->nframes);
       for (uint32_t r = 0; r < n; r++, pos += 4)
-        rg[r] = (struct tally_rt_range){ tally_rt_get_u32 (buf + pos),
+        rg[r] = (struct tally_rt_range){ tally_le_get32 (buf + pos),
                                          nfns[r], r };
       uint32_t nr = n;
       tally_rt_ranges (rg, &nr);
       if (end - pos < 4)
         return "corrupt path record";
-      uint32_t nodes = tally_rt_get_u32 (buf + pos);
+      uint32_t nodes = tally_le_get32 (buf + pos);
       pos += 4;
       if (nodes > (end - pos) / 32)
         return "corrupt path record";
@@ -367,12 +349,12 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
       for (uint32_t i = 1; i <= nodes; i++, pos += 32)
         {
           const unsigned char *b = buf + pos;
-          uint32_t id = tally_rt_get_u32 (b + 4);
-          int values = tally_rt_get_u64 (b + 8) || tally_rt_get_u64 (b + 16);
-          if (tally_rt_get_u32 (b) >= i
-              || tally_rt_get_u64 (b + 24) > tally_rt_get_u64 (b + 16))
+          uint32_t id = tally_le_get32 (b + 4);
+          int values = tally_le_get64 (b + 8) || tally_le_get64 (b + 16);
+          if (tally_le_get32 (b) >= i
+              || tally_le_get64 (b + 24) > tally_le_get64 (b + 16))
             return "corrupt path record";
-          depth[i] = depth[tally_rt_get_u32 (b)] + 1;
+          depth[i] = depth[tally_le_get32 (b)] + 1;
           if (depth[i] > limit)
             return "corrupt path record";
           if (id == UINT32_MAX)
@@ -390,18 +372,18 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
             return "corrupt path record";
         }
       x->npaths = nodes;
-      if (end - pos >= 12 && tally_rt_get_u32 (buf + pos) == TALLY_TAG_PATH_EVENTS)
+      if (end - pos >= 12 && tally_le_get32 (buf + pos) == TALLY_TAG_PATH_EVENTS)
         {
           x->pevt = pos;
-          uint32_t e = tally_rt_get_u32 (buf + pos + 4);
+          uint32_t e = tally_le_get32 (buf + pos + 4);
           if (!x->meas || e + 1 != x->nmeas
-              || tally_rt_get_u32 (buf + pos + 8) != nodes)
+              || tally_le_get32 (buf + pos + 8) != nodes)
             return "corrupt path events record";
           pos += 12;
           if (nodes && nodes > (end - pos) / ((size_t) e * 16))
             return "corrupt path events record";
           for (size_t j = 0; j < (size_t) nodes * e; j++, pos += 16)
-            if (tally_rt_get_u64 (buf + pos + 8) > tally_rt_get_u64 (buf + pos))
+            if (tally_le_get64 (buf + pos + 8) > tally_le_get64 (buf + pos))
               return "corrupt path events record";
           x->nevents = e;
         }
@@ -449,17 +431,17 @@ tally_rt_check_file (const unsigned char *buf, size_t len, size_t *records,
     return "too short";
   if (memcmp (buf, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN) != 0)
     return "not a tally data file";
-  if (tally_rt_get_u32 (buf + 8) != TALLY_FILE_VERSION
-      || tally_rt_get_u32 (buf + 12) != TALLY_BYTE_ORDER_MARK)
+  if (tally_le_get32 (buf + 8) != TALLY_FILE_VERSION
+      || tally_le_get32 (buf + 12) != TALLY_BYTE_ORDER_MARK)
     return "another version or byte order";
-  if (tally_rt_get_u64 (buf + 16) != len)
+  if (tally_le_get64 (buf + 16) != len)
     return "size differs from its header (truncated?)";
   const unsigned char *trailer = buf + len - TALLY_TRAILER_SIZE;
-  if (tally_rt_get_u32 (trailer) != TALLY_TAG_END
-      || tally_rt_get_u64 (trailer + 8) != len)
+  if (tally_le_get32 (trailer) != TALLY_TAG_END
+      || tally_le_get64 (trailer + 8) != len)
     return "bad trailer";
   if (tally_crc32 (0, buf, len - TALLY_TRAILER_SIZE)
-      != tally_rt_get_u32 (trailer + 4))
+      != tally_le_get32 (trailer + 4))
     return "checksum mismatch";
   size_t end = len - TALLY_TRAILER_SIZE;
   size_t pos = TALLY_HEADER_FIXED;
@@ -467,11 +449,11 @@ tally_rt_check_file (const unsigned char *buf, size_t len, size_t *records,
   if (!k)
     return "corrupt header";
   pos += k;
-  uint32_t n = tally_rt_get_u32 (buf + 40);
+  uint32_t n = tally_le_get32 (buf + 40);
   *records = pos;
   for (uint32_t i = 0; i < n; i++)
     {
-      if (end - pos < 4 || tally_rt_get_u32 (buf + pos) != TALLY_TAG_MODULE
+      if (end - pos < 4 || tally_le_get32 (buf + pos) != TALLY_TAG_MODULE
           || !(k = tally_rt_rec_size (buf + pos, end - pos)))
         return "corrupt module record";
       if (!maps_ok (buf + pos))

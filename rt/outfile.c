@@ -40,12 +40,6 @@
 #define GRND_NONBLOCK 0x0001
 #endif
 
-int
-tally_rt_secure (void)
-{
-  return getauxval (AT_SECURE) != 0;
-}
-
 static uid_t
 euid (void)
 {
@@ -328,35 +322,59 @@ tally_rt_out_commit (const char *tmp, const char *path)
   return 0;
 }
 
-int
-tally_rt_out_open_own (const char *path, int flags, const char *what)
+/* Open PATH with FLAGS and O_NOFOLLOW, O_NONBLOCK, O_CLOEXEC (MODE if
+   it creates); a failure is reported ("cannot WHAT PATH: ..."), but for
+   ENOENT if QUIET_ENOENT.  */
+static int
+open_reported (const char *path, int flags, mode_t mode, const char *what,
+               int quiet_enoent)
 {
-  int fd = open_retry (path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
-  if (fd < 0)
+  int fd = open_retry (path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                       mode);
+  if (fd < 0 && !(quiet_enoent && errno == ENOENT))
     {
       int e = errno;
-      if (e == ENOENT)
-        return -1;
       tally_rt_error ("cannot %s %s: %s (errno %d); no data written", what,
                       path, e == ELOOP ? "it is a symbolic link (not followed)"
                                        : tally_rt_errno_text (e), e);
       errno = e;
-      return -1;
     }
+  return fd;
+}
+
+/* Why the file open at FD may not be used: NOT_REGULAR if it is not a
+   regular file, FOREIGN if another user than the effective user and root
+   owns it; 0 if it may.  */
+enum { NOT_REGULAR = 1, FOREIGN };
+static int
+unusable (int fd)
+{
   struct stat st;
-  const char *why = NULL;
   if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode))
-    why = "it is not a regular file";
-  else if (st.st_uid != euid () && st.st_uid != 0)
+    return NOT_REGULAR;
+  if (st.st_uid != euid () && st.st_uid != 0)
+    return FOREIGN;
+  return 0;
+}
+
+int
+tally_rt_out_open_own (const char *path, int flags, const char *what)
+{
+  int fd = open_reported (path, flags, 0, what, 1);
+  if (fd < 0)
+    return -1;
+  int r = unusable (fd);
+  if (r == FOREIGN)
     {
       close (fd);
       errno = EPERM;
       return -2;
     }
-  if (why)
+  if (r)
     {
       close (fd);
-      tally_rt_error ("cannot %s %s: %s; no data written", what, path, why);
+      tally_rt_error ("cannot %s %s: it is not a regular file; no data "
+                      "written", what, path);
       errno = EINVAL;
       return -1;
     }
@@ -386,27 +404,16 @@ tally_rt_out_foreign_aside (const char *path, char *out, size_t cap)
 int
 tally_rt_out_lock (const char *path)
 {
-  int fd = open_retry (path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK
-                             | O_CLOEXEC, 0600);
+  int fd = open_reported (path, O_RDWR | O_CREAT, 0600, "lock", 0);
   if (fd < 0)
-    {
-      int e = errno;
-      tally_rt_error ("cannot lock %s: %s (errno %d); no data written", path,
-                      e == ELOOP ? "it is a symbolic link (not followed)"
-                                 : tally_rt_errno_text (e), e);
-      errno = e;
-      return -1;
-    }
-  struct stat st;
-  const char *why = NULL;
-  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode))
-    why = "it is not a regular file";
-  else if (st.st_uid != euid () && st.st_uid != 0)
-    why = "it is owned by another user";
-  if (why)
+    return -1;
+  int r = unusable (fd);
+  if (r)
     {
       close (fd);
-      tally_rt_error ("cannot lock %s: %s; no data written", path, why);
+      tally_rt_error ("cannot lock %s: %s; no data written", path,
+                      r == FOREIGN ? "it is owned by another user"
+                                   : "it is not a regular file");
       errno = EPERM;
       return -1;
     }

@@ -1,6 +1,7 @@
-/* Where a finished data file goes when its name is meant to be one
- * process's own: a TALLY_OUTPUT with %p (the default, tally.%p.data) and
- * no %m.
+/* A dump's file from its temporary to its place (tally_rt_open_tmp,
+ * tally_rt_finish_file, at the end), and where a finished data file goes
+ * when its name is meant to be one process's own: a TALLY_OUTPUT with %p
+ * (the default, tally.%p.data) and no %m.
  *
  * A pid names one process only while it runs.  A test suite starting
  * hundreds of processes wraps the pids, a pid namespace (a container, a
@@ -159,3 +160,66 @@ tally_rt_place (const char *tmp, const char *path, int unique)
   return -1;
 }
 #undef cap
+
+/* Create PATH.tmp.RANDOM for writing (outfile.c); its name goes to TMP.
+   Returns the descriptor, or -1 (reported, errno set).  PATH is looked at
+   first: one that must not be written is refused (outfile.c says which);
+   a FIFO or character device (/dev/null) is written in place instead, TMP
+   left empty: renaming over it would replace the device with a file.  */
+int
+tally_rt_open_tmp (const char *path, char *tmp, size_t cap)
+{
+  int inplace;
+  tmp[0] = 0;
+  if (tally_rt_out_check (path, &inplace) != 0)
+    return -1;
+  if (inplace)
+    return tally_rt_out_inplace (path);
+  int fd = tally_rt_out_tmp (path, tmp, cap, 0);
+  if (fd < 0)
+    {
+      int e = errno;
+      tally_rt_error ("cannot create %s: %s (errno %d); no data written",
+                      tmp[0] ? tmp : path, tally_rt_errno_text (e), e);
+      tmp[0] = 0;
+      errno = e;
+    }
+  return fd;
+}
+
+/* Add the trailer, close W's file and rename TMP over PATH (UNIQUE: a
+   process's own name, placed by tally_rt_place, above).  Returns 0, or
+   -1 (reported, errno set, TMP removed).  */
+int
+tally_rt_finish_file (struct tally_rt_writer *w, uint64_t file_size,
+                      const char *tmp, const char *path, int unique)
+{
+  /* The CRC covers everything before the trailer: fold in what is still
+     buffered, then write the trailer outside the checksum.  */
+  uint32_t crc = tally_rt_writer_crc (w);
+  tally_rt_put_u32 (w, TALLY_TAG_END);
+  tally_rt_put_u32 (w, crc);
+  tally_rt_put_u64 (w, file_size);
+  tally_rt_flush (w);
+  if (close (w->fd) != 0 && !w->failed && errno != EINTR)
+    w->failed = errno;
+  if (!w->failed && w->total != file_size)
+    w->failed = EIO; /* cannot happen unless a module changed under us */
+  if (!w->failed && tmp[0] && tally_rt_place (tmp, path, unique) != 0)
+    {
+      int e = errno; /* reported */
+      unlink (tmp);
+      errno = e;
+      return -1;
+    }
+  if (w->failed)
+    {
+      tally_rt_error ("cannot write %s: %s (errno %d); no data written",
+                      path, tally_rt_errno_text (w->failed), w->failed);
+      if (tmp[0])
+        unlink (tmp);
+      errno = w->failed;
+      return -1;
+    }
+  return 0;
+}

@@ -1,4 +1,4 @@
-/* The job rank and size for %r and %R in TALLY_OUTPUT (dump.c), from the
+/* The job rank and size for %r and %R in TALLY_OUTPUT (pattern.c), from the
  * launcher's environment, so that a process of an MPI job names its file
  * by rank without linking anything MPI.  Read at every expansion through
  * the runtime's one environment gate (tally_rt_env), so nothing here is

@@ -15,7 +15,6 @@
 #include "rt.h"
 #include "tally/tally.h"
 
-struct tally_module *tally_modules;
 int tally_exit_dumped;
 
 /* The id the next registered function gets (struct tally_fn.id).  */

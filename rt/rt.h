@@ -1,4 +1,53 @@
-/* rt/rt.h - internals shared by the runtime's source files.  */
+/* rt/rt.h - internals shared by the runtime's source files.
+ *
+ * The runtime in layers, read top to bottom.  A file calls functions (and
+ * uses data) of its own layer and of the layers below it, never of a layer
+ * above, and no files call each other in a circle, within a layer either.
+ * A lower layer reaches a higher one only through the declared callbacks
+ * listed after the layers.  testsuite/rt-layers.py checks all of it on the
+ * built objects (which rt file defines and which uses each symbol) against
+ * this table, as written here.
+ *
+ *   layer 5 process: register.c signal.c exec.c
+ *     registration (the constructors' __tally_register and the setup of
+ *     the first one: exit dump, signal handlers, pthread_atfork), the
+ *     handlers of the signals that dump, the exec wrappers
+ *   layer 4 dump: dump.c
+ *     when a file is written and what goes in: the exit dump and late
+ *     counts, tally_dump, tally_image, a module leaving, tally_reset, the
+ *     fork child
+ *   layer 3 output: continuous.c merge-write.c merge-extras.c merge.c
+ *   layer 3 output: outname.c outfile.c pattern.c rank.c merge-image.c
+ *     the output file: its name (pattern.c, rank.c), its temporary and its
+ *     place (outname.c), exclusive creation, checks and locks (outfile.c),
+ *     merge-on-write (merge-write.c; the reader merge.c; MEAS, FRMS and
+ *     PATH merge-extras.c; a whole file made in memory, libtally-mpi's
+ *     reduced file, merge-image.c), continuous output (continuous.c)
+ *   layer 2 records: records.c
+ *     the writer, the records of a data file, the retained records of
+ *     unloaded modules, the module list and the dump lock
+ *   layer 1 counters: hooks.c frames.c papi.c shadow.c tls.c unwind.c
+ *   layer 1 counters: paths.c
+ *     the hooks and what they update: counters, shadow stacks, the
+ *     calling-context tree, PAPI events, per-thread copies (the hot path)
+ *   layer 0 base: instance.c env.c error.c crc32.c sys.c
+ *     one runtime per process (instance.c), the environment, the one
+ *     error reporter, CRC-32, the runtime's own libc functions (sys.h)
+ *
+ * Declared callbacks, the only calls up the layers (FILE: what it calls):
+ *   callback instance.c: tally_rt_register_local tally_rt_unregister_local
+ *   callback instance.c: tally_rt_dump tally_rt_reset_local tally_rt_exec_dump
+ *   callback instance.c: tally_rt_tls_attach_local
+ *     the entry points of a copy of the runtime (struct tally_rt_instance,
+ *     tally_rt_self): the public entry points call the primary copy's
+ *   callback records.c: tally_rt_cont_mapped
+ *     through the pointer tally_rt_cont_mapped_cb, which continuous.c sets
+ *     when it maps a module's counters into the file
+ *   callback shadow.c: tally_rt_papi_read tally_rt_papi_push
+ *   callback shadow.c: tally_rt_papi_pop tally_rt_papi_thread_gone
+ *     papi.c's functions are weak: called only where papi.o is linked
+ *     (measure=papi), whose hooks call shadow.c's entry and exit
+ */
 #ifndef TALLY_RT_H
 #define TALLY_RT_H
 
@@ -6,6 +55,7 @@
 #include <stdint.h>
 
 #include "tally/abi.h"
+#include "tally/format.h"
 
 #define TALLY_HIDDEN __attribute__ ((visibility ("hidden")))
 
@@ -15,10 +65,10 @@
 #define TALLY_STATE_REGISTERED 1u
 #define TALLY_STATE_GONE 2u
 
-/* Head of the list of registered modules, newest first.  Registration
-   pushes lock-free; unlinking (tally_rt_module_gone) and walking (dumps,
-   reset) happen under the dump lock, so a walker that loaded the head can go
-   on while others register.  */
+/* Head of the list of registered modules, newest first (records.c).
+   Registration pushes lock-free; unlinking (tally_rt_module_gone) and
+   walking (dumps, reset) happen under the dump lock, so a walker that
+   loaded the head can go on while others register.  */
 extern struct tally_module *tally_modules TALLY_HIDDEN;
 
 /* Set once the final dump at process exit has run.  */
@@ -30,16 +80,28 @@ extern int tally_exit_dumped TALLY_HIDDEN;
 void tally_rt_error (const char *fmt, ...) TALLY_HIDDEN
     __attribute__ ((format (printf, 1, 2)));
 
-/* The value of environment variable NAME, or NULL; async-signal-safe.  The
-   runtime's only way to the environment: in a secure-execution process
-   (AT_SECURE: setuid, setgid, file capabilities) always NULL.  */
+/* The words for an errno value (error.c).  */
+const char *tally_rt_errno_text (int e) TALLY_HIDDEN;
+
+/* env.c: the value of environment variable NAME, or NULL;
+   async-signal-safe.  The runtime's only way to the environment: in a
+   secure-execution process (AT_SECURE: setuid, setgid, file capabilities)
+   always NULL.  */
 const char *tally_rt_env (const char *name) TALLY_HIDDEN;
+/* Whether this is a secure-execution process (getauxval (AT_SECURE)).  */
+int tally_rt_secure (void) TALLY_HIDDEN;
+
+/* Skip one str field at P (a u32 length and the bytes) of a record this
+   runtime wrote or checked.  */
+static inline unsigned char *
+tally_rt_skip_str (const unsigned char *p)
+{
+  return (unsigned char *) p + TALLY_STR_FIXED + tally_le_get32 (p);
+}
 
 /* outfile.c: how files are created, opened and replaced (doc/guarantees.md,
    "Security").  Each reports its own failures ("tally: cannot ... PATH:
    why") and returns -1 with errno set.  */
-/* Whether this is a secure-execution process (getauxval (AT_SECURE)).  */
-int tally_rt_secure (void) TALLY_HIDDEN;
 /* Whether PATH may be written: 0 if it is missing or a regular file the
    dump may replace, *INPLACE set if it is a FIFO or character device of
    the user or root, to be written in place (tally_rt_out_inplace).  */
@@ -124,15 +186,79 @@ void tally_rt_tls_module_gone (struct tally_module *m) TALLY_HIDDEN;
 void tally_rt_tls_zero (void) TALLY_HIDDEN;
 void tally_rt_tls_fork_child (void) TALLY_HIDDEN;
 
-/* dump.c: value K of function FN of M as the data file has it (counters,
-   then visited bytes as 0/1), and how many there are.  */
+/* records.c: the records of a data file (layout: tally/format.h).  */
+/* Value K of function FN of M as the data file has it (counters, then
+   visited bytes as 0/1), and how many there are.  */
 uint64_t tally_rt_fn_value (const struct tally_module *m, uint32_t fn,
                             uint32_t k) TALLY_HIDDEN;
 uint32_t tally_rt_fn_nvalues (const struct tally_fn *f) TALLY_HIDDEN;
+/* The writer: to the file descriptor FD through a static buffer, or into
+   MEM if set, or (FD -1) nowhere, a sizing pass.  Only the holder of the
+   dump lock writes (the buffer is one).  */
+struct tally_rt_writer
+{
+  unsigned char *mem; /* if set, write here instead of to fd */
+  int fd;
+  size_t used;    /* bytes in outbuf */
+  uint64_t total; /* bytes handed to the writer so far */
+  uint32_t crc;
+  int failed;     /* errno of the first failure, 0 if none */
+};
+void tally_rt_put (struct tally_rt_writer *w, const void *p, size_t n)
+    TALLY_HIDDEN;
+void tally_rt_put_u32 (struct tally_rt_writer *w, uint32_t v) TALLY_HIDDEN;
+void tally_rt_put_u64 (struct tally_rt_writer *w, uint64_t v) TALLY_HIDDEN;
+/* Write out the buffered bytes; the CRC of everything put so far.  */
+void tally_rt_flush (struct tally_rt_writer *w) TALLY_HIDDEN;
+uint32_t tally_rt_writer_crc (const struct tally_rt_writer *w) TALLY_HIDDEN;
+/* Whether M is registered, and whether a dump writes its record (not if
+   its counts are in a region of the continuous file).  */
+int tally_rt_module_live (struct tally_module *m) TALLY_HIDDEN;
+int tally_rt_module_written (struct tally_module *m) TALLY_HIDDEN;
+/* The declared callback behind tally_rt_module_written: continuous.c's
+   tally_rt_cont_mapped once it mapped a module, NULL before.  */
+extern int (*tally_rt_cont_mapped_cb) (const struct tally_module *m)
+    TALLY_HIDDEN;
+/* The header of a file of NMODULES module records.  */
+void tally_rt_put_header (struct tally_rt_writer *w, uint64_t file_size,
+                          uint32_t nmodules, uint32_t flags,
+                          const char *program) TALLY_HIDDEN;
+/* The records of the NLIVE written modules from HEAD (the list head loaded
+   once, so that every pass sees the same modules), then the retained
+   ones.  */
+void tally_rt_put_records (struct tally_rt_writer *w,
+                           struct tally_module *head, uint32_t nlive)
+    TALLY_HIDDEN;
+/* What a dump writes after the records, fixed once for its passes: MEAS
+   if any module measures (tally_rt_any_measured), with the PAPI events
+   (tally_rt_dump_events), FRMS of NFRAMES frames
+   (tally_rt_frames_snapshot), PATH of the nodes tally_rt_any_paths counts
+   (0: none), and their events.  */
+int tally_rt_any_measured (struct tally_module *head) TALLY_HIDDEN;
+unsigned tally_rt_dump_events (void) TALLY_HIDDEN;
+uint32_t tally_rt_any_paths (void) TALLY_HIDDEN;
+void tally_rt_put_extras (struct tally_rt_writer *w,
+                          struct tally_module *head, uint32_t nlive, int meas,
+                          unsigned nev, uint32_t nframes, uint32_t paths)
+    TALLY_HIDDEN;
+/* The dump lock (records.c explains; 0 or -1 with EBUSY), and its taking
+   over in a fork child, whose other threads are gone.  */
+int tally_rt_lock (int wait) TALLY_HIDDEN;
+void tally_rt_unlock (void) TALLY_HIDDEN;
+void tally_rt_lock_fork_child (void) TALLY_HIDDEN;
+/* Module M's record in file format at MEM (NULL: only its size).  */
+size_t tally_rt_module_record (const struct tally_module *m,
+                               unsigned char *mem) TALLY_HIDDEN;
+/* Keep M's record for every later dump (the dump lock held): where it
+   is, or NULL if no memory could be had.  */
+unsigned char *tally_rt_retain (struct tally_module *m) TALLY_HIDDEN;
+/* The retained records: their number, the id of the first function of
+   record R (UINT32_MAX if unknown), and their counters zeroed.  */
+uint32_t tally_rt_retained_count (void) TALLY_HIDDEN;
+uint32_t tally_rt_retained_id (uint32_t r) TALLY_HIDDEN;
+void tally_rt_zero_retained (void) TALLY_HIDDEN;
 
 /* merge.c: module records in file format, for merge-on-write.  */
-uint32_t tally_rt_get_u32 (const unsigned char *p) TALLY_HIDDEN;
-uint64_t tally_rt_get_u64 (const unsigned char *p) TALLY_HIDDEN;
 /* Size of the module record at P, whose bytes there are AVAIL at most; 0
    if it is malformed or does not fit.  The tag is not checked.  */
 size_t tally_rt_rec_size (const unsigned char *p, size_t avail) TALLY_HIDDEN;
@@ -342,18 +468,17 @@ tally_rt_live_visited (const struct tally_module *m, unsigned char *v)
   return (unsigned char *) v + tally_rt_bias (m);
 }
 
-/* dump.c, for continuous.c: the dump lock (see lock_dump; 0 or -1 with
-   EBUSY), module M's record in file format at MEM (NULL: only its size),
-   the TALLY_OUTPUT expansion (%c sets *CONT, %m *MERGE; 0, or -1 if too
-   long) and the words for an errno value.  */
-int tally_rt_lock (int wait) TALLY_HIDDEN;
-void tally_rt_unlock (void) TALLY_HIDDEN;
-size_t tally_rt_module_record (const struct tally_module *m,
-                               unsigned char *mem) TALLY_HIDDEN;
+/* pattern.c: the TALLY_OUTPUT pattern (or the default), this program's
+   path (readlink /proc/self/exe, "" if unknown), the pattern's expansion
+   (%c sets *CONT, %m *MERGE; 0, or -1 if too long), and S appended to DST
+   at POS (CAP bytes; the new POS, not NUL-terminated).  */
+const char *tally_rt_output_pattern (void) TALLY_HIDDEN;
+void tally_rt_program (char *program, size_t cap) TALLY_HIDDEN;
 int tally_rt_expand_path (char *path, size_t cap, const char *pattern,
                           const char *program, int *merge, int *cont)
     TALLY_HIDDEN;
-const char *tally_rt_errno_text (int e) TALLY_HIDDEN;
+size_t tally_rt_append (char *dst, size_t pos, size_t cap, const char *s)
+    TALLY_HIDDEN;
 /* rank.c: the job rank and size from the launcher's environment (%r,
    %R), decimal into DIGITS; 0 outside a job.  */
 int tally_rt_job_rank (char digits[24]) TALLY_HIDDEN;
@@ -366,6 +491,26 @@ int tally_rt_job_size (char digits[24]) TALLY_HIDDEN;
 int tally_rt_pattern_unique (const char *pattern, int merge) TALLY_HIDDEN;
 int tally_rt_place (const char *tmp, const char *path, int unique) TALLY_HIDDEN;
 const char *tally_rt_placed (void) TALLY_HIDDEN;
+/* A dump's file: create PATH's temporary (its name in TMP, "" when PATH
+   is a FIFO or device written in place); the descriptor, or -1 (reported).
+   Then, its records written through W, add the trailer and put it in
+   place (UNIQUE as above): 0, or -1 (reported, errno set, TMP removed).  */
+int tally_rt_open_tmp (const char *path, char *tmp, size_t cap) TALLY_HIDDEN;
+int tally_rt_finish_file (struct tally_rt_writer *w, uint64_t file_size,
+                          const char *tmp, const char *path, int unique)
+    TALLY_HIDDEN;
+
+/* merge-write.c: merge-on-write (TALLY_OUTPUT with %m).  Write this
+   process's records (NLIVE live modules from HEAD, and the retained ones)
+   into PATH, merged with what it holds (0, or -1 reported, errno set);
+   make the record REC of M just retained relative to the last merged
+   write; forget that write (tally_reset, the fork child).  */
+int tally_rt_merge_dump (int at_exit, const char *path, const char *program,
+                         struct tally_module *head, uint32_t nlive)
+    TALLY_HIDDEN;
+void tally_rt_merge_retained (const struct tally_module *m, unsigned char *rec)
+    TALLY_HIDDEN;
+void tally_rt_merge_drop (void) TALLY_HIDDEN;
 
 /* continuous.c: continuous output (TALLY_OUTPUT with %c).  All but
    register are called with the dump lock held.  */

@@ -197,17 +197,25 @@ tally_rt_have_unwind (void)
   (unw.getcontext (&(uc)) == 0 && unw.init_local (&(c), &(uc)) == 0)
 #endif
 
+/* Whether libunwind is there, loaded on the static runtime's first call
+   of the public functions below; errno ENOSYS if not.  */
+static int
+unwind_ready (void)
+{
+  if (__atomic_load_n (&unw_state, __ATOMIC_ACQUIRE) == 0)
+    tally_rt_unwind_load ();
+  if (have_unwind ())
+    return 1;
+  errno = ENOSYS;
+  return 0;
+}
+
 int
 tally_backtrace (void **addrs, int max)
 {
   int saved = errno;
-  if (__atomic_load_n (&unw_state, __ATOMIC_ACQUIRE) == 0)
-    tally_rt_unwind_load (); /* the static runtime's first call */
-  if (!have_unwind ())
-    {
-      errno = ENOSYS;
-      return -1;
-    }
+  if (!unwind_ready ())
+    return -1;
   if (max < 0 || (max > 0 && !addrs))
     {
       errno = EINVAL;
@@ -269,13 +277,8 @@ int
 tally_backtrace_print (int fd)
 {
   int saved = errno;
-  if (__atomic_load_n (&unw_state, __ATOMIC_ACQUIRE) == 0)
-    tally_rt_unwind_load (); /* the static runtime's first call */
-  if (!have_unwind ())
-    {
-      errno = ENOSYS;
-      return -1;
-    }
+  if (!unwind_ready ())
+    return -1;
   int n = 0;
 #if UNWIND
   unw_context_t uc;

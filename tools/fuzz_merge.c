@@ -14,8 +14,8 @@
  * 2. merge: the file with itself (each record paired with its copy), with
  *    an empty side (a process without records), and with itself unpaired
  *    (every record twice), through tally_rt_merge_extras and
- *    tally_rt_extras_delta as dump.c calls them; each merged file is then
- *    checked by both readers again.
+ *    tally_rt_extras_delta as merge-write.c calls them; each merged file is
+ *    then checked by both readers again.
  *
  * A broken promise is an abort (), which libFuzzer reports with the input.
  * tally-fuzz-merge-replay (fuzz_replay.c) runs the same function over files
