@@ -62,6 +62,12 @@
 
 #include "tally/abi.h"
 
+#include "tree-ssa-loop.h"
+#include "tree-ssa-loop-niter.h"
+#include "tree-scalar-evolution.h"
+#include "gimplify-me.h"
+#include "tree-pretty-print.h"
+
 /* The constants of the block map; format.h itself includes system headers
    that GCC's system.h has already dealt with.  */
 #define TALLY_MAP_VERSION 1u
@@ -98,6 +104,8 @@ struct plan_edge
   bool on_tree;
   bool implied;        /* visited: the value is another block's */
   unsigned value;      /* index into the function's values, or TALLY_MAP_NONE */
+  struct derived_latch *derived; /* a loop's latch edge counted once per
+                                   run of the loop (derive_latches) */
 };
 
 struct block_loc
@@ -113,6 +121,8 @@ struct tally_block_plan
   auto_vec<vec<block_loc> > locs;    /* map number -> locations */
   auto_vec<const char *> files;
   unsigned kind;
+  auto_vec<struct derived_latch *> derived;
+  ~tally_block_plan ();
 };
 
 /* 1. Whether control may fail to come back from STMT to the next statement
@@ -605,6 +615,7 @@ add_edge (tally_block_plan *plan, int map_src, int map_dst, unsigned flags,
   pe.on_tree = false;
   pe.implied = false;
   pe.value = TALLY_MAP_NONE;
+  pe.derived = NULL;
   plan->edges.safe_push (pe);
 }
 
@@ -663,6 +674,320 @@ find_implied (function *fun, const vec<int> &map_of, vec<int> *implied)
     }
   free_dominance_info (CDI_POST_DOMINATORS);
   remove_fake_edges ();
+}
+
+/* derive_latches: whether the trip-count expression T can be computed
+   at the end of block AT: integer arithmetic (a division only by a nonzero
+   constant) on constants and SSA names defined in blocks that dominate AT.
+   No loads, no calls, nothing that can trap.  */
+static bool
+niter_computable (tree t, basic_block at)
+{
+  switch (TREE_CODE (t))
+    {
+    case INTEGER_CST:
+      return true;
+    case SSA_NAME:
+      {
+        if (SSA_NAME_IS_DEFAULT_DEF (t))
+          return true;
+        basic_block def = gimple_bb (SSA_NAME_DEF_STMT (t));
+        return def && dominated_by_p (CDI_DOMINATORS, at, def);
+      }
+    case TRUNC_DIV_EXPR:
+    case EXACT_DIV_EXPR:
+    case FLOOR_DIV_EXPR:
+    case CEIL_DIV_EXPR:
+    case ROUND_DIV_EXPR:
+    case TRUNC_MOD_EXPR:
+    case FLOOR_MOD_EXPR:
+      if (TREE_CODE (TREE_OPERAND (t, 1)) != INTEGER_CST
+          || integer_zerop (TREE_OPERAND (t, 1)))
+        return false;
+      return niter_computable (TREE_OPERAND (t, 0), at);
+    case NOP_EXPR:
+    case CONVERT_EXPR:
+    case NEGATE_EXPR:
+    case BIT_NOT_EXPR:
+    case TRUTH_NOT_EXPR:
+    case PLUS_EXPR:
+    case MINUS_EXPR:
+    case MULT_EXPR:
+    case POINTER_PLUS_EXPR:
+    case POINTER_DIFF_EXPR:
+    case BIT_AND_EXPR:
+    case BIT_IOR_EXPR:
+    case BIT_XOR_EXPR:
+    case LSHIFT_EXPR:
+    case RSHIFT_EXPR:
+    case MIN_EXPR:
+    case MAX_EXPR:
+    case LT_EXPR:
+    case LE_EXPR:
+    case GT_EXPR:
+    case GE_EXPR:
+    case EQ_EXPR:
+    case NE_EXPR:
+    case TRUTH_AND_EXPR:
+    case TRUTH_OR_EXPR:
+    case TRUTH_ANDIF_EXPR:
+    case TRUTH_ORIF_EXPR:
+    case TRUTH_XOR_EXPR:
+    case COND_EXPR:
+      if (!INTEGRAL_TYPE_P (TREE_TYPE (t)) && !POINTER_TYPE_P (TREE_TYPE (t)))
+        return false;
+      for (int i = 0; i < TREE_OPERAND_LENGTH (t); i++)
+        if (!niter_computable (TREE_OPERAND (t, i), at))
+          return false;
+      return true;
+    default:
+      return false;
+    }
+}
+
+/* 5a. How a derived latch count is added: NITER (the loop's trip count,
+   computable where the loop is entered) once on ENTRY; or else, at each
+   of the loop's EXITS, the iterations so far of an induction variable IV
+   (a PHI of the header: BASE on entry, IV + STEP over the latch), that is
+   (IV - BASE) / STEP, with the subtraction turned round when DOWN.  */
+struct derived_latch
+{
+  edge entry;
+  tree niter;
+  tree iv, base, step;
+  bool down;
+  auto_vec<edge> exits;
+};
+
+/* 5a. An induction variable of LOOP's header whose iterations
+   (IV - BASE) / STEP the exits can compute exactly: a PHI taking BASE over
+   ENTRY and IV + constant over the latch, in a type that cannot wrap
+   before 2^62 iterations (pointers and 64-bit integers) or whose overflow
+   is undefined (signed integers).  */
+static bool
+find_counting_iv (class loop *loop, edge entry, edge latch, derived_latch *d)
+{
+  for (gphi_iterator gsi = gsi_start_phis (loop->header); !gsi_end_p (gsi);
+       gsi_next (&gsi))
+    {
+      gphi *phi = gsi.phi ();
+      tree x = gimple_phi_result (phi);
+      if (virtual_operand_p (x))
+        continue;
+      tree type = TREE_TYPE (x);
+      if (!(POINTER_TYPE_P (type)
+            || (INTEGRAL_TYPE_P (type)
+                && (TYPE_PRECISION (type) >= 64
+                    || TYPE_OVERFLOW_UNDEFINED (type)))))
+        continue;
+      tree next = PHI_ARG_DEF_FROM_EDGE (phi, latch);
+      tree base = PHI_ARG_DEF_FROM_EDGE (phi, entry);
+      if (TREE_CODE (next) != SSA_NAME
+          || (TREE_CODE (base) != SSA_NAME && TREE_CODE (base) != INTEGER_CST))
+        continue;
+      gassign *def = dyn_cast<gassign *> (SSA_NAME_DEF_STMT (next));
+      if (!def || gimple_assign_rhs1 (def) != x
+          || (gimple_assign_rhs_code (def) != PLUS_EXPR
+              && gimple_assign_rhs_code (def) != POINTER_PLUS_EXPR)
+          || TREE_CODE (gimple_assign_rhs2 (def)) != INTEGER_CST
+          || integer_zerop (gimple_assign_rhs2 (def)))
+        continue;
+      tree utype = unsigned_type_for (type);
+      if (!utype || TYPE_PRECISION (utype) > 64)
+        continue;
+      /* The step as a signed number of the IV's width.  */
+      tree step = fold_convert (signed_type_for (utype),
+                                gimple_assign_rhs2 (def));
+      d->down = tree_int_cst_sgn (step) < 0;
+      if (d->down)
+        step = fold_build1 (NEGATE_EXPR, TREE_TYPE (step), step);
+      if (TREE_CODE (step) != INTEGER_CST || tree_int_cst_sgn (step) <= 0)
+        continue;
+      d->iv = x;
+      d->base = base;
+      d->step = fold_convert (utype, step);
+      return true;
+    }
+  return false;
+}
+
+/* 5a. placement=tree at=late: a loop's latch edge, whose counter would be
+   updated at every iteration, is counted once per run of the loop
+   instead: by its trip count (GCC's number_of_iterations_exit) where the
+   loop is entered, or by an induction variable's iterations at each exit
+   (find_counting_iv).  The tree is then built without that edge.  Only
+   loops that cannot be left but by their exits: no call that may not
+   return (split_after_calls marked them in CALL_ENDED), no exception,
+   abnormal or fake edge, no block without successors; one entry edge; and
+   only when GCC's estimate says the latch runs at least twice per entry.
+   Not with counters=mapped (the count would reach the file before or
+   after the iterations ran: a process killed in the loop would miscount).
+   The derived latches are appended to *OUT.  */
+static void
+derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
+                bool profile, vec<derived_latch *> *out)
+{
+  if (!optimize || !gimple_in_ssa_p (fun) || !current_loops || tally_opts.mapped
+      || loops_state_satisfies_p (fun, LOOPS_NEED_FIXUP)
+      || number_of_loops (fun) <= 1)
+    return;
+  free_dominance_info (CDI_DOMINATORS);
+  calculate_dominance_info (CDI_DOMINATORS);
+  /* GCC's trip-count and scalar-evolution code asks every loop it meets
+     for its preheader edge, which it may only do in loops with preheaders
+     and single latches; after the loop optimisers the loops need not have
+     them.  loop_preheader_edge is the one edge into the header from
+     outside: so that analysis runs only when every loop has one such edge
+     and one latch (then that edge is what GCC takes it for), with the
+     state saying so for the time of the analysis.  */
+  bool niter_ok = true;
+  for (auto loop : loops_list (fun, 0))
+    {
+      unsigned outside = 0, inside = 0;
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, loop->header->preds)
+        if (flow_bb_inside_loop_p (loop, e->src))
+          inside += e->src == loop->latch;
+        else
+          outside++;
+      if (!loop->latch || outside != 1 || inside != 1
+          || EDGE_COUNT (loop->header->preds) != 2)
+        niter_ok = false;
+    }
+  unsigned saved_state = loops_state_satisfies_p (fun, LOOPS_HAVE_PREHEADERS)
+                         | (loops_state_satisfies_p (fun,
+                                                     LOOPS_MAY_HAVE_MULTIPLE_LATCHES)
+                            << 1);
+  bool scev = false;
+  if (niter_ok)
+    {
+      loops_state_set (fun, LOOPS_HAVE_PREHEADERS);
+      loops_state_clear (fun, LOOPS_MAY_HAVE_MULTIPLE_LATCHES);
+      scev = !scev_initialized_p ();
+      if (scev)
+        scev_initialize ();
+    }
+  hash_map<edge, plan_edge *> by_edge;
+  for (plan_edge &pe : plan->edges)
+    if (pe.e)
+      by_edge.put (pe.e, &pe);
+  for (auto loop : loops_list (fun, 0))
+    {
+      const char *why = NULL;
+      edge latch = loop->latch ? find_edge (loop->latch, loop->header) : NULL;
+      plan_edge **lp = latch ? by_edge.get (latch) : NULL;
+      edge entry = NULL;
+      unsigned nentries = 0;
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, loop->header->preds)
+        if (!flow_bb_inside_loop_p (loop, e->src))
+          {
+            entry = e;
+            nentries++;
+          }
+      auto_vec<edge> exits = get_loop_exit_edges (loop);
+      if (!lp || !(*lp)->can_count || (latch->flags & EDGE_COMPLEX)
+          || (loop->header->flags & BB_IRREDUCIBLE_LOOP))
+        why = "no single countable latch edge";
+      else if (nentries != 1 || (entry->flags & EDGE_COMPLEX))
+        why = "no single entry edge";
+      else if (exits.is_empty ())
+        why = "no exit";
+      else if (edge_weight (fun, latch, profile)
+               < 2 * edge_weight (fun, entry, profile))
+        why = "expected to run its latch less than twice per entry";
+      for (edge x : exits)
+        if (!why && ((x->flags & (EDGE_COMPLEX | EDGE_FAKE))
+                     || x->dest == EXIT_BLOCK_PTR_FOR_FN (fun)))
+          why = "an exit edge that cannot take code";
+      if (!why)
+        {
+          basic_block *body = get_loop_body (loop);
+          for (unsigned i = 0; i < loop->num_nodes && !why; i++)
+            {
+              basic_block b = body[i];
+              if (bitmap_bit_p (call_ended, b->index)
+                  || EDGE_COUNT (b->succs) == 0
+                  || (b->flags & BB_IRREDUCIBLE_LOOP))
+                why = "may be left by a call or have no way out";
+              FOR_EACH_EDGE (e, ei, b->succs)
+                if (e->flags & (EDGE_COMPLEX | EDGE_FAKE))
+                  why = "may be left by an exception or a jump";
+              for (gimple_stmt_iterator gsi = gsi_start_bb (b);
+                   !why && !gsi_end_p (gsi); gsi_next (&gsi))
+                if (may_not_return (fun, gsi_stmt (gsi)))
+                  why = "may be left by a call";
+            }
+          free (body);
+        }
+      if (why)
+        {
+          if (dump_file)
+            fprintf (dump_file, "tally: loop %d: latch counted: %s\n",
+                     loop->num, why);
+          continue;
+        }
+      derived_latch *d = new derived_latch ();
+      d->entry = entry;
+      d->niter = NULL_TREE;
+      tree_niter_desc desc;
+      if (niter_ok && exits.length () == 1
+          && number_of_iterations_exit (loop, exits[0], &desc, false)
+          && desc.niter && integer_nonzerop (desc.assumptions)
+          && INTEGRAL_TYPE_P (TREE_TYPE (desc.niter)))
+        {
+          tree niter = desc.niter;
+          if (!integer_zerop (desc.may_be_zero))
+            niter = fold_build3 (COND_EXPR, TREE_TYPE (niter),
+                                 desc.may_be_zero,
+                                 build_int_cst (TREE_TYPE (niter), 0), niter);
+          niter = fold_convert (uint64_type_node, niter);
+          if (niter_computable (niter, entry->src))
+            d->niter = niter;
+        }
+      if (!d->niter && !find_counting_iv (loop, entry, latch, d))
+        {
+          if (dump_file)
+            fprintf (dump_file, "tally: loop %d: latch counted: no trip "
+                     "count and no counting induction variable\n", loop->num);
+          delete d;
+          continue;
+        }
+      if (!d->niter)
+        for (edge x : exits)
+          d->exits.safe_push (x);
+      (*lp)->derived = d;
+      out->safe_push (d);
+      if (dump_file)
+        {
+          fprintf (dump_file, "tally: loop %d (header bb %d): latch count ",
+                   loop->num, loop->header->index);
+          if (d->niter)
+            {
+              fprintf (dump_file, "from the trip count, added on entry from "
+                       "bb %d: ", entry->src->index);
+              print_generic_expr (dump_file, d->niter);
+            }
+          else
+            {
+              fprintf (dump_file, "from the iterations of ");
+              print_generic_expr (dump_file, d->iv);
+              fprintf (dump_file, ", added at %u exits", exits.length ());
+            }
+          fprintf (dump_file, "\n");
+        }
+    }
+  if (scev)
+    scev_finalize ();
+  if (niter_ok)
+    {
+      if (!(saved_state & 1))
+        loops_state_clear (fun, LOOPS_HAVE_PREHEADERS);
+      if (saved_state & 2)
+        loops_state_set (fun, LOOPS_MAY_HAVE_MULTIPLE_LATCHES);
+    }
 }
 
 /* Where control arriving over an abnormal edge into BB resumes, as a map
@@ -836,6 +1161,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
       pe.on_tree = false;
       pe.implied = false;
       pe.value = TALLY_MAP_NONE;
+      pe.derived = NULL;
       plan->edges.safe_push (pe);
     }
 
@@ -845,6 +1171,8 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
      uncounted edges undetermined (a block with two successors that both
      join other paths).  */
   bool edges_too = per_block && !visited;
+  if (!per_block)
+    derive_latches (fun, plan, call_ended, profile, &plan->derived);
   if (!visited)
     {
       auto_vec<int> parent;
@@ -861,7 +1189,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
           }
       auto_vec<plan_edge *> rest;
       for (plan_edge &pe : plan->edges)
-        if (pe.can_count && !(edges_too && pe.bb))
+        if (pe.can_count && !(edges_too && pe.bb) && !pe.derived)
           rest.safe_push (&pe);
       rest.qsort (cmp_cost);
       for (plan_edge *pe : rest)
@@ -941,6 +1269,64 @@ build_visit (function *fun, tree visited, unsigned i, gimple_seq *seq)
   gimple_seq_add_stmt (seq, g);
 }
 
+/* Append to *SEQ "COUNTERS[K] += NITER" (derive_latches), as
+   tally_build_increment adds 1: relaxed atomic with update=atomic.  */
+static void
+build_add (tree array, unsigned k, tree niter, gimple_seq *seq)
+{
+  tree n = force_gimple_operand (unshare_expr (niter), seq, true, NULL_TREE);
+  tree ref = build4 (ARRAY_REF, uint64_type_node, array,
+                     build_int_cst (integer_type_node, k), NULL_TREE, NULL_TREE);
+  gimple *g;
+  if (tally_opts.update == TALLY_UPDATE_ATOMIC)
+    {
+      tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_FETCH_ADD_8);
+      TREE_ADDRESSABLE (array) = 1;
+      g = gimple_build_call (f, 3, build_fold_addr_expr (ref), n,
+                             build_int_cst (integer_type_node, MEMMODEL_RELAXED));
+      gimple_seq_add_stmt (seq, g);
+      return;
+    }
+  tree old_val = make_ssa_name (uint64_type_node);
+  tree new_val = make_ssa_name (uint64_type_node);
+  gimple_seq_add_stmt (seq, gimple_build_assign (old_val, ref));
+  gimple_seq_add_stmt (seq, gimple_build_assign (new_val, PLUS_EXPR, old_val, n));
+  gimple_seq_add_stmt (seq, gimple_build_assign (unshare_expr (ref), new_val));
+}
+
+/* 5a. The updates of a derived latch count D, on the edges where it is
+   known: the trip count on the loop's entry edge, or the induction
+   variable's iterations on each exit.  */
+static void
+insert_derived (derived_latch *d, tree counters, unsigned k)
+{
+  if (d->niter)
+    {
+      gimple_seq seq = NULL;
+      build_add (counters, k, d->niter, &seq);
+      gsi_insert_seq_on_edge (d->entry, seq);
+      return;
+    }
+  tree utype = TREE_TYPE (d->step);
+  for (edge x : d->exits)
+    {
+      tree iv = fold_convert (utype, d->iv);
+      tree base = fold_convert (utype, unshare_expr (d->base));
+      tree diff = d->down ? fold_build2 (MINUS_EXPR, utype, base, iv)
+                          : fold_build2 (MINUS_EXPR, utype, iv, base);
+      tree n = fold_build2 (EXACT_DIV_EXPR, utype, diff, d->step);
+      gimple_seq seq = NULL;
+      build_add (counters, k, fold_convert (uint64_type_node, n), &seq);
+      gsi_insert_seq_on_edge (x, seq);
+    }
+}
+
+tally_block_plan::~tally_block_plan ()
+{
+  for (derived_latch *d : derived)
+    delete d;
+}
+
 void
 tally_blocks_insert (function *fun, tally_block_plan *plan,
                      const tally_fn_info &fn)
@@ -954,6 +1340,12 @@ tally_blocks_insert (function *fun, tally_block_plan *plan,
       gimple_seq seq = NULL;
       if (fn.visited)
         build_visit (fun, fn.visited, pe.value - TALLY_C_CORE, &seq);
+      else if (pe.derived)
+        {
+          insert_derived (pe.derived, fn.counters, pe.value);
+          edges = true;
+          continue;
+        }
       else
         tally_build_increment (fun, fn.counters, pe.value, UNKNOWN_LOCATION,
                                &seq);
