@@ -106,6 +106,8 @@ struct plan_edge
   unsigned value;      /* index into the function's values, or TALLY_MAP_NONE */
   struct derived_latch *derived; /* a loop's latch edge counted once per
                                    run of the loop (derive_latches) */
+  edge mark_on;        /* visited: the byte is stored on this edge instead
+                          (hoist_visited) */
 };
 
 struct block_loc
@@ -616,6 +618,7 @@ add_edge (tally_block_plan *plan, int map_src, int map_dst, unsigned flags,
   pe.implied = false;
   pe.value = TALLY_MAP_NONE;
   pe.derived = NULL;
+  pe.mark_on = NULL;
   plan->edges.safe_push (pe);
 }
 
@@ -990,6 +993,59 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
     }
 }
 
+/* blocks=visited: a byte whose block C is inside a loop, where it would
+   be stored at every iteration, but which a loop's header shares (C ran
+   exactly when the header did: find_implied), is stored on the loop's one
+   entry edge instead: the header runs exactly when that edge is taken.  Of
+   nested loops, the outermost whose header shares the byte.  Not with
+   counters=mapped: the byte would be in the file before the blocks it
+   stands for ran.  IMPLIED is find_implied's, by block index.  */
+static void
+hoist_visited (function *fun, tally_block_plan *plan, const vec<int> &map_of,
+               const vec<int> &implied)
+{
+  if (!current_loops || tally_opts.mapped
+      || loops_state_satisfies_p (fun, LOOPS_NEED_FIXUP)
+      || number_of_loops (fun) <= 1)
+    return;
+  hash_map<int_hash<int, -1, -2>, plan_edge *> by_block; /* map number */
+  for (plan_edge &pe : plan->edges)
+    if (pe.bb && !pe.implied && pe.value != TALLY_MAP_NONE)
+      by_block.put (map_of[pe.bb->index], &pe);
+  auto_vec<int> depth; /* of the loop chosen, by map number */
+  depth.safe_grow_cleared (plan->blocks.length ());
+  for (auto loop : loops_list (fun, 0))
+    {
+      if (!loop->header || (loop->header->flags & BB_IRREDUCIBLE_LOOP))
+        continue;
+      edge entry = NULL;
+      unsigned nentries = 0;
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, loop->header->preds)
+        if (!flow_bb_inside_loop_p (loop, e->src))
+          {
+            entry = e;
+            nentries++;
+          }
+      if (nentries != 1 || (entry->flags & (EDGE_COMPLEX | EDGE_FAKE)))
+        continue;
+      int rep = implied[loop->header->index];
+      plan_edge **pe = by_block.get (rep);
+      if (!pe || !flow_bb_inside_loop_p (loop, plan->blocks[rep]))
+        continue;
+      int d = loop_depth (loop);
+      if (depth[rep] && depth[rep] <= d)
+        continue;
+      depth[rep] = d;
+      (*pe)->mark_on = entry;
+      if (dump_file)
+        fprintf (dump_file, "tally: loop %d: the visited byte of bb %d is "
+                 "stored on its entry from bb %d\n", loop->num,
+                 plan->blocks[rep]->index, entry->src->index);
+    }
+}
+
 /* Where control arriving over an abnormal edge into BB resumes, as a map
    number: BB itself, except for the block of a setjmp-like call (GCC's
    abnormal edges into it stand for the call's second return), where it is
@@ -1162,6 +1218,8 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
       pe.implied = false;
       pe.value = TALLY_MAP_NONE;
       pe.derived = NULL;
+      pe.mark_on = NULL;
+  pe.mark_on = NULL;
       plan->edges.safe_push (pe);
     }
 
@@ -1236,6 +1294,8 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
           pe.value = value_of[implied[pe.bb->index]];
           pe.implied = true;
         }
+  if (visited)
+    hoist_visited (fun, plan, map_of, implied);
   if (visited)
     layout->nvisited = next;
   else
@@ -1352,7 +1412,12 @@ tally_blocks_insert (function *fun, tally_block_plan *plan,
       for (gimple_stmt_iterator i = gsi_start (seq); !gsi_end_p (i); gsi_next (&i))
         if (gcall *call = dyn_cast<gcall *> (gsi_stmt (i)))
           calls.safe_push (call);
-      if (pe.bb)
+      if (pe.mark_on)
+        {
+          gsi_insert_seq_on_edge (pe.mark_on, seq);
+          edges = true;
+        }
+      else if (pe.bb)
         {
           gimple_stmt_iterator gsi = gsi_after_labels (pe.bb);
           gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
