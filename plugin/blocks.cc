@@ -27,7 +27,9 @@
  *   1. Blocks are split after every call that may not return (exit, longjmp,
  *      a throw), as GCC's own -fprofile-arcs does, so that a block's count
  *      is the count of each of its statements.  (blocks=visited gives a byte
- *      only to blocks no other block implies: see find_implied.)
+ *      only to blocks no other block implies: see find_implied; one that
+ *      a loop's header shares is stored on the loop's entry edge:
+ *      hoist_visited.)
  *   2. Each block B is two nodes, B.in and B.out, joined by B's "block edge"
  *      (its count is B's count).  CFG edges run from B.out to C.in.
  *   3. Edges that cannot carry code (exception and abnormal edges) are
@@ -48,6 +50,11 @@
  *      block (critical edges) weighted higher: the hot edges go uncounted.
  *      placement=block counts every block edge, and builds the forest of
  *      the other edges the same way.
+ *      At late placement, optimised, a loop's latch edge (counted at
+ *      every iteration wherever the tree leaves the loop's counter) is left
+ *      off the tree and counted once per run of the loop instead, from the
+ *      trip count on entry or an induction variable at the exits
+ *      (derive_latches), where the loop cannot be left otherwise.
  *   6. Every edge off the tree gets a counter.  Flow conservation at each
  *      node then determines every tree edge, hence every block, exactly
  *      (the Knuth-Stevenson / Ball-Larus result that gcov relies on).
@@ -766,7 +773,9 @@ struct derived_latch
    (IV - BASE) / STEP the exits can compute exactly: a PHI taking BASE over
    ENTRY and IV + constant over the latch, in a type that cannot wrap
    before 2^62 iterations (pointers and 64-bit integers) or whose overflow
-   is undefined (signed integers).  */
+   is undefined (signed integers as wide as int: a narrower one is
+   computed in int and converted, which wraps without undefined
+   behaviour).  */
 static bool
 find_counting_iv (class loop *loop, edge entry, edge latch, derived_latch *d)
 {
@@ -781,7 +790,9 @@ find_counting_iv (class loop *loop, edge entry, edge latch, derived_latch *d)
       if (!(POINTER_TYPE_P (type)
             || (INTEGRAL_TYPE_P (type)
                 && (TYPE_PRECISION (type) >= 64
-                    || TYPE_OVERFLOW_UNDEFINED (type)))))
+                    || (TYPE_OVERFLOW_UNDEFINED (type)
+                        && TYPE_PRECISION (type)
+                               >= TYPE_PRECISION (integer_type_node))))))
         continue;
       tree next = PHI_ARG_DEF_FROM_EDGE (phi, latch);
       tree base = PHI_ARG_DEF_FROM_EDGE (phi, entry);
@@ -894,8 +905,9 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
       if (!lp || !(*lp)->can_count || (latch->flags & EDGE_COMPLEX)
           || (loop->header->flags & BB_IRREDUCIBLE_LOOP))
         why = "no single countable latch edge";
-      else if (nentries != 1 || (entry->flags & EDGE_COMPLEX))
-        why = "no single entry edge";
+      else if (nentries != 1 || (entry->flags & EDGE_COMPLEX)
+               || EDGE_COUNT (loop->header->preds) != 2)
+        why = "no single entry edge and latch";
       else if (exits.is_empty ())
         why = "no exit";
       else if (edge_weight (fun, latch, profile)
