@@ -50,10 +50,10 @@
  *      block (critical edges) weighted higher: the hot edges go uncounted.
  *      placement=block counts every block edge, and builds the forest of
  *      the other edges the same way.
- *      At late placement, optimised, a loop's latch edge (counted at
- *      every iteration wherever the tree leaves the loop's counter) is left
- *      off the tree and counted once per run of the loop instead, from the
- *      trip count on entry or an induction variable at the exits
+ *      At late placement, optimised, the latch edge of a loop with a
+ *      constant trip count (counted at every iteration wherever the tree
+ *      leaves the loop's counter) is left off the tree and counted once
+ *      per run of the loop instead, by adding the trip count on entry
  *      (derive_latches), where the loop cannot be left otherwise.
  *   6. Every edge off the tree gets a counter.  Flow conservation at each
  *      node then determines every tree edge, hence every block, exactly
@@ -686,160 +686,28 @@ find_implied (function *fun, const vec<int> &map_of, vec<int> *implied)
   remove_fake_edges ();
 }
 
-/* derive_latches: whether the trip-count expression T can be computed
-   at the end of block AT: integer arithmetic (a division only by a nonzero
-   constant) on constants and SSA names defined in blocks that dominate AT.
-   No loads, no calls, nothing that can trap.  */
-static bool
-niter_computable (tree t, basic_block at)
-{
-  switch (TREE_CODE (t))
-    {
-    case INTEGER_CST:
-      return true;
-    case SSA_NAME:
-      {
-        if (SSA_NAME_IS_DEFAULT_DEF (t))
-          return true;
-        basic_block def = gimple_bb (SSA_NAME_DEF_STMT (t));
-        return def && dominated_by_p (CDI_DOMINATORS, at, def);
-      }
-    case TRUNC_DIV_EXPR:
-    case EXACT_DIV_EXPR:
-    case FLOOR_DIV_EXPR:
-    case CEIL_DIV_EXPR:
-    case ROUND_DIV_EXPR:
-    case TRUNC_MOD_EXPR:
-    case FLOOR_MOD_EXPR:
-      if (TREE_CODE (TREE_OPERAND (t, 1)) != INTEGER_CST
-          || integer_zerop (TREE_OPERAND (t, 1)))
-        return false;
-      return niter_computable (TREE_OPERAND (t, 0), at);
-    case NOP_EXPR:
-    case CONVERT_EXPR:
-    case NEGATE_EXPR:
-    case BIT_NOT_EXPR:
-    case TRUTH_NOT_EXPR:
-    case PLUS_EXPR:
-    case MINUS_EXPR:
-    case MULT_EXPR:
-    case POINTER_PLUS_EXPR:
-    case POINTER_DIFF_EXPR:
-    case BIT_AND_EXPR:
-    case BIT_IOR_EXPR:
-    case BIT_XOR_EXPR:
-    case LSHIFT_EXPR:
-    case RSHIFT_EXPR:
-    case MIN_EXPR:
-    case MAX_EXPR:
-    case LT_EXPR:
-    case LE_EXPR:
-    case GT_EXPR:
-    case GE_EXPR:
-    case EQ_EXPR:
-    case NE_EXPR:
-    case TRUTH_AND_EXPR:
-    case TRUTH_OR_EXPR:
-    case TRUTH_ANDIF_EXPR:
-    case TRUTH_ORIF_EXPR:
-    case TRUTH_XOR_EXPR:
-    case COND_EXPR:
-      if (!INTEGRAL_TYPE_P (TREE_TYPE (t)) && !POINTER_TYPE_P (TREE_TYPE (t)))
-        return false;
-      for (int i = 0; i < TREE_OPERAND_LENGTH (t); i++)
-        if (!niter_computable (TREE_OPERAND (t, i), at))
-          return false;
-      return true;
-    default:
-      return false;
-    }
-}
-
-/* 5a. How a derived latch count is added: NITER (the loop's trip count,
-   computable where the loop is entered) once on ENTRY; or else, at each
-   of the loop's EXITS, the iterations so far of an induction variable IV
-   (a PHI of the header: BASE on entry, IV + STEP over the latch), that is
-   (IV - BASE) / STEP, with the subtraction turned round when DOWN.  */
+/* 5a. A derived latch count: the loop's constant trip count NITER,
+   added on its ENTRY edge.  */
 struct derived_latch
 {
   edge entry;
   tree niter;
-  tree iv, base, step;
-  bool down;
-  auto_vec<edge> exits;
 };
 
-/* 5a. An induction variable of LOOP's header whose iterations
-   (IV - BASE) / STEP the exits can compute exactly: a PHI taking BASE over
-   ENTRY and IV + constant over the latch, in a type that cannot wrap
-   before 2^62 iterations (pointers and 64-bit integers) or whose overflow
-   is undefined (signed integers as wide as int: a narrower one is
-   computed in int and converted, which wraps without undefined
-   behaviour).  */
-static bool
-find_counting_iv (class loop *loop, edge entry, edge latch, derived_latch *d)
-{
-  for (gphi_iterator gsi = gsi_start_phis (loop->header); !gsi_end_p (gsi);
-       gsi_next (&gsi))
-    {
-      gphi *phi = gsi.phi ();
-      tree x = gimple_phi_result (phi);
-      if (virtual_operand_p (x))
-        continue;
-      tree type = TREE_TYPE (x);
-      if (!(POINTER_TYPE_P (type)
-            || (INTEGRAL_TYPE_P (type)
-                && (TYPE_PRECISION (type) >= 64
-                    || (TYPE_OVERFLOW_UNDEFINED (type)
-                        && TYPE_PRECISION (type)
-                               >= TYPE_PRECISION (integer_type_node))))))
-        continue;
-      tree next = PHI_ARG_DEF_FROM_EDGE (phi, latch);
-      tree base = PHI_ARG_DEF_FROM_EDGE (phi, entry);
-      if (TREE_CODE (next) != SSA_NAME
-          || (TREE_CODE (base) != SSA_NAME && TREE_CODE (base) != INTEGER_CST))
-        continue;
-      gassign *def = dyn_cast<gassign *> (SSA_NAME_DEF_STMT (next));
-      if (!def || gimple_assign_rhs1 (def) != x
-          || (gimple_assign_rhs_code (def) != PLUS_EXPR
-              && gimple_assign_rhs_code (def) != POINTER_PLUS_EXPR)
-          || TREE_CODE (gimple_assign_rhs2 (def)) != INTEGER_CST
-          || integer_zerop (gimple_assign_rhs2 (def)))
-        continue;
-      tree utype = unsigned_type_for (type);
-      if (!utype || TYPE_PRECISION (utype) > 64)
-        continue;
-      /* The step as a signed number of the IV's width.  */
-      tree step = fold_convert (signed_type_for (utype),
-                                gimple_assign_rhs2 (def));
-      d->down = tree_int_cst_sgn (step) < 0;
-      if (d->down)
-        step = fold_build1 (NEGATE_EXPR, TREE_TYPE (step), step);
-      if (TREE_CODE (step) != INTEGER_CST || tree_int_cst_sgn (step) <= 0)
-        continue;
-      d->iv = x;
-      d->base = base;
-      d->step = fold_convert (utype, step);
-      return true;
-    }
-  return false;
-}
-
 /* 5a. placement=tree at=late: a loop's latch edge, whose counter would be
-   updated at every iteration, is counted once per run of the loop
-   instead: by its trip count (GCC's number_of_iterations_exit) where the
-   loop is entered, or by an induction variable's iterations at each exit
-   (find_counting_iv).  The tree is then built without that edge.  Only
-   loops that cannot be left but by their exits: no call that may not
-   return (split_after_calls marked them in CALL_ENDED), no exception,
-   abnormal or fake edge, no block without successors; one entry edge; and
-   only when GCC's estimate says the latch runs at least twice per entry.
-   Not with counters=mapped (the count would reach the file before or
-   after the iterations ran: a process killed in the loop would miscount).
-   The derived latches are appended to *OUT.  */
+   updated at every iteration, is counted once per run of the loop instead
+   when GCC's trip-count analysis (number_of_iterations_exit) gives a
+   constant: counter += trip count on the loop's entry edge.  The tree is
+   then built without that edge.  Only loops that cannot be left but by
+   their one exit: no call that may not return (split_after_calls marked
+   them in CALL_ENDED), no exception, abnormal or fake edge, no block
+   without successors; one entry edge.  Not with counters=mapped (the
+   count would reach the file before the iterations ran: a process killed
+   in the loop would overcount).  The derived latches are appended to
+   *OUT.  */
 static void
 derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
-                bool profile, vec<derived_latch *> *out)
+                vec<derived_latch *> *out)
 {
   if (!optimize || !gimple_in_ssa_p (fun) || !current_loops || tally_opts.mapped
       || loops_state_satisfies_p (fun, LOOPS_NEED_FIXUP)
@@ -910,9 +778,6 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
         why = "no single entry edge and latch";
       else if (exits.is_empty ())
         why = "no exit";
-      else if (edge_weight (fun, latch, profile)
-               < 2 * edge_weight (fun, entry, profile))
-        why = "expected to run its latch less than twice per entry";
       for (edge x : exits)
         if (!why && ((x->flags & (EDGE_COMPLEX | EDGE_FAKE))
                      || x->dest == EXIT_BLOCK_PTR_FOR_FN (fun)))
@@ -959,38 +824,32 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
                                  desc.may_be_zero,
                                  build_int_cst (TREE_TYPE (niter), 0), niter);
           niter = fold_convert (uint64_type_node, niter);
-          if (niter_computable (niter, entry->src))
+          /* Only a constant trip count: one add of it per run of the loop
+             is never dearer than one add per iteration.  Computing a
+             trip count or an induction variable's iterations costs 3 to
+             5 instructions per run, which measured dearer than the adds
+             it saves on bzip2, lua and sqlite (the loops GCC's guessed
+             profile expects to go round often mostly go round once or
+             twice): see doc/benchmarks.md.  */
+          if (TREE_CODE (niter) == INTEGER_CST && !integer_zerop (niter))
             d->niter = niter;
         }
-      if (!d->niter && !find_counting_iv (loop, entry, latch, d))
+      if (!d->niter)
         {
           if (dump_file)
-            fprintf (dump_file, "tally: loop %d: latch counted: no trip "
-                     "count and no counting induction variable\n", loop->num);
+            fprintf (dump_file, "tally: loop %d: latch counted: no constant "
+                     "trip count\n", loop->num);
           delete d;
           continue;
         }
-      if (!d->niter)
-        for (edge x : exits)
-          d->exits.safe_push (x);
       (*lp)->derived = d;
       out->safe_push (d);
       if (dump_file)
         {
-          fprintf (dump_file, "tally: loop %d (header bb %d): latch count ",
-                   loop->num, loop->header->index);
-          if (d->niter)
-            {
-              fprintf (dump_file, "from the trip count, added on entry from "
-                       "bb %d: ", entry->src->index);
-              print_generic_expr (dump_file, d->niter);
-            }
-          else
-            {
-              fprintf (dump_file, "from the iterations of ");
-              print_generic_expr (dump_file, d->iv);
-              fprintf (dump_file, ", added at %u exits", exits.length ());
-            }
+          fprintf (dump_file, "tally: loop %d (header bb %d): latch count "
+                   "from the trip count, added on entry from bb %d: ",
+                   loop->num, loop->header->index, entry->src->index);
+          print_generic_expr (dump_file, d->niter);
           fprintf (dump_file, "\n");
         }
     }
@@ -1242,7 +1101,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
      join other paths).  */
   bool edges_too = per_block && !visited;
   if (!per_block)
-    derive_latches (fun, plan, call_ended, profile, &plan->derived);
+    derive_latches (fun, plan, call_ended, &plan->derived);
   if (!visited)
     {
       auto_vec<int> parent;
@@ -1366,31 +1225,14 @@ build_add (tree array, unsigned k, tree niter, gimple_seq *seq)
   gimple_seq_add_stmt (seq, gimple_build_assign (unshare_expr (ref), new_val));
 }
 
-/* 5a. The updates of a derived latch count D, on the edges where it is
-   known: the trip count on the loop's entry edge, or the induction
-   variable's iterations on each exit.  */
+/* 5a. The update of a derived latch count D: its trip count on the
+   loop's entry edge.  */
 static void
 insert_derived (derived_latch *d, tree counters, unsigned k)
 {
-  if (d->niter)
-    {
-      gimple_seq seq = NULL;
-      build_add (counters, k, d->niter, &seq);
-      gsi_insert_seq_on_edge (d->entry, seq);
-      return;
-    }
-  tree utype = TREE_TYPE (d->step);
-  for (edge x : d->exits)
-    {
-      tree iv = fold_convert (utype, d->iv);
-      tree base = fold_convert (utype, unshare_expr (d->base));
-      tree diff = d->down ? fold_build2 (MINUS_EXPR, utype, base, iv)
-                          : fold_build2 (MINUS_EXPR, utype, iv, base);
-      tree n = fold_build2 (EXACT_DIV_EXPR, utype, diff, d->step);
-      gimple_seq seq = NULL;
-      build_add (counters, k, fold_convert (uint64_type_node, n), &seq);
-      gsi_insert_seq_on_edge (x, seq);
-    }
+  gimple_seq seq = NULL;
+  build_add (counters, k, d->niter, &seq);
+  gsi_insert_seq_on_edge (d->entry, seq);
 }
 
 tally_block_plan::~tally_block_plan ()

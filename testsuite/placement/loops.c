@@ -1,8 +1,9 @@
-/* Loop shapes whose latch counts tally derives at -O1 and above
-   (plugin/blocks.cc, derive_latches) and whose visited bytes it stores on
-   the loop's entry (hoist_visited): counted loops, pointer walks, several
-   exits, steps up and down, nested, zero trips, wrap-around, and loops it
-   must leave alone (calls, longjmp).  testsuite/run-placement.py checks
+/* Loop shapes: one with a constant trip count, whose latch count tally
+   derives at -O1 and above (plugin/blocks.cc, derive_latches), and
+   others whose visited bytes it stores on the loop's entry
+   (hoist_visited) and whose counts must stay exact: counted loops,
+   pointer walks, several exits, steps up and down, nested, zero trips,
+   wrap-around, calls, longjmp.  testsuite/run-placement.py checks
    every block count against placement=block.  Usage: loops N.  */
 #include <setjmp.h>
 #include <stdio.h>
@@ -24,6 +25,15 @@ sum_ints (const int *a, int n)
   long s = 0;
   for (int i = 0; i < n; i++)
     s += a[i];
+  return s;
+}
+
+__attribute__ ((noinline)) long
+fixed (const int *a)
+{
+  long s = 0;
+  for (int i = 0; i < 1000; i++)
+    s += a[i % 7] * (i | 1);
   return s;
 }
 
@@ -171,6 +181,7 @@ main (int argc, char **argv)
   for (int k = 0; k < 4; k++)
     {
       r += sum_ints (a, n - k > 0 ? n - k : 0) + count_down (k * 10);
+      r += n >= 7 ? fixed (a) : 0;
       r += branchy (a, n) + triangle (k, n / 10) + find (a, n, k + 3);
       r += walk ((char *) a, (char *) a + 2 * k);
       r += nodes (t, n, 3 * k * k) + backwards (a, n);
