@@ -8,7 +8,6 @@ Usage: run-mpi.py CHECK --plugin P --runtime RT --runtime-shared RTS
                   --tally-mpi LIB --tally T --include DIR --srcdir DIR
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import os
 import re
 import shutil
@@ -16,7 +15,7 @@ import struct
 import subprocess
 import sys
 
-from checklib import Failure, Skip, expect, run, run_check
+from checklib import Failure, Skip, expect, parse_args, run, run_check
 
 RANK_VARS = ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK",
              "SLURM_PROCID", "FLUX_TASK_RANK", "PALS_RANKID", "ALPS_APP_PE"]
@@ -868,18 +867,9 @@ CHECKS = {
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=sorted(CHECKS) + ["write-corpus"])
-    for opt in ("plugin", "runtime", "runtime-shared", "tally", "include", "srcdir"):
-        ap.add_argument("--" + opt, required=True)
-    ap.add_argument("--tally-mpi", default="")
-    ap.add_argument("--tally-asan", default="")
-    ap.add_argument("--runtime-papi", default="")
-    a = ap.parse_args()
-    for opt in ("plugin", "runtime", "runtime_shared", "tally", "tally_mpi", "tally_asan",
-                "runtime_papi"):
-        if getattr(a, opt):
-            setattr(a, opt, os.path.abspath(getattr(a, opt)))
+    a = parse_args(CHECKS, ["write-corpus"])
+    if a.papi != "1":
+        a.runtime_papi = ""
     for v in RANK_VARS:
         os.environ.pop(v, None)
     if a.check == "write-corpus":
