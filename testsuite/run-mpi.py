@@ -46,6 +46,15 @@ def mpirun(a, np_or_apps, env, work, check=True):
     return run(cmd, env=full, check=check, cwd=work, timeout=120)
 
 
+def both_env(d, **more):
+    """The environment of a TALLY_MPI=both job writing into D: each rank's
+    file rR.data and the reduced file reduced.data; MORE adds to it."""
+    env = {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(d, "r%r.data"),
+           "TALLY_MPI_OUTPUT": os.path.join(d, "reduced.data")}
+    env.update(more)
+    return env
+
+
 def build(a, work, name, srcs, libs=(), mpi_lib=True, shared_rt=True, extra=()):
     exe = os.path.join(work, name)
     rt = ["-L" + os.path.dirname(a.runtime_shared), "-ltally-rt",
@@ -208,9 +217,7 @@ def check_mpmd(a, work):
     obj = build_common(a, work)
     mixed = build(a, work, "mixed", ["mixed.c"], libs=[obj, "-ldl"])
     other = build(a, work, "other", ["other.c"], libs=[obj])
-    mpirun(a, [(2, [mixed]), (3, [other])],
-           {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
-            "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    mpirun(a, [(2, [mixed]), (3, [other])], both_env(work), work)
     per = rank_files(work, "r")
     expect(sorted(per) == list(range(5)), "per-rank files %s" % sorted(per))
     after_finalize(per)
@@ -239,9 +246,7 @@ def check_dlopen(a, work):
          os.path.join(a.srcdir, "mpi", "plug.c"), "-o", plug,
          "-L" + os.path.dirname(a.runtime_shared), "-ltally-rt",
          "-Wl,-rpath," + os.path.dirname(a.runtime_shared)])
-    mpirun(a, [(4, [mixed, plug, "2"])],
-           {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
-            "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    mpirun(a, [(4, [mixed, plug, "2"])], both_env(work), work)
     per = rank_files(work, "r")
     after_finalize(per)
     red = parse(os.path.join(work, "reduced.data"))
@@ -263,9 +268,7 @@ def check_measured(a, work):
     need_mpi(a)
     exe = build(a, work, "imbalance-cycles", ["imbalance.c"],
                 extra=["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=cycles"])
-    mpirun(a, [(4, [exe, "3"])],
-           {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
-            "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    mpirun(a, [(4, [exe, "3"])], both_env(work), work)
     per = rank_files(work, "r")
     after_finalize(per)
     red = parse(os.path.join(work, "reduced.data"))
@@ -348,9 +351,7 @@ def check_ranks_report(a, work):
     need_mpi(a)
     exe = build(a, work, "imbalance", ["imbalance.c"])
     slow = 5
-    p = mpirun(a, [(8, [exe, str(slow)])],
-               {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
-                "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    p = mpirun(a, [(8, [exe, str(slow)])], both_env(work), work)
     did = {int(r): int(n) for r, n in re.findall(r"rank (\d+) work (\d+)", p.stdout)}
     expect(sorted(did) == list(range(8)), "program output %r" % p.stdout)
     total, mx = sum(did.values()), max(did.values())
@@ -436,9 +437,7 @@ def check_ranks_derived(a, work):
     need_mpi(a)
     exe = build(a, work, "imb-derived", ["imbalance.c"],
                 extra=["-fplugin-arg-tally-hooks=none", "-fplugin-arg-tally-blocks=count"])
-    mpirun(a, [(4, [exe, "2"])],
-           {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
-            "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    mpirun(a, [(4, [exe, "2"])], both_env(work), work)
     files = [os.path.join(work, "r%d.data" % r) for r in range(4)]
     j = json.loads(run([a.tally, "report", "--ranks", "--json", *files]).stdout)
     w = [f for f in j["functions"] if f["name"] == "work"][0]["calls"]
@@ -524,8 +523,7 @@ def check_paths(a, work):
     for what, apps, np in jobs:
         d = os.path.join(work, what)
         os.mkdir(d)
-        mpirun(a, apps, {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(d, "r%r.data"),
-                         "TALLY_MPI_OUTPUT": os.path.join(d, "reduced.data")}, d)
+        mpirun(a, apps, both_env(d), d)
         files = [os.path.join(d, "r%d.data" % r) for r in range(np)]
         rows = check_paths_equal(a, work, os.path.join(d, "reduced.data"), files,
                                  2 if what == "mpmd" else 1, what)
@@ -675,8 +673,7 @@ def check_paths_papi(a, work):
     exe = build(a, work, "imb-papi", ["imbalance.c"],
                 extra=PATHS[:1] + ["-fplugin-arg-tally-measure=papi",
                                    "-fplugin-arg-tally-paths=on"])
-    env = {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
-           "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data"), "TALLY_PAPI_EVENTS": ev}
+    env = both_env(work, TALLY_PAPI_EVENTS=ev)
     p = mpirun(a, [(4, [exe, "2"])], env, work)
     red = os.path.join(work, "reduced.data")
     if ev not in run([a.tally, "dump", red]).stdout:
@@ -706,9 +703,7 @@ def check_reduce(a, work):
     for np in (1, 2, 4, 8):
         d = os.path.join(work, "np%d" % np)
         os.mkdir(d)
-        p = mpirun(a, [(np, [exe, str(np - 1)])],
-                   {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(d, "r%r.data"),
-                    "TALLY_MPI_OUTPUT": os.path.join(d, "reduced.data")}, d)
+        p = mpirun(a, [(np, [exe, str(np - 1)])], both_env(d), d)
         expect(sorted(os.listdir(d)) == sorted(["reduced.data"] + ["r%d.data" % r for r in range(np)]),
                "%d ranks wrote %s" % (np, sorted(os.listdir(d))))
         per = rank_files(d, "r")
