@@ -512,6 +512,18 @@ def wall_all(ctx, pairs_todo, phase):
         ctx.timing.item(kind, wall_pairs, ctx, wl, mode, npairs, prog)
 
 
+def checked_run(ctx, wl, mode_name, size):
+    """One wall-clock run of MODE_NAME: its seconds, or None when it failed
+    or its output differs (the failure recorded)."""
+    secs, digest, err = run_once(ctx, wl, mode_name, size)
+    if err:
+        ctx.fail(wl.name, mode_name, "run failed: " + err)
+        return None
+    if not check_output(ctx, wl, mode_name, ("wall", size), digest):
+        return None
+    return secs
+
+
 def wall_pairs(ctx, wl, mode, npairs, prog):
     base = mode.baseline
     size = wl.sizes[ctx.kind][mode.runner_input]
@@ -520,24 +532,16 @@ def wall_pairs(ctx, wl, mode, npairs, prog):
     if (wl.name, base, ("wall", size)) not in ctx.ref_out:
         warm.insert(0, base)
     for m in warm:  # page cache, output check
-        secs, digest, err = run_once(ctx, wl, m, size)
-        if err:
-            ctx.fail(wl.name, m, "run failed: " + err)
-            return
-        if not check_output(ctx, wl, m, ("wall", size), digest):
+        if checked_run(ctx, wl, m, size) is None:
             return
     ratios, tb, tm = [], [], []
     for r in range(npairs):
         order = [mode.name, base] if r % 2 == 0 else [base, mode.name]
         t = {}
         for m in order:
-            secs, digest, err = run_once(ctx, wl, m, size)
-            if err:
-                ctx.fail(wl.name, m, "run failed: " + err)
+            t[m] = checked_run(ctx, wl, m, size)
+            if t[m] is None:
                 return
-            if not check_output(ctx, wl, m, ("wall", size), digest):
-                return
-            t[m] = secs
         tb.append(t[base])
         tm.append(t[mode.name])
         ratios.append(t[mode.name] / t[base])
