@@ -140,11 +140,17 @@ def support_obj(ctx, mode, name):
         return _support_obj(ctx, mode, name)
 
 
+def support_headers():
+    """The headers the support files include (support/*.h)."""
+    return sorted(os.path.join(SUPPORT, f) for f in os.listdir(SUPPORT) if f.endswith(".h"))
+
+
 def _support_obj(ctx, mode, name):
     cc = mode.group
     obj = os.path.join(ctx.work, "obj", "support-%s-%s.o" % (cc, name[:-2]))
     src = os.path.join(SUPPORT, name)
-    if not os.path.exists(obj) or os.path.getmtime(obj) < os.path.getmtime(src):
+    if not os.path.exists(obj) or any(os.path.getmtime(obj) < os.path.getmtime(f)
+                                      for f in [src] + support_headers()):
         subprocess.run([cc, "-O2", "-c", src, "-o", obj], check=True)
     return obj
 
@@ -156,6 +162,7 @@ def build_key(ctx, wl, mode):
                  mode_compile_flags(ctx, wl, mode) + mode.ldflags + wl.libs(ctx) + mode.support):
         h.update(part.encode() + b"\0")
     files = list(wl.sources(ctx)) + [os.path.join(SUPPORT, s) for s in mode.support]
+    files += support_headers() if mode.support else []
     files += [l for l in wl.libs(ctx) if l.endswith(".a")]
     if mode.tally is not None:
         files += [ctx.plugin, os.path.join(os.path.dirname(ctx.plugin), "tally-impl.so"), ctx.rtlib]

@@ -296,7 +296,7 @@ build_key() {
     echo "$prog $v -O2 $(prog_cflags "$prog") $(vflags "$v") $(prog_libs "$prog")"
     prog_sources "$prog"
     sha256sum "$plugin" "$tally/build/plugin/tally-impl.so" "$rtlib" \
-      "$here"/lopi-hooks.h "$here"/lopi-data.c "$here"/lopi-cyg.c \
+      "$here"/lopi-hooks.h "$here"/lopi-data.c "$here"/lopi-cyg.c "$here"/support/cyg-table.h \
       "$tally"/include/tally/*.h 2>/dev/null
     prog_sources "$prog" | xargs sha256sum
   } | sha256sum | cut -d' ' -f1
