@@ -209,7 +209,17 @@ tally_le_put64 (unsigned char *p, uint64_t v)
 /* The codec of the fixed parts.  Offsets are from the start of the part;
    each *_put writes the whole part (its tag included), each *_get reads
    every field but the tag, unchecked: a reader checks the bytes are there
-   (and the tag) first.  */
+   (and the tag) first.
+
+   A part's fields are listed once, TALLY_<PART>_FIELDS (X), as
+   X (BITS, MEMBER, OFFSET): BITS 32 or 64, MEMBER of struct tally_<part>,
+   OFFSET its TALLY_<PART>_* byte offset.  Its *_put and *_get expand the
+   list with TALLY_FIELD_PUT and TALLY_FIELD_GET (P the bytes, S the
+   struct).  */
+#define TALLY_FIELD_PUT(bits, member, off) \
+  tally_le_put##bits (p + (off), s->member);
+#define TALLY_FIELD_GET(bits, member, off) \
+  s->member = tally_le_get##bits (p + (off));
 
 /* The byte-order mark as a little-endian reader sees a big-endian file.  */
 #define TALLY_BYTE_ORDER_SWAPPED 0x04030201u
@@ -224,6 +234,15 @@ tally_le_put64 (unsigned char *p, uint64_t v)
 #define TALLY_HDR_NMODULES 40u
 #define TALLY_HDR_FLAGS 44u
 
+#define TALLY_HDR_FIELDS(X) \
+  X (32, version, TALLY_HDR_VERSION) \
+  X (32, byte_order, TALLY_HDR_BOM) \
+  X (64, file_size, TALLY_HDR_SIZE) \
+  X (64, pid, TALLY_HDR_PID) \
+  X (64, time, TALLY_HDR_TIME) \
+  X (32, nmodules, TALLY_HDR_NMODULES) \
+  X (32, flags, TALLY_HDR_FLAGS)
+
 struct tally_hdr
 {
   uint32_t version, byte_order;
@@ -233,29 +252,17 @@ struct tally_hdr
 
 /* Magic and fields, TALLY_HEADER_FIXED bytes.  */
 static inline void
-tally_hdr_put (unsigned char *p, const struct tally_hdr *h)
+tally_hdr_put (unsigned char *p, const struct tally_hdr *s)
 {
   for (unsigned i = 0; i < TALLY_FILE_MAGIC_LEN; i++)
     p[i] = (unsigned char) TALLY_FILE_MAGIC[i];
-  tally_le_put32 (p + TALLY_HDR_VERSION, h->version);
-  tally_le_put32 (p + TALLY_HDR_BOM, h->byte_order);
-  tally_le_put64 (p + TALLY_HDR_SIZE, h->file_size);
-  tally_le_put64 (p + TALLY_HDR_PID, h->pid);
-  tally_le_put64 (p + TALLY_HDR_TIME, h->time);
-  tally_le_put32 (p + TALLY_HDR_NMODULES, h->nmodules);
-  tally_le_put32 (p + TALLY_HDR_FLAGS, h->flags);
+  TALLY_HDR_FIELDS (TALLY_FIELD_PUT)
 }
 
 static inline void
-tally_hdr_get (const unsigned char *p, struct tally_hdr *h)
+tally_hdr_get (const unsigned char *p, struct tally_hdr *s)
 {
-  h->version = tally_le_get32 (p + TALLY_HDR_VERSION);
-  h->byte_order = tally_le_get32 (p + TALLY_HDR_BOM);
-  h->file_size = tally_le_get64 (p + TALLY_HDR_SIZE);
-  h->pid = tally_le_get64 (p + TALLY_HDR_PID);
-  h->time = tally_le_get64 (p + TALLY_HDR_TIME);
-  h->nmodules = tally_le_get32 (p + TALLY_HDR_NMODULES);
-  h->flags = tally_le_get32 (p + TALLY_HDR_FLAGS);
+  TALLY_HDR_FIELDS (TALLY_FIELD_GET)
 }
 
 /* trailer (TALLY_TRAILER_SIZE bytes at the end) */
@@ -281,6 +288,12 @@ tally_trailer_put (unsigned char *p, uint32_t crc, uint64_t file_size)
 #define TALLY_MODREC_NFNS 20u
 #define TALLY_MODREC_FIXED 24u
 
+#define TALLY_MODREC_FIELDS(X) \
+  X (32, abi_version, TALLY_MODREC_ABI) \
+  X (64, checksum, TALLY_MODREC_CHECKSUM) \
+  X (32, flags, TALLY_MODREC_FLAGS) \
+  X (32, nfns, TALLY_MODREC_NFNS)
+
 struct tally_modrec
 {
   uint32_t abi_version;
@@ -289,22 +302,16 @@ struct tally_modrec
 };
 
 static inline void
-tally_modrec_put (unsigned char *p, const struct tally_modrec *m)
+tally_modrec_put (unsigned char *p, const struct tally_modrec *s)
 {
   tally_le_put32 (p, TALLY_TAG_MODULE);
-  tally_le_put32 (p + TALLY_MODREC_ABI, m->abi_version);
-  tally_le_put64 (p + TALLY_MODREC_CHECKSUM, m->checksum);
-  tally_le_put32 (p + TALLY_MODREC_FLAGS, m->flags);
-  tally_le_put32 (p + TALLY_MODREC_NFNS, m->nfns);
+  TALLY_MODREC_FIELDS (TALLY_FIELD_PUT)
 }
 
 static inline void
-tally_modrec_get (const unsigned char *p, struct tally_modrec *m)
+tally_modrec_get (const unsigned char *p, struct tally_modrec *s)
 {
-  m->abi_version = tally_le_get32 (p + TALLY_MODREC_ABI);
-  m->checksum = tally_le_get64 (p + TALLY_MODREC_CHECKSUM);
-  m->flags = tally_le_get32 (p + TALLY_MODREC_FLAGS);
-  m->nfns = tally_le_get32 (p + TALLY_MODREC_NFNS);
+  TALLY_MODREC_FIELDS (TALLY_FIELD_GET)
 }
 
 /* function: str name, symbol, origin, file, then this fixed part, then
@@ -315,27 +322,27 @@ tally_modrec_get (const unsigned char *p, struct tally_modrec *m)
 #define TALLY_FNREC_RESERVED 12u
 #define TALLY_FNREC_FIXED 16u
 
+#define TALLY_FNREC_FIELDS(X) \
+  X (32, line, TALLY_FNREC_LINE) \
+  X (32, flags, TALLY_FNREC_FLAGS) \
+  X (32, nvalues, TALLY_FNREC_NVALUES) \
+  X (32, reserved, TALLY_FNREC_RESERVED)
+
 struct tally_fnrec
 {
   uint32_t line, flags, nvalues, reserved;
 };
 
 static inline void
-tally_fnrec_put (unsigned char *p, const struct tally_fnrec *f)
+tally_fnrec_put (unsigned char *p, const struct tally_fnrec *s)
 {
-  tally_le_put32 (p + TALLY_FNREC_LINE, f->line);
-  tally_le_put32 (p + TALLY_FNREC_FLAGS, f->flags);
-  tally_le_put32 (p + TALLY_FNREC_NVALUES, f->nvalues);
-  tally_le_put32 (p + TALLY_FNREC_RESERVED, f->reserved);
+  TALLY_FNREC_FIELDS (TALLY_FIELD_PUT)
 }
 
 static inline void
-tally_fnrec_get (const unsigned char *p, struct tally_fnrec *f)
+tally_fnrec_get (const unsigned char *p, struct tally_fnrec *s)
 {
-  f->line = tally_le_get32 (p + TALLY_FNREC_LINE);
-  f->flags = tally_le_get32 (p + TALLY_FNREC_FLAGS);
-  f->nvalues = tally_le_get32 (p + TALLY_FNREC_NVALUES);
-  f->reserved = tally_le_get32 (p + TALLY_FNREC_RESERVED);
+  TALLY_FNREC_FIELDS (TALLY_FIELD_GET)
 }
 
 /* MEAS: u32 tag, u32 V, V names, u32 record count (TALLY_MEAS_FIXED bytes
@@ -363,6 +370,13 @@ tally_fnrec_get (const unsigned char *p, struct tally_fnrec *f)
 #define TALLY_PNODE_EXCL 24u
 #define TALLY_PATH_NODE 32u
 
+#define TALLY_PNODE_FIELDS(X) \
+  X (32, parent, TALLY_PNODE_PARENT) \
+  X (32, fn, TALLY_PNODE_FN) \
+  X (64, calls, TALLY_PNODE_CALLS) \
+  X (64, incl, TALLY_PNODE_INCL) \
+  X (64, excl, TALLY_PNODE_EXCL)
+
 struct tally_pnode
 {
   uint32_t parent, fn;
@@ -370,23 +384,15 @@ struct tally_pnode
 };
 
 static inline void
-tally_pnode_put (unsigned char *p, const struct tally_pnode *n)
+tally_pnode_put (unsigned char *p, const struct tally_pnode *s)
 {
-  tally_le_put32 (p + TALLY_PNODE_PARENT, n->parent);
-  tally_le_put32 (p + TALLY_PNODE_FN, n->fn);
-  tally_le_put64 (p + TALLY_PNODE_CALLS, n->calls);
-  tally_le_put64 (p + TALLY_PNODE_INCL, n->incl);
-  tally_le_put64 (p + TALLY_PNODE_EXCL, n->excl);
+  TALLY_PNODE_FIELDS (TALLY_FIELD_PUT)
 }
 
 static inline void
-tally_pnode_get (const unsigned char *p, struct tally_pnode *n)
+tally_pnode_get (const unsigned char *p, struct tally_pnode *s)
 {
-  n->parent = tally_le_get32 (p + TALLY_PNODE_PARENT);
-  n->fn = tally_le_get32 (p + TALLY_PNODE_FN);
-  n->calls = tally_le_get64 (p + TALLY_PNODE_CALLS);
-  n->incl = tally_le_get64 (p + TALLY_PNODE_INCL);
-  n->excl = tally_le_get64 (p + TALLY_PNODE_EXCL);
+  TALLY_PNODE_FIELDS (TALLY_FIELD_GET)
 }
 
 /* PEVT: u32 tag, u32 event count, u32 node count, then per node and event
@@ -411,6 +417,14 @@ tally_pnode_get (const unsigned char *p, struct tally_pnode *n)
 #define TALLY_CMOD_NFNS 32u
 #define TALLY_CMOD_RECSIZE 36u
 
+#define TALLY_CMOD_FIELDS(X) \
+  X (32, crc, TALLY_CMOD_CRC) \
+  X (64, len, TALLY_CMOD_LEN) \
+  X (64, region, TALLY_CMOD_REGION) \
+  X (64, region_size, TALLY_CMOD_REGION_SIZE) \
+  X (32, nfns, TALLY_CMOD_NFNS) \
+  X (32, rec_size, TALLY_CMOD_RECSIZE)
+
 struct tally_cmod
 {
   uint32_t crc;
@@ -419,33 +433,30 @@ struct tally_cmod
 };
 
 static inline void
-tally_cmod_put (unsigned char *p, const struct tally_cmod *c)
+tally_cmod_put (unsigned char *p, const struct tally_cmod *s)
 {
   tally_le_put32 (p, TALLY_TAG_CMOD);
-  tally_le_put32 (p + TALLY_CMOD_CRC, c->crc);
-  tally_le_put64 (p + TALLY_CMOD_LEN, c->len);
-  tally_le_put64 (p + TALLY_CMOD_REGION, c->region);
-  tally_le_put64 (p + TALLY_CMOD_REGION_SIZE, c->region_size);
-  tally_le_put32 (p + TALLY_CMOD_NFNS, c->nfns);
-  tally_le_put32 (p + TALLY_CMOD_RECSIZE, c->rec_size);
+  TALLY_CMOD_FIELDS (TALLY_FIELD_PUT)
 }
 
 static inline void
-tally_cmod_get (const unsigned char *p, struct tally_cmod *c)
+tally_cmod_get (const unsigned char *p, struct tally_cmod *s)
 {
-  c->crc = tally_le_get32 (p + TALLY_CMOD_CRC);
-  c->len = tally_le_get64 (p + TALLY_CMOD_LEN);
-  c->region = tally_le_get64 (p + TALLY_CMOD_REGION);
-  c->region_size = tally_le_get64 (p + TALLY_CMOD_REGION_SIZE);
-  c->nfns = tally_le_get32 (p + TALLY_CMOD_NFNS);
-  c->rec_size = tally_le_get32 (p + TALLY_CMOD_RECSIZE);
+  TALLY_CMOD_FIELDS (TALLY_FIELD_GET)
 }
 
 /* A CMOD function: u64 counters offset, u64 visited offset (or ~0), u32
    counter count, u32 visited count.  */
+#define TALLY_CMODFN_COUNTERS 0u
 #define TALLY_CMODFN_VISITED 8u
 #define TALLY_CMODFN_NCOUNTERS 16u
 #define TALLY_CMODFN_NVISITED 20u
+
+#define TALLY_CMODFN_FIELDS(X) \
+  X (64, counters, TALLY_CMODFN_COUNTERS) \
+  X (64, visited, TALLY_CMODFN_VISITED) \
+  X (32, ncounters, TALLY_CMODFN_NCOUNTERS) \
+  X (32, nvisited, TALLY_CMODFN_NVISITED)
 
 struct tally_cmodfn
 {
@@ -454,21 +465,15 @@ struct tally_cmodfn
 };
 
 static inline void
-tally_cmodfn_put (unsigned char *p, const struct tally_cmodfn *f)
+tally_cmodfn_put (unsigned char *p, const struct tally_cmodfn *s)
 {
-  tally_le_put64 (p, f->counters);
-  tally_le_put64 (p + TALLY_CMODFN_VISITED, f->visited);
-  tally_le_put32 (p + TALLY_CMODFN_NCOUNTERS, f->ncounters);
-  tally_le_put32 (p + TALLY_CMODFN_NVISITED, f->nvisited);
+  TALLY_CMODFN_FIELDS (TALLY_FIELD_PUT)
 }
 
 static inline void
-tally_cmodfn_get (const unsigned char *p, struct tally_cmodfn *f)
+tally_cmodfn_get (const unsigned char *p, struct tally_cmodfn *s)
 {
-  f->counters = tally_le_get64 (p);
-  f->visited = tally_le_get64 (p + TALLY_CMODFN_VISITED);
-  f->ncounters = tally_le_get32 (p + TALLY_CMODFN_NCOUNTERS);
-  f->nvisited = tally_le_get32 (p + TALLY_CMODFN_NVISITED);
+  TALLY_CMODFN_FIELDS (TALLY_FIELD_GET)
 }
 
 /* DUMP chunk: u32 tag, u32 session, u64 image size (TALLY_DUMP_FIXED),
