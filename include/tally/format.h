@@ -212,14 +212,42 @@ tally_le_put64 (unsigned char *p, uint64_t v)
    (and the tag) first.
 
    A part's fields are listed once, TALLY_<PART>_FIELDS (X), as
-   X (BITS, MEMBER, OFFSET): BITS 32 or 64, MEMBER of struct tally_<part>,
-   OFFSET its TALLY_<PART>_* byte offset.  Its *_put and *_get expand the
-   list with TALLY_FIELD_PUT and TALLY_FIELD_GET (P the bytes, S the
-   struct).  */
+   X (BITS, MEMBER, OFFSET): a uintBITS_t MEMBER at byte OFFSET.
+   TALLY_CODEC (part, FIELDS, HEAD) makes of the list
+
+     struct tally_<part> { the members in list order };
+     void tally_<part>_put (unsigned char *p, const struct tally_<part> *s);
+       HEAD (what precedes the fields: the tag, or (void) 0), then the fields
+     void tally_<part>_get (const unsigned char *p, struct tally_<part> *s);
+       the fields  */
+#define TALLY_FIELD_DECL(bits, member, off) uint##bits##_t member;
 #define TALLY_FIELD_PUT(bits, member, off) \
   tally_le_put##bits (p + (off), s->member);
 #define TALLY_FIELD_GET(bits, member, off) \
   s->member = tally_le_get##bits (p + (off));
+#define TALLY_CODEC(part, FIELDS, HEAD)                                     \
+  struct tally_##part                                                       \
+  {                                                                         \
+    FIELDS (TALLY_FIELD_DECL)                                               \
+  };                                                                        \
+  static inline void tally_##part##_put (unsigned char *p,                  \
+                                         const struct tally_##part *s)      \
+  {                                                                         \
+    HEAD;                                                                   \
+    FIELDS (TALLY_FIELD_PUT)                                                \
+  }                                                                         \
+  static inline void tally_##part##_get (const unsigned char *p,            \
+                                         struct tally_##part *s)            \
+  {                                                                         \
+    FIELDS (TALLY_FIELD_GET)                                                \
+  }
+
+static inline void
+tally_magic_put (unsigned char *p)
+{
+  for (unsigned i = 0; i < TALLY_FILE_MAGIC_LEN; i++)
+    p[i] = (unsigned char) TALLY_FILE_MAGIC[i];
+}
 
 /* The byte-order mark as a little-endian reader sees a big-endian file.  */
 #define TALLY_BYTE_ORDER_SWAPPED 0x04030201u
@@ -243,27 +271,9 @@ tally_le_put64 (unsigned char *p, uint64_t v)
   X (32, nmodules, TALLY_HDR_NMODULES) \
   X (32, flags, TALLY_HDR_FLAGS)
 
-struct tally_hdr
-{
-  uint32_t version, byte_order;
-  uint64_t file_size, pid, time;
-  uint32_t nmodules, flags;
-};
-
-/* Magic and fields, TALLY_HEADER_FIXED bytes.  */
-static inline void
-tally_hdr_put (unsigned char *p, const struct tally_hdr *s)
-{
-  for (unsigned i = 0; i < TALLY_FILE_MAGIC_LEN; i++)
-    p[i] = (unsigned char) TALLY_FILE_MAGIC[i];
-  TALLY_HDR_FIELDS (TALLY_FIELD_PUT)
-}
-
-static inline void
-tally_hdr_get (const unsigned char *p, struct tally_hdr *s)
-{
-  TALLY_HDR_FIELDS (TALLY_FIELD_GET)
-}
+/* struct tally_hdr; tally_hdr_put writes the magic first (TALLY_HEADER_FIXED
+   bytes in all).  */
+TALLY_CODEC (hdr, TALLY_HDR_FIELDS, tally_magic_put (p))
 
 /* trailer (TALLY_TRAILER_SIZE bytes at the end) */
 #define TALLY_TRL_CRC 4u
@@ -294,25 +304,7 @@ tally_trailer_put (unsigned char *p, uint32_t crc, uint64_t file_size)
   X (32, flags, TALLY_MODREC_FLAGS) \
   X (32, nfns, TALLY_MODREC_NFNS)
 
-struct tally_modrec
-{
-  uint32_t abi_version;
-  uint64_t checksum;
-  uint32_t flags, nfns;
-};
-
-static inline void
-tally_modrec_put (unsigned char *p, const struct tally_modrec *s)
-{
-  tally_le_put32 (p, TALLY_TAG_MODULE);
-  TALLY_MODREC_FIELDS (TALLY_FIELD_PUT)
-}
-
-static inline void
-tally_modrec_get (const unsigned char *p, struct tally_modrec *s)
-{
-  TALLY_MODREC_FIELDS (TALLY_FIELD_GET)
-}
+TALLY_CODEC (modrec, TALLY_MODREC_FIELDS, tally_le_put32 (p, TALLY_TAG_MODULE))
 
 /* function: str name, symbol, origin, file, then this fixed part, then
    u64 values[nvalues], u32 map size, the map (version 2) */
@@ -328,22 +320,7 @@ tally_modrec_get (const unsigned char *p, struct tally_modrec *s)
   X (32, nvalues, TALLY_FNREC_NVALUES) \
   X (32, reserved, TALLY_FNREC_RESERVED)
 
-struct tally_fnrec
-{
-  uint32_t line, flags, nvalues, reserved;
-};
-
-static inline void
-tally_fnrec_put (unsigned char *p, const struct tally_fnrec *s)
-{
-  TALLY_FNREC_FIELDS (TALLY_FIELD_PUT)
-}
-
-static inline void
-tally_fnrec_get (const unsigned char *p, struct tally_fnrec *s)
-{
-  TALLY_FNREC_FIELDS (TALLY_FIELD_GET)
-}
+TALLY_CODEC (fnrec, TALLY_FNREC_FIELDS, (void) 0)
 
 /* MEAS: u32 tag, u32 V, V names, u32 record count (TALLY_MEAS_FIXED bytes
    without the names); per record u32 function count, then per function
@@ -377,23 +354,7 @@ tally_fnrec_get (const unsigned char *p, struct tally_fnrec *s)
   X (64, incl, TALLY_PNODE_INCL) \
   X (64, excl, TALLY_PNODE_EXCL)
 
-struct tally_pnode
-{
-  uint32_t parent, fn;
-  uint64_t calls, incl, excl;
-};
-
-static inline void
-tally_pnode_put (unsigned char *p, const struct tally_pnode *s)
-{
-  TALLY_PNODE_FIELDS (TALLY_FIELD_PUT)
-}
-
-static inline void
-tally_pnode_get (const unsigned char *p, struct tally_pnode *s)
-{
-  TALLY_PNODE_FIELDS (TALLY_FIELD_GET)
-}
+TALLY_CODEC (pnode, TALLY_PNODE_FIELDS, (void) 0)
 
 /* PEVT: u32 tag, u32 event count, u32 node count, then per node and event
    a pair of TALLY_MEAS_PAIR bytes */
@@ -425,25 +386,7 @@ tally_pnode_get (const unsigned char *p, struct tally_pnode *s)
   X (32, nfns, TALLY_CMOD_NFNS) \
   X (32, rec_size, TALLY_CMOD_RECSIZE)
 
-struct tally_cmod
-{
-  uint32_t crc;
-  uint64_t len, region, region_size;
-  uint32_t nfns, rec_size;
-};
-
-static inline void
-tally_cmod_put (unsigned char *p, const struct tally_cmod *s)
-{
-  tally_le_put32 (p, TALLY_TAG_CMOD);
-  TALLY_CMOD_FIELDS (TALLY_FIELD_PUT)
-}
-
-static inline void
-tally_cmod_get (const unsigned char *p, struct tally_cmod *s)
-{
-  TALLY_CMOD_FIELDS (TALLY_FIELD_GET)
-}
+TALLY_CODEC (cmod, TALLY_CMOD_FIELDS, tally_le_put32 (p, TALLY_TAG_CMOD))
 
 /* A CMOD function: u64 counters offset, u64 visited offset (or ~0), u32
    counter count, u32 visited count.  */
@@ -458,23 +401,7 @@ tally_cmod_get (const unsigned char *p, struct tally_cmod *s)
   X (32, ncounters, TALLY_CMODFN_NCOUNTERS) \
   X (32, nvisited, TALLY_CMODFN_NVISITED)
 
-struct tally_cmodfn
-{
-  uint64_t counters, visited;
-  uint32_t ncounters, nvisited;
-};
-
-static inline void
-tally_cmodfn_put (unsigned char *p, const struct tally_cmodfn *s)
-{
-  TALLY_CMODFN_FIELDS (TALLY_FIELD_PUT)
-}
-
-static inline void
-tally_cmodfn_get (const unsigned char *p, struct tally_cmodfn *s)
-{
-  TALLY_CMODFN_FIELDS (TALLY_FIELD_GET)
-}
+TALLY_CODEC (cmodfn, TALLY_CMODFN_FIELDS, (void) 0)
 
 /* DUMP chunk: u32 tag, u32 session, u64 image size (TALLY_DUMP_FIXED),
    then the image */
