@@ -185,10 +185,22 @@ tally_rt_fn_value (const struct tally_module *m, uint32_t fn, uint32_t k)
 static void
 put_module (struct writer *w, const struct tally_module *m)
 {
+  /* From the unit's compile-time blob if it has one (mapblob.c), after
+     what is buffered.  */
+  if (w->fd >= 0 && !w->mem && tally_rt_blob_usable (m))
+    flush (w);
+  struct tally_rt_sink s = { w->mem, w->fd, w->total, w->crc, w->failed };
+  if (tally_rt_blob_put (m, &s))
+    {
+      w->total = s.total;
+      w->crc = s.crc;
+      w->failed = s.failed;
+      return;
+    }
   put_u32 (w, TALLY_TAG_MODULE);
   put_u32 (w, m->abi_version);
   put_u64 (w, m->checksum);
-  put_u32 (w, m->flags);
+  put_u32 (w, m->flags & ~TALLY_MOD_BLOB);
   put_u32 (w, m->nfns);
   put_str (w, m->source);
   put_str (w, m->directory);
@@ -1302,11 +1314,7 @@ tally_rt_unlock (void)
 static uint64_t
 module_sum (const struct tally_module *m)
 {
-  uint64_t sum = 0;
-  for (uint32_t i = 0; i < m->nfns; i++)
-    for (uint32_t k = 0; k < tally_rt_fn_nvalues (m->fns[i]); k++)
-      sum += tally_rt_fn_value (m, i, k);
-  return sum;
+  return tally_rt_values_sum (m); /* mapblob.c */
 }
 
 /* Note the sum of every live module.  On no memory, late counts go
