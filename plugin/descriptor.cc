@@ -608,7 +608,7 @@ build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
 {
   unsigned n = records.length ();
   unsigned nseg = n + 1;
-  unsigned head = 24 + 16 * nseg;
+  unsigned head = 24 + 24 * nseg;
   auto_vec<unsigned char> data;
   auto_vec<unsigned> cut; /* where each segment ends in DATA */
   unsigned long long nvalues = 0;
@@ -653,8 +653,17 @@ build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
       unsigned len = cut[i] - start;
       blob_u32 (out, head + start);
       blob_u32 (out, len);
-      blob_u32 (out, crc_update (0, data.address () + start, len));
+      unsigned crc = crc_update (0, data.address () + start, len);
+      blob_u32 (out, crc);
       blob_u32 (out, crc_shift (len));
+      /* The same with the next function's values all 0.  */
+      unsigned long long zeros
+          = i < n ? 8ull * (records[i].ncounters + records[i].nvisited) : 0;
+      static const unsigned char zero8[8] = { 0 };
+      for (unsigned long long k = 0; k < zeros; k += 8)
+        crc = crc_update (crc, zero8, 8);
+      blob_u32 (out, crc);
+      blob_u32 (out, crc_shift (len + zeros));
       start = cut[i];
     }
   gcc_assert (out->length () == head);

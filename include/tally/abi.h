@@ -144,7 +144,9 @@ struct tally_module
      per segment: u32 offset (from the blob's start), u32 length,
        u32 CRC-32 of its bytes, u32 x^(8 length) mod the CRC polynomial
        (reflected; appends the segment to a running CRC: zlib's
-       crc32_combine),
+       crc32_combine), and the same two for the segment followed by the
+       next function's values all 0 (for the last segment: the same
+       values again),
      then the segments' bytes.  Each function's `map` points into it.  */
 #define TALLY_BLOB_MAGIC 0x42594c54u /* "TLYB" little-endian */
 
