@@ -3,7 +3,7 @@
  * an earlier profile, the LOPI paper's way of choosing functions.
  *
  * PROFILE is a data file written by a build with measure=cycles.  At
- * plugin_init it is read and ranked by tools/select.c, the code behind
+ * plugin_init it is read and ranked by format/select.c, the code behind
  * `tally select`, so that command shows what this file will admit: the
  * fewest functions, by exclusive cycles, whose time reaches P% of the
  * total.  A function is then instrumented when its source function (origin
@@ -20,7 +20,7 @@
  * saying so.  With filter=FILE too, a function must pass both.  */
 #include "tally-plugin.h"
 
-#include "../tools/select.h"
+#include "select.h"
 
 /* The ranked profile, when select= was given.  */
 static struct tally_selection selection;

@@ -1,9 +1,30 @@
-"""What the test scripts share: failures, skips, running commands, and
-running one named check in a scratch directory with meson's exit codes
-(0 pass, 1 fail, 77 skip)."""
+"""What the test drivers (testsuite/run-*.py) share: the named-case
+registry and the driver's main, failures and skips, running commands,
+building with the plugin, running a program into a data file and reading
+`tally report` back.
+
+A driver is a list of named cases:
+
+    from checklib import case, expect, main
+
+    @case("api")
+    def check_api(a, work):
+        ...
+
+    if __name__ == "__main__":
+        sys.exit(main("tally-check-"))
+
+main() parses the command line meson gives every driver (the case name
+and the paths of testsuite/meson.build's `driver_args`), makes a scratch
+directory WORK, calls the case with the parsed options A, and returns
+meson's exit status: 0 pass, 1 fail (Failure), 77 skip (Skip, with the
+reason printed)."""
+import argparse
+import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 
@@ -13,6 +34,21 @@ class Failure(Exception):
 
 class Skip(Exception):
     pass
+
+
+# The registry of named cases: {meson case name: function(a, work)}.
+CASES = {}
+
+
+def case(name):
+    """Register the decorated function as the case NAME (the name
+    testsuite/meson.build passes)."""
+    def register(fn):
+        if name in CASES:
+            raise ValueError("case %s registered twice" % name)
+        CASES[name] = fn
+        return fn
+    return register
 
 
 def run(cmd, env=None, check=True, **kw):
@@ -36,12 +72,122 @@ def expect(cond, msg):
         raise Failure(msg)
 
 
+def need_tools(*tools):
+    """Skip unless every one of TOOLS is on the PATH."""
+    for tool in tools:
+        if not shutil.which(tool):
+            raise Skip("(%s not installed)" % tool)
+
+
+def write_file(path, text):
+    """Write TEXT to PATH; returns PATH."""
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def plain_quotes(text):
+    """GCC's diagnostics with its typographic quotes made plain."""
+    return text.replace("\u2018", "'").replace("\u2019", "'")
+
+
+# Building.
+
+def tally_opts(*opts):
+    """-fplugin-arg-tally-OPT of each "OPT" ("hooks=call", "at=early")."""
+    return ["-fplugin-arg-tally-" + o for o in opts]
+
+
+def compiler(a, src, cxx=None):
+    """The C++ compiler for a .cc source (or when CXX), the C one else."""
+    return a.cxx if (src.endswith(".cc") if cxx is None else cxx) else a.cc
+
+
+def shared_runtime(a):
+    """Link arguments of the shared runtime beside the static one."""
+    rt_dir = os.path.dirname(a.runtime)
+    return ["-L" + rt_dir, "-ltally-rt", "-Wl,-rpath," + rt_dir]
+
+
+def build(a, exe, sources, flags=(), opt="-O2", link=(), runtime=None, libs=(), cxx=None):
+    """Compile and link SOURCES into EXE with the plugin: OPT, FLAGS (compiler
+    and -fplugin-arg- flags) before the sources; after them LINK, the
+    runtime's link arguments RUNTIME (the static runtime by default), then
+    LIBS.  The C++ compiler when the first source is C++ (or CXX says so).
+    Returns EXE."""
+    if isinstance(sources, str):
+        sources = [sources]
+    run([compiler(a, sources[0], cxx), opt, "-fplugin=" + a.plugin, *flags,
+         *sources, "-o", exe, *link, *(runtime or [a.runtime]), *libs])
+    return exe
+
+
+def build_abc(a, work, runtime=None, extra=()):
+    """progs/s-abc.c at -O2 with the plugin and EXTRA, as WORK/abc."""
+    return build(a, os.path.join(work, "abc"), os.path.join(a.srcdir, "progs", "s-abc.c"),
+                 link=extra, runtime=[runtime or a.runtime])
+
+
+# Running and reading the data file back.
+
+def run_data(exe, data, args=(), env=None, **kw):
+    """Run EXE writing the data file DATA; returns the completed process."""
+    return run([exe, *args], env=dict(env or {}, TALLY_OUTPUT=data), **kw)
+
+
+def data_of(exe, args=()):
+    """Run EXE writing EXE.data; returns that file's bytes."""
+    data = exe + ".data"
+    run_data(exe, data, args)
+    with open(data, "rb") as f:
+        return f.read()
+
+
+def report_json(a, *args, env=None):
+    """`tally report --json ARGS` (data files and options), parsed."""
+    return json.loads(run([a.tally, "report", "--json", *args], env=env).stdout)
+
+
+def report_rows(a, *args):
+    """The per-function objects of `tally report --json ARGS`, by name."""
+    return {f["name"]: f for f in report_json(a, *args)["functions"]}
+
+
+def report_csv(a, *args, sum_clones=False):
+    """({function: (entries, exits)}, stderr) of `tally report --csv ARGS`.
+    SUM_CLONES: rows of one name add up (else the last one is kept)."""
+    p = run([a.tally, "report", "--csv", *args])
+    res = {}
+    for line in p.stdout.splitlines()[1:]:
+        f = line.split(",")
+        got = (int(f[0]), int(f[1]))
+        if sum_clones and f[2] in res:
+            got = (res[f[2]][0] + got[0], res[f[2]][1] + got[1])
+        res[f[2]] = got
+    return res, p.stderr
+
+
+def report_calls(a, *args):
+    """{function: (entries, exits)} of `tally report --csv ARGS`."""
+    return report_csv(a, *args)[0]
+
+
+# The driver's main.
+
 def run_check(checks, name, args, prefix):
     """Run checks[NAME](ARGS, WORK) in a fresh scratch directory WORK and
     return the exit status for meson."""
     work = tempfile.mkdtemp(prefix=prefix)
     try:
-        checks[name](args, work)
+        return outcome(name, lambda: checks[name](args, work))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def outcome(name, fn):
+    """Call FN and say how the case NAME went: meson's exit status."""
+    try:
+        fn()
         print("ok:", name)
         return 0
     except Failure as e:
@@ -50,5 +196,41 @@ def run_check(checks, name, args, prefix):
     except Skip as e:
         print("skipped: %s %s" % (name, e))
         return 77
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+
+
+# The options of every driver (testsuite/meson.build's driver_args); those
+# naming files are made absolute.
+PATH_OPTIONS = ("plugin", "runtime", "runtime-asan", "runtime-papi", "runtime-shared",
+                "tally", "tally-asan", "include", "srcdir", "examples", "build-dir",
+                "corpus-dir")
+
+
+def parse_args(cases, extra_modes=()):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("check", choices=sorted(cases) + list(extra_modes))
+    for opt in PATH_OPTIONS:
+        ap.add_argument("--" + opt)
+    ap.add_argument("--cc", default="gcc")
+    ap.add_argument("--cxx", default="g++")
+    ap.add_argument("--meson", default="meson")
+    ap.add_argument("--papi", default="0", help="1 if the runtime has PAPI")
+    ap.add_argument("--unwind", default="0", help="1 if the runtime has libunwind")
+    a = ap.parse_args()
+    for opt in PATH_OPTIONS:
+        attr = opt.replace("-", "_")
+        if getattr(a, attr):
+            setattr(a, attr, os.path.abspath(getattr(a, attr)))
+    if a.include is None and a.srcdir:
+        a.include = os.path.join(os.path.dirname(a.srcdir), "include")
+    if a.build_dir is None:
+        a.build_dir = os.path.abspath(".")
+    return a
+
+
+def main(prefix, modes=None):
+    """Run the case the command line names (or one of MODES, {name:
+    function(a)}, commands that are not tests); return the exit status."""
+    a = parse_args(CASES, modes or {})
+    if modes and a.check in modes:
+        return modes[a.check](a)
+    return run_check(CASES, a.check, a, prefix)

@@ -4,7 +4,7 @@
 For --at early the per-function counts must equal the hand-written
 PROG.expected file AND the counts of an independent oracle: the same program
 built with GCC's -finstrument-functions and a counting runtime
-(oracle/cyg-count.c).  For --at late they must equal valgrind --tool=callgrind
+(oracle/cyg-oracle.c).  For --at late they must equal valgrind --tool=callgrind
 call counts for every function body in the binary.  In both placements the
 inline-hook and call-hook builds must produce identical reports, and the
 instrumented program's output must equal the uninstrumented program's.
@@ -17,7 +17,6 @@ import io
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -178,7 +177,7 @@ def main():
 
             # Oracle: GCC's -finstrument-functions with a counting runtime.
             exe = os.path.join(work, "cyg")
-            oracle_obj = os.path.join(work, "cyg-count.o")
+            oracle_obj = os.path.join(work, "cyg-oracle.o")
             run([args.cc, "-O2", "-c", args.oracle, "-o", oracle_obj])
             run([compiler, opt, "-finstrument-functions", *srcs, oracle_obj,
                  "-o", exe] + extra)

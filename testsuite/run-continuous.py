@@ -9,7 +9,6 @@ Usage: run-continuous.py CHECK --plugin P --runtime RT --tally T --cc CC
                          --srcdir DIR [--include DIR] [--runtime-asan RTA]
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import os
 import signal
 import struct
@@ -18,7 +17,8 @@ import sys
 import time
 import zlib
 
-from checklib import Failure, Skip, expect, run, run_check
+import checklib
+from checklib import case, expect, main, report_csv, run, shared_runtime, Skip, write_file
 
 MAPPED = "-fplugin-arg-tally-counters=mapped"
 
@@ -27,9 +27,9 @@ def src(a, name):
     return os.path.join(a.srcdir, "continuous", name)
 
 
-def shared_runtime(a):
-    rt_dir = os.path.dirname(a.runtime)
-    return ["-L" + rt_dir, "-ltally-rt", "-Wl,-rpath," + rt_dir]
+def fork_src(a):
+    """lossless/fork.c, which run with "kill" kills its child and itself."""
+    return os.path.join(a.srcdir, "lossless", "fork.c")
 
 
 def runtime(a, name):
@@ -37,19 +37,13 @@ def runtime(a, name):
 
 
 def build(a, exe, sources, flags=(), rt="static", opt="-O2", mapped=True, link=()):
-    run([a.cc, opt, "-fplugin=" + a.plugin, *([MAPPED] if mapped else []), *flags,
-         "-I", a.include, *sources, "-o", exe, *runtime(a, rt), *link])
-    return exe
+    return checklib.build(a, exe, sources, [*([MAPPED] if mapped else []), *flags, "-I", a.include],
+                          opt=opt, runtime=runtime(a, rt), libs=link, cxx=False)
 
 
 def report(a, path):
     """({function: (entries, exits)}, stderr) of one data file."""
-    p = run([a.tally, "report", "--csv", path])
-    res = {}
-    for line in p.stdout.splitlines()[1:]:
-        f = line.split(",")
-        res[f[2]] = (int(f[0]), int(f[1]))
-    return res, p.stderr
+    return report_csv(a, path)
 
 
 def want_all(a, path, expected, what, finished=None):
@@ -103,6 +97,7 @@ def no_core():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+@case("kill")
 def check_kill(a, work):
     """SIGKILL by the parent after a known number of calls, _exit and abort:
     the file holds exactly the calls made (one of them before the unit
@@ -176,6 +171,7 @@ def check_kill(a, work):
     expect(not os.path.exists(data), "without %c: a file after SIGKILL")
 
 
+@case("mixed")
 def check_mixed(a, work):
     """A counters=mapped unit and an ordinary one in one program: at normal
     exit both are in the file; after SIGKILL only the mapped one (the other
@@ -210,15 +206,16 @@ def check_mixed(a, work):
                  tag + " tally_dump then SIGKILL", finished=False)
 
 
+@case("fork")
 def check_fork(a, work):
     """A forked child and its parent, both killed: each file is exact, the
     child's from zero, and the child never wrote into the parent's file."""
     for hooks, rt in (("inline", "static"), ("call", "shared")):
         tag = "hooks=%s %s runtime" % (hooks, rt)
-        exe = build(a, os.path.join(work, "fork-" + hooks), [src(a, "fork.c")],
+        exe = build(a, os.path.join(work, "fork-" + hooks), [fork_src(a)],
                     ["-fplugin-arg-tally-hooks=" + hooks], rt)
         data = exe + ".%p%c.data"
-        p, out, err = run_pid(exe, [], {"TALLY_OUTPUT": data})
+        p, out, err = run_pid(exe, ["kill"], {"TALLY_OUTPUT": data})
         expect(p.returncode == -signal.SIGKILL and err == "",
                "%s: ended with %d, %r" % (tag, p.returncode, err))
         child, s = out.split()
@@ -230,7 +227,7 @@ def check_fork(a, work):
     # A pattern without %p: the child does not take its parent's file.
     exe = os.path.join(work, "fork-inline")
     data = os.path.join(work, "fixed%c.data")
-    p = run([exe], env={"TALLY_OUTPUT": data}, check=False)
+    p = run([exe, "kill"], env={"TALLY_OUTPUT": data}, check=False)
     child = p.stdout.split()[0]
     fixed = data.replace("%c", "")
     expect("has no %p" in p.stderr and os.path.exists(fixed + "." + child),
@@ -239,6 +236,7 @@ def check_fork(a, work):
     want_all(a, fixed + "." + child, {"f": (2, 2)}, "fixed name, child")
 
 
+@case("dlopen")
 def check_dlopen(a, work):
     """A mapped library loaded, unloaded and loaded again, then the process
     killed: each load's region holds its calls (3 and 4), static and shared
@@ -263,6 +261,7 @@ def check_dlopen(a, work):
         expect(recs == [3, 4], "%s: lib_f per module record %s, want [3, 4]" % (tag, recs))
 
 
+@case("threads")
 def check_threads(a, work):
     """Eight threads calling f while the process is killed, update=atomic:
     the file has every call that finished and no more than were started.
@@ -300,14 +299,16 @@ def check_threads(a, work):
                "started %d calls and finished %d" % (tag, entries, exits, started, finished))
 
 
+@case("exec")
 def check_exec(a, work):
     """An image that execs itself: the new image (same pid) continues the
     file instead of replacing it, and the file holds both images' calls."""
     for hooks in ("inline", "call"):
-        exe = build(a, os.path.join(work, "exec-" + hooks), [src(a, "exec.c")],
+        exe = build(a, os.path.join(work, "exec-" + hooks),
+                    [os.path.join(a.srcdir, "lossless", "exec.c")],
                     ["-fplugin-arg-tally-hooks=" + hooks])
         data = exe + ".%p%c.data"
-        p, out, err = run_pid(exe, [], {"TALLY_OUTPUT": data})
+        p, out, err = run_pid(exe, ["continue"], {"TALLY_OUTPUT": data})
         expect(p.returncode == -signal.SIGKILL and err == "",
                "hooks=%s: ended with %d, %r" % (hooks, p.returncode, err))
         path = data.replace("%p", str(p.pid)).replace("%c", "")
@@ -315,13 +316,12 @@ def check_exec(a, work):
                  finished=False)
 
 
+@case("errors")
 def check_errors(a, work):
     """counters= takes static or mapped, and refuses what it cannot map;
     %c with %m is refused at run time with the reason; a program closing the
     runtime's descriptor; a path that cannot be created."""
-    c = os.path.join(work, "t.c")
-    with open(c, "w") as f:
-        f.write("int main (void) { return 0; }\n")
+    c = write_file(os.path.join(work, "t.c"), "int main (void) { return 0; }\n")
     p = run([a.cc, "-fplugin=" + a.plugin, "-fplugin-arg-tally-counters=disk", "-c", c,
              "-o", os.path.join(work, "t.o")], check=False)
     expect(p.returncode != 0 and "accepted values: static, mapped" in p.stderr,
@@ -359,6 +359,7 @@ def check_errors(a, work):
            "missing directory: %r" % p.stderr)
 
 
+@case("asan")
 def check_asan(a, work):
     """A continuous run under ASan and UBSan (runtime and program), killed
     and ending normally, and the report of both files under ASan."""
@@ -386,6 +387,7 @@ def check_asan(a, work):
                "tally %s: sanitizer report:\n%s" % (" ".join(args), p.stderr))
 
 
+@case("bad-files")
 def check_bad_files(a, work):
     """Damaged continuous files: a region past the end of the file (the last
     chunk cut short: left out and said), one overlapping its record or
@@ -478,6 +480,7 @@ def fill_to(mnt, free):
            % (mnt, fs_free(mnt), free))
 
 
+@case("full-fs")
 def check_full_fs(a, work):
     """A nearly full file system (a 64 KiB tmpfs): the regions are
     allocated (fallocate) before they are mapped, so no store can meet a
@@ -570,16 +573,16 @@ def check_full_fs(a, work):
         os.unlink(os.path.join(mnt, "filler"))
         for f in os.listdir(mnt):
             os.unlink(os.path.join(mnt, f))
-        fexe = build(a, os.path.join(work, "full-fork"), [src(a, "fork.c")])
+        fexe = build(a, os.path.join(work, "full-fork"), [fork_src(a)])
         data = os.path.join(mnt, "f.%p%c.data")
-        p, out, err = run_pid(fexe, [], {"TALLY_OUTPUT": data})
+        p, out, err = run_pid(fexe, ["kill"], {"TALLY_OUTPUT": data})
         expect(p.returncode == -signal.SIGKILL and err == "",
                "fork with room: ended with %d, %r" % (p.returncode, err))
         used = os.stat(data.replace("%p", str(p.pid)).replace("%c", "")).st_blocks * 512
         for f in os.listdir(mnt):
             os.unlink(os.path.join(mnt, f))
         fill_to(mnt, used + page)
-        p, out, err = run_pid(fexe, [], {"TALLY_OUTPUT": data})
+        p, out, err = run_pid(fexe, ["kill"], {"TALLY_OUTPUT": data})
         expect(p.returncode == -signal.SIGKILL,
                "fork, no room for the child's region: the parent ended with %d (want "
                "SIGKILL: 1 means its child died of SIGBUS)\n%s" % (p.returncode, err))
@@ -622,39 +625,5 @@ def check_full_fs(a, work):
         subprocess.run(["umount", mnt])
 
 
-CHECKS = {
-    "kill": check_kill,
-    "mixed": check_mixed,
-    "fork": check_fork,
-    "dlopen": check_dlopen,
-    "threads": check_threads,
-    "exec": check_exec,
-    "errors": check_errors,
-    "asan": check_asan,
-    "bad-files": check_bad_files,
-    "full-fs": check_full_fs,
-}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=sorted(CHECKS))
-    for opt in ("plugin", "runtime", "tally", "srcdir"):
-        ap.add_argument("--" + opt, required=True)
-    ap.add_argument("--cc", default="gcc")
-    ap.add_argument("--cxx", default="g++")
-    ap.add_argument("--include", default=None)
-    ap.add_argument("--runtime-asan", default=None)
-    ap.add_argument("--tally-asan", default=None)
-    a = ap.parse_args()
-    a.srcdir = os.path.abspath(a.srcdir)
-    if a.include is None:
-        a.include = os.path.join(os.path.dirname(a.srcdir), "include")
-    for attr in ("plugin", "runtime", "tally", "runtime_asan", "tally_asan"):
-        if getattr(a, attr):
-            setattr(a, attr, os.path.abspath(getattr(a, attr)))
-    return run_check(CHECKS, a.check, a, "tally-continuous-")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("tally-continuous-"))

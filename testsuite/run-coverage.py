@@ -32,8 +32,6 @@ longer happens fails the check, so that the list cannot go stale.
 Exit status: 0 pass, 1 fail, 77 skipped (gcov or lcov missing).
 """
 import argparse
-import csv
-import io
 import json
 import os
 import shutil

@@ -12,16 +12,14 @@ Usage: run-dropin.py CHECK --tally T --srcdir DIR --cc CC --cxx CXX
                      --meson M --build-dir DIR --docdir DIR
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import csv
 import io
 import os
 import re
 import shutil
-import subprocess
 import sys
 
-from checklib import Failure, Skip, expect, run, run_check
+from checklib import case, expect, Failure, main, run, Skip
 
 # Report rows (by function or origin) for the names the program prints.
 ROW_OF = {"area": "area", "perimeter": "perimeter", "helper": "helper",
@@ -80,6 +78,7 @@ def needed(path):
     return re.findall(r"\(NEEDED\).*\[(.*)\]", out)
 
 
+@case("run-make")
 def check_run_make(a, work):
     """A hand-written Makefile: `tally run -- make`, options passed on,
     `make CC=...` still instrumented, the static runtime, and a Makefile
@@ -113,6 +112,7 @@ def check_run_make(a, work):
     check_counts(a, os.path.join(d, "demo"), work, "late", name="make-override")
 
 
+@case("run-autotools")
 def check_run_autotools(a, work):
     """autoconf's configure: its compiler checks link with the runtime, and
     the project's default CFLAGS (-g -O2) are kept."""
@@ -132,6 +132,7 @@ def check_run_autotools(a, work):
     check_counts(a, os.path.join(d, "demo"), work, "early", name="autotools")
 
 
+@case("run-cmake")
 def check_run_cmake(a, work):
     """CMake: the configure step under `tally run` records CC and CXX with
     their flags; the build runs without it.  blocks=count: the calls are
@@ -146,6 +147,7 @@ def check_run_cmake(a, work):
     expect("helper" in calls, "at=early did not reach the compiler: no helper row")
 
 
+@case("run-meson")
 def check_run_meson(a, work):
     """Meson: `tally run -- meson setup`; meson adds -Wl,--as-needed and
     -Wl,--no-undefined, which the runtime in CC must survive.  With
@@ -157,6 +159,7 @@ def check_run_meson(a, work):
     check_counts(a, os.path.join(b, "demo"), work, "late", name="meson")
 
 
+@case("run-languages")
 def check_run_languages(a, work):
     """Options per language: --exit=frames (refused by C++ before) builds a
     project with C and C++ units, the C++ ones falling back to return-site
@@ -189,6 +192,7 @@ def check_run_languages(a, work):
            "--cxx-hooks=fast: %d %r" % (p.returncode, p.stderr))
 
 
+@case("run-errors")
 def check_run_errors(a, work):
     """Bad options stop tally run before the command runs, with the
     plugin's own message."""
@@ -225,6 +229,7 @@ def check_run_errors(a, work):
     expect(m and os.path.isfile(m.group(1)), "--print-env:\n%s" % p.stdout)
 
 
+@case("specs")
 def check_specs(a, work):
     """gcc -specs=tally.specs (the build tree's) is the only change: it
     loads the plugin into compiles and links the runtime into links, with
@@ -298,6 +303,7 @@ def install_tree(a, work):
     return dest, pcdir, libdir
 
 
+@case("pkg-config")
 def check_pkg_config(a, work):
     """The installed tally.pc: --cflags loads the plugin, --libs links the
     runtime, the variables name real files; the example built with it by
@@ -355,33 +361,5 @@ def check_pkg_config(a, work):
     check_counts(a, os.path.join(d, "demo"), work, "early", tally=tool[0], name="installed-run")
 
 
-CHECKS = {
-    "run-make": check_run_make,
-    "run-autotools": check_run_autotools,
-    "run-cmake": check_run_cmake,
-    "run-meson": check_run_meson,
-    "run-errors": check_run_errors,
-    "run-languages": check_run_languages,
-    "specs": check_specs,
-    "pkg-config": check_pkg_config,
-}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=sorted(CHECKS))
-    ap.add_argument("--tally", required=True)
-    ap.add_argument("--srcdir", required=True)
-    ap.add_argument("--cc", default="gcc")
-    ap.add_argument("--cxx", default="g++")
-    ap.add_argument("--meson", default="meson")
-    ap.add_argument("--build-dir", default=".")
-    a = ap.parse_args()
-    a.tally = os.path.abspath(a.tally)
-    a.srcdir = os.path.abspath(a.srcdir)
-    a.build_dir = os.path.abspath(a.build_dir)
-    return run_check(CHECKS, a.check, a, "tally-dropin-")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("tally-dropin-"))

@@ -11,17 +11,15 @@ Usage: run-examples.py CHECK --plugin P --runtime RT --tally T
                        --include DIR --examples DIR [--cc CC] [--cxx CXX]
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import csv
 import io
 import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 
-from checklib import Failure, Skip, expect, run, run_check
+from checklib import case, expect, main, run, Skip, write_file
 
 
 def plain_quotes(text):
@@ -139,6 +137,7 @@ LOPI_WANT = {  # (calls, inclusive counter total), from lopi-driver.c
 }
 
 
+@case("lopi")
 def check_lopi(a, work):
     ex = Ex(a, work, "lopi")
     count, count_out = ex.counts()
@@ -178,6 +177,7 @@ RDTSC_CALLS = {"spin": 3000, "leaf": 1000, "inner": 1000, "outer": 1000,
                "fib": 21891, "main": 1}
 
 
+@case("rdtsc")
 def check_rdtsc(a, work):
     if platform.machine() not in ("x86_64", "AMD64"):
         print("rdtsc is x86-64 only: skipped")
@@ -209,6 +209,7 @@ def fib_depths(n, depth, hist):
         fib_depths(n - 2, depth + 1, hist)
 
 
+@case("depth")
 def check_depth(a, work):
     ex = Ex(a, work, "depth")
     count, _ = ex.counts()
@@ -238,6 +239,7 @@ def check_depth(a, work):
            "DEPTH_BUCKETS=8: %s, deepest %d, want %s, 15\n%s" % (small, deepest, clamped, out))
 
 
+@case("depth-throw")
 def check_depth_throw(a, work):
     ex = Ex(a, work, "depth-throw")
     count, _ = ex.counts()
@@ -278,6 +280,7 @@ def need_binutils():
         raise Skip()
 
 
+@case("early-inlined")
 def check_early_inlined(a, work):
     """at=early: GCC inlined every hook, at -O2 and (always_inline) -O0."""
     need_binutils()
@@ -295,6 +298,7 @@ def check_early_inlined(a, work):
                    "%s %s: no function descriptor, nothing instrumented?" % (ex.driver, opt))
 
 
+@case("late-calls")
 def check_late_calls(a, work):
     """at=late (documented): the hooks are called, not inlined, and the
     plugin does not warn about it."""
@@ -318,15 +322,12 @@ def check_late_calls(a, work):
 GOOD_PROG = "int g (int x) { return x + 1; }\nint main (void) { return g (0) - 1; }\n"
 
 
+@case("errors")
 def check_errors(a, work):
-    src = os.path.join(work, "prog.c")
-    with open(src, "w") as f:
-        f.write(GOOD_PROG)
+    src = write_file(os.path.join(work, "prog.c"), GOOD_PROG)
 
     def header(name, text):
-        path = os.path.join(work, name)
-        with open(path, "w") as f:
-            f.write("#include <tally/hooks.h>\n" + text)
+        path = write_file(os.path.join(work, name), "#include <tally/hooks.h>\n" + text)
         return path
 
     sig = ("(const struct tally_fn *fn, struct tally_frame *fr) "
@@ -387,6 +388,7 @@ def check_errors(a, work):
            "noinline hooks at=late: exit %d, diagnostics:\n%s" % (rc, text))
 
 
+@case("once-per-call")
 def check_once_per_call(a, work):
     """C++ constructor/destructor variants and GNU C nested functions run
     each hook exactly once per call: entries and exits per function equal
@@ -416,6 +418,7 @@ def check_once_per_call(a, work):
         expect(len(got["inline"]) >= 2, "%s: too few functions: %s" % (src, got["inline"]))
 
 
+@case("cold-clone")
 def check_cold_clone(a, work):
     """A hook GCC leaves out of line as an IPA clone (lopi_exit.isra.0) on a
     cold path is warned about, by its source name."""
@@ -435,29 +438,5 @@ def check_cold_clone(a, work):
         expect("was not inlined" not in text, "warning without a call:\n%s" % text)
 
 
-CHECKS = {
-    "cold-clone": check_cold_clone,
-    "once-per-call": check_once_per_call,
-    "lopi": check_lopi,
-    "rdtsc": check_rdtsc,
-    "depth": check_depth,
-    "depth-throw": check_depth_throw,
-    "early-inlined": check_early_inlined,
-    "late-calls": check_late_calls,
-    "errors": check_errors,
-}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=sorted(CHECKS))
-    for opt in ("plugin", "runtime", "tally", "include", "examples"):
-        ap.add_argument("--" + opt, required=True)
-    ap.add_argument("--cc", default="gcc")
-    ap.add_argument("--cxx", default="g++")
-    a = ap.parse_args()
-    return run_check(CHECKS, a.check, a, "tally-examples-")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("tally-examples-"))

@@ -23,14 +23,13 @@ Checks:
            never runs, is not shown as run.
 Exit status: 0 pass, 1 fail, 77 skip (gcov or lcov missing).
 """
-import argparse
 import csv
 import io
 import os
 import shutil
 import sys
 
-from checklib import Failure, Skip, expect, run, run_check
+from checklib import case, expect, main, run, Skip, write_file
 import lcovcmp
 
 
@@ -98,6 +97,7 @@ def compare_one(a, work, src, flags, fails, totals):
                 for d in bad[:20])))
 
 
+@case("corpus")
 def check_corpus(a, work):
     need_tools()
     corpus = os.path.join(a.srcdir, "gcov-corpus")
@@ -130,11 +130,10 @@ int never(int x)
 """
 
 
+@case("cdtors")
 def check_cdtors(a, work):
     need_tools()
-    src = os.path.join(work, "last.c")
-    with open(src, "w") as f:
-        f.write(CDTOR_SRC)
+    src = write_file(os.path.join(work, "last.c"), CDTOR_SRC)
     last = CDTOR_SRC.count("\n")  # the closing brace of never()
     d = os.path.join(work, "both")
     os.makedirs(d)
@@ -204,21 +203,20 @@ int main(int argc, char **argv)
 def marked_lines(text):
     """(excluded lines, lines without branches) by lcov's rules, computed
     here from the text."""
-    excl, nobr, inside, inside_br = set(), set(), False, False
+    return marked(text, "LCOV_EXCL"), marked(text, "LCOV_EXCL_BR")
+
+
+def marked(text, tag):
+    """The lines TAG_LINE marks and those from a TAG_START to its TAG_STOP."""
+    lines, inside = set(), False
     for n, line in enumerate(text.splitlines(), 1):
-        if "LCOV_EXCL_STOP" in line:
+        if tag + "_STOP" in line:
             inside = False
-        elif "LCOV_EXCL_START" in line:
+        elif tag + "_START" in line:
             inside = True
-        if "LCOV_EXCL_LINE" in line or inside:
-            excl.add(n)
-        if "LCOV_EXCL_BR_STOP" in line:
-            inside_br = False
-        elif "LCOV_EXCL_BR_START" in line:
-            inside_br = True
-        if "LCOV_EXCL_BR_LINE" in line or inside_br:
-            nobr.add(n)
-    return excl, nobr
+        if tag + "_LINE" in line or inside:
+            lines.add(n)
+    return lines
 
 
 def records(info, src):
@@ -243,11 +241,10 @@ def records(info, src):
     return out
 
 
+@case("markers")
 def check_markers(a, work):
     need_tools()
-    src = os.path.join(work, "marked.c")
-    with open(src, "w") as f:
-        f.write(MARKERS_SRC)
+    src = write_file(os.path.join(work, "marked.c"), MARKERS_SRC)
     excl, nobr = marked_lines(MARKERS_SRC)
     expect(excl and nobr - excl, "the test source has no markers")
     w = os.path.join(work, "build")
@@ -284,25 +281,5 @@ def check_markers(a, work):
            "--no-markers left out marked lines, functions or branches")
 
 
-CHECKS = {
-    "markers": check_markers,
-    "corpus": check_corpus,
-    "cdtors": check_cdtors,
-}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=sorted(CHECKS))
-    for opt in ("plugin", "runtime", "tally", "srcdir"):
-        ap.add_argument("--" + opt, required=True)
-    ap.add_argument("--cc", default="gcc")
-    ap.add_argument("--cxx", default="g++")
-    a = ap.parse_args()
-    for opt in ("srcdir", "plugin", "runtime", "tally"):
-        setattr(a, opt, os.path.abspath(getattr(a, opt)))
-    return run_check(CHECKS, a.check, a, "tally-gcov-")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("tally-gcov-"))

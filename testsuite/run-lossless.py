@@ -11,7 +11,6 @@ Usage: run-lossless.py CHECK --plugin P --runtime RT --tally T --cc CC
                        [--runtime-asan RTA]
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import json
 import os
 import platform
@@ -23,28 +22,23 @@ import sys
 import time
 import zlib
 
-from checklib import Failure, Skip, expect, run, run_check
+import checklib
+from checklib import (case, expect, main, report_calls, report_json, run, shared_runtime,
+                      Skip, write_file)
 
 
 def build(a, work, src, hooks="inline", extra=(), cxx=False, name=None, runtime=None):
     """Build lossless/SRC; RUNTIME: the link arguments of the runtime (the
     static one by default)."""
     exe = os.path.join(work, name or "%s-%s" % (os.path.splitext(src)[0], hooks))
-    cc = a.cxx if cxx else a.cc
-    run([cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
-         "-I", a.include, os.path.join(a.srcdir, "lossless", src), "-o", exe,
-         *extra, *(runtime or [a.runtime])])
-    return exe
+    return checklib.build(a, exe, os.path.join(a.srcdir, "lossless", src),
+                          ["-fplugin-arg-tally-hooks=" + hooks, "-I", a.include],
+                          link=extra, runtime=runtime, cxx=cxx)
 
 
 def calls(a, path):
     """{function: (entries, exits)} of one data file, clones folded."""
-    out = run([a.tally, "report", "--csv", path]).stdout.splitlines()
-    res = {}
-    for line in out[1:]:
-        f = line.split(",")
-        res[f[2]] = (int(f[0]), int(f[1]))
-    return res
+    return report_calls(a, path)
 
 
 def want(a, path, fn, entries, exits=None, what=""):
@@ -62,17 +56,13 @@ def want_all(a, path, expected, what=""):
     expect(got == expected, "%s%s: counted %s, want %s"
            % (what and what + ": ", os.path.basename(path), sorted(got.items()),
               sorted(expected.items())))
-    t = json.loads(run([a.tally, "report", "--json", path]).stdout)["totals"]
+    t = report_json(a, path)["totals"]
     want_t = (sum(e for e, _ in expected.values()), sum(x for _, x in expected.values()))
     expect((t["calls"], t["exits"]) == want_t, "%s%s: report totals %s, want %s"
            % (what and what + ": ", os.path.basename(path), (t["calls"], t["exits"]), want_t))
 
 
-def shared_runtime(a):
-    rt_dir = os.path.dirname(a.runtime)
-    return ["-L" + rt_dir, "-ltally-rt", "-Wl,-rpath," + rt_dir]
-
-
+@case("fork")
 def check_fork(a, work):
     for hooks, extra in (("inline", []), ("call", []),
                          ("tls", ["-fplugin-arg-tally-update=tls"])):
@@ -119,6 +109,7 @@ def gcov_counts(a, work, src, args):
     return lines, fns
 
 
+@case("fork-lines")
 def check_fork_lines(a, work):
     """Block counts across a chain of forks (4 processes) and tally_reset
     in the middle of active frames: the files of the run, each solved on
@@ -181,10 +172,9 @@ def check_fork_lines(a, work):
     # in the file, as lost updates or a dump read while threads counted
     # leave them; the edge into the loop then comes out negative):
     # the warning blames races only where the update mode can race.
-    prog = os.path.join(work, "loop.c")
-    with open(prog, "w") as f:
-        f.write("int n = 777777;\nint main (void) { int s = 0;\n"
-                "  for (int i = 0; i < n; i++) s += i & 3;\n  return s == 7; }\n")
+    prog = write_file(os.path.join(work, "loop.c"),
+                      "int n = 777777;\nint main (void) { int s = 0;\n"
+                      "  for (int i = 0; i < n; i++) s += i & 3;\n  return s == 7; }\n")
     for update, cause in (("single", "threads race"), ("atomic", "not those of one moment"),
                           ("tls", "not those of one moment")):
         exe = os.path.join(work, "loop-" + update)
@@ -208,6 +198,7 @@ def check_fork_lines(a, work):
                % (update, r.stderr, cause))
 
 
+@case("exec")
 def check_exec(a, work):
     """Every exec function writes the counts before the image goes; a failed
     exec keeps counting; a vfork child's exec writes nothing; an
@@ -285,6 +276,23 @@ def wait_for(path, seconds=20):
     return True
 
 
+def signal_waiting(a, exe, data, sig, env, what):
+    """Run `EXE wait` writing DATA with ENV added (TALLY_DUMP_ON only if ENV
+    sets it), send SIG once it is ready: it dies of SIG with f's 5 calls
+    in DATA."""
+    full = dict(os.environ, TALLY_OUTPUT=data)
+    full.pop("TALLY_DUMP_ON", None)
+    full.update(env)
+    p = subprocess.Popen([exe, "wait"], env=full, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    expect(p.stdout.readline().strip() == "ready", "%s: no ready line" % what)
+    p.send_signal(sig)
+    p.communicate(timeout=60)
+    expect(p.returncode == -sig, "%s: exit %d" % (what, p.returncode))
+    want(a, data, "f", 5, what=what)
+
+
+@case("signals")
 def check_signals(a, work):
     """TALLY_DUMP_ON: SIGUSR1 writes the counts so far and the program goes
     on (its blocked read resumes); fatal signals write the file and the
@@ -359,15 +367,8 @@ def check_signals(a, work):
             expect(got[0] > 1000 and got[1] == 0, "%s %s: deep %s, want thousands "
                    "of calls and no exit" % (hooks, mode, got))
         # An externally sent SIGTERM while the program waits.
-        data = os.path.join(work, "term-%s.data" % hooks)
-        env = dict(os.environ, TALLY_OUTPUT=data, TALLY_DUMP_ON="TERM")
-        p = subprocess.Popen([exe, "wait"], env=env, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        expect(p.stdout.readline().strip() == "ready", "%s: no ready line" % hooks)
-        p.send_signal(signal.SIGTERM)
-        p.communicate(timeout=60)
-        expect(p.returncode == -signal.SIGTERM, "%s: SIGTERM: exit %d" % (hooks, p.returncode))
-        want(a, data, "f", 5, what=hooks + " external SIGTERM")
+        signal_waiting(a, exe, os.path.join(work, "term-%s.data" % hooks), signal.SIGTERM,
+                       {"TALLY_DUMP_ON": "TERM"}, hooks + " external SIGTERM")
         # A pipeline whose reader exits early: the writer dies of SIGPIPE
         # (by default, no TALLY_DUMP_ON), the shell sees that death, and
         # the file has every call made (the program notes each in a file
@@ -384,16 +385,8 @@ def check_signals(a, work):
         want(a, data, "f", made, what=hooks + " SIGPIPE in a pipeline")
         want(a, data, "main", 1, 0, what=hooks + " SIGPIPE in a pipeline")
         # An external SIGINT (Ctrl-C) while the program waits, by default.
-        data = os.path.join(work, "int-%s.data" % hooks)
-        env = dict(os.environ, TALLY_OUTPUT=data)
-        env.pop("TALLY_DUMP_ON", None)
-        p = subprocess.Popen([exe, "wait"], env=env, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        expect(p.stdout.readline().strip() == "ready", "%s: no ready line" % hooks)
-        p.send_signal(signal.SIGINT)
-        p.communicate(timeout=60)
-        expect(p.returncode == -signal.SIGINT, "%s: SIGINT: exit %d" % (hooks, p.returncode))
-        want(a, data, "f", 5, what=hooks + " external SIGINT")
+        signal_waiting(a, exe, os.path.join(work, "int-%s.data" % hooks), signal.SIGINT,
+                       {}, hooks + " external SIGINT")
         # The program's own SIGTERM handler, installed before tally's
         # registration, is left alone: it ends the process with _exit(7),
         # which writes nothing (had tally's handler replaced it, tally
@@ -436,6 +429,7 @@ def run_waiting(exe, env, between=None):
     return p
 
 
+@case("pid-reuse")
 def check_pid_reuse(a, work):
     """A TALLY_OUTPUT with %p (the default's) never replaces a file another
     process wrote under the same pid (a pid reused after a wrap, a pid
@@ -500,6 +494,7 @@ def check_pid_reuse(a, work):
         want(a, os.path.join(sub, f), "f", 7, what="pid namespace " + f)
 
 
+@case("late")
 def check_late(a, work):
     """Instrumented code that runs after the exit dump (atexit handlers and
     static objects from before the first registration, ELF destructors)
@@ -531,6 +526,7 @@ def module_count(path):
         return struct.unpack("<I", f.read(44)[40:44])[0]
 
 
+@case("merge")
 def check_merge(a, work):
     """TALLY_OUTPUT with %m: 64 processes started at once merge into one
     file whose counts are exact sums, repeated dumps of one process are not
@@ -640,6 +636,7 @@ def check_merge(a, work):
     want(a, os.path.join(sub, datas[0]), "main", 1, what="dumps around dlclose with %m")
 
 
+@case("merge-tool")
 def check_merge_tool(a, work):
     """tally merge: 1000 files of two builds sum exactly, the builds stay
     separate modules unless --force, the output is a valid data file (the
@@ -701,6 +698,7 @@ def check_merge_tool(a, work):
     expect(p.returncode == 2 and "no output file" in p.stderr, "no -o: %r" % p.stderr)
 
 
+@case("threads")
 def check_threads(a, work):
     """update=atomic and update=tls under threads: 16 joined threads give
     the exact total; frames left by pthread_exit count their entry and no
@@ -755,6 +753,7 @@ def check_threads(a, work):
                  what=tag + " a thread outliving main (pthread_exit)")
 
 
+@case("dlopen")
 def check_dlopen(a, work):
     """One instrumented library opened twice (one handle, then reloaded
     after its last dlclose), and two copies of it under two paths: every
@@ -820,6 +819,7 @@ def check_dlopen(a, work):
                        "want %s" % (tag, mode, recs, records))
 
 
+@case("signal-handler")
 def check_signal_handler(a, work):
     """Instrumented code called from a SIGALRM handler (raised in a loop,
     and from a 50 us interval timer interrupting a loop over the same
@@ -846,6 +846,7 @@ def check_signal_handler(a, work):
                                    "main": (1, 1)}, what="%s %s" % (tag, mode))
 
 
+@case("ctor")
 def check_ctor(a, work):
     """Instrumented code run before the module it counts in registered (a
     .preinit_array entry, a priority-100 constructor, a priority-101
@@ -891,6 +892,7 @@ def check_ctor(a, work):
                        % (tag, fn, got.get(fn), (n, n)))
 
 
+@case("reentry")
 def check_reentry(a, work):
     """A program defining its own, instrumented, write, strlen and memcpy
     (functions the runtime would call while writing the file, and that
@@ -924,41 +926,5 @@ def check_reentry(a, work):
                 want_all(a, data, expected, what=tag + (" with a dump" if arg else ""))
 
 
-CHECKS = {
-    "fork": check_fork,
-    "fork-lines": check_fork_lines,
-    "exec": check_exec,
-    "signals": check_signals,
-    "pid-reuse": check_pid_reuse,
-    "late": check_late,
-    "merge": check_merge,
-    "merge-tool": check_merge_tool,
-    "threads": check_threads,
-    "dlopen": check_dlopen,
-    "signal-handler": check_signal_handler,
-    "ctor": check_ctor,
-    "reentry": check_reentry,
-}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=sorted(CHECKS))
-    for opt in ("plugin", "runtime", "tally", "srcdir"):
-        ap.add_argument("--" + opt, required=True)
-    ap.add_argument("--cc", default="gcc")
-    ap.add_argument("--cxx", default="g++")
-    ap.add_argument("--include", default=None)
-    ap.add_argument("--runtime-asan", default=None)
-    a = ap.parse_args()
-    a.srcdir = os.path.abspath(a.srcdir)
-    if a.include is None:
-        a.include = os.path.join(os.path.dirname(a.srcdir), "include")
-    for attr in ("plugin", "runtime", "tally", "runtime_asan"):
-        if getattr(a, attr):
-            setattr(a, attr, os.path.abspath(getattr(a, attr)))
-    return run_check(CHECKS, a.check, a, "tally-lossless-")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("tally-lossless-"))

@@ -15,197 +15,64 @@ against a measured figure:
   - frames skipped by longjmp or an exception are closed at the next hook,
     so the heavy function called after the jump is not charged to them.
 
-Usage: run-measure.py CHECK --plugin P --runtime RT --tally T --cc CC
-                      --cxx CXX --srcdir DIR
+exit=frames, measure=papi, the option errors and damaged MEAS, PATH, FRMS
+and PEVT records are here too; paths=on is run-paths.py's.  The helpers
+both share are measurelib.py's.
+
+Usage: run-measure.py CASE --plugin P --runtime RT --tally T --cc CC
+                      --cxx CXX --srcdir DIR ... (testsuite/meson.build's
+                      driver_args)
+       run-measure.py corpus --corpus-dir DIR ... (regenerates the fuzz
+                      seeds of tools/fuzz-corpus, by hand)
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import json
 import os
 import platform
-import shutil
 import struct
 import sys
-import zlib
 
-from checklib import Failure, Skip, expect, run, run_check
-
-MODES = [(h, at) for h in ("inline", "call") for at in ("early", "late")]
-
-
-def build(a, work, src, hooks, at, opt="-O2", extra=()):
-    cxx = src.endswith(".cc")
-    exe = os.path.join(work, "%s-%s-%s%s%s" % (os.path.splitext(src)[0], hooks, at, opt,
-                                               "".join(e.split("=")[-1] for e in extra)))
-    run([a.cxx if cxx else a.cc, opt, "-fplugin=" + a.plugin,
-         "-fplugin-arg-tally-hooks=" + hooks, "-fplugin-arg-tally-at=" + at,
-         "-fplugin-arg-tally-measure=cycles", *extra,
-         os.path.join(a.srcdir, "measure", src), "-o", exe, a.runtime,
-         "-lpthread"])
-    return exe
+from checklib import case, data_of, expect, main, run, write_file
+from measurelib import (build, check_counts, check_structure, check_sums, check_tree,
+                        check_tree_sums, each_mode, measure, measure_exe, measured,
+                        need_papi, papi_unusable, paths_build, PATHS_ON, rewrap,
+                        tree_rows, x86_64)
 
 
-def measure(a, exe, work):
-    """Run EXE; return (stdout, {function: row}) with row the report's JSON
-    object (calls, exits, incl_cycles, excl_cycles)."""
-    data = exe + ".data"
-    p = run([exe], env={"TALLY_OUTPUT": data})
-    expect(p.stderr == "", "%s: runtime messages: %r" % (exe, p.stderr))
-    rep = json.loads(run([a.tally, "report", "--json", data]).stdout)
-    return p.stdout, {f["name"]: f for f in rep["functions"]}
+# tree.c's calls and callees (each called by one parent only).
+TREE_COUNTS = {"main": (1, 1), "a": (200, 200), "b": (400, 400), "c": (1200, 1200),
+               "d": (1, 1)}
+TREE_CHILDREN = {"main": ["a", "d"], "a": ["b"], "b": ["c"], "c": [], "d": []}
+OPTS = ("-O0", "-O2")
 
 
-def check_counts(what, rows, expected):
-    """EXPECTED: {function: (calls, exits)}; nothing else has calls."""
-    got = {n: (r["calls"], r["exits"]) for n, r in rows.items() if r["calls"]}
-    expect(got == expected, "%s: counts %s, want %s"
-           % (what, sorted(got.items()), sorted(expected.items())))
-
-
-def check_sums(what, rows, roots, slack=0):
-    """Every cycle charged once: the exclusive totals add up to the roots'
-    inclusive totals (within SLACK); no exclusive total exceeds its
-    inclusive one."""
-    for n, r in rows.items():
-        expect(r["excl_cycles"] <= r["incl_cycles"],
-               "%s: %s exclusive %d above inclusive %d"
-               % (what, n, r["excl_cycles"], r["incl_cycles"]))
-    total = sum(r["excl_cycles"] for r in rows.values())
-    want = sum(rows[n]["incl_cycles"] for n in roots)
-    expect(abs(total - want) <= slack and want > 0,
-           "%s: exclusive cycles add up to %d, the roots %s have %d inclusive"
-           % (what, total, roots, want))
-
-
-def check_tree(what, rows, children):
-    """CHILDREN: {parent: [callees]}, every callee called only by that
-    parent: incl(parent) == excl(parent) + sum incl(callees), exactly."""
-    for p, kids in children.items():
-        want = rows[p]["excl_cycles"] + sum(rows[k]["incl_cycles"] for k in kids)
-        expect(rows[p]["incl_cycles"] == want,
-               "%s: %s inclusive %d, but exclusive %d + callees %s = %d"
-               % (what, p, rows[p]["incl_cycles"], rows[p]["excl_cycles"],
-                  kids, want))
-
-# The events the PAPI checks measure.  PAPI's perf_event component needs a
-# CPU PMU that libpfm4 recognises; a VM that exposes none (no
-# /sys/bus/event_source/devices/cpu) disables the component, and with it
-# even the software events: the runtime then measures cycles only (and says
-# so), which these checks cannot tell from a fault.
-PAPI_EVENTS = ("perf::TASK-CLOCK", "perf::PAGE-FAULTS")
-PAPI_PROBE = r"""
-#include <papi.h>
-#include <stdio.h>
-int main(int argc, char **argv)
-{
-  if (PAPI_library_init(PAPI_VER_CURRENT) != PAPI_VER_CURRENT)
-    { puts("PAPI_library_init failed"); return 1; }
-  for (int i = 0; i < PAPI_num_components(); i++) {
-    const PAPI_component_info_t *c = PAPI_get_component_info(i);
-    if (c && c->disabled)
-      printf("component %s disabled: %s\n", c->name, c->disabled_reason);
-  }
-  for (int i = 1; i < argc; i++) {
-    int code, set = PAPI_NULL;
-    if (PAPI_event_name_to_code(argv[i], &code) != PAPI_OK
-        || PAPI_create_eventset(&set) != PAPI_OK
-        || PAPI_add_event(set, code) != PAPI_OK)
-      { printf("event %s is not available\n", argv[i]); return 1; }
-  }
-  return 0;
-}
-"""
-
-
-_papi_probe = {}
-
-
-def papi_unusable(a, work):
-    """Why PAPI cannot measure PAPI_EVENTS here, or None when it can (asked
-    of the machine once per run of this script)."""
-    if a.papi != "1":
-        return "the runtime was built without PAPI (libpapi-dev)"
-    if "why" not in _papi_probe:
-        _papi_probe["why"] = probe_papi(a, work)
-    return _papi_probe["why"]
-
-
-def probe_papi(a, work):
-    src = os.path.join(work, "papi-probe.c")
-    with open(src, "w") as f:
-        f.write(PAPI_PROBE)
-    exe = os.path.join(work, "papi-probe")
-    run([a.cc, src, "-o", exe, "-lpapi"])
-    p = run([exe] + list(PAPI_EVENTS), check=False)
-    if p.returncode == 0:
-        return None
-    why = "; ".join(l for l in p.stdout.splitlines()
-                    if "perf_event " in l or not l.startswith("component"))
-    return "PAPI cannot measure %s on this machine (%s)" % (
-        ", ".join(PAPI_EVENTS), why or p.stdout.strip())
-
-
-def need_papi(a, work):
-    """Skip unless this machine can measure PAPI_EVENTS with the runtime's
-    PAPI."""
-    why = papi_unusable(a, work)
-    if why:
-        raise Skip(why)
-
-
-def x86_64():
-    if platform.machine() not in ("x86_64", "AMD64"):
-        raise Skip("measure=cycles is x86-64 only")
-
-
+@case("tree")
 def check_tree_prog(a, work):
     x86_64()
-    for hooks, at in MODES:
-        for opt in ("-O0", "-O2"):
-            what = "tree.c %s %s %s" % (hooks, at, opt)
-            _, rows = measure(a, build(a, work, "tree.c", hooks, at, opt), work)
-            check_counts(what, rows, {"main": (1, 1), "a": (200, 200),
-                                      "b": (400, 400), "c": (1200, 1200),
-                                      "d": (1, 1)})
-            check_tree(what, rows, {"main": ["a", "d"], "a": ["b"],
-                                    "b": ["c"], "c": [], "d": []})
-            check_sums(what, rows, ["main"])
-            # d loops 20000000 times, all the c calls 60000 times together.
-            expect(rows["d"]["excl_cycles"] > rows["c"]["excl_cycles"] > 0,
-                   "%s: d's exclusive cycles %d not above c's %d" %
-                   (what, rows["d"]["excl_cycles"], rows["c"]["excl_cycles"]))
-    # With block counters (calls derived from them with hooks=inline) and
-    # per-thread counters.
-    for hooks, at in MODES:
-        for extra in (["-fplugin-arg-tally-blocks=count"],
-                      ["-fplugin-arg-tally-update=tls"]):
-            what = "tree.c %s %s %s" % (hooks, at, " ".join(extra))
-            exe = build(a, work, "tree.c", hooks, at, extra=extra)
-            _, rows = measure(a, exe, work)
-            # (With hooks=inline and blocks=count the calls are derived
-            # from the block counts by the report.)
-            check_counts(what, rows, {"main": (1, 1), "a": (200, 200),
-                                      "b": (400, 400), "c": (1200, 1200),
-                                      "d": (1, 1)})
-            check_tree(what, rows, {"main": ["a", "d"], "a": ["b"],
-                                    "b": ["c"], "c": [], "d": []})
-            check_sums(what, rows, ["main"])
+    for what, _, rows in measured(a, work, "tree.c", each_mode(OPTS)):
+        check_structure(what, rows, TREE_COUNTS, TREE_CHILDREN)
+        # d loops 20000000 times, all the c calls 60000 times together.
+        expect(rows["d"]["excl_cycles"] > rows["c"]["excl_cycles"] > 0,
+               "%s: d's exclusive cycles %d not above c's %d" %
+               (what, rows["d"]["excl_cycles"], rows["c"]["excl_cycles"]))
+    # With block counters (calls derived from them with hooks=inline: the
+    # report derives them from the block counts) and per-thread counters.
+    for what, _, rows in measured(a, work, "tree.c", each_mode(
+            extras=(["-fplugin-arg-tally-blocks=count"], ["-fplugin-arg-tally-update=tls"]))):
+        check_structure(what, rows, TREE_COUNTS, TREE_CHILDREN)
 
 
+@case("inlined")
 def check_inlined(a, work):
     """at=early: functions inlined after their hooks went in share the CFA
     of the function they are inlined into; the plugin tells them apart."""
     x86_64()
-    for hooks in ("inline", "call"):
-        for opt in ("-O0", "-O2"):
-            what = "inlined.c %s at=early %s" % (hooks, opt)
-            _, rows = measure(a, build(a, work, "inlined.c", hooks, "early", opt), work)
-            check_counts(what, rows, {"main": (1, 1), "outer": (300, 300),
-                                      "in1": (300, 200), "in2": (300, 200),
-                                      "leaf": (400, 400)})
-            check_tree(what, rows, {"main": ["outer"], "outer": ["in1"],
-                                    "in1": ["in2"]})
-            check_sums(what, rows, ["main"])
+    configs = [(hooks, "early", opt, ()) for hooks in ("inline", "call") for opt in OPTS]
+    for what, _, rows in measured(a, work, "inlined.c", configs):
+        check_structure(what, rows, {"main": (1, 1), "outer": (300, 300),
+                                     "in1": (300, 200), "in2": (300, 200),
+                                     "leaf": (400, 400)},
+                        {"main": ["outer"], "outer": ["in1"], "in1": ["in2"]})
 
 
 def skipped_frames(what, rows, chain, after):
@@ -218,21 +85,16 @@ def skipped_frames(what, rows, chain, after):
                                                   rows[after]["incl_cycles"]))
 
 
+@case("longjmp")
 def check_longjmp(a, work):
     x86_64()
-    for hooks, at in MODES:
-        for opt in ("-O0", "-O2"):
-            what = "longjmp.c %s %s %s" % (hooks, at, opt)
-            _, rows = measure(a, build(a, work, "longjmp.c", hooks, at, opt), work)
-            check_counts(what, rows, {"main": (1, 1), "driver": (1000, 1000),
-                                      "after": (1000, 1000), "l1": (1000, 0),
-                                      "l2": (1000, 0), "l3": (1000, 0),
-                                      "l4": (1000, 0)})
-            check_tree(what, rows, {"main": ["driver"],
-                                    "driver": ["l1", "after"], "l1": ["l2"],
-                                    "l2": ["l3"], "l3": ["l4"], "l4": []})
-            check_sums(what, rows, ["main"])
-            skipped_frames(what, rows, ["l1"], "after")
+    for what, _, rows in measured(a, work, "longjmp.c", each_mode(OPTS)):
+        check_structure(what, rows, {"main": (1, 1), "driver": (1000, 1000),
+                                     "after": (1000, 1000), "l1": (1000, 0),
+                                     "l2": (1000, 0), "l3": (1000, 0), "l4": (1000, 0)},
+                        {"main": ["driver"], "driver": ["l1", "after"], "l1": ["l2"],
+                         "l2": ["l3"], "l3": ["l4"], "l4": []})
+        skipped_frames(what, rows, ["l1"], "after")
 
 
 def check_exceptions_rows(what, rows):
@@ -242,57 +104,46 @@ def check_exceptions_rows(what, rows):
              "void after()": "after", "void t1(int)": "t1",
              "void t2(int)": "t2", "void t3(int)": "t3"}
     rows = {names.get(n, n): r for n, r in rows.items()}
-    check_counts(what, rows, {"main": (1, 1), "catcher": (1000, 1000),
-                              "after": (1000, 1000), "t1": (1000, 0),
-                              "t2": (1000, 0), "t3": (1000, 0)})
-    check_tree(what, rows, {"main": ["catcher"],
-                            "catcher": ["t1", "after"], "t1": ["t2"],
-                            "t2": ["t3"], "t3": []})
-    check_sums(what, rows, ["main"])
+    check_structure(what, rows, {"main": (1, 1), "catcher": (1000, 1000),
+                                 "after": (1000, 1000), "t1": (1000, 0),
+                                 "t2": (1000, 0), "t3": (1000, 0)},
+                    {"main": ["catcher"], "catcher": ["t1", "after"], "t1": ["t2"],
+                     "t2": ["t3"], "t3": []})
     return rows
 
 
+@case("exceptions")
 def check_exceptions(a, work):
     x86_64()
-    for hooks, at in MODES:
-        for opt in ("-O0", "-O2"):
-            what = "exceptions.cc %s %s %s" % (hooks, at, opt)
-            _, rows = measure(a, build(a, work, "exceptions.cc", hooks, at, opt), work)
-            rows = check_exceptions_rows(what, rows)
-            skipped_frames(what, rows, ["t1"], "after")
+    for what, _, rows in measured(a, work, "exceptions.cc", each_mode(OPTS)):
+        rows = check_exceptions_rows(what, rows)
+        skipped_frames(what, rows, ["t1"], "after")
 
 
+@case("recursion")
 def check_recursion(a, work):
     x86_64()
-    for hooks, at in MODES:
-        what = "recursion.c %s %s" % (hooks, at)
-        _, rows = measure(a, build(a, work, "recursion.c", hooks, at), work)
-        check_counts(what, rows, {"main": (1, 1), "deep": (1, 1),
-                                  "rec": (800002, 800002)})
-        check_sums(what, rows, ["main", "deep"])
+    for what, _, rows in measured(a, work, "recursion.c", each_mode()):
+        check_structure(what, rows, {"main": (1, 1), "deep": (1, 1),
+                                     "rec": (800002, 800002)}, {}, ["main", "deep"])
 
 
+@case("threads")
 def check_threads(a, work):
     x86_64()
-    for hooks, at in MODES:
-        what = "threads.c %s %s update=atomic" % (hooks, at)
-        exe = build(a, work, "threads.c", hooks, at,
-                    extra=["-fplugin-arg-tally-update=atomic"])
-        _, rows = measure(a, exe, work)
-        check_counts(what, rows, {"main": (1, 1), "worker": (8, 8),
-                                  "a": (40000, 40000), "b": (80001, 80001),
-                                  "exiter": (1, 0), "e1": (1, 0),
-                                  "e2": (1, 0)})
-        check_tree(what, rows, {"worker": ["a"], "exiter": ["e1"],
-                                "e1": ["e2"]})
-        check_sums(what, rows, ["main", "worker", "exiter"])
+    for what, _, rows in measured(a, work, "threads.c",
+                                  each_mode(extras=(["-fplugin-arg-tally-update=atomic"],))):
+        check_structure(what, rows, {"main": (1, 1), "worker": (8, 8),
+                                     "a": (40000, 40000), "b": (80001, 80001),
+                                     "exiter": (1, 0), "e1": (1, 0), "e2": (1, 0)},
+                        {"worker": ["a"], "exiter": ["e1"], "e1": ["e2"]},
+                        ["main", "worker", "exiter"])
 
 
+@case("signals")
 def check_signals(a, work):
     x86_64()
-    for hooks, at in MODES:
-        what = "signals.c %s %s" % (hooks, at)
-        out, rows = measure(a, build(a, work, "signals.c", hooks, at), work)
+    for what, out, rows in measured(a, work, "signals.c", each_mode()):
         alarms = int(out.split()[0])
         want = {"main": (1, 1), "on_alarm": (alarms, alarms),
                 "handler_work": (alarms + 200, alarms + 200),
@@ -302,297 +153,14 @@ def check_signals(a, work):
         work_calls = rows["work"]["calls"]
         expect(work_calls >= 200, "%s: work called %d times" % (what, work_calls))
         want["work"] = (work_calls, work_calls)
-        check_counts(what, rows, want)
-        check_tree(what, rows, {"s1": ["s2"], "s2": ["s3"]})
         # A handler that interrupts the few instructions of a pop can have
         # its cycles charged twice or not at all (doc/measure.md): at most
         # its own cycles.
         slack = sum(rows[h]["incl_cycles"] for h in ("on_alarm", "on_usr1", "on_usr2"))
-        check_sums(what, rows, ["main"], slack)
+        check_structure(what, rows, want, {"s1": ["s2"], "s2": ["s3"]}, ["main"], slack)
 
 
-OUTSIDE = "[uninstrumented] "
-
-
-def tree_rows(a, data, env=None, outside=False):
-    """`tally report --tree DATA` as {path tuple: (calls, incl, excl)}.
-    Unless OUTSIDE (report --tree --all), the frames libunwind found
-    below the first instrumented ones ("[uninstrumented] ...") are left
-    out of the paths (report --tree hides them; a row of one would be cut
-    here too, and its values must be 0)."""
-    out = run([a.tally, "report", "--tree", *(["--all"] if outside else []), data],
-              env=env).stdout.splitlines()
-    res, stack = {}, []
-    for line in out[1:]:
-        calls, incl, excl = (int(v) for v in line[:46].split())
-        rest = line[48:]
-        depth = (len(rest) - len(rest.lstrip(" "))) // 2
-        name = rest.lstrip(" ").rsplit("  ", 1)[0]
-        del stack[depth:]
-        stack.append(name)
-        key = tuple(stack)
-        expect(key not in res, "%s: path %s twice in the tree" % (data, key))
-        res[key] = (calls, incl, excl)
-    if outside:
-        return res
-    cut = {}
-    for key, v in res.items():
-        k = 0
-        while k < len(key) and key[k].startswith(OUTSIDE):
-            k += 1
-        if k == len(key):
-            expect(v == (0, 0, 0), "%s: outside frame %s has values %s"
-                   % (data, key, v))
-            continue
-        old = cut.get(key[k:], (0, 0, 0))
-        cut[key[k:]] = tuple(x + y for x, y in zip(old, v))
-    return cut
-
-
-def check_tree_sums(what, rows, tree, folded):
-    """The tree against the flat profile: each function's calls, inclusive
-    and exclusive cycles are the sums over its paths; the collapsed stacks
-    add up to all exclusive cycles."""
-    for fn, r in rows.items():
-        nodes = [v for k, v in tree.items() if k[-1] == fn]
-        got = tuple(sum(v[i] for v in nodes) for i in range(3))
-        want = (r["calls"], r["incl_cycles"], r["excl_cycles"])
-        expect(got == want, "%s: %s summed over its paths %s, flat %s"
-               % (what, fn, got, want))
-    total = sum(int(l.rsplit(" ", 1)[1]) for l in folded.splitlines())
-    want = sum(r["excl_cycles"] for r in rows.values())
-    expect(total == want, "%s: collapsed stacks add up to %d, exclusive "
-           "cycles to %d" % (what, total, want))
-
-
-def oracle_paths(a, work, src):
-    """Call paths and their calls from -finstrument-functions and
-    oracle/cyg-paths.c, as {path of names: calls}."""
-    exe = os.path.join(work, os.path.splitext(src)[0] + "-cyg")
-    obj = os.path.join(work, "cyg-paths.o")
-    run([a.cc, "-O2", "-c", os.path.join(a.srcdir, "oracle", "cyg-paths.c"), "-o", obj])
-    run([a.cc, "-O2", "-finstrument-functions",
-         os.path.join(a.srcdir, "measure", src), obj, "-o", exe])
-    out = exe + ".paths"
-    run([exe], env={"CYG_PATHS_OUTPUT": out})
-    syms = {}
-    for line in run(["nm", exe]).stdout.splitlines():
-        f = line.split()
-        if len(f) == 3 and f[1] in "tT":
-            syms[int(f[0], 16)] = f[2]
-    res = {}
-    for line in open(out):
-        path, calls = line.split()
-        res[tuple(syms[int(o, 16)] for o in path.split(";"))] = int(calls)
-    return res
-
-
-def paths_build(a, work, src, at, opt="-O2"):
-    return build(a, work, src, "call", at, opt, extra=["-fplugin-arg-tally-paths=on"])
-
-
-def check_paths(a, work):
-    x86_64()
-    for src in ("tree.c", "paths.c"):
-        oracle = oracle_paths(a, work, src)
-        for at in ("early", "late"):
-            what = "%s paths=on at=%s" % (src, at)
-            exe = paths_build(a, work, src, at)
-            _, rows = measure(a, exe, work)
-            tree = tree_rows(a, exe + ".data")
-            folded = run([a.tally, "flame", "--folded", exe + ".data"]).stdout
-            calls = {k: v[0] for k, v in tree.items()}
-            expect(calls == oracle, "%s: path calls %s, -finstrument-functions "
-                   "has %s" % (what, sorted(calls.items()), sorted(oracle.items())))
-            check_tree_sums(what, rows, tree, folded)
-            check_sums(what, rows, ["main"])
-            svg = os.path.join(work, "flame.svg")
-            run([a.tally, "flame", "-o", svg, exe + ".data"])
-            import xml.etree.ElementTree as ET
-            root = ET.parse(svg).getroot()
-            titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
-            for path in tree:
-                expect(any(t.startswith(path[-1] + " (") for t in titles),
-                       "%s: no frame for %s in the SVG" % (what, path[-1]))
-    # Frames skipped by longjmp and exceptions leave the tree exact too.
-    for src, chain in (("longjmp.c", ["main", "driver", "l1", "l2", "l3", "l4"]),
-                       ("exceptions.cc", ["int main()", "void catcher(int)",
-                                          "void t1(int)", "void t2(int)",
-                                          "void t3(int)"])):
-        for at in ("early", "late"):
-            what = "%s paths=on at=%s" % (src, at)
-            exe = paths_build(a, work, src, at)
-            _, rows = measure(a, exe, work)
-            tree = tree_rows(a, exe + ".data")
-            folded = run([a.tally, "flame", "--folded", exe + ".data"]).stdout
-            for k in range(1, len(chain) + 1):
-                got = tree.get(tuple(chain[:k]), (0,))[0]
-                want = 1 if k == 1 else 1000
-                expect(got == want, "%s: path %s has %d calls, want %d"
-                       % (what, chain[:k], got, want))
-            check_tree_sums(what, rows, tree, folded)
-            check_sums(what, rows, [chain[0]])
-
-
-def check_paths_limits(a, work):
-    x86_64()
-    # Depth: recursion 100000 deep (and 700000 in a thread) cut at 16.
-    # (TALLY_UNWIND=off: the frames below main would count in the limits.)
-    exe = paths_build(a, work, "recursion.c", "late")
-    data = exe + ".data"
-    run([exe], env={"TALLY_OUTPUT": data, "TALLY_PATH_DEPTH": "16",
-                    "TALLY_UNWIND": "off"})
-    tree = tree_rows(a, data)
-    expect(max(len(k) for k in tree) == 16, "recursion.c: deepest path %d "
-           "frames, TALLY_PATH_DEPTH=16" % max(len(k) for k in tree))
-    # (The thread's recursion is deeper than the shadow stack: activations
-    # past it are not on any path.)
-    rec = sum(v[0] for k, v in tree.items() if k[0] == "main" and k[-1] == "rec")
-    expect(rec == 100001, "recursion.c: rec has %d calls on main's paths, "
-           "want 100001" % rec)
-    # A full tree: the paths that fit are kept, the rest is counted as lost
-    # and said so.
-    exe = paths_build(a, work, "paths.c", "late")
-    data = exe + ".data"
-    p = run([exe], env={"TALLY_OUTPUT": data, "TALLY_PATH_NODES": "4",
-                        "TALLY_UNWIND": "off"})
-    expect(p.stderr == "", "TALLY_PATH_NODES=4: %r" % p.stderr)
-    p = run([a.tally, "report", "--tree", data])
-    expect("did not fit" in p.stderr, "TALLY_PATH_NODES=4: no note about lost "
-           "calls: %r" % p.stderr)
-    tree = tree_rows(a, data)
-    expect(len(tree) == 3 and ("main",) in tree, "TALLY_PATH_NODES=4: the "
-           "tree holds %s, want main and two more paths" % sorted(tree))
-    p = run([exe], env={"TALLY_OUTPUT": data, "TALLY_PATH_DEPTH": "0"})
-    expect("TALLY_PATH_DEPTH=0 is not a number from 1 to 1024" in p.stderr,
-           "TALLY_PATH_DEPTH=0: %r" % p.stderr)
-    # Files without paths.
-    exe = build(a, work, "tree.c", "call", "late")
-    run([exe], env={"TALLY_OUTPUT": exe + ".data"})
-    for cmd in (["report", "--tree"], ["flame"]):
-        p = run([a.tally] + cmd + [exe + ".data"], check=False)
-        expect(p.returncode == 1 and "paths=on" in p.stderr,
-               "%s on a file without paths: exit %d, %r" % (cmd, p.returncode, p.stderr))
-
-
-def check_paths_race(a, work):
-    """Dumps while other threads add call paths: the node count is read
-    once per dump, so every dump succeeds and every file is whole."""
-    x86_64()
-    exe = os.path.join(work, "paths-race")
-    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
-         "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-paths=on",
-         "-I", os.path.join(a.srcdir, "..", "include"),
-         os.path.join(a.srcdir, "measure", "paths-race.c"), "-o", exe, a.runtime,
-         "-lpthread"])
-    p = run([exe, os.path.join(work, "race")], check=False)
-    expect(p.returncode == 0 and p.stderr == "" and p.stdout == "0 failed\n",
-           "paths-race: exit %d, %r %r" % (p.returncode, p.stdout, p.stderr))
-    sizes = []
-    for i in range(20):
-        data = os.path.join(work, "race.%d.data" % i)
-        run([a.tally, "report", "--csv", data])
-        sizes.append(os.path.getsize(data))
-    # The race was there to be lost: the tree grew between most dumps.
-    grew = sum(1 for x, y in zip(sizes, sizes[1:]) if y > x)
-    expect(sizes[-1] > 10 * sizes[0] and grew >= 10, "paths-race: the tree did not "
-           "grow during the dumps (file sizes %s)" % sizes)
-    run([a.tally, "report", "--tree", os.path.join(work, "race.19.data")])
-
-
-def need_unwind(a):
-    x86_64()
-    if a.unwind != "1":
-        raise Skip("the runtime was built without libunwind (libunwind-dev)")
-
-
-def nm_symbols(exe):
-    """[(start, name)] of EXE's functions, sorted."""
-    syms = []
-    for line in run(["nm", "-S", exe]).stdout.splitlines():
-        f = line.split()
-        if len(f) == 4 and f[2] in "tTW":
-            syms.append((int(f[0], 16), int(f[1], 16), f[3]))
-    return sorted(syms)
-
-
-def check_unwind(a, work):
-    """tally_backtrace gives the return addresses glibc's backtrace gives
-    (glibc unwinds with libgcc's unwinder, not libunwind), with the static
-    runtime linked with -lunwind and without it (loaded by dlopen); and a
-    paths=on function called from uninstrumented code is rooted under its
-    uninstrumented callers."""
-    need_unwind(a)
-    src = os.path.join(a.srcdir, "measure", "backtrace.c")
-    inc = os.path.join(a.srcdir, os.pardir, "include")
-    for libs in ([], ["-lunwind"], ["-Wl,--no-as-needed", "-lunwind"]):
-        what = "backtrace.c %s" % " ".join(libs)
-        exe = os.path.join(work, "backtrace%d" % len(libs))
-        run([a.cc, "-O2", "-fno-omit-frame-pointer", "-I" + inc, src, "-o", exe,
-             a.runtime, *libs, "-no-pie"])
-        p = run([exe])
-        expect(p.stderr == "", "%s: %r" % (what, p.stderr))
-        lines = p.stdout.splitlines()
-        ours = [int(x, 16) for x in lines[0].split()[1:]]
-        glibc = [int(x, 16) for x in lines[1].split()[1:]]
-        expect(len(ours) >= 4 and len(ours) == len(glibc) and ours[1:] == glibc[1:],
-               "%s: tally_backtrace %s, glibc %s" % (what, [hex(x) for x in ours],
-                                                     [hex(x) for x in glibc]))
-        # [0]: the two calls' own return addresses, both in b3; then b2,
-        # b1, main.
-        syms = nm_symbols(exe)
-
-        def fn(addr):
-            for start, size, name in syms:
-                if start <= addr < start + size:
-                    return name
-            return None
-        got = [fn(x) for x in ours[:4]]
-        expect(got == ["b3", "b2", "b1", "main"] and fn(glibc[0]) == "b3",
-               "%s: frames in %s, want b3 b2 b1 main" % (what, got))
-        printed = [l.split()[2].split("+")[0] for l in lines[2:] if len(l.split()) > 2]
-        expect(printed[:4] == ["b3", "b2", "b1", "main"],
-               "%s: tally_backtrace_print named %s" % (what, printed))
-    # Uninstrumented callers.
-    main_o = os.path.join(work, "outside-main.o")
-    run([a.cc, "-O2", "-fno-optimize-sibling-calls", "-c",
-         os.path.join(a.srcdir, "measure", "outside-main.c"), "-o", main_o])
-    for at in ("early", "late"):
-        what = "outside-*.c paths=on at=%s" % at
-        exe = os.path.join(work, "outside-" + at)
-        run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
-             "-fplugin-arg-tally-at=" + at, "-fplugin-arg-tally-measure=cycles",
-             "-fplugin-arg-tally-paths=on",
-             os.path.join(a.srcdir, "measure", "outside-work.c"), main_o,
-             "-o", exe, a.runtime])
-        data = exe + ".data"
-        p = run([exe], env={"TALLY_OUTPUT": data})
-        expect(p.stderr == "", "%s: %r" % (what, p.stderr))
-        tree = tree_rows(a, data, outside=True)
-        calls = {}
-        for k, v in tree.items():
-            if k[-1] in ("work", "leaf"):
-                expect(k[0].startswith(OUTSIDE), "%s: path %s starts at an "
-                       "instrumented function" % (what, k))
-                tail = tuple(n for n in k if n in (OUTSIDE + "main", OUTSIDE
-                                                   + "outside", "work", "leaf"))
-                calls[tail] = calls.get(tail, 0) + v[0]
-        want = {(OUTSIDE + "main", "work"): 2, (OUTSIDE + "main", "work", "leaf"): 2,
-                (OUTSIDE + "main", OUTSIDE + "outside", "work"): 3,
-                (OUTSIDE + "main", OUTSIDE + "outside", "work", "leaf"): 3}
-        expect(calls == want, "%s: paths %s, want %s" % (what, calls, want))
-        # The direct parents, exactly.
-        parents = {k[-2]: v[0] for k, v in tree.items() if k[-1] == "work"}
-        expect(parents == {OUTSIDE + "main": 2, OUTSIDE + "outside": 3},
-               "%s: work's parents %s" % (what, parents))
-        # TALLY_UNWIND=off: as without libunwind, work is a root.
-        run([exe], env={"TALLY_OUTPUT": data, "TALLY_UNWIND": "off"})
-        tree = tree_rows(a, data, outside=True)
-        expect(tree.get(("work",), (0,))[0] == 5 and not any(
-            n.startswith(OUTSIDE) for k in tree for n in k),
-            "TALLY_UNWIND=off: %s" % sorted(tree))
-
-
+@case("papi")
 def check_papi(a, work):
     x86_64()
     need_papi(a, work)
@@ -659,6 +227,7 @@ def check_papi(a, work):
            "no usable event: the report has events or no cycles")
 
 
+@case("frames")
 def check_frames(a, work):
     """exit=frames (LOPI return frames) against return-site exits: the same
     calls, exits and call tree; the same program output whatever the
@@ -752,6 +321,7 @@ def check_frames(a, work):
             os.unlink(os.path.join(work, f))
 
 
+@case("frames-cxx")
 def check_frames_cxx(a, work):
     """exit=frames in a unit with exceptions (C++) falls back to return-site
     exits with a warning, so one option builds a project mixing C and C++;
@@ -772,9 +342,7 @@ def check_frames_cxx(a, work):
         _, rows = measure(a, exe, work)
         check_exceptions_rows(what, rows)
     # -fexceptions in C: the same fallback, and -Werror makes it an error.
-    src = os.path.join(work, "x.c")
-    with open(src, "w") as f:
-        f.write("int main (void) { return 0; }\n")
+    src = write_file(os.path.join(work, "x.c"), "int main (void) { return 0; }\n")
     base = [a.cc, "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
             "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-exit=frames",
             "-fexceptions", "-c", src, "-o", os.path.join(work, "x.o")]
@@ -786,10 +354,9 @@ def check_frames_cxx(a, work):
            "C -fexceptions -Werror: exit %d:\n%s" % (p.returncode, p.stderr))
 
 
+@case("errors")
 def check_errors(a, work):
-    src = os.path.join(work, "x.c")
-    with open(src, "w") as f:
-        f.write("int main (void) { return 0; }\n")
+    src = write_file(os.path.join(work, "x.c"), "int main (void) { return 0; }\n")
     base = [a.cc, "-fplugin=" + a.plugin, "-c", src, "-o", os.devnull]
     cases = [
         (["-fplugin-arg-tally-measure=time"],
@@ -825,199 +392,9 @@ def check_errors(a, work):
                % (" ".join(flags), p.returncode, msg, text))
 
 
-def report_rows(a, files):
-    """The per-function rows of `tally report --json FILES`, by name."""
-    rep = json.loads(run([a.tally, "report", "--json"] + files).stdout)
-    return {f["name"]: f for f in rep["functions"]}
-
-
-def merge_check(a, work, tag, flags, libs=(), env=None, procs=6, rounds=3,
-                events=()):
-    """PROCS processes of merge.c built with FLAGS merge ROUNDS dumps each
-    into one %m file and also write their whole profile to a plain file at
-    the same moment: the merged file's calls, measured values and call
-    tree are exactly the sums of the plain files', and so are those of
-    `tally merge` of the plain files.  Returns (exe, merged, plain files)."""
-    import subprocess
-    sub = os.path.join(work, tag)
-    os.mkdir(sub)
-    exe = os.path.join(sub, "merge")
-    run([a.cc, "-O2", "-fplugin=" + a.plugin, *flags, "-I",
-         os.path.join(a.srcdir, "..", "include"),
-         os.path.join(a.srcdir, "measure", "merge.c"), "-o", exe, a.runtime,
-         *libs, "-lpthread"])
-    full = dict(os.environ)
-    full.update(env or {})
-    ps = [subprocess.Popen([exe, os.path.join(sub, "all.%m.data"),
-                            os.path.join(sub, "plain.%d.data" % i), str(rounds)],
-                           env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True) for i in range(procs)]
-    for p in ps:
-        _, err = p.communicate(timeout=120)
-        expect(p.returncode == 0 and err == "", "%s: a process failed: %d %r"
-               % (tag, p.returncode, err))
-    merged = [os.path.join(sub, f) for f in os.listdir(sub)
-              if f.startswith("all.") and f.endswith(".data")]
-    expect(len(merged) == 1, "%s: files %s" % (tag, os.listdir(sub)))
-    merged = merged[0]
-    plain = sorted(os.path.join(sub, f) for f in os.listdir(sub) if f.startswith("plain."))
-    tool = os.path.join(sub, "tool.data")
-    run([a.tally, "merge", "-o", tool] + plain)
-    want = report_rows(a, plain)
-    calls = {"x": procs * rounds * 440, "y": procs * rounds * 70,
-             "shared": procs * rounds * 510, "r": procs * rounds * 40}
-    for what, data in (("%m", merged), ("tally merge", tool)):
-        rows = report_rows(a, [data])
-        got = {n: rows[n]["calls"] for n in calls}
-        expect(got == calls, "%s %s: calls %s, want %s" % (tag, what, got, calls))
-        for n, r in want.items():
-            g = {k: v for k, v in rows[n].items() if k != "location"}
-            w = {k: v for k, v in r.items() if k != "location"}
-            expect(g == w, "%s %s: %s is %s, the plain files sum to %s"
-                   % (tag, what, n, g, w))
-        if "-fplugin-arg-tally-paths=on" in flags:
-            tree = run([a.tally, "report", "--tree", "--all", data]).stdout
-            plain_tree = run([a.tally, "report", "--tree", "--all"] + plain).stdout
-            expect(tree == plain_tree, "%s %s: the tree\n%s\nis not the plain "
-                   "files' tree\n%s" % (tag, what, tree, plain_tree))
-            paths = tree_rows(a, data)
-            expect(paths[("main", "y", "x", "shared")][0] == procs * rounds * 140,
-                   "%s %s: main;y;x;shared %s" % (tag, what, paths[("main", "y", "x", "shared")]))
-            for ev in events:
-                tree = run([a.tally, "report", "--tree", "--all", "--event", ev, data]).stdout
-                plain_tree = run([a.tally, "report", "--tree", "--all", "--event", ev]
-                                 + plain).stdout
-                expect(tree == plain_tree, "%s %s: the %s tree\n%s\nis not the "
-                       "plain files' tree\n%s" % (tag, what, ev, tree, plain_tree))
-    return exe, merged, plain
-
-
-def check_merge(a, work):
-    """Merge-on-write (%m) and tally merge keep MEAS, FRMS and PATH."""
-    x86_64()
-    call = ["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=cycles"]
-    merge_check(a, work, "inline", ["-fplugin-arg-tally-measure=cycles"])
-    exe, merged, plain = merge_check(a, work, "paths", call + ["-fplugin-arg-tally-paths=on"])
-    # Other measured values: tally merge refuses, the runtime keeps the
-    # file apart (never replaced) and writes its own.
-    with open(merged, "rb") as f:
-        body = f.read()[:-16]
-    other = os.path.join(work, "other.data")
-    with open(other, "wb") as f:
-        f.write(rewrap(body.replace(b"\x06\0\0\0cycles", b"\x06\0\0\0cyclez")))
-    p = run([a.tally, "merge", "-o", os.path.join(work, "never.data"), plain[0], other],
-            check=False)
-    expect(p.returncode == 1 and "measures cyclez" in p.stderr
-           and not os.path.exists(os.path.join(work, "never.data")),
-           "tally merge of other measurements: exit %d, %r" % (p.returncode, p.stderr))
-    for k in range(2):
-        shutil.copyfile(other, merged)
-        p = run([exe, merged.replace(os.path.basename(merged)[4:-5], "%m"),
-                 os.path.join(work, "plain.data"), "1"])
-        aside = merged + ".other" + (".1" if k else "")
-        expect("moved aside to " + aside in p.stderr and os.path.exists(aside),
-               "other measurements, run %d: %r" % (k, p.stderr))
-    with open(merged + ".other", "rb") as f:
-        expect(f.read() == rewrap(body.replace(b"\x06\0\0\0cycles", b"\x06\0\0\0cyclez")),
-               "the file moved aside is not the one that was there")
-    rows = report_rows(a, [merged])
-    expect(rows["x"]["calls"] == 440 and rows["x"]["incl_cycles"]
-           == report_rows(a, [os.path.join(work, "plain.data")])["x"]["incl_cycles"],
-           "after moving aside: %s" % rows["x"])
-
-
-def check_papi_paths(a, work):
-    """measure=papi with paths=on: the events per call path sum to each
-    function's flat event totals, exactly; report --tree --event and flame
-    --event show them; merging keeps them (%m and tally merge), and files
-    with other event lists are kept apart."""
-    x86_64()
-    need_papi(a, work)
-    events = PAPI_EVENTS
-    env = {"TALLY_PAPI_EVENTS": ",".join(events)}
-    flags = ["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=papi",
-             "-fplugin-arg-tally-paths=on"]
-    libs = [a.runtime_papi, "-lpapi"]
-    for at in ("early", "late"):
-        what = "paths.c measure=papi paths=on at=%s" % at
-        exe = os.path.join(work, "paths-papi-" + at)
-        run([a.cc, "-O2", "-fplugin=" + a.plugin, *flags, "-fplugin-arg-tally-at=" + at,
-             os.path.join(a.srcdir, "measure", "paths.c"), "-o", exe, a.runtime,
-             *libs, "-lpthread"])
-        data = exe + ".data"
-        p = run([exe], env=dict(env, TALLY_OUTPUT=data))
-        expect(p.stderr == "", "%s: %r" % (what, p.stderr))
-        rows = report_rows(a, [data])
-        calls = {k: v[0] for k, v in tree_rows(a, data).items()}
-        for ev in events:
-            out = run([a.tally, "report", "--tree", "--event", ev, data]).stdout
-            expect(out.splitlines()[0].split()[1:3] == ["incl-" + ev, "excl-" + ev],
-                   "%s: header %r" % (what, out.splitlines()[0]))
-            # (tree_rows reads `report --tree`; the same columns with --event.)
-            ev_tree = {}
-            stack = []
-            for line in out.splitlines()[1:]:
-                c, incl, excl = (int(v) for v in line[:46].split())
-                rest = line[48:]
-                depth = (len(rest) - len(rest.lstrip(" "))) // 2
-                name = rest.lstrip(" ").rsplit("  ", 1)[0]
-                del stack[depth:]
-                stack.append(name)
-                ev_tree[tuple(stack)] = (c, incl, excl)
-            expect({k[k.index("main"):]: v[0] for k, v in ev_tree.items() if "main" in k}
-                   == calls, "%s: %s tree calls differ from the cycles tree" % (what, ev))
-            for fn, r in rows.items():
-                got = tuple(sum(v[i] for k, v in ev_tree.items() if k[-1] == fn)
-                            for i in (1, 2))
-                want = tuple(r["events"][ev])
-                expect(got == want, "%s: %s's %s summed over its paths %s, flat %s"
-                       % (what, fn, ev, got, want))
-            for k, v in ev_tree.items():
-                expect(v[2] <= v[1], "%s: %s %s exclusive above inclusive" % (what, k, ev))
-            folded = run([a.tally, "flame", "--folded", "--event", ev, data]).stdout
-            total = sum(int(l.rsplit(" ", 1)[1]) for l in folded.splitlines())
-            want = sum(r["events"][ev][1] for r in rows.values())
-            expect(total == want, "%s: %s collapsed stacks add up to %d, exclusive "
-                   "values to %d" % (what, ev, total, want))
-            svg = os.path.join(work, "flame.svg")
-            run([a.tally, "flame", "--event", ev, "-o", svg, data])
-            import xml.etree.ElementTree as ET
-            ET.parse(svg)
-        expect(rows["main"]["events"]["perf::TASK-CLOCK"][0] > 0,
-               "%s: no TASK-CLOCK in main" % what)
-        p = run([a.tally, "report", "--tree", "--event", "PAPI_NO_SUCH", data], check=False)
-        expect(p.returncode == 1 and "no call-path values of event PAPI_NO_SUCH" in p.stderr,
-               "%s: unknown event: %d %r" % (what, p.returncode, p.stderr))
-    # Merging.
-    exe, merged, plain = merge_check(a, work, "papi", flags, libs=libs, env=env,
-                                     events=events)
-    # Another event list: kept apart by the runtime, refused by tally merge.
-    p = run([exe, merged.replace(os.path.basename(merged)[4:-5], "%m"),
-             os.path.join(work, "one-event.data"), "1"],
-            env={"TALLY_PAPI_EVENTS": "perf::TASK-CLOCK"})
-    expect("it measures perf::PAGE-FAULTS, which this process does not; not merged, "
-           "moved aside to " + merged + ".other" in p.stderr,
-           "another event list: %r" % p.stderr)
-    p = run([a.tally, "merge", "-o", os.path.join(work, "never.data"), plain[0],
-             os.path.join(work, "one-event.data")], check=False)
-    expect(p.returncode == 1 and "does not measure perf::PAGE-FAULTS" in p.stderr,
-           "tally merge of another event list: %d %r" % (p.returncode, p.stderr))
-
-
 def file_with_meas(a, work):
     x86_64()
-    exe = build(a, work, "tree.c", "call", "late")
-    data = exe + ".data"
-    run([exe], env={"TALLY_OUTPUT": data})
-    with open(data, "rb") as f:
-        return f.read()
-
-
-def rewrap(body):
-    """BODY (header to before the trailer) with its size and CRC fixed."""
-    size = len(body) + 16
-    body = body[:16] + struct.pack("<Q", size) + body[24:]
-    return body + struct.pack("<IIQ", 0x444e4554, zlib.crc32(body), size)
+    return data_of(build(a, work, "tree.c", "call", "late"))
 
 
 def meas_variants(buf):
@@ -1041,11 +418,7 @@ def meas_variants(buf):
 
 def file_with_paths(a, work):
     x86_64()
-    exe = paths_build(a, work, "tree.c", "late")
-    data = exe + ".data"
-    run([exe], env={"TALLY_OUTPUT": data})
-    with open(data, "rb") as f:
-        return f.read()
+    return data_of(paths_build(a, work, "tree.c", "late"))
 
 
 def path_variants(buf):
@@ -1152,17 +525,13 @@ def bad_variants(a, work):
             yield name, rewrap(body)
 
 
+@case("bad-meas")
 def check_bad_meas(a, work):
     """The reader rejects each damaged record with a message naming the
     file; the runtime's merge-on-write moves it aside instead of merging
     it (and does not crash)."""
     names = []
-    merger = os.path.join(work, "merge")
-    run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
-         "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-paths=on",
-         "-I", os.path.join(a.srcdir, "..", "include"),
-         os.path.join(a.srcdir, "measure", "merge.c"), "-o", merger, a.runtime,
-         "-lpthread"])
+    merger = measure_exe(a, os.path.join(work, "merge"), "paths.c", PATHS_ON)
     sub = os.path.join(work, "m")
     os.mkdir(sub)
     pattern = os.path.join(sub, "t.%m.data")
@@ -1228,47 +597,6 @@ def write_corpus(a, out_dir):
                 f.write(rewrap(body))
 
 
-CHECKS = {
-    "tree": check_tree_prog,
-    "longjmp": check_longjmp,
-    "exceptions": check_exceptions,
-    "recursion": check_recursion,
-    "inlined": check_inlined,
-    "threads": check_threads,
-    "signals": check_signals,
-    "paths": check_paths,
-    "paths-limits": check_paths_limits,
-    "paths-race": check_paths_race,
-    "papi": check_papi,
-    "unwind": check_unwind,
-    "frames": check_frames,
-    "frames-cxx": check_frames_cxx,
-    "errors": check_errors,
-    "bad-meas": check_bad_meas,
-    "merge": check_merge,
-    "papi-paths": check_papi_paths,
-}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=sorted(CHECKS) + ["corpus"])
-    ap.add_argument("--plugin", required=True)
-    ap.add_argument("--runtime", required=True)
-    ap.add_argument("--tally", required=True)
-    ap.add_argument("--cc", default="gcc")
-    ap.add_argument("--cxx", default="g++")
-    ap.add_argument("--srcdir", required=True)
-    ap.add_argument("--corpus-dir")
-    ap.add_argument("--papi", default="0", help="1 if the runtime has PAPI")
-    ap.add_argument("--runtime-papi", help="libtally-rt-papi.a")
-    ap.add_argument("--unwind", default="0", help="1 if the runtime has libunwind")
-    a = ap.parse_args()
-    if a.check == "corpus":
-        write_corpus(a, a.corpus_dir)
-        return 0
-    return run_check(CHECKS, a.check, a, "tally-measure-")
-
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("tally-measure-", {"corpus": lambda a: write_corpus(a, a.corpus_dir) or 0}))

@@ -7,7 +7,6 @@ Usage: run-reports.py CHECK --plugin P --runtime RT --tally T --srcdir DIR
                           [--cc CC] [--cxx CXX]
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import csv
 import io
 import json
@@ -16,32 +15,26 @@ import struct
 import sys
 import zlib
 
-from checklib import Failure, expect, run, run_check
+import checklib
+from checklib import case, expect, main, report_csv, run, tally_opts
 
 
 def build(a, work, name, src, flags=(), cxx=False):
-    exe = os.path.join(work, name)
-    run([a.cxx if cxx else a.cc, "-O2", "-fplugin=" + a.plugin,
-         *["-fplugin-arg-tally-" + f for f in flags], src, "-o", exe,
-         a.runtime, *(["-lpthread"] if not cxx else [])])
-    return exe
+    return checklib.build(a, os.path.join(work, name), src, tally_opts(*flags),
+                          libs=[] if cxx else ["-lpthread"], cxx=cxx)
 
 
 def run_data(exe, data, args=()):
     """Run EXE writing DATA; returns its standard output."""
-    return run([exe, *args], env={"TALLY_OUTPUT": data}).stdout
+    return checklib.run_data(exe, data, args).stdout
 
 
 def csv_calls(a, *args):
     """Calls per function name of `tally report --csv ARGS`."""
-    out = run([a.tally, "report", "--csv", *args]).stdout.splitlines()
-    calls = {}
-    for line in out[1:]:
-        f = line.split(",")
-        calls[f[2]] = calls.get(f[2], 0) + int(f[0])
-    return calls
+    return {fn: c[0] for fn, c in report_csv(a, *args, sum_clones=True)[0].items()}
 
 
+@case("mixed-builds")
 def check_mixed_builds(a, work):
     """One source built at=late and at=early: report, lcov, flame, report
     --tree and merge refuse to sum the files, naming the source and both
@@ -106,6 +99,7 @@ def csv_rows(a, *args):
             for r in csv.DictReader(io.StringIO(out))]
 
 
+@case("system-headers")
 def check_system_headers(a, work):
     """Functions of system headers never called are left out of report
     (at=early lists glibc's inline atol, C++ every library template it
@@ -210,6 +204,7 @@ def check_system_headers(a, work):
             expect(out_all.count("\n") >= out.count("\n"), "--all: %s" % out_all)
 
 
+@case("diff")
 def check_diff(a, work):
     """tally diff A B of two runs of diff-prog.c with other inputs: the
     calls and line counts differ by what the program says it did, sorted
@@ -311,23 +306,5 @@ def check_diff(a, work):
                                                          p.stdout, p.stderr))
 
 
-CHECKS = {
-    "diff": check_diff,
-    "mixed-builds": check_mixed_builds,
-    "system-headers": check_system_headers,
-}
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=sorted(CHECKS))
-    for opt in ("plugin", "runtime", "tally", "srcdir"):
-        ap.add_argument("--" + opt, required=True)
-    ap.add_argument("--cc", default="gcc")
-    ap.add_argument("--cxx", default="g++")
-    a = ap.parse_args()
-    return run_check(CHECKS, a.check, a, "tally-reports-")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("tally-reports-"))

@@ -1,4 +1,4 @@
-/* libFuzzer target for the data file reader (tools/datafile.c).
+/* libFuzzer target for the data file reader (format/datafile.c).
  *
  * Built and run by `./dev fuzz [SECONDS]` with clang; the seed corpus is
  * tools/fuzz-corpus/.  Every block map of a file that parses is decoded
@@ -18,6 +18,7 @@
 #include "blockmap.h"
 #include "coverage.h"
 #include "datafile.h"
+#include "fuzz_common.h"
 #include "tally/abi.h"
 #include "tally/format.h"
 
@@ -94,28 +95,29 @@ static void
 parse_repaired_continuous (const unsigned char *buf, size_t len)
 {
   if (len < TALLY_HEADER_FIXED + 4
-      || tally_le32 (buf + 8) != TALLY_FILE_VERSION_CONT)
+      || tally_le_get32 (buf + TALLY_HDR_VERSION) != TALLY_FILE_VERSION_CONT)
     return;
   unsigned char *copy = malloc (len);
   if (!copy)
     return;
   memcpy (copy, buf, len);
-  size_t pos = TALLY_HEADER_FIXED + 4 + (size_t) tally_le32 (buf + TALLY_HEADER_FIXED) + 8;
+  size_t pos = TALLY_HEADER_FIXED + TALLY_STR_FIXED
+               + (size_t) tally_le_get32 (buf + TALLY_HEADER_FIXED) + 8;
   while (pos < len && len - pos >= TALLY_CMOD_FIXED
-         && tally_le32 (copy + pos) == TALLY_TAG_CMOD)
+         && tally_le_get32 (copy + pos) == TALLY_TAG_CMOD)
     {
-      uint64_t clen = tally_le32 (copy + pos + 8)
-                      | (uint64_t) tally_le32 (copy + pos + 12) << 32;
-      uint64_t head = TALLY_CMOD_FIXED
-                      + (uint64_t) tally_le32 (copy + pos + 32) * TALLY_CMOD_FN
-                      + tally_le32 (copy + pos + 36);
+      struct tally_cmod c;
+      tally_cmod_get (copy + pos, &c);
+      uint64_t head = TALLY_CMOD_FIXED + (uint64_t) c.nfns * TALLY_CMOD_FN
+                      + c.rec_size;
       if (head > len - pos)
         break;
-      tally_le_put32 (copy + pos + 4,
-                      tally_crc32 (0, copy + pos + 8, (size_t) head - 8));
-      if (clen < TALLY_CMOD_FIXED || clen > len - pos)
+      tally_le_put32 (copy + pos + TALLY_CMOD_CRC,
+                      tally_crc32 (0, copy + pos + TALLY_CMOD_LEN,
+                                   (size_t) head - TALLY_CMOD_LEN));
+      if (c.len < TALLY_CMOD_FIXED || c.len > len - pos)
         break;
-      pos += (size_t) clen;
+      pos += (size_t) c.len;
     }
   parse_once (copy, len);
   free (copy);
@@ -126,26 +128,6 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
   parse_once (data, size);
   parse_repaired_continuous (data, size);
-
-  /* Random bytes almost never carry the right magic, sizes and CRC, so
-     also parse a copy with the envelope repaired: that way the mutations
-     reach the module and function records.  */
-  if (size >= TALLY_HEADER_FIXED + 4 + TALLY_TRAILER_SIZE)
-    {
-      unsigned char *copy = malloc (size);
-      if (!copy)
-        return 0;
-      memcpy (copy, data, size);
-      size_t tpos = size - TALLY_TRAILER_SIZE;
-      memcpy (copy, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
-      tally_le_put32 (copy + 8, TALLY_FILE_VERSION);
-      tally_le_put32 (copy + 12, TALLY_BYTE_ORDER_MARK);
-      tally_le_put64 (copy + 16, size);
-      tally_le_put32 (copy + tpos, TALLY_TAG_END);
-      tally_le_put32 (copy + tpos + 4, tally_crc32 (0, copy, tpos));
-      tally_le_put64 (copy + tpos + 8, size);
-      parse_once (copy, size);
-      free (copy);
-    }
+  fuzz_repaired (data, size, parse_once);
   return 0;
 }

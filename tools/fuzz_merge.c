@@ -7,7 +7,7 @@
  * trailer, CRC) repaired so that the mutations reach the records, goes
  * through tally_rt_check_file, and what it accepts must
  *
- * 1. be read by the tools' strict reader too (tools/datafile.c and every
+ * 1. be read by the tools' strict reader too (format/datafile.c and every
  *    block map through tools/blockmap.c): a file the runtime merges must
  *    never be one `tally report` refuses, or the merged file would be
  *    unreadable for good;
@@ -27,6 +27,7 @@
 
 #include "blockmap.h"
 #include "datafile.h"
+#include "fuzz_common.h"
 #include "tally/format.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
@@ -68,15 +69,11 @@ write_merged (const unsigned char *buf, size_t head, const unsigned char *recs,
   if (!out)
     return;
   memcpy (out, buf, head);
-  tally_le_put64 (out + 16, len);
-  tally_le_put32 (out + 40, nmod);
+  tally_le_put32 (out + TALLY_HDR_NMODULES, nmod);
   memcpy (out + head, recs, rlen);
   if (xlen)
     memcpy (out + head + rlen, x, xlen);
-  size_t t = len - TALLY_TRAILER_SIZE;
-  tally_le_put32 (out + t, TALLY_TAG_END);
-  tally_le_put32 (out + t + 4, tally_crc32 (0, out, t));
-  tally_le_put64 (out + t + 8, len);
+  tally_file_seal (out, len);
   check_merged (out, len);
   free (out);
 }
@@ -98,7 +95,7 @@ merge_self (const unsigned char *buf, size_t len, size_t rec, uint32_t n,
       size_t k = tally_rt_rec_size (buf + p, rend - p);
       if (!k || !tally_rt_rec_match (buf + p, buf + p))
         abort (); /* checked: every record has its size, matches itself */
-      nfns[r] = tally_rt_get_u32 (buf + p + 20);
+      nfns[r] = tally_le_get32 (buf + p + TALLY_MODREC_NFNS);
       same[r] = r;
       apart[r] = n + r;
       p += k;
@@ -195,22 +192,6 @@ int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
   check_once (data, size);
-  if (size >= TALLY_HEADER_FIXED + 4 + TALLY_TRAILER_SIZE)
-    {
-      unsigned char *copy = malloc (size);
-      if (!copy)
-        return 0;
-      memcpy (copy, data, size);
-      size_t tpos = size - TALLY_TRAILER_SIZE;
-      memcpy (copy, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
-      tally_le_put32 (copy + 8, TALLY_FILE_VERSION);
-      tally_le_put32 (copy + 12, TALLY_BYTE_ORDER_MARK);
-      tally_le_put64 (copy + 16, size);
-      tally_le_put32 (copy + tpos, TALLY_TAG_END);
-      tally_le_put32 (copy + tpos + 4, tally_crc32 (0, copy, tpos));
-      tally_le_put64 (copy + tpos + 8, size);
-      check_once (copy, size);
-      free (copy);
-    }
+  fuzz_repaired (data, size, check_once);
   return 0;
 }

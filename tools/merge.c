@@ -482,7 +482,8 @@ acc_add_file (struct accumulator *acc, const struct tally_data *d,
   return 0;
 }
 
-/* A stream writer that keeps the CRC and the byte count.  */
+/* A stream writer that keeps the CRC and the byte count; the fixed parts
+   are encoded by tally/format.h's codec.  */
 struct out_writer
 {
   FILE *f;
@@ -501,16 +502,17 @@ out_bytes (struct out_writer *w, const void *p, size_t n)
 static void
 out_u32 (struct out_writer *w, uint32_t v)
 {
-  unsigned char b[4] = { (unsigned char) v, (unsigned char) (v >> 8),
-                         (unsigned char) (v >> 16), (unsigned char) (v >> 24) };
-  out_bytes (w, b, 4);
+  unsigned char b[4];
+  tally_le_put32 (b, v);
+  out_bytes (w, b, sizeof b);
 }
 
 static void
 out_u64 (struct out_writer *w, uint64_t v)
 {
-  out_u32 (w, (uint32_t) v);
-  out_u32 (w, (uint32_t) (v >> 32));
+  unsigned char b[8];
+  tally_le_put64 (b, v);
+  out_bytes (w, b, sizeof b);
 }
 
 static void
@@ -524,7 +526,7 @@ out_str (struct out_writer *w, const char *s)
 static uint64_t
 str_bytes (const char *s)
 {
-  return 4 + strlen (s);
+  return TALLY_STR_FIXED + strlen (s);
 }
 
 /* Write ACC to PATH (tools/output.c).  Returns 0 or EXIT_BAD_DATA. */
@@ -536,12 +538,13 @@ write_merged (const char *path, const struct accumulator *acc,
   for (size_t i = 0; i < acc->n; i++)
     {
       const struct acc_module *a = &acc->mods[i];
-      size += 24 + str_bytes (a->source) + str_bytes (a->directory);
+      size += TALLY_MODREC_FIXED + str_bytes (a->source)
+              + str_bytes (a->directory);
       for (size_t j = 0; j < a->nfns; j++)
         size += str_bytes (a->fns[j].name) + str_bytes (a->fns[j].symbol)
                 + str_bytes (a->fns[j].origin) + str_bytes (a->fns[j].file)
-                + 16 + 8 * (uint64_t) a->fns[j].ncounters + 4
-                + a->fns[j].map_size;
+                + TALLY_FNREC_FIXED + 8 * (uint64_t) a->fns[j].ncounters
+                + TALLY_STR_FIXED + a->fns[j].map_size;
     }
   if (acc->n > UINT32_MAX)
     {
@@ -558,21 +561,23 @@ write_merged (const char *path, const struct accumulator *acc,
     }
   if (acc->nmeas)
     {
-      size += 12 + 4 * (uint64_t) acc->n
-              + 16 * (uint64_t) acc->nmeas * nfns_total;
+      size += TALLY_MEAS_FIXED + 4 * (uint64_t) acc->n
+              + TALLY_MEAS_PAIR * (uint64_t) acc->nmeas * nfns_total;
       for (uint32_t k = 0; k < acc->nmeas; k++)
         size += str_bytes (acc->meas_names[k]);
     }
   if (acc->paths && acc->nframes)
     {
-      size += 8;
+      size += TALLY_FRAMES_FIXED;
       for (size_t f = 0; f < acc->nframes; f++)
-        size += 12 + str_bytes (acc->frames[f].name);
+        size += TALLY_FRAME_FIXED + str_bytes (acc->frames[f].name);
     }
   if (acc->paths)
-    size += 24 + 4 * (uint64_t) acc->n + 32 * (uint64_t) (acc->nnodes - 1);
+    size += TALLY_PATH_FIXED + 4 * (uint64_t) acc->n
+            + TALLY_PATH_NODE * (uint64_t) (acc->nnodes - 1);
   if (acc->paths && acc->nmeas > 1)
-    size += 12 + 16 * (uint64_t) (acc->nmeas - 1) * (acc->nnodes - 1);
+    size += TALLY_PEVT_FIXED
+            + TALLY_MEAS_PAIR * (uint64_t) (acc->nmeas - 1) * (acc->nnodes - 1);
   struct tally_out o;
   char err[512];
   if (tally_out_open (&o, path, err, sizeof err) != 0)
@@ -581,23 +586,21 @@ write_merged (const char *path, const struct accumulator *acc,
       return EXIT_BAD_DATA;
     }
   struct out_writer w = { o.f, 0, 0 };
-  out_bytes (&w, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
-  out_u32 (&w, TALLY_FILE_VERSION);
-  out_u32 (&w, TALLY_BYTE_ORDER_MARK);
-  out_u64 (&w, size);
-  out_u64 (&w, 0); /* pid: no single process wrote it */
-  out_u64 (&w, (uint64_t) time (NULL));
-  out_u32 (&w, (uint32_t) acc->n);
-  out_u32 (&w, flags);
+  /* The fixed parts are encoded here; the header is the largest.  pid 0:
+     no single process wrote the file.  */
+  unsigned char fixed[TALLY_HEADER_FIXED];
+  struct tally_hdr h = { TALLY_FILE_VERSION, TALLY_BYTE_ORDER_MARK, size, 0,
+                         (uint64_t) time (NULL), (uint32_t) acc->n, flags };
+  tally_hdr_put (fixed, &h);
+  out_bytes (&w, fixed, TALLY_HEADER_FIXED);
   out_str (&w, program);
   for (size_t i = 0; i < acc->n; i++)
     {
       const struct acc_module *a = &acc->mods[i];
-      out_u32 (&w, TALLY_TAG_MODULE);
-      out_u32 (&w, a->abi_version);
-      out_u64 (&w, a->checksum);
-      out_u32 (&w, a->flags);
-      out_u32 (&w, (uint32_t) a->nfns);
+      struct tally_modrec m = { a->abi_version, a->checksum, a->flags,
+                                (uint32_t) a->nfns };
+      tally_modrec_put (fixed, &m);
+      out_bytes (&w, fixed, TALLY_MODREC_FIXED);
       out_str (&w, a->source);
       out_str (&w, a->directory);
       for (size_t j = 0; j < a->nfns; j++)
@@ -607,10 +610,9 @@ write_merged (const char *path, const struct accumulator *acc,
           out_str (&w, f->symbol);
           out_str (&w, f->origin);
           out_str (&w, f->file);
-          out_u32 (&w, f->line);
-          out_u32 (&w, f->flags);
-          out_u32 (&w, f->ncounters);
-          out_u32 (&w, 0);
+          struct tally_fnrec fr = { f->line, f->flags, f->ncounters, 0 };
+          tally_fnrec_put (fixed, &fr);
+          out_bytes (&w, fixed, TALLY_FNREC_FIXED);
           for (uint32_t k = 0; k < f->ncounters; k++)
             out_u64 (&w, f->counters[k]);
           out_u32 (&w, f->map_size);
@@ -669,12 +671,13 @@ write_merged (const char *path, const struct accumulator *acc,
       for (size_t i = 1; i < acc->nnodes; i++)
         {
           const struct acc_node *q = &acc->nodes[i];
-          out_u32 (&w, q->parent);
-          out_u32 (&w, q->rec == UINT32_MAX ? TALLY_FRAME_ID_BASE + q->fn
-                                            : bases[q->rec] + q->fn);
-          out_u64 (&w, q->calls);
-          out_u64 (&w, q->incl);
-          out_u64 (&w, q->excl < q->incl ? q->excl : q->incl);
+          struct tally_pnode n = {
+            q->parent,
+            q->rec == UINT32_MAX ? TALLY_FRAME_ID_BASE + q->fn
+                                 : bases[q->rec] + q->fn,
+            q->calls, q->incl, q->excl < q->incl ? q->excl : q->incl };
+          tally_pnode_put (fixed, &n);
+          out_bytes (&w, fixed, TALLY_PATH_NODE);
         }
       free (bases);
       if (acc->nmeas > 1)
@@ -692,10 +695,8 @@ write_merged (const char *path, const struct accumulator *acc,
               }
         }
     }
-  uint32_t crc = w.crc;
-  out_u32 (&w, TALLY_TAG_END);
-  out_u32 (&w, crc);
-  out_u64 (&w, size);
+  tally_trailer_put (fixed, w.crc, size);
+  out_bytes (&w, fixed, TALLY_TRAILER_SIZE);
   if (w.total != size)
     {
       error_msg ("merge: cannot write %s: size mismatch (internal error)",

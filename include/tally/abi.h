@@ -190,10 +190,7 @@ struct tally_meas
   __UINT64_TYPE__ excl; /* the same less the callees' inclusive cycles */
 };
 
-#ifndef TALLY_PUBLIC
-/* Exported from the runtime even when it is built with hidden visibility.  */
-#define TALLY_PUBLIC __attribute__ ((visibility ("default")))
-#endif
+#include "tally/public.h"
 
 #ifdef __cplusplus
 extern "C" {

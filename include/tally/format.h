@@ -1,10 +1,26 @@
 /* tally/format.h - layout of the tally data file (version 2, and version 3:
  * continuous files).
  *
- * Written by the runtime (rt/dump.c), read by the `tally` command
- * (tools/datafile.c).  doc/data-format.md is the prose description; keep the
+ * Written by the runtime (rt/dump.c), read by the format library (format/:
+ * format/datafile.c, the strict reader of the `tally` command and of the
+ * plugin's select=).  doc/data-format.md is the prose description; keep the
  * two in step.  All integers are little-endian; strings are a u32 byte
  * length followed by that many bytes, no terminator.
+ *
+ * Below the constants, the codec: the byte offsets of every fixed part
+ * (TALLY_HDR_*, TALLY_MODREC_*, ...) and static inline functions that
+ * encode and decode them (tally_le_*, tally_hdr_put, tally_modrec_get ...).
+ * They call nothing, not even libc (tally_file_seal only tally_crc32,
+ * rt/crc32.c), so the runtime may use them anywhere, signal handlers
+ * included, and its merge reader keeps its bounds: the *_get functions
+ * read exactly their part's bytes.  For the runtime: the header
+ * (tally_hdr_put; TALLY_HDR_* for the fields it patches), the module and
+ * function records (tally_modrec_put, tally_fnrec_put; TALLY_MODREC_NFNS,
+ * TALLY_FNREC_NVALUES where its reader walks records), path nodes
+ * (tally_pnode_put/get), the trailer (tally_trailer_put, tally_file_seal
+ * for an image in memory), CMOD and DUMP chunks (tally_cmod_put,
+ * tally_cmodfn_put, tally_dump_put) and the block map's fields
+ * (TALLY_MAP_KIND ...).
  *
  *   header   magic "TALLYDAT", u32 version, u32 byte-order mark 0x01020304,
  *            u64 file size, u64 pid, u64 unix time, u32 module count,
@@ -190,6 +206,293 @@ tally_le_put64 (unsigned char *p, uint64_t v)
   tally_le_put32 (p + 4, (uint32_t) (v >> 32));
 }
 
+/* The codec of the fixed parts.  Offsets are from the start of the part;
+   each *_put writes the whole part (its tag included), each *_get reads
+   every field but the tag, unchecked: a reader checks the bytes are there
+   (and the tag) first.  */
+
+/* The byte-order mark as a little-endian reader sees a big-endian file.  */
+#define TALLY_BYTE_ORDER_SWAPPED 0x04030201u
+
+/* header (TALLY_HEADER_FIXED bytes; str program follows; a version 3
+   header then has u64 process start) */
+#define TALLY_HDR_VERSION 8u
+#define TALLY_HDR_BOM 12u
+#define TALLY_HDR_SIZE 16u
+#define TALLY_HDR_PID 24u
+#define TALLY_HDR_TIME 32u
+#define TALLY_HDR_NMODULES 40u
+#define TALLY_HDR_FLAGS 44u
+
+struct tally_hdr
+{
+  uint32_t version, byte_order;
+  uint64_t file_size, pid, time;
+  uint32_t nmodules, flags;
+};
+
+/* Magic and fields, TALLY_HEADER_FIXED bytes.  */
+static inline void
+tally_hdr_put (unsigned char *p, const struct tally_hdr *h)
+{
+  for (unsigned i = 0; i < TALLY_FILE_MAGIC_LEN; i++)
+    p[i] = (unsigned char) TALLY_FILE_MAGIC[i];
+  tally_le_put32 (p + TALLY_HDR_VERSION, h->version);
+  tally_le_put32 (p + TALLY_HDR_BOM, h->byte_order);
+  tally_le_put64 (p + TALLY_HDR_SIZE, h->file_size);
+  tally_le_put64 (p + TALLY_HDR_PID, h->pid);
+  tally_le_put64 (p + TALLY_HDR_TIME, h->time);
+  tally_le_put32 (p + TALLY_HDR_NMODULES, h->nmodules);
+  tally_le_put32 (p + TALLY_HDR_FLAGS, h->flags);
+}
+
+static inline void
+tally_hdr_get (const unsigned char *p, struct tally_hdr *h)
+{
+  h->version = tally_le_get32 (p + TALLY_HDR_VERSION);
+  h->byte_order = tally_le_get32 (p + TALLY_HDR_BOM);
+  h->file_size = tally_le_get64 (p + TALLY_HDR_SIZE);
+  h->pid = tally_le_get64 (p + TALLY_HDR_PID);
+  h->time = tally_le_get64 (p + TALLY_HDR_TIME);
+  h->nmodules = tally_le_get32 (p + TALLY_HDR_NMODULES);
+  h->flags = tally_le_get32 (p + TALLY_HDR_FLAGS);
+}
+
+/* trailer (TALLY_TRAILER_SIZE bytes at the end) */
+#define TALLY_TRL_CRC 4u
+#define TALLY_TRL_SIZE 8u
+
+static inline void
+tally_trailer_put (unsigned char *p, uint32_t crc, uint64_t file_size)
+{
+  tally_le_put32 (p, TALLY_TAG_END);
+  tally_le_put32 (p + TALLY_TRL_CRC, crc);
+  tally_le_put64 (p + TALLY_TRL_SIZE, file_size);
+}
+
+/* A string: u32 length, then the bytes.  */
+#define TALLY_STR_FIXED 4u
+
+/* module record: this fixed part, then str source, str directory and the
+   functions */
+#define TALLY_MODREC_ABI 4u
+#define TALLY_MODREC_CHECKSUM 8u
+#define TALLY_MODREC_FLAGS 16u
+#define TALLY_MODREC_NFNS 20u
+#define TALLY_MODREC_FIXED 24u
+
+struct tally_modrec
+{
+  uint32_t abi_version;
+  uint64_t checksum;
+  uint32_t flags, nfns;
+};
+
+static inline void
+tally_modrec_put (unsigned char *p, const struct tally_modrec *m)
+{
+  tally_le_put32 (p, TALLY_TAG_MODULE);
+  tally_le_put32 (p + TALLY_MODREC_ABI, m->abi_version);
+  tally_le_put64 (p + TALLY_MODREC_CHECKSUM, m->checksum);
+  tally_le_put32 (p + TALLY_MODREC_FLAGS, m->flags);
+  tally_le_put32 (p + TALLY_MODREC_NFNS, m->nfns);
+}
+
+static inline void
+tally_modrec_get (const unsigned char *p, struct tally_modrec *m)
+{
+  m->abi_version = tally_le_get32 (p + TALLY_MODREC_ABI);
+  m->checksum = tally_le_get64 (p + TALLY_MODREC_CHECKSUM);
+  m->flags = tally_le_get32 (p + TALLY_MODREC_FLAGS);
+  m->nfns = tally_le_get32 (p + TALLY_MODREC_NFNS);
+}
+
+/* function: str name, symbol, origin, file, then this fixed part, then
+   u64 values[nvalues], u32 map size, the map (version 2) */
+#define TALLY_FNREC_LINE 0u
+#define TALLY_FNREC_FLAGS 4u
+#define TALLY_FNREC_NVALUES 8u
+#define TALLY_FNREC_RESERVED 12u
+#define TALLY_FNREC_FIXED 16u
+
+struct tally_fnrec
+{
+  uint32_t line, flags, nvalues, reserved;
+};
+
+static inline void
+tally_fnrec_put (unsigned char *p, const struct tally_fnrec *f)
+{
+  tally_le_put32 (p + TALLY_FNREC_LINE, f->line);
+  tally_le_put32 (p + TALLY_FNREC_FLAGS, f->flags);
+  tally_le_put32 (p + TALLY_FNREC_NVALUES, f->nvalues);
+  tally_le_put32 (p + TALLY_FNREC_RESERVED, f->reserved);
+}
+
+static inline void
+tally_fnrec_get (const unsigned char *p, struct tally_fnrec *f)
+{
+  f->line = tally_le_get32 (p + TALLY_FNREC_LINE);
+  f->flags = tally_le_get32 (p + TALLY_FNREC_FLAGS);
+  f->nvalues = tally_le_get32 (p + TALLY_FNREC_NVALUES);
+  f->reserved = tally_le_get32 (p + TALLY_FNREC_RESERVED);
+}
+
+/* MEAS: u32 tag, u32 V, V names, u32 record count (TALLY_MEAS_FIXED bytes
+   without the names); per record u32 function count, then per function
+   V pairs of TALLY_MEAS_PAIR bytes */
+#define TALLY_MEAS_FIXED 12u
+#define TALLY_MEAS_PAIR 16u
+
+/* FRMS: u32 tag, u32 count (TALLY_FRAMES_FIXED), then per frame u32 id,
+   u64 address (TALLY_FRAME_FIXED) and str name */
+#define TALLY_FRAMES_FIXED 8u
+#define TALLY_FRAME_FIXED 12u
+
+/* PATH: u32 tag, u32 depth limit, u64 lost, u32 record count, then a u32
+   base per record, u32 node count (TALLY_PATH_FIXED bytes without the
+   bases), then nodes of TALLY_PATH_NODE bytes */
+#define TALLY_PATH_DEPTH 4u
+#define TALLY_PATH_LOST 8u
+#define TALLY_PATH_NRECORDS 16u
+#define TALLY_PATH_FIXED 24u
+#define TALLY_PNODE_PARENT 0u
+#define TALLY_PNODE_FN 4u
+#define TALLY_PNODE_CALLS 8u
+#define TALLY_PNODE_INCL 16u
+#define TALLY_PNODE_EXCL 24u
+#define TALLY_PATH_NODE 32u
+
+struct tally_pnode
+{
+  uint32_t parent, fn;
+  uint64_t calls, incl, excl;
+};
+
+static inline void
+tally_pnode_put (unsigned char *p, const struct tally_pnode *n)
+{
+  tally_le_put32 (p + TALLY_PNODE_PARENT, n->parent);
+  tally_le_put32 (p + TALLY_PNODE_FN, n->fn);
+  tally_le_put64 (p + TALLY_PNODE_CALLS, n->calls);
+  tally_le_put64 (p + TALLY_PNODE_INCL, n->incl);
+  tally_le_put64 (p + TALLY_PNODE_EXCL, n->excl);
+}
+
+static inline void
+tally_pnode_get (const unsigned char *p, struct tally_pnode *n)
+{
+  n->parent = tally_le_get32 (p + TALLY_PNODE_PARENT);
+  n->fn = tally_le_get32 (p + TALLY_PNODE_FN);
+  n->calls = tally_le_get64 (p + TALLY_PNODE_CALLS);
+  n->incl = tally_le_get64 (p + TALLY_PNODE_INCL);
+  n->excl = tally_le_get64 (p + TALLY_PNODE_EXCL);
+}
+
+/* PEVT: u32 tag, u32 event count, u32 node count, then per node and event
+   a pair of TALLY_MEAS_PAIR bytes */
+#define TALLY_PEVT_FIXED 12u
+
+/* RNKS: u32 tag, u32 version, u32 job size, u32 record count
+   (TALLY_RANKS_FIXED), per record u32 ranks, u32 reserved, u64 value count
+   (TALLY_RANKS_MODULE), then values of TALLY_RANKS_VALUE bytes: u64 min,
+   u64 max, u32 rank of the max */
+#define TALLY_RANKS_FIXED 16u
+#define TALLY_RANKS_MODULE 16u
+#define TALLY_RANKS_MAX 8u
+#define TALLY_RANKS_MAXRANK 16u
+
+/* CMOD chunk: the fixed part (TALLY_CMOD_FIXED), then per function
+   TALLY_CMOD_FN bytes */
+#define TALLY_CMOD_CRC 4u
+#define TALLY_CMOD_LEN 8u
+#define TALLY_CMOD_REGION 16u
+#define TALLY_CMOD_REGION_SIZE 24u
+#define TALLY_CMOD_NFNS 32u
+#define TALLY_CMOD_RECSIZE 36u
+
+struct tally_cmod
+{
+  uint32_t crc;
+  uint64_t len, region, region_size;
+  uint32_t nfns, rec_size;
+};
+
+static inline void
+tally_cmod_put (unsigned char *p, const struct tally_cmod *c)
+{
+  tally_le_put32 (p, TALLY_TAG_CMOD);
+  tally_le_put32 (p + TALLY_CMOD_CRC, c->crc);
+  tally_le_put64 (p + TALLY_CMOD_LEN, c->len);
+  tally_le_put64 (p + TALLY_CMOD_REGION, c->region);
+  tally_le_put64 (p + TALLY_CMOD_REGION_SIZE, c->region_size);
+  tally_le_put32 (p + TALLY_CMOD_NFNS, c->nfns);
+  tally_le_put32 (p + TALLY_CMOD_RECSIZE, c->rec_size);
+}
+
+static inline void
+tally_cmod_get (const unsigned char *p, struct tally_cmod *c)
+{
+  c->crc = tally_le_get32 (p + TALLY_CMOD_CRC);
+  c->len = tally_le_get64 (p + TALLY_CMOD_LEN);
+  c->region = tally_le_get64 (p + TALLY_CMOD_REGION);
+  c->region_size = tally_le_get64 (p + TALLY_CMOD_REGION_SIZE);
+  c->nfns = tally_le_get32 (p + TALLY_CMOD_NFNS);
+  c->rec_size = tally_le_get32 (p + TALLY_CMOD_RECSIZE);
+}
+
+/* A CMOD function: u64 counters offset, u64 visited offset (or ~0), u32
+   counter count, u32 visited count.  */
+#define TALLY_CMODFN_VISITED 8u
+#define TALLY_CMODFN_NCOUNTERS 16u
+#define TALLY_CMODFN_NVISITED 20u
+
+struct tally_cmodfn
+{
+  uint64_t counters, visited;
+  uint32_t ncounters, nvisited;
+};
+
+static inline void
+tally_cmodfn_put (unsigned char *p, const struct tally_cmodfn *f)
+{
+  tally_le_put64 (p, f->counters);
+  tally_le_put64 (p + TALLY_CMODFN_VISITED, f->visited);
+  tally_le_put32 (p + TALLY_CMODFN_NCOUNTERS, f->ncounters);
+  tally_le_put32 (p + TALLY_CMODFN_NVISITED, f->nvisited);
+}
+
+static inline void
+tally_cmodfn_get (const unsigned char *p, struct tally_cmodfn *f)
+{
+  f->counters = tally_le_get64 (p);
+  f->visited = tally_le_get64 (p + TALLY_CMODFN_VISITED);
+  f->ncounters = tally_le_get32 (p + TALLY_CMODFN_NCOUNTERS);
+  f->nvisited = tally_le_get32 (p + TALLY_CMODFN_NVISITED);
+}
+
+/* DUMP chunk: u32 tag, u32 session, u64 image size (TALLY_DUMP_FIXED),
+   then the image */
+#define TALLY_DUMP_SESSION 4u
+#define TALLY_DUMP_SIZE 8u
+
+static inline void
+tally_dump_put (unsigned char *p, uint32_t session, uint64_t image_size)
+{
+  tally_le_put32 (p, TALLY_TAG_DUMP);
+  tally_le_put32 (p + TALLY_DUMP_SESSION, session);
+  tally_le_put64 (p + TALLY_DUMP_SIZE, image_size);
+}
+
+/* block map: u32 version, kind, block count, edge count, file count
+   (TALLY_MAP_FIXED), the files, then blocks and edges */
+#define TALLY_MAP_KIND 4u
+#define TALLY_MAP_NBLOCKS 8u
+#define TALLY_MAP_NEDGES 12u
+#define TALLY_MAP_NFILES 16u
+#define TALLY_MAP_FIXED 20u
+#define TALLY_MAP_EDGE 16u /* bytes per edge */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -198,5 +501,17 @@ uint32_t tally_crc32 (uint32_t crc, const void *buf, size_t len);
 #ifdef __cplusplus
 }
 #endif
+
+/* Finish the version 1 or 2 file of LEN bytes at BUF (at least
+   TALLY_HEADER_FIXED + TALLY_TRAILER_SIZE), whose header and records are
+   written: its size into the header, and the trailer with the CRC of
+   every byte before it.  */
+static inline void
+tally_file_seal (unsigned char *buf, size_t len)
+{
+  size_t t = len - TALLY_TRAILER_SIZE;
+  tally_le_put64 (buf + TALLY_HDR_SIZE, len);
+  tally_trailer_put (buf + t, tally_crc32 (0, buf, t), len);
+}
 
 #endif /* TALLY_FORMAT_H */

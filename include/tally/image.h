@@ -6,9 +6,7 @@
 
 #include <stddef.h>
 
-#ifndef TALLY_PUBLIC
-#define TALLY_PUBLIC __attribute__ ((visibility ("default")))
-#endif
+#include "tally/public.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -6,10 +6,7 @@
 #ifndef TALLY_TALLY_H
 #define TALLY_TALLY_H
 
-#ifndef TALLY_PUBLIC
-/* Exported from the runtime even when it is built with hidden visibility.  */
-#define TALLY_PUBLIC __attribute__ ((visibility ("default")))
-#endif
+#include "tally/public.h"
 
 #ifdef __cplusplus
 extern "C" {

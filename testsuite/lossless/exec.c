@@ -8,8 +8,16 @@
      self OUT MID
                exec this program again with "after OUT MID", which moves
                OUT (the file written before the exec, same pid) to MID,
-               calls f once and exits  */
+               calls f once and exits
+     continue  exec this program again with "second", which calls f 3 more
+               times and kills itself (continuous output, run-continuous.py:
+               same pid, same file, so the second image continues the first
+               one's file instead of replacing it, and it holds 5 + 3 calls)  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* execvpe */
+#endif
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -35,6 +43,13 @@ main (int argc, char **argv)
           return 1;
         }
       return f (s) == 1 ? 0 : 1;
+    }
+  if (argc == 2 && strcmp (argv[1], "second") == 0)
+    {
+      for (int i = 0; i < 3; i++)
+        s = f (s);
+      raise (SIGKILL);
+      return 1;
     }
   for (int i = 0; i < 5; i++)
     s = f (s);
@@ -94,6 +109,11 @@ main (int argc, char **argv)
     {
       char *self_argv[] = { argv[0], (char *) "after", argv[2], argv[3], NULL };
       execv ("/proc/self/exe", self_argv);
+    }
+  else if (strcmp (mode, "continue") == 0)
+    {
+      char *second_argv[] = { argv[0], (char *) "second", NULL };
+      execv ("/proc/self/exe", second_argv);
     }
   perror (mode);
   return 1;

@@ -1,11 +1,13 @@
-/* datafile.h - strict reader of the tally data file (include/tally/format.h).
+/* datafile.h - strict reader of the tally data file (include/tally/format.h),
+ * part of the format library (format/: the `tally` command and the plugin
+ * link it).
  *
  * The reader trusts nothing in the file: every length and count is checked
  * against the bytes that are actually there before it is used, so a
  * truncated, corrupt or hostile file yields a one-line message, never a
  * crash, an out-of-bounds read or a huge allocation.  */
-#ifndef TALLY_TOOLS_DATAFILE_H
-#define TALLY_TOOLS_DATAFILE_H
+#ifndef TALLY_FORMAT_DATAFILE_H
+#define TALLY_FORMAT_DATAFILE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -118,8 +120,13 @@ struct tally_data
 #define TALLY_DATA_UNFINISHED 0x10000u
 #define TALLY_DATA_CUT 0x20000u
 
-/* The little-endian u32 at P.  */
-uint32_t tally_le32 (const unsigned char *p);
+/* The little-endian u32 at P: tally_le_get32 of tally/format.h, under the
+   name the tools used first.  */
+static inline uint32_t
+tally_le32 (const unsigned char *p)
+{
+  return tally_le_get32 (p);
+}
 
 /* Store a message in ERR (ERRLEN bytes at most) like snprintf; returns -1,
    so that a parser can `return tally_errf (...)`.  */
@@ -140,4 +147,4 @@ int tally_read_file (const char *path, struct tally_data *out, char *err,
    an empty (zeroed or failed) struct, and twice.  */
 void tally_data_free (struct tally_data *d);
 
-#endif /* TALLY_TOOLS_DATAFILE_H */
+#endif /* TALLY_FORMAT_DATAFILE_H */

@@ -2,11 +2,12 @@
  * (the LOPI paper's way of choosing what to instrument).
  *
  * Shared by `tally select` (tools/cmd-select.c) and the plugin's
- * -fplugin-arg-tally-select=PROFILE:P% (plugin/select.cc): both read the
- * data files with tools/datafile.c and rank with the same code, so what the
- * command prints is what the plugin instruments.  C, callable from C++.  */
-#ifndef TALLY_TOOLS_SELECT_H
-#define TALLY_TOOLS_SELECT_H
+ * -fplugin-arg-tally-select=PROFILE:P% (plugin/select.cc): both link the
+ * format library (format/), read the data files with its reader and rank
+ * with the same code, so what the command prints is what the plugin
+ * instruments.  C, callable from C++.  */
+#ifndef TALLY_FORMAT_SELECT_H
+#define TALLY_FORMAT_SELECT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -68,4 +69,4 @@ void tally_selection_free (struct tally_selection *s);
 }
 #endif
 
-#endif /* TALLY_TOOLS_SELECT_H */
+#endif /* TALLY_FORMAT_SELECT_H */

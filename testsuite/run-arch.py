@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Check the layering of the source tree (doc/architecture.md, "The rules").
+
+The plugin reaches the runtime and the tools only through the contract in
+include/tally/ and the format library (format/): no file under plugin/
+includes a header of tools/ or rt/, and plugin/meson.build compiles no file
+of theirs.
+
+  run-arch.py CASE --srcdir DIR
+
+CASE is one of:
+  plugin-includes  every #include of every file under plugin/ names a header
+                   that is not in tools/ or rt/: neither by a path that goes
+                   there (../tools/select.h, rt/rt.h) nor by a bare name
+                   found only there (through an include directory)
+  plugin-build     plugin/meson.build names no file or directory of tools/
+                   or rt/ (../tools/select.c, include_directories('../rt'))
+
+Exit status: 0 pass, 1 fail (each offending line printed as FILE:LINE).
+"""
+import argparse
+import os
+import re
+import sys
+
+FORBIDDEN = ("tools", "rt")
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+# Where a bare header name may legitimately come from besides plugin/.
+ALLOWED_DIRS = ("plugin", "format", "include")
+
+
+def plugin_files(src):
+    for root, dirs, files in os.walk(os.path.join(src, "plugin")):
+        dirs.sort()
+        for name in sorted(files):
+            yield os.path.join(root, name)
+
+
+def headers_in(src, top):
+    """Every file name below SRC/TOP."""
+    names = set()
+    for _, _, files in os.walk(os.path.join(src, top)):
+        names.update(files)
+    return names
+
+
+def bad_include(src, path, quote, name):
+    """Why the include of NAME (with QUOTE) in PATH reaches tools/ or rt/,
+    or None."""
+    if name.startswith("tally/"):
+        return None  # include/tally/: the contract
+    # A path: where it lands from the including file's folder, and whether
+    # any of its folders is tools or rt.
+    parts = name.split("/")
+    if len(parts) > 1:
+        here = os.path.dirname(path)
+        landed = os.path.relpath(os.path.normpath(os.path.join(here, name)), src)
+        top = landed.split(os.sep)[0]
+        if top in FORBIDDEN or any(p in FORBIDDEN for p in parts[:-1]):
+            return "names a header of %s/" % (top if top in FORBIDDEN else
+                                               next(p for p in parts[:-1]
+                                                    if p in FORBIDDEN))
+        return None
+    if quote != '"':
+        return None  # <stdio.h>, GCC's headers
+    # A bare name: fine if plugin/, format/ or include/ has it; a name that
+    # only tools/ or rt/ have can come only through an include directory
+    # pointing there.
+    if any(name in headers_in(src, d) for d in ALLOWED_DIRS):
+        return None
+    for d in FORBIDDEN:
+        if name in headers_in(src, d):
+            return "names %s, a header only %s/ has" % (name, d)
+    return None
+
+
+def case_plugin_includes(src):
+    bad = []
+    for path in plugin_files(src):
+        try:
+            lines = open(path, encoding="utf-8").read().splitlines()
+        except UnicodeDecodeError:
+            continue
+        for no, line in enumerate(lines, 1):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            why = bad_include(src, path, m.group(1), m.group(2))
+            if why:
+                bad.append("%s:%d: %s (%s)" % (os.path.relpath(path, src), no,
+                                                line.strip(), why))
+    return bad
+
+
+def case_plugin_build(src):
+    bad = []
+    path = os.path.join(src, "plugin", "meson.build")
+    word = re.compile(r"""['"](\.\./(?:%s)(?:/[^'"]*)?)['"]""" % "|".join(FORBIDDEN))
+    for no, line in enumerate(open(path, encoding="utf-8").read().splitlines(), 1):
+        code = line.split("#", 1)[0]
+        for m in word.finditer(code):
+            bad.append("plugin/meson.build:%d: names %s" % (no, m.group(1)))
+    return bad
+
+
+CASES = {
+    "plugin-includes": case_plugin_includes,
+    "plugin-build": case_plugin_build,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--srcdir", required=True,
+                    help="the top of the source tree")
+    args = ap.parse_args()
+    bad = CASES[args.case](os.path.abspath(args.srcdir))
+    for line in bad:
+        print(line)
+    if bad:
+        print("FAIL %s: %d offending line(s); plugin/ may use include/tally/ "
+              "and the format library (format/) only" % (args.case, len(bad)))
+        return 1
+    print("ok %s" % args.case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
