@@ -143,6 +143,45 @@ static const struct choice blocks_choices[]
 static const struct choice placement_choices[]
     = { { "tree", TALLY_PLACE_TREE }, { "block", TALLY_PLACE_BLOCK }, { NULL, 0 } };
 
+/* The options that take one of a list of words: the key, the words, the
+   list as the error message gives it, and where the choice goes.  */
+struct choice_option
+{
+  const char *key;
+  const struct choice *choices;
+  const char *accepted;
+  void (*set) (int v);
+};
+static const struct choice_option choice_options[] = {
+  { "hooks", hooks_choices, "inline, call, user:PREFIX, none",
+    [] (int v) { tally_opts.hooks = (enum tally_hooks_mode) v; } },
+  { "at", at_choices, "late, early",
+    [] (int v) { tally_opts.at = (enum tally_at) v; } },
+  { "update", update_choices, "single, atomic, tls",
+    [] (int v) { tally_opts.update = (enum tally_update) v; } },
+  { "measure", measure_choices, "count, cycles, papi",
+    [] (int v) { tally_opts.measure = (enum tally_measure) v; } },
+  { "paths", paths_choices, "on, off",
+    [] (int v) { tally_opts.paths = v != 0; } },
+  { "exit", exit_choices, "returns, frames",
+    [] (int v) { tally_opts.exit_frames = v != 0; } },
+  { "counters", counters_choices, "static, mapped",
+    [] (int v) { tally_opts.mapped = v != 0; } },
+  { "blocks", blocks_choices, "none, count, visited",
+    [] (int v) { tally_opts.blocks = (enum tally_blocks) v; } },
+  { "placement", placement_choices, "tree, block",
+    [] (int v) { tally_opts.placement = (enum tally_placement) v; } },
+};
+
+static const struct choice_option *
+find_choice_option (const char *key)
+{
+  for (const struct choice_option &o : choice_options)
+    if (strcmp (o.key, key) == 0)
+      return &o;
+  return NULL;
+}
+
 /* The option keys, as the unknown-option message lists them.  */
 static const char *const option_keys[]
     = { "hooks", "blocks", "placement", "at", "update", "counters", "measure",
@@ -204,59 +243,11 @@ parse_options (const struct plugin_name_args *info)
               ok = false;
             }
         }
-      else if (strcmp (arg->key, "hooks") == 0)
+      else if (const struct choice_option *o = find_choice_option (arg->key))
         {
-          if ((ok &= parse_choice (info->base_name, arg, hooks_choices,
-                                   "inline, call, user:PREFIX, none", &v)))
-            tally_opts.hooks = (enum tally_hooks_mode) v;
-        }
-      else if (strcmp (arg->key, "at") == 0)
-        {
-          if ((ok &= parse_choice (info->base_name, arg, at_choices,
-                                   "late, early", &v)))
-            tally_opts.at = (enum tally_at) v;
-        }
-      else if (strcmp (arg->key, "update") == 0)
-        {
-          if ((ok &= parse_choice (info->base_name, arg, update_choices,
-                                   "single, atomic, tls", &v)))
-            tally_opts.update = (enum tally_update) v;
-        }
-      else if (strcmp (arg->key, "measure") == 0)
-        {
-          if ((ok &= parse_choice (info->base_name, arg, measure_choices,
-                                   "count, cycles, papi", &v)))
-            tally_opts.measure = (enum tally_measure) v;
-        }
-      else if (strcmp (arg->key, "paths") == 0)
-        {
-          if ((ok &= parse_choice (info->base_name, arg, paths_choices,
-                                   "on, off", &v)))
-            tally_opts.paths = v != 0;
-        }
-      else if (strcmp (arg->key, "exit") == 0)
-        {
-          if ((ok &= parse_choice (info->base_name, arg, exit_choices,
-                                   "returns, frames", &v)))
-            tally_opts.exit_frames = v != 0;
-        }
-      else if (strcmp (arg->key, "counters") == 0)
-        {
-          if ((ok &= parse_choice (info->base_name, arg, counters_choices,
-                                   "static, mapped", &v)))
-            tally_opts.mapped = v != 0;
-        }
-      else if (strcmp (arg->key, "blocks") == 0)
-        {
-          if ((ok &= parse_choice (info->base_name, arg, blocks_choices,
-                                   "none, count, visited", &v)))
-            tally_opts.blocks = (enum tally_blocks) v;
-        }
-      else if (strcmp (arg->key, "placement") == 0)
-        {
-          if ((ok &= parse_choice (info->base_name, arg, placement_choices,
-                                   "tree, block", &v)))
-            tally_opts.placement = (enum tally_placement) v;
+          if ((ok &= parse_choice (info->base_name, arg, o->choices,
+                                   o->accepted, &v)))
+            o->set (v);
         }
       else if (strcmp (arg->key, "filter") == 0)
         {

@@ -67,11 +67,18 @@ alloc_array (size_t n, size_t size)
   return calloc (n ? n : 1, size);
 }
 
-/* Whether value index V is acceptable for a function with NVALUES.  */
+/* Whether value index V of block or edge WHAT I is acceptable for a
+   function with NVALUES; if not, said in ERR.  */
 static int
-value_ok (uint32_t v, uint32_t nvalues)
+value_ok (uint32_t v, uint32_t nvalues, const char *what, uint32_t i,
+          char *err, size_t errlen)
 {
-  return v == TALLY_MAP_NONE || v < nvalues;
+  if (v == TALLY_MAP_NONE || v < nvalues)
+    return 1;
+  fail (err, errlen, "%s %lu: value index %lu, but the function has %lu "
+        "values", what, (unsigned long) i, (unsigned long) v,
+        (unsigned long) nvalues);
+  return 0;
 }
 
 int
@@ -186,13 +193,8 @@ tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
               goto bad;
             }
         }
-      if (!value_ok (blk->value, nvalues))
-        {
-          fail (err, errlen, "block %lu: value index %lu, but the function "
-                "has %lu values", (unsigned long) b,
-                (unsigned long) blk->value, (unsigned long) nvalues);
-          goto bad;
-        }
+      if (!value_ok (blk->value, nvalues, "block", b, err, errlen))
+        goto bad;
       if (b < 2 && (blk->value != TALLY_MAP_NONE || blk->nlocs))
         {
           fail (err, errlen, "block %lu (%s) has a value or locations",
@@ -227,13 +229,8 @@ tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
                 (unsigned long) ed->dst);
           goto bad;
         }
-      if (!value_ok (ed->value, nvalues))
-        {
-          fail (err, errlen, "edge %lu: value index %lu, but the function "
-                "has %lu values", (unsigned long) e,
-                (unsigned long) ed->value, (unsigned long) nvalues);
-          goto bad;
-        }
+      if (!value_ok (ed->value, nvalues, "edge", e, err, errlen))
+        goto bad;
     }
   if (left (&c))
     {

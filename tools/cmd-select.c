@@ -45,65 +45,37 @@ put_glob_literal (const char *s)
 int
 cmd_select (int argc, char **argv)
 {
-  const char **files = xmalloc ((size_t) argc * sizeof *files);
-  size_t nfiles = 0;
+  struct cli_parsed a;
   double percent = 80;
-  const char *percent_arg = "80%";
-  int filter = 0, only_files = 0, r;
-  for (int i = 1; i < argc; i++)
+  int status = cli_parse (argc, argv, &a, NULL);
+  if (status == CLI_GO && a.v[OPT_PERCENT]
+      && tally_parse_percent (a.v[OPT_PERCENT], &percent) != 0)
     {
-      const char *a = argv[i], *v;
-      enum arg_kind kind = take_arg (a, &only_files, files, &nfiles);
-      if (kind == ARG_HELP)
-        {
-          fputs (usage_text, stdout);
-          free (files);
-          return 0;
-        }
-      else if (kind != ARG_OPTION)
-        ;
-      else if (strcmp (a, "--filter") == 0)
-        filter = 1;
-      else if ((r = option_value (argc, argv, &i, "--percent", &v)) != 0)
-        {
-          if (r < 0)
-            goto usage;
-          if (tally_parse_percent (v, &percent) != 0)
-            {
-              error_msg ("select: bad value '%s' for --percent: give a "
-                         "number above 0 and at most 100, like 80 or 99.5%%",
-                         v);
-              goto usage;
-            }
-          percent_arg = v;
-        }
-      else
-        {
-          error_msg ("select: unknown option '%s'; try 'tally --help'", a);
-          goto usage;
-        }
+      error_msg ("select: bad value '%s' for --percent: give a number above "
+                 "0 and at most 100, like 80 or 99.5%%", a.v[OPT_PERCENT]);
+      status = EXIT_USAGE;
     }
-  if (nfiles == 0)
+  if (status != CLI_GO)
     {
-      error_msg ("select: no data files given; try 'tally --help'");
-      goto usage;
+      cli_parsed_free (&a);
+      return status;
     }
   struct tally_selection sel;
   char err[512];
-  if (tally_select (files, nfiles, percent, &sel, err, sizeof err) != 0)
+  if (tally_select (a.files, a.nfiles, percent, &sel, err, sizeof err) != 0)
     {
       error_msg ("select: %s", err);
-      free (files);
+      cli_parsed_free (&a);
       return EXIT_BAD_DATA;
     }
   double got = 100.0 * (double) sel.selected / (double) sel.total;
-  if (filter)
+  if (a.v[OPT_FILTER])
     {
       printf ("# tally select --percent=%s: %zu of %zu functions, %.2f%% of "
               "the measured time\n# (-fplugin-arg-tally-filter=THIS_FILE; a "
               "static function of the same name\n# in another file is "
               "included too: select=PROFILE tells them apart)\n",
-              percent_arg, sel.nselected, sel.nfns, got);
+              a.v[OPT_PERCENT] ? a.v[OPT_PERCENT] : "80%", sel.nselected, sel.nfns, got);
       for (size_t i = 0; i < sel.nselected; i++)
         {
           fputs ("include function ", stdout);
@@ -147,9 +119,7 @@ cmd_select (int argc, char **argv)
         }
     }
   tally_selection_free (&sel);
-  free (files);
+  cli_parsed_free (&a);
   return 0;
-usage:
-  free (files);
-  return EXIT_USAGE;
 }
+

@@ -1,5 +1,5 @@
 /* tally diff A B: what changed between two data files, per function and
- * with --lines per source line (diff.h, doc/cli.md "tally diff").
+ * with --lines per source line (doc/cli.md "tally diff").
  *
  * Functions are matched by source name and file (made absolute against
  * the compiler's directory), not by symbol or module checksum: the two
@@ -15,15 +15,12 @@
 #include <string.h>
 
 #include "blockmap.h"
+#include "cli.h"
 #include "coverage.h"
 #include "datafile.h"
-#include "diff.h"
 #include "hide.h"
 #include "print.h"
 #include "tally/abi.h"
-
-#define EXIT_BAD_DATA 1
-#define EXIT_USAGE 2
 
 enum diff_sort { BY_CALLS, BY_CYCLES, BY_NAME };
 enum diff_format { TEXT, JSON, CSV };
@@ -74,31 +71,6 @@ struct diff
   int measured;
 };
 
-static void *
-xrealloc_ (void *p, size_t n)
-{
-  void *q = realloc (p, n ? n : 1);
-  if (!q)
-    {
-      fputs ("tally: out of memory\n", stderr);
-      exit (EXIT_BAD_DATA);
-    }
-  return q;
-}
-
-static char *
-xstrdup_ (const char *s)
-{
-  size_t n = strlen (s) + 1;
-  return memcpy (xrealloc_ (NULL, n), s, n);
-}
-
-static uint64_t
-add_sat (uint64_t a, uint64_t b)
-{
-  return a + b < a ? UINT64_MAX : a + b;
-}
-
 static size_t
 hash2 (const char *a, const char *b)
 {
@@ -116,7 +88,7 @@ rehash (struct diff *df)
 {
   free (df->slots);
   df->nslots = df->nslots ? df->nslots * 2 : 256;
-  df->slots = xrealloc_ (NULL, df->nslots * sizeof *df->slots);
+  df->slots = xmalloc (df->nslots * sizeof *df->slots);
   memset (df->slots, 0, df->nslots * sizeof *df->slots);
   for (size_t r = 0; r < df->nrows; r++)
     {
@@ -143,12 +115,12 @@ row_of (struct diff *df, const char *name, const char *file, uint32_t line)
   if (df->nrows == df->cap)
     {
       df->cap = df->cap ? df->cap * 2 : 64;
-      df->rows = xrealloc_ (df->rows, df->cap * sizeof *df->rows);
+      df->rows = xrealloc (df->rows, df->cap * sizeof *df->rows);
     }
   struct frow *r = &df->rows[df->nrows];
   memset (r, 0, sizeof *r);
-  r->name = xstrdup_ (name);
-  r->file = xstrdup_ (file);
+  r->name = xstrdup (name);
+  r->file = xstrdup (file);
   r->line = line;
   df->slots[i] = ++df->nrows;
   return r;
@@ -170,9 +142,9 @@ read_side (struct diff *df, struct input *in, int k)
   size_t nfns = 0;
   for (uint32_t i = 0; i < in->d.nmodules; i++)
     nfns += in->d.modules[i].nfns;
-  in->maps = xrealloc_ (NULL, (nfns ? nfns : 1) * sizeof *in->maps);
-  in->flows = xrealloc_ (NULL, (nfns ? nfns : 1) * sizeof *in->flows);
-  in->bodies = xrealloc_ (NULL, (nfns ? nfns : 1) * sizeof *in->bodies);
+  in->maps = xmalloc ((nfns ? nfns : 1) * sizeof *in->maps);
+  in->flows = xmalloc ((nfns ? nfns : 1) * sizeof *in->flows);
+  in->bodies = xmalloc ((nfns ? nfns : 1) * sizeof *in->bodies);
   if (in->d.nmeas)
     df->measured = 1;
   for (uint32_t i = 0; i < in->d.nmodules; i++)
@@ -321,29 +293,12 @@ lines_by_change (const void *pa, const void *pb)
 }
 
 /* STR as a JSON string: control characters and invalid UTF-8 as \u00XX
-   (print.c's put_json writes \n, \t and \r as such; diff's JSON keeps
-   its own form).  */
+   (report's JSON writes \n, \t and \r as such; diff's keeps its own
+   form).  */
 static void
 put_str (const char *str)
 {
-  const unsigned char *s = (const unsigned char *) str;
-  putchar ('"');
-  while (*s)
-    {
-      size_t n = utf8_len (s);
-      if (*s == '"' || *s == '\\')
-        printf ("\\%c", *s);
-      else if (n == 0 || *s < 0x20 || *s == 0x7f)
-        printf ("\\u%04x", *s);
-      else
-        {
-          fwrite (s, 1, n, stdout);
-          s += n;
-          continue;
-        }
-      s++;
-    }
-  putchar ('"');
+  put_escaped (str, ESCAPE_JSON_U);
 }
 
 static void
@@ -595,7 +550,7 @@ static struct lrow *
 diff_lines (const struct input *in, int all, size_t *n)
 {
   size_t cap = 64;
-  struct lrow *v = xrealloc_ (NULL, cap * sizeof *v);
+  struct lrow *v = xmalloc (cap * sizeof *v);
   *n = 0;
   size_t i[2] = { 0, 0 };
   const struct cov_result *c0 = &in[0].cov, *c1 = &in[1].cov;
@@ -637,7 +592,7 @@ diff_lines (const struct input *in, int all, size_t *n)
           if (*n == cap)
             {
               cap *= 2;
-              v = xrealloc_ (v, cap * sizeof *v);
+              v = xrealloc (v, cap * sizeof *v);
             }
           v[(*n)++] = w;
         }
@@ -645,85 +600,46 @@ diff_lines (const struct input *in, int all, size_t *n)
   return v;
 }
 
-static int
-usage_error (const char *fmt, const char *arg)
-{
-  fputs ("tally: diff: ", stderr);
-  fprintf (stderr, fmt, arg);
-  fputs ("; try 'tally --help'\n", stderr);
-  return EXIT_USAGE;
-}
-
 int
-tally_diff_main (int argc, char **argv, const char *usage)
+cmd_diff (int argc, char **argv)
 {
-  const char *paths[2];
-  size_t npaths = 0, top = 0;
-  int only_files = 0, all = 0, show_lines = 0, json = 0, csv = 0;
-  enum diff_format format;
-  sort_by = BY_CALLS;
-  for (int i = 1; i < argc; i++)
+  static const char *const keys[] = { "calls", "cycles", "name", NULL };
+  struct cli_parsed a;
+  const char *v;
+  size_t top = 0;
+  int k = 0, status = cli_parse (argc, argv, &a, NULL);
+  if (status != CLI_GO)
+    ;
+  else if (a.nfiles > 2)
+    status = cli_usage ("diff", "give two data files, A and B (%s is a "
+                        "third)", a.files[2]);
+  else if ((v = a.v[OPT_SORT]) && (k = cli_choice (v, keys)) < 0)
+    status = cli_usage ("diff", "unknown sort key '%s' (use calls, "
+                        "cycles or name)", v);
+  else if ((v = a.v[OPT_TOP]) && parse_count (v, &top) != 0)
+    status = cli_usage ("diff", "--top needs a positive whole number, "
+                        "not '%s'", v);
+  else if (a.v[OPT_JSON] && a.v[OPT_CSV])
+    status = cli_usage ("diff", "--json and --csv cannot be used "
+                        "together");
+  else if (a.nfiles != 2)
+    status = cli_usage ("diff", "give two data files, A and B");
+  if (status != CLI_GO)
     {
-      const char *a = argv[i];
-      if (only_files || a[0] != '-' || !a[1])
-        {
-          if (npaths == 2)
-            return usage_error ("give two data files, A and B (%s is a "
-                                "third)", a);
-          paths[npaths++] = a;
-        }
-      else if (strcmp (a, "--") == 0)
-        only_files = 1;
-      else if (strcmp (a, "--help") == 0 || strcmp (a, "-h") == 0)
-        {
-          fputs (usage, stdout);
-          return 0;
-        }
-      else if (strcmp (a, "--json") == 0)
-        json = 1;
-      else if (strcmp (a, "--csv") == 0)
-        csv = 1;
-      else if (strcmp (a, "--all") == 0)
-        all = 1;
-      else if (strcmp (a, "--lines") == 0)
-        show_lines = 1;
-      else if (strncmp (a, "--sort=", 7) == 0)
-        {
-          const char *v = a + 7;
-          if (strcmp (v, "calls") == 0)
-            sort_by = BY_CALLS;
-          else if (strcmp (v, "cycles") == 0)
-            sort_by = BY_CYCLES;
-          else if (strcmp (v, "name") == 0)
-            sort_by = BY_NAME;
-          else
-            return usage_error ("unknown sort key '%s' (use calls, cycles or "
-                                "name)", v);
-        }
-      else if (strncmp (a, "--top=", 6) == 0)
-        {
-          char *end;
-          errno = 0;
-          unsigned long long v = strtoull (a + 6, &end, 10);
-          if (!a[6] || *end || errno || v == 0 || a[6] == '-')
-            return usage_error ("--top needs a positive whole number, not "
-                                "'%s'", a + 6);
-          top = (size_t) v;
-        }
-      else
-        return usage_error ("unknown option '%s'", a);
+      cli_parsed_free (&a);
+      return status;
     }
-  if (json && csv)
-    return usage_error ("%s", "--json and --csv cannot be used together");
-  format = json ? JSON : csv ? CSV : TEXT;
-  if (npaths != 2)
-    return usage_error ("%s", "give two data files, A and B");
+  const char *paths[2] = { a.files[0], a.files[1] };
+  int all = a.v[OPT_ALL] != NULL, show_lines = a.v[OPT_LINES] != NULL;
+  enum diff_format format = a.v[OPT_JSON] ? JSON : a.v[OPT_CSV] ? CSV : TEXT;
+  cli_parsed_free (&a);
+  sort_by = k == 0 ? BY_CALLS : k == 1 ? BY_CYCLES : BY_NAME;
 
   struct input in[2];
   struct diff df;
   memset (in, 0, sizeof in);
   memset (&df, 0, sizeof df);
-  int status = 0;
+  status = 0;
   for (int k = 0; k < 2; k++)
     {
       in[k].path = paths[k];
@@ -746,7 +662,7 @@ tally_diff_main (int argc, char **argv, const char *usage)
   if (status)
     goto out;
 
-  struct frow **rows = xrealloc_ (NULL, (df.nrows ? df.nrows : 1)
+  struct frow **rows = xmalloc ((df.nrows ? df.nrows : 1)
                                             * sizeof *rows);
   size_t n = 0, unchanged = 0;
   for (size_t i = 0; i < df.nrows; i++)
@@ -793,3 +709,4 @@ out:
   free (df.slots);
   return status;
 }
+

@@ -276,14 +276,9 @@ dump_data (const char *path, const struct tally_data *d)
       for (uint32_t j = 0; j < mod->nfns; j++)
         {
           const struct tally_data_fn *f = &mod->fns[j];
-          printf ("  fn %lu name=", (unsigned long) j);
-          put_quoted (f->name);
-          fputs (" symbol=", stdout);
-          put_quoted (f->symbol);
-          fputs (" origin=", stdout);
-          put_quoted (f->origin);
-          fputs (" file=", stdout);
-          put_quoted (f->file);
+          printf ("  fn %lu", (unsigned long) j);
+          put_fn_names (" %s=", " %s=", ESCAPE_C, f->name, f->symbol,
+                        f->origin, f->file);
           printf (" line=%lu flags=", (unsigned long) f->line);
           put_flags (f->flags, fn_flags, COUNT (fn_flags));
           printf (" reserved=%lu counters=%lu:", (unsigned long) f->reserved,
@@ -309,48 +304,23 @@ dump_data (const char *path, const struct tally_data *d)
 int
 cmd_dump (int argc, char **argv)
 {
-  size_t npaths = 0;
-  int only_files = 0, status = 0;
-  for (int i = 1; i < argc; i++)
+  struct cli_parsed a;
+  int go = cli_parse (argc, argv, &a, NULL), status = 0;
+  for (size_t i = 0; go == CLI_GO && i < a.nfiles; i++)
     {
-      const char *a = argv[i];
-      enum arg_kind kind = take_arg (a, &only_files, NULL, &npaths);
-      if (kind == ARG_HELP)
-        {
-          fputs (usage_text, stdout);
-          return 0;
-        }
-      else if (kind != ARG_OPTION)
-        ;
-      else
-        {
-          error_msg ("dump: unknown option '%s'; try 'tally --help'", a);
-          return EXIT_USAGE;
-        }
-    }
-  if (npaths == 0)
-    {
-      error_msg ("dump: no data file given; try 'tally --help'");
-      return EXIT_USAGE;
-    }
-  only_files = 0;
-  for (int i = 1; i < argc; i++)
-    {
-      const char *a = argv[i];
-      /* The first pass refused every option, so only "--" is left.  */
-      if (classify_arg (a, &only_files) != ARG_FILE)
-        continue;
       struct tally_data d;
       char err[256];
-      if (tally_read_file (a, &d, err, sizeof err) != 0)
+      if (tally_read_file (a.files[i], &d, err, sizeof err) != 0)
         {
-          error_msg ("%s: %s", a, err);
+          error_msg ("%s: %s", a.files[i], err);
           status = EXIT_BAD_DATA;
           continue;
         }
-      note_unfinished (a, &d);
-      dump_data (a, &d);
+      note_unfinished (a.files[i], &d);
+      dump_data (a.files[i], &d);
       tally_data_free (&d);
     }
-  return status;
+  cli_parsed_free (&a);
+  return go == CLI_GO ? status : go;
 }
+

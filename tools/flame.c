@@ -28,6 +28,39 @@
 #include "tally/abi.h"
 #include "tally/format.h"
 
+/* What tree_add hands on.  */
+struct tree_ctx
+{
+  struct tally_tree *t;
+  const char *what, *event;
+};
+
+/* Add D, the file PATH, to the tree (read_files' ADD).  */
+static int
+tree_add (void *ctx, const char *path, struct tally_data *d, int bad)
+{
+  const struct tree_ctx *c = ctx;
+  if (!d->npaths)
+    {
+      error_msg ("%s: %s: no call paths in this file (build the program "
+                 "with -fplugin-arg-tally-paths=on)", c->what, path);
+      return 1;
+    }
+  if (d->path_lost)
+    fprintf (stderr, "tally: note: %s: %" PRIu64 " calls on paths that "
+             "did not fit in the program's tree (TALLY_PATH_NODES) are "
+             "not in it\n", path, d->path_lost);
+  if (!bad && tally_tree_add (c->t, d) != 0)
+    {
+      error_msg ("%s: %s: no call-path values of event %s in this file "
+                 "(build with -fplugin-arg-tally-measure=papi and "
+                 "-fplugin-arg-tally-paths=on, and name the event in "
+                 "TALLY_PAPI_EVENTS)", c->what, path, c->event);
+      return 1;
+    }
+  return 0;
+}
+
 /* Read FILES into one calling-context tree and print it (OUT NULL), or
    write its flame graph or collapsed stacks to OUT ("-": standard
    output).  */
@@ -36,46 +69,10 @@ tree_command (const char *what, const char **files, size_t nfiles,
               const char *out, int folded, const char *event, int force,
               int all)
 {
-  struct tally_tree *t = tally_tree_new (event);
+  struct tree_ctx c = { tally_tree_new (event), what, event };
+  struct tally_tree *t = c.t;
   tally_tree_show_frames (t, all);
-  struct tally_builds *builds = tally_builds_new ();
-  int bad = 0;
-  for (size_t i = 0; i < nfiles; i++)
-    {
-      struct tally_data d;
-      char err[256];
-      if (tally_read_file (files[i], &d, err, sizeof err) != 0)
-        {
-          error_msg ("%s: %s", files[i], err);
-          bad = 1;
-          continue;
-        }
-      note_unfinished (files[i], &d);
-      tally_builds_add (builds, files[i], &d);
-      if (!d.npaths)
-        {
-          error_msg ("%s: %s: no call paths in this file (build the program "
-                     "with -fplugin-arg-tally-paths=on)", what, files[i]);
-          bad = 1;
-        }
-      else if (d.path_lost)
-        fprintf (stderr, "tally: note: %s: %" PRIu64 " calls on paths that "
-                 "did not fit in the program's tree (TALLY_PATH_NODES) are "
-                 "not in it\n", files[i], d.path_lost);
-      if (!bad && tally_tree_add (t, &d) != 0)
-        {
-          error_msg ("%s: %s: no call-path values of event %s in this file "
-                     "(build with -fplugin-arg-tally-measure=papi and "
-                     "-fplugin-arg-tally-paths=on, and name the event in "
-                     "TALLY_PAPI_EVENTS)", what, files[i], event);
-          bad = 1;
-        }
-      tally_data_free (&d);
-    }
-  if (!bad && tally_builds_check (builds, what, force) != 0)
-    bad = 1;
-  tally_builds_free (builds);
-  if (bad)
+  if (read_files (files, nfiles, what, force, tree_add, &c) != 0)
     {
       tally_tree_free (t);
       return EXIT_BAD_DATA;
@@ -112,57 +109,14 @@ tree_command (const char *what, const char **files, size_t nfiles,
 int
 cmd_flame (int argc, char **argv)
 {
-  const char **files = xmalloc ((size_t) argc * sizeof *files);
-  size_t nfiles = 0;
-  const char *out = "-", *event = NULL;
-  int folded = 0, only_files = 0, force = 0, all = 0, r;
-  for (int i = 1; i < argc; i++)
-    {
-      const char *a = argv[i], *v;
-      enum arg_kind kind = take_arg (a, &only_files, files, &nfiles);
-      if (kind == ARG_HELP)
-        {
-          fputs (usage_text, stdout);
-          free (files);
-          return 0;
-        }
-      else if (kind != ARG_OPTION)
-        ;
-      else if (strcmp (a, "--folded") == 0)
-        folded = 1;
-      else if (strcmp (a, "--force") == 0)
-        force = 1;
-      else if (strcmp (a, "--all") == 0)
-        all = 1;
-      else if (strcmp (a, "-o") == 0 && i + 1 < argc)
-        out = argv[++i];
-      else if ((r = option_value (argc, argv, &i, "--output", &v)) != 0)
-        {
-          if (r < 0)
-            goto usage;
-          out = v;
-        }
-      else if ((r = option_value (argc, argv, &i, "--event", &v)) != 0)
-        {
-          if (r < 0)
-            goto usage;
-          event = v;
-        }
-      else
-        {
-          error_msg ("flame: unknown option '%s'; try 'tally --help'", a);
-          goto usage;
-        }
-    }
-  if (nfiles == 0)
-    {
-      error_msg ("flame: no data files given; try 'tally --help'");
-      goto usage;
-    }
-  r = tree_command ("flame", files, nfiles, out, folded, event, force, all);
-  free (files);
-  return r;
-usage:
-  free (files);
-  return EXIT_USAGE;
+  struct cli_parsed a;
+  int status = cli_parse (argc, argv, &a, NULL);
+  if (status == CLI_GO)
+    status = tree_command ("flame", a.files, a.nfiles,
+                           a.v[OPT_OUTPUT] ? a.v[OPT_OUTPUT] : "-",
+                           a.v[OPT_FOLDED] != NULL, a.v[OPT_EVENT],
+                           a.v[OPT_FORCE] != NULL, a.v[OPT_ALL] != NULL);
+  cli_parsed_free (&a);
+  return status;
 }
+

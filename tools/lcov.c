@@ -214,62 +214,24 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c,
 int
 cmd_lcov (int argc, char **argv)
 {
-  const char *out = NULL;
-  int markers = 1;
-  const char **paths = xmalloc ((size_t) argc * sizeof *paths);
-  size_t npaths = 0;
-  int only_files = 0, force = 0, all = 0;
-  for (int i = 1; i < argc; i++)
+  struct cli_parsed a;
+  int status = cli_parse (argc, argv, &a, NULL);
+  const char *out = a.v[OPT_OUTPUT];
+  int markers = !a.v[OPT_NO_MARKERS];
+  if (status == CLI_GO && out && !*out)
+    status = cli_usage ("lcov", "-o needs a file name");
+  else if (status == CLI_GO && a.nfiles == 0)
+    status = cli_usage ("lcov", "no data files given");
+  if (status != CLI_GO)
     {
-      const char *a = argv[i];
-      enum arg_kind kind = take_arg (a, &only_files, paths, &npaths);
-      if (kind == ARG_HELP)
-        {
-          fputs (usage_text, stdout);
-          free (paths);
-          return 0;
-        }
-      else if (kind != ARG_OPTION)
-        ;
-      else if (strcmp (a, "-o") == 0 || strcmp (a, "--output") == 0)
-        {
-          if (i + 1 >= argc)
-            {
-              error_msg ("lcov: option '%s' needs a value; try 'tally --help'",
-                         a);
-              goto usage;
-            }
-          out = argv[++i];
-        }
-      else if (strncmp (a, "--output=", 9) == 0)
-        out = a + 9;
-      else if (strcmp (a, "--no-markers") == 0)
-        markers = 0;
-      else if (strcmp (a, "--force") == 0)
-        force = 1;
-      else if (strcmp (a, "--all") == 0)
-        all = 1;
-      else
-        {
-          error_msg ("lcov: unknown option '%s'; try 'tally --help'", a);
-          goto usage;
-        }
-    }
-  if (out && !*out)
-    {
-      error_msg ("lcov: -o needs a file name; try 'tally --help'");
-      goto usage;
-    }
-  if (npaths == 0)
-    {
-      error_msg ("lcov: no data files given; try 'tally --help'");
-      goto usage;
+      cli_parsed_free (&a);
+      return status;
     }
   struct merge m;
   memset (&m, 0, sizeof m);
   m.what = "lcov";
-  m.force = force;
-  int status = merge_paths (&m, paths, npaths, 0);
+  m.force = a.v[OPT_FORCE] != NULL;
+  status = merge_paths (&m, a.files, a.nfiles, 0);
   if (!status)
     {
       size_t nb;
@@ -277,7 +239,7 @@ cmd_lcov (int argc, char **argv)
       struct cov_result cov;
       cov_compute (cb, nb, &cov);
       free (cb);
-      if (!all)
+      if (!a.v[OPT_ALL])
         {
           cov_hide_system (&m, &cov);
           merge_hide_system (&m, 1);
@@ -319,10 +281,7 @@ cmd_lcov (int argc, char **argv)
       cov_free (&cov);
     }
   merge_free (&m);
-  free (paths);
+  cli_parsed_free (&a);
   return status;
-
-usage:
-  free (paths);
-  return EXIT_USAGE;
 }
+

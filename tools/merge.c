@@ -715,86 +715,37 @@ write_merged (const char *path, const struct accumulator *acc,
 int
 cmd_merge (int argc, char **argv)
 {
-  const char *out = NULL;
-  int force = 0, only_files = 0, jobs = 1;
-  size_t npaths = 0;
-  const char **paths = xmalloc ((size_t) argc * sizeof *paths);
-  for (int i = 1; i < argc; i++)
+  struct cli_parsed a;
+  const char *out, *v;
+  int status = cli_parse (argc, argv, &a, NULL), force, jobs = 1;
+  if (status == CLI_GO && (v = a.v[OPT_JOBS]))
     {
-      const char *a = argv[i], *v;
-      int r;
-      enum arg_kind kind = take_arg (a, &only_files, paths, &npaths);
-      if (kind == ARG_HELP)
-        {
-          fputs (usage_text, stdout);
-          free (paths);
-          return 0;
-        }
-      else if (kind != ARG_OPTION)
-        ;
-      else if (strcmp (a, "--force") == 0)
-        force = 1;
-      else if ((strncmp (a, "-j", 2) == 0 && a[2] >= '0' && a[2] <= '9'
-                && (r = 1) && (v = a + 2))
-               || (r = option_value (argc, argv, &i, "-j", &v)) != 0
-               || (r = option_value (argc, argv, &i, "--jobs", &v)) != 0)
-        {
-          char *end;
-          long n = r > 0 ? strtol (v, &end, 10) : 0;
-          if (r < 0 || !*v || *end || n < 1 || n > 256)
-            {
-              error_msg ("merge: -j needs a number of threads from 1 to 256; "
-                         "try 'tally --help'");
-              free (paths);
-              return EXIT_USAGE;
-            }
-          jobs = (int) n;
-        }
-      else if (strcmp (a, "-o") == 0 || strncmp (a, "--output", 8) == 0)
-        {
-          const char *v = NULL;
-          if (strcmp (a, "-o") == 0 || strcmp (a, "--output") == 0)
-            {
-              if (i + 1 >= argc)
-                {
-                  error_msg ("merge: option '%s' needs a value; try 'tally "
-                             "--help'", a);
-                  return EXIT_USAGE;
-                }
-              v = argv[++i];
-            }
-          else if (a[8] == '=')
-            v = a + 9;
-          else
-            {
-              error_msg ("merge: unknown option '%s'; try 'tally --help'", a);
-              return EXIT_USAGE;
-            }
-          out = v;
-        }
-      else
-        {
-          error_msg ("merge: unknown option '%s'; try 'tally --help'", a);
-          return EXIT_USAGE;
-        }
+      /* -j N, -jN, -j=N, --jobs=N, --jobs N */
+      if (a.word[OPT_JOBS][1] != '-' && *v == '=')
+        v++;
+      char *end;
+      long n = strtol (v, &end, 10);
+      if (!*v || *end || n < 1 || n > 256)
+        status = cli_usage ("merge", "-j needs a number of threads from 1 "
+                            "to 256");
+      jobs = (int) n;
     }
-  if (!out || !*out)
+  out = a.v[OPT_OUTPUT];
+  force = a.v[OPT_FORCE] != NULL;
+  if (status != CLI_GO)
     {
-      error_msg ("merge: no output file given (-o OUT); try 'tally --help'");
-      return EXIT_USAGE;
+      cli_parsed_free (&a);
+      return status;
     }
-  if (npaths == 0)
-    {
-      error_msg ("merge: no data file given; try 'tally --help'");
-      return EXIT_USAGE;
-    }
+  const char **paths = a.files;
+  size_t npaths = a.nfiles;
 
   struct accumulator acc;
   memset (&acc, 0, sizeof acc);
   char *program = NULL;
   uint32_t flags = TALLY_FILE_AT_EXIT;
   size_t file = 0;
-  int status = 0;
+  status = 0;
   struct tally_builds *builds = tally_builds_new ();
   /* One file at a time (memory: the files being read and the result);
      -j N reads ahead on N - 1 threads (tools/prefetch.c).  */
@@ -841,7 +792,6 @@ cmd_merge (int argc, char **argv)
       file++;
     }
   tally_prefetch_end (pf);
-  free (paths);
   size_t forced = 0;
   for (size_t i = 0; i < acc.n; i++)
     forced += acc.mods[i].forced;
@@ -880,5 +830,7 @@ cmd_merge (int argc, char **argv)
   free (acc.node_ev);
   free (acc.slots);
   free (program);
+  cli_parsed_free (&a);
   return status;
 }
+

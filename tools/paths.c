@@ -332,6 +332,22 @@ walk_pop (struct walk *w)
   free (w->f[--w->len].kids);
 }
 
+/* The next node of walk W: the next child of its deepest frame (w->f[w->len
+   - 1] after the call), the frames with none left popped; SIZE_MAX at the
+   end.  The caller pushes it to walk its children too.  */
+static size_t
+walk_next (struct walk *w)
+{
+  while (w->len)
+    {
+      struct walk_frame *f = &w->f[w->len - 1];
+      if (f->next < f->nkids)
+        return f->kids[f->next++];
+      walk_pop (w);
+    }
+  return SIZE_MAX;
+}
+
 void
 tally_tree_print (const struct tally_tree *t, FILE *out)
 {
@@ -344,15 +360,8 @@ tally_tree_print (const struct tally_tree *t, FILE *out)
              "call path");
   struct walk w = { NULL, 0, 0 };
   walk_push (t, &w, 0);
-  while (w.len)
+  for (size_t c; (c = walk_next (&w)) != SIZE_MAX;)
     {
-      struct walk_frame *f = &w.f[w.len - 1];
-      if (f->next == f->nkids)
-        {
-          walk_pop (&w);
-          continue;
-        }
-      size_t c = f->kids[f->next++];
       print_line (t, c, out);
       walk_push (t, &w, c);
     }
@@ -460,15 +469,9 @@ svg_tree (const struct tally_tree *t, double x, double scale,
   struct walk w = { NULL, 0, 0 };
   walk_push (t, &w, 0);
   w.f[0].cx = x + (double) t->n[0].excl * scale;
-  while (w.len)
+  for (size_t c; (c = walk_next (&w)) != SIZE_MAX;)
     {
       struct walk_frame *f = &w.f[w.len - 1];
-      if (f->next == f->nkids)
-        {
-          walk_pop (&w);
-          continue;
-        }
-      size_t c = f->kids[f->next++];
       double cx = f->cx, cw = (double) t->n[c].total * scale;
       f->cx += cw;
       if (cw < 0.1)

@@ -97,27 +97,25 @@ text_width (const char *str)
 }
 
 /* Write S in double quotes with quotes, backslashes, control characters and
-   invalid UTF-8 escaped: as a JSON string (\u00XX escapes) when JSON is
-   set, else as a C string literal (\xXX), for dump.  Valid UTF-8 passes
-   through.  */
+   invalid UTF-8 escaped (valid UTF-8 passes through): as a C string
+   literal (\n, \t, \r, else \xXX) for dump, as a JSON string (\n, \t,
+   \r, else \u00XX) for report, or for diff's JSON every one as \u00XX.  */
 void
-put_escaped (const char *str, int json)
+put_escaped (const char *str, enum escape how)
 {
   const unsigned char *s = (const unsigned char *) str;
   putchar ('"');
   while (*s)
     {
       size_t n = utf8_len (s);
+      const char *named = *s == '\n' ? "\\n" : *s == '\t' ? "\\t"
+                          : *s == '\r' ? "\\r" : NULL;
       if (*s == '"' || *s == '\\')
         printf ("\\%c", *s);
-      else if (*s == '\n')
-        fputs ("\\n", stdout);
-      else if (*s == '\t')
-        fputs ("\\t", stdout);
-      else if (*s == '\r')
-        fputs ("\\r", stdout);
+      else if (named && how != ESCAPE_JSON_U)
+        fputs (named, stdout);
       else if (n == 0 || *s < 0x20 || *s == 0x7f)
-        printf (json ? "\\u%04x" : "\\x%02x", *s);
+        printf (how == ESCAPE_C ? "\\x%02x" : "\\u%04x", *s);
       else
         {
           fwrite (s, 1, n, stdout);
@@ -133,7 +131,24 @@ put_escaped (const char *str, int json)
 void
 put_json (const char *str)
 {
-  put_escaped (str, 1);
+  put_escaped (str, ESCAPE_JSON);
+}
+
+/* Write the names of a function (name, symbol, origin, file), each after
+   its key printed with FIRST for the first, SEP for the others (formats
+   taking the key), escaped as HOW.  */
+void
+put_fn_names (const char *first, const char *sep, enum escape how,
+              const char *name, const char *symbol, const char *origin,
+              const char *file)
+{
+  static const char *const keys[] = { "name", "symbol", "origin", "file" };
+  const char *values[] = { name, symbol, origin, file };
+  for (int k = 0; k < 4; k++)
+    {
+      printf (k ? sep : first, keys[k]);
+      put_escaped (values[k], how);
+    }
 }
 
 /* Write S as a CSV field (RFC 4180): quoted, with quotes doubled, when it
@@ -160,7 +175,7 @@ put_csv (const char *s)
 void
 put_quoted (const char *str)
 {
-  put_escaped (str, 0);
+  put_escaped (str, ESCAPE_C);
 }
 
 const char *

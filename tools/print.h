@@ -12,8 +12,17 @@ size_t utf8_len (const unsigned char *s);
 
 size_t put_text (const char *str);
 size_t text_width (const char *str);
-void put_escaped (const char *str, int json);
+enum escape
+{
+  ESCAPE_C,     /* a C string literal (dump) */
+  ESCAPE_JSON,  /* JSON, \n, \t and \r as such (report) */
+  ESCAPE_JSON_U /* JSON, every control character as \u00XX (diff) */
+};
+void put_escaped (const char *str, enum escape how);
 void put_json (const char *str);
+void put_fn_names (const char *first, const char *sep, enum escape how,
+                   const char *name, const char *symbol, const char *origin,
+                   const char *file);
 void put_csv (const char *s);
 void put_quoted (const char *str);
 const char *plural (uint64_t n, const char *one, const char *many);

@@ -23,12 +23,10 @@
 
 #include "tally/abi.h"
 #include "blockmap.h"
+#include "cli.h"
 #include "datafile.h"
 #include "print.h"
 #include "ranks.h"
-
-#define EXIT_BAD_DATA 1
-#define EXIT_USAGE 2
 
 struct stat1
 {
@@ -153,90 +151,6 @@ cmp_paths (const void *x, const void *y)
 {
   int c = natural_cmp (*(char *const *) x, *(char *const *) y);
   return c ? c : strcmp (*(char *const *) x, *(char *const *) y);
-}
-
-/* The file arguments of report's ARGV, and the options this file knows;
-   -1 on a usage error (reported).  */
-struct opts
-{
-  char **files;
-  size_t nfiles;
-  int json, csv, ranks;
-  long rank; /* --rank N, -1 */
-  const char *sort;  /* imbalance (default), max, name */
-  const char *metric; /* calls, cycles, self; default cycles if measured */
-  long top;
-};
-
-static int
-usage (const char *fmt, const char *v)
-{
-  fputs ("tally: report: ", stderr);
-  fprintf (stderr, fmt, v);
-  fputs ("; try 'tally --help'\n", stderr);
-  return -1;
-}
-
-/* Parse ARGV.  Unknown options are an error with --ranks (which has its
-   own), kept for the ordinary report otherwise (KEEP_OTHER).  */
-static int
-parse_opts (int argc, char **argv, struct opts *o, int keep_other)
-{
-  memset (o, 0, sizeof *o);
-  o->rank = -1;
-  o->sort = "imbalance";
-  o->files = calloc ((size_t) argc + 1, sizeof *o->files);
-  if (!o->files)
-    die_oom ();
-  int only_files = 0;
-  for (int i = 1; i < argc; i++)
-    {
-      const char *a = argv[i];
-      const char *v = NULL;
-      if (only_files || a[0] != '-' || !a[1])
-        {
-          o->files[o->nfiles++] = argv[i];
-          continue;
-        }
-      if (strcmp (a, "--") == 0)
-        {
-          only_files = 1;
-          continue;
-        }
-      if (strcmp (a, "--ranks") == 0)
-        o->ranks = 1;
-      else if (strcmp (a, "--json") == 0)
-        o->json = 1;
-      else if (strcmp (a, "--csv") == 0)
-        o->csv = 1;
-      else if (strcmp (a, "--rank") == 0 || strncmp (a, "--rank=", 7) == 0)
-        {
-          if (a[6] == '=')
-            v = a + 7;
-          else if (i + 1 < argc)
-            v = argv[++i];
-          else
-            return usage ("option '%s' needs a value", a);
-          char *end;
-          o->rank = strtol (v, &end, 10);
-          if (!*v || *end || o->rank < 0 || o->rank > 0x7fffffffL)
-            return usage ("--rank=%s is not a rank (0, 1, ...)", v);
-        }
-      else if (strncmp (a, "--sort=", 7) == 0)
-        o->sort = a + 7;
-      else if (strncmp (a, "--metric=", 9) == 0)
-        o->metric = a + 9;
-      else if (strncmp (a, "--top=", 6) == 0)
-        {
-          char *end;
-          o->top = strtol (a + 6, &end, 10);
-          if (!a[6] || *end || o->top < 1)
-            return usage ("--top=%s is not a positive number", a + 6);
-        }
-      else if (!keep_other)
-        return usage ("unknown option '%s' with --ranks", a);
-    }
-  return 0;
 }
 
 /* F's calls: counters[0], or derived from its block counts (-1 when
@@ -443,7 +357,7 @@ csv_stat (const struct row *r, const struct stat1 *s)
 }
 
 static void
-print_table (const struct table *t, const struct opts *o, const char *what,
+print_table (const struct table *t, const struct ranks_opts *o, const char *what,
              size_t n)
 {
   if (o->json)
@@ -529,48 +443,22 @@ print_table (const struct table *t, const struct opts *o, const char *what,
 }
 
 int
-tally_ranks_wanted (int argc, char **argv)
+tally_ranks_report (const struct ranks_opts *opts)
 {
-  for (int i = 1; i < argc; i++)
-    {
-      if (strcmp (argv[i], "--") == 0)
-        return 0;
-      if (strcmp (argv[i], "--ranks") == 0)
-        return 1;
-    }
-  return 0;
-}
-
-int
-tally_ranks_report (int argc, char **argv)
-{
-  struct opts o;
+  struct ranks_opts o = *opts;
   struct table t;
   memset (&t, 0, sizeof t);
   int status = 0;
-  if (parse_opts (argc, argv, &o, 0) != 0)
-    {
-      free (o.files);
-      return EXIT_USAGE;
-    }
-  if (o.rank >= 0)
-    status = usage ("%s--ranks and --rank cannot be used together", "");
-  else if (o.json && o.csv)
-    status = usage ("%s--json and --csv cannot be used together", "");
-  else if (o.nfiles == 0)
-    status = usage ("%sno data file given", "");
-  else if (strcmp (o.sort, "imbalance") != 0 && strcmp (o.sort, "max") != 0
-           && strcmp (o.sort, "mean") != 0 && strcmp (o.sort, "name") != 0)
-    status = usage ("--sort=%s with --ranks: use imbalance, max, mean or name",
-                    o.sort);
-  else if (o.metric && strcmp (o.metric, "calls") != 0
-           && strcmp (o.metric, "cycles") != 0 && strcmp (o.metric, "self") != 0)
-    status = usage ("--metric=%s: use calls, cycles or self", o.metric);
-  if (status)
-    {
-      free (o.files);
-      return EXIT_USAGE;
-    }
+  if (!o.sort)
+    o.sort = "imbalance";
+  if (strcmp (o.sort, "imbalance") != 0 && strcmp (o.sort, "max") != 0
+      && strcmp (o.sort, "mean") != 0 && strcmp (o.sort, "name") != 0)
+    return cli_usage ("report", "--sort=%s with --ranks: use imbalance, "
+                      "max, mean or name", o.sort);
+  if (o.metric && strcmp (o.metric, "calls") != 0
+      && strcmp (o.metric, "cycles") != 0 && strcmp (o.metric, "self") != 0)
+    return cli_usage ("report", "--metric=%s: use calls, cycles or self",
+                      o.metric);
   qsort (o.files, o.nfiles, sizeof *o.files, cmp_paths);
   const char *what = "reduced file";
   char whatbuf[64];
@@ -635,7 +523,7 @@ tally_ranks_report (int argc, char **argv)
     {
       sort_key = o.sort;
       qsort (t.rows, t.n, sizeof *t.rows, cmp_rows);
-      size_t n = o.top && (size_t) o.top < t.n ? (size_t) o.top : t.n;
+      size_t n = o.top && o.top < t.n ? o.top : t.n;
       print_table (&t, &o, what, n);
     }
   for (size_t i = 0; i < t.n; i++)
@@ -645,85 +533,24 @@ tally_ranks_report (int argc, char **argv)
     }
   free (t.rows);
   free (t.mods);
-  free (o.files);
   return status;
 }
 
-/* The argument vector tally_ranks_select made; freed at exit, since the
-   report uses it to the end.  */
-static char **selected;
-
-static void
-free_selected (void)
+const char *
+tally_ranks_pick (const char **files, size_t nfiles, long rank)
 {
-  free (selected);
-}
-
-char **
-tally_ranks_select (int argc, char **argv, int *new_argc, int *status)
-{
-  struct opts o;
-  *status = 0;
-  int has = 0;
-  for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)
-    if (strcmp (argv[i], "--rank") == 0 || strncmp (argv[i], "--rank=", 7) == 0)
-      has = 1;
-  if (!has)
-    return NULL;
-  if (parse_opts (argc, argv, &o, 1) != 0)
-    {
-      free (o.files);
-      *status = EXIT_USAGE;
-      return NULL;
-    }
-  if ((size_t) o.rank >= o.nfiles)
+  if ((size_t) rank >= nfiles)
     {
       fprintf (stderr, "tally: report --rank=%ld: %zu per-rank file%s given "
-               "(ranks 0 to %zu)\n", o.rank, o.nfiles, o.nfiles == 1 ? "" : "s",
-               o.nfiles ? o.nfiles - 1 : 0);
-      if (o.nfiles == 1)
+               "(ranks 0 to %zu)\n", rank, nfiles, nfiles == 1 ? "" : "s",
+               nfiles ? nfiles - 1 : 0);
+      if (nfiles == 1)
         fputs ("tally: a file reduced by libtally-mpi keeps the sums and "
                "extremes of the ranks, not each rank's counts\n", stderr);
-      free (o.files);
-      *status = EXIT_USAGE;
       return NULL;
     }
-  qsort (o.files, o.nfiles, sizeof *o.files, cmp_paths);
-  char *chosen = o.files[o.rank];
-  char **out = calloc ((size_t) argc + 2, sizeof *out);
-  if (!out)
-    die_oom ();
-  int n = 0, only_files = 0;
-  out[n++] = argv[0];
-  for (int i = 1; i < argc; i++)
-    {
-      const char *a = argv[i];
-      if (!only_files && strcmp (a, "--") == 0)
-        {
-          only_files = 1;
-          continue;
-        }
-      if (!only_files && strcmp (a, "--rank") == 0)
-        {
-          i++;
-          continue;
-        }
-      if (!only_files && strncmp (a, "--rank=", 7) == 0)
-        continue;
-      if (only_files || a[0] != '-' || !a[1])
-        continue; /* files: only the chosen one, below */
-      out[n++] = argv[i];
-    }
-  out[n++] = (char *) "--";
-  out[n++] = chosen;
-  out[n] = NULL;
-  free (o.files);
-  *new_argc = n;
-  free (selected);
-  if (!selected)
-    atexit (free_selected);
-  selected = out;
-  return out;
+  qsort (files, nfiles, sizeof *files, cmp_paths);
+  return files[rank];
 }
 
 void

@@ -4,19 +4,28 @@
 #ifndef TALLY_TOOLS_RANKS_H
 #define TALLY_TOOLS_RANKS_H
 
-/* Whether ARGV (report's arguments, ARGV[0] "report") asks for --ranks.  */
-int tally_ranks_wanted (int argc, char **argv);
+#include <stddef.h>
+
+/* What the options of `tally report --ranks` say.  */
+struct ranks_opts
+{
+  const char **files;
+  size_t nfiles;
+  int json, csv;
+  const char *sort;   /* imbalance (NULL), max, mean, name */
+  const char *metric; /* calls, cycles, self; NULL: cycles if measured */
+  size_t top;         /* 0: every row */
+};
 
 /* report --ranks: print per function the min, mean and max over the
    ranks, the rank of the max and the imbalance (max / mean).  Returns the
    exit status.  */
-int tally_ranks_report (int argc, char **argv);
+int tally_ranks_report (const struct ranks_opts *o);
 
-/* report --rank N: the arguments without --rank N and with only the file
-   of rank N (files ordered by name, numbers by value), for the ordinary
-   report; NULL without --rank.  *STATUS: nonzero (an exit status) on a
-   usage or data error, which is reported.  */
-char **tally_ranks_select (int argc, char **argv, int *new_argc, int *status);
+/* report --rank N: the file of rank N of the NFILES FILES (ordered by
+   name, numbers by value: FILES is sorted), or NULL when there is none
+   (reported).  */
+const char *tally_ranks_pick (const char **files, size_t nfiles, long rank);
 
 struct tally_data;
 /* tally dump: the RNKS record of D, if any, as stored: per module record

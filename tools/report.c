@@ -453,14 +453,9 @@ print_json (const struct merge *m, struct row **rows, size_t n,
   for (size_t i = 0; i < n; i++)
     {
       const struct row *r = rows[i];
-      fputs (i ? ",\n    {\"name\": " : "\n    {\"name\": ", stdout);
-      put_json (r->name);
-      fputs (", \"symbol\": ", stdout);
-      put_json (r->symbol);
-      fputs (", \"origin\": ", stdout);
-      put_json (r->origin);
-      fputs (", \"file\": ", stdout);
-      put_json (r->file);
+      fputs (i ? ",\n    {" : "\n    {", stdout);
+      put_fn_names ("\"%s\": ", ", \"%s\": ", ESCAPE_JSON, r->name, r->symbol,
+                    r->origin, r->file);
       printf (", \"line\": %lu, \"calls\": %" PRIu64 ", \"exits\": %" PRIu64,
               (unsigned long) r->line, r->calls, r->exits);
       if (m->measured)
@@ -526,159 +521,148 @@ print_csv (struct row **rows, size_t n)
     }
 }
 
+/* Whether ARGV asks for --ranks (before "--"): the other options are
+   checked against it.  */
+static int
+ranks_wanted (int argc, char **argv)
+{
+  for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)
+    if (strcmp (argv[i], "--ranks") == 0)
+      return 1;
+  return 0;
+}
+
+/* The values of report's options A into *O and *RANK; with --ranks
+   (RANKS) only those ranks.c takes.  Returns CLI_GO or EXIT_USAGE
+   (reported).  */
+static int
+report_values (const struct cli_parsed *a, int ranks, struct report_opts *o,
+               long *rank)
+{
+  static const char *const keys[] = { "calls", "exits", "name", "incl",
+                                      "excl", NULL };
+  const char *v;
+  int k;
+  if ((v = a->v[OPT_RANK]))
+    {
+      char *end;
+      *rank = strtol (v, &end, 10);
+      if (!*v || *end || *rank < 0 || *rank > 0x7fffffffL)
+        return cli_usage ("report", "--rank=%s is not a rank (0, 1, ...)",
+                          v);
+    }
+  if ((v = a->v[OPT_TOP]) && parse_count (v, &o->top) != 0)
+    return ranks ? cli_usage ("report", "--top=%s is not a positive "
+                              "number", v)
+                 : cli_usage ("report", "--top needs a positive whole "
+                              "number, not '%s'", v);
+  if (ranks)
+    {
+      for (int id = 0; id < OPT_COUNT; id++)
+        if (a->word[id] && id != OPT_RANKS && id != OPT_JSON
+            && id != OPT_CSV && id != OPT_RANK && id != OPT_SORT
+            && id != OPT_METRIC && id != OPT_TOP)
+          return cli_usage ("report", "unknown option '%s' with --ranks",
+                            a->word[id]);
+      return CLI_GO;
+    }
+  if (a->v[OPT_METRIC])
+    return cli_usage ("report", "unknown option '%s'", a->word[OPT_METRIC]);
+  for (size_t i = 0; i < a->nlines; i++)
+    if (!*a->lines[i])
+      return cli_usage ("report", "--lines needs a source file name");
+  if ((v = a->v[OPT_SORT]) && (k = cli_choice (v, keys)) < 0)
+    return cli_usage ("report", "unknown sort key '%s' (use calls, exits, "
+                      "name, incl or excl)", v);
+  if (v)
+    o->sort = (enum sort_key) k;
+  o->lines = a->lines;
+  o->nlines = a->nlines;
+  o->clones = a->v[OPT_CLONES] != NULL;
+  o->blocks = a->v[OPT_BLOCKS] != NULL;
+  return CLI_GO;
+}
+
+/* report --ranks (ranks.c).  */
+static int
+report_ranks (const struct cli_parsed *a, const struct report_opts *o,
+              long rank)
+{
+  struct ranks_opts ro = { a->files, a->nfiles, a->v[OPT_JSON] != NULL,
+                           a->v[OPT_CSV] != NULL, a->v[OPT_SORT],
+                           a->v[OPT_METRIC], o->top };
+  if (rank >= 0)
+    return cli_usage ("report", "--ranks and --rank cannot be used "
+                      "together");
+  if (ro.json && ro.csv)
+    return cli_usage ("report", "--json and --csv cannot be used "
+                      "together");
+  if (ro.nfiles == 0)
+    return cli_usage ("report", "no data file given");
+  return tally_ranks_report (&ro);
+}
+
 int
 cmd_report (int argc, char **argv)
 {
-  /* --ranks and --rank N: tools/ranks.c.  */
-  if (tally_ranks_wanted (argc, argv))
-    return tally_ranks_report (argc, argv);
-  int rank_status;
-  char **ranked = tally_ranks_select (argc, argv, &argc, &rank_status);
-  if (rank_status)
-    return rank_status;
-  if (ranked)
-    argv = ranked; /* ranks.c frees it at exit */
   struct report_opts opts = { SORT_CALLS, FORMAT_TEXT, 0, 0, 0, NULL, 0 };
-  const char **paths = xmalloc ((size_t) argc * sizeof *paths);
-  opts.lines = xmalloc ((size_t) argc * sizeof *opts.lines);
-  size_t npaths = 0;
-  int json = 0, csv = 0, tree = 0, only_files = 0, force = 0, all = 0;
-  const char *event = NULL;
-  for (int i = 1; i < argc; i++)
+  struct cli_parsed a;
+  int ranks = ranks_wanted (argc, argv);
+  long rank = -1;
+  int status = cli_parse (argc, argv, &a,
+                          ranks ? " with --ranks" : NULL);
+  if (status == CLI_GO)
+    status = report_values (&a, ranks, &opts, &rank);
+  if (status == CLI_GO && ranks)
+    status = report_ranks (&a, &opts, rank);
+  if (status != CLI_GO || ranks)
+    goto done;
+  const char **paths = a.files, *event = a.v[OPT_EVENT];
+  size_t npaths = a.nfiles;
+  if (rank >= 0)
     {
-      const char *a = argv[i], *v;
-      int r;
-      enum arg_kind kind = take_arg (a, &only_files, paths, &npaths);
-      if (kind == ARG_HELP)
+      /* --rank N: the report of that file alone.  */
+      if (!(paths[0] = tally_ranks_pick (paths, npaths, rank)))
         {
-          fputs (usage_text, stdout);
-          free (paths);
-          free (opts.lines);
-          return 0;
+          status = EXIT_USAGE;
+          goto done;
         }
-      else if (kind != ARG_OPTION)
-        ;
-      else if (strcmp (a, "--json") == 0)
-        json = 1;
-      else if (strcmp (a, "--csv") == 0)
-        csv = 1;
-      else if (strcmp (a, "--clones") == 0)
-        opts.clones = 1;
-      else if (strcmp (a, "--tree") == 0)
-        tree = 1;
-      else if (strcmp (a, "--force") == 0)
-        force = 1;
-      else if (strcmp (a, "--all") == 0)
-        all = 1;
-      else if (strcmp (a, "--blocks") == 0)
-        opts.blocks = 1;
-      else if ((r = option_value (argc, argv, &i, "--lines", &v)) != 0)
-        {
-          if (r < 0)
-            goto usage;
-          if (!*v)
-            {
-              error_msg ("report: --lines needs a source file name; try "
-                         "'tally --help'");
-              goto usage;
-            }
-          opts.lines[opts.nlines++] = v;
-        }
-      else if ((r = option_value (argc, argv, &i, "--sort", &v)) != 0)
-        {
-          if (r < 0)
-            goto usage;
-          if (strcmp (v, "calls") == 0)
-            opts.sort = SORT_CALLS;
-          else if (strcmp (v, "exits") == 0)
-            opts.sort = SORT_EXITS;
-          else if (strcmp (v, "name") == 0)
-            opts.sort = SORT_NAME;
-          else if (strcmp (v, "incl") == 0)
-            opts.sort = SORT_INCL;
-          else if (strcmp (v, "excl") == 0)
-            opts.sort = SORT_EXCL;
-          else
-            {
-              error_msg ("report: unknown sort key '%s' (use calls, exits, "
-                     "name, incl or excl); try 'tally --help'", v);
-              goto usage;
-            }
-        }
-      else if ((r = option_value (argc, argv, &i, "--event", &v)) != 0)
-        {
-          if (r < 0)
-            goto usage;
-          event = v;
-        }
-      else if ((r = option_value (argc, argv, &i, "--top", &v)) != 0)
-        {
-          if (r < 0)
-            goto usage;
-          if (parse_count (v, &opts.top) != 0)
-            {
-              error_msg ("report: --top needs a positive whole number, not '%s'; "
-                     "try 'tally --help'", v);
-              goto usage;
-            }
-        }
-      else
-        {
-          error_msg ("report: unknown option '%s'; try 'tally --help'", a);
-          goto usage;
-        }
+      npaths = 1;
     }
+  int json = a.v[OPT_JSON] != NULL, csv = a.v[OPT_CSV] != NULL;
+  int tree = a.v[OPT_TREE] != NULL;
   if (json && csv)
-    {
-      error_msg ("report: --json and --csv cannot be used together; try 'tally "
-             "--help'");
-      goto usage;
-    }
-  if (event && !tree)
-    {
-      error_msg ("report: --event shows a PAPI event in the call tree; it "
-                 "needs --tree; try 'tally --help'");
-      goto usage;
-    }
-  if (tree && (json || csv))
-    {
-      error_msg ("report: --tree prints text only; it cannot be used with "
-                 "--json or --csv; try 'tally --help'");
-      goto usage;
-    }
-  if (csv && (opts.blocks || opts.nlines))
-    {
-      error_msg ("report: --csv cannot be used with --blocks or --lines; try "
-                 "'tally --help'");
-      goto usage;
-    }
+    status = cli_usage ("report", "--json and --csv cannot be used "
+                        "together");
+  else if (event && !tree)
+    status = cli_usage ("report", "--event shows a PAPI event in the call "
+                        "tree; it needs --tree");
+  else if (tree && (json || csv))
+    status = cli_usage ("report", "--tree prints text only; it cannot be "
+                        "used with --json or --csv");
+  else if (csv && (opts.blocks || opts.nlines))
+    status = cli_usage ("report", "--csv cannot be used with --blocks or "
+                        "--lines");
+  else if (npaths == 0)
+    status = cli_usage ("report", "no data files given");
+  else if (tree)
+    status = tree_command ("report --tree", paths, npaths, NULL, 0, event,
+                           a.v[OPT_FORCE] != NULL, a.v[OPT_ALL] != NULL);
+  if (status != CLI_GO || tree)
+    goto done;
   opts.format = json ? FORMAT_JSON : csv ? FORMAT_CSV : FORMAT_TEXT;
-  if (npaths == 0)
-    {
-      error_msg ("report: no data files given; try 'tally --help'");
-      goto usage;
-    }
-  if (tree)
-    {
-      int rc = tree_command ("report --tree", paths, npaths, NULL, 0, event,
-                             force, all);
-      free (paths);
-      free (opts.lines);
-      return rc;
-    }
 
   struct merge m;
   memset (&m, 0, sizeof m);
   m.what = "report";
-  m.force = force;
+  m.force = a.v[OPT_FORCE] != NULL;
   if (merge_paths (&m, paths, npaths, opts.clones) != 0)
     {
       merge_free (&m);
-      free (paths);
-      free (opts.lines);
-      return EXIT_BAD_DATA;
+      status = EXIT_BAD_DATA;
+      goto done;
     }
-  if (!all)
+  if (!a.v[OPT_ALL])
     merge_hide_system (&m, 0);
 
   struct row **order = xmalloc ((m.nrows ? m.nrows : 1) * sizeof *order);
@@ -694,7 +678,7 @@ cmd_report (int argc, char **argv)
 
   struct cov_result cov;
   unsigned char *match = NULL;
-  int status = 0;
+  status = 0;
   memset (&cov, 0, sizeof cov);
   if (opts.nlines)
     {
@@ -737,12 +721,8 @@ cmd_report (int argc, char **argv)
   cov_free (&cov);
   free (order);
   merge_free (&m);
-  free (paths);
-  free (opts.lines);
+done:
+  cli_parsed_free (&a);
   return status;
-
-usage:
-  free (paths);
-  free (opts.lines);
-  return EXIT_USAGE;
 }
+

@@ -35,42 +35,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "run.h"
+#include "cli.h"
 
 #ifndef TALLY_BINDIR
 #error "meson defines TALLY_BINDIR, TALLY_LIBDIR, TALLY_PLUGINDIR, TALLY_CC and TALLY_CXX"
 #endif
-
-#define EXIT_USAGE 2
-
-static const char run_usage[] =
-  "usage: tally run [OPTION]... [--] COMMAND [ARG]...\n"
-  "\n"
-  "Run COMMAND (a build: make, ./configure, cmake, meson setup, ...) with\n"
-  "-fplugin=tally and the tally runtime added to CC and CXX.\n"
-  "\n"
-  "Options:\n"
-  "  --KEY[=VALUE]           passed to the plugin as -fplugin-arg-tally-KEY[=VALUE]\n"
-  "                          (--hooks=call, --at=early, --blocks=count,\n"
-  "                          --update=atomic, --filter=FILE,\n"
-  "                          --select=PROFILE[:P%], --verbose;\n"
-  "                          see tally-plugin(7)), for C and C++\n"
-  "  --c-KEY[=VALUE], --cxx-KEY[=VALUE]\n"
-  "                          the same for C only (CC) or C++ only (CXX)\n"
-  "  -fplugin-arg-tally-KEY[=VALUE]  the same as --KEY, as the compiler spells it\n"
-  "  --runtime=shared|static link the shared runtime (default) or the static\n"
-  "                          one, whole, into every program and library\n"
-  "  --output=PATTERN        set TALLY_OUTPUT for COMMAND (where the programs\n"
-  "                          it runs write their data files; for a test\n"
-  "                          suite, DIR/%m.data: one file per program, every\n"
-  "                          process merged into it)\n"
-  "  --override              for a make command: also pass CC= and CXX= on its\n"
-  "                          command line, which beat a Makefile's own CC\n"
-  "  --print-env             print the variables as shell assignments and exit\n"
-  "  -h, --help              print this help and exit\n"
-  "\n"
-  "CC and CXX from the environment are kept and extended (default: "
-  TALLY_CC " and " TALLY_CXX ").\n";
 
 /* Characters that would be split or interpreted on their way through CC:
    make and configure hand CC to sh, and CMake splits it at spaces.  (-Wl
@@ -222,25 +191,21 @@ cmd_run (int argc, char **argv)
      --cxx- to one of them.  */
   struct buf flags[2] = { { NULL, 0, 0 }, { NULL, 0, 0 } };
   const char *runtime = "shared", *output = NULL;
-  int override = 0, print_env = 0, cxx_own = 0, i;
+  int override = 0, print_env = 0, cxx_own = 0, i, r;
   buf_add (&flags[0], "");
   buf_add (&flags[1], "");
-  for (i = 1; i < argc && argv[i][0] == '-'; i++)
+  struct cli_args p;
+  cli_start (&p, argc, argv);
+  while ((r = cli_next (&p)) != CLI_END)
     {
-      const char *a = argv[i];
-      if (strcmp (a, "--") == 0)
+      const char *a = p.arg;
+      if (r == CLI_HELP)
+        return 0;
+      if (r == CLI_ERROR)
+        return EXIT_USAGE;
+      if (r == OPT_RUNTIME)
         {
-          i++;
-          break;
-        }
-      if (strcmp (a, "-h") == 0 || strcmp (a, "--help") == 0)
-        {
-          fputs (run_usage, stdout);
-          return 0;
-        }
-      if (strncmp (a, "--runtime=", 10) == 0)
-        {
-          runtime = a + 10;
+          runtime = p.value;
           if (strcmp (runtime, "shared") != 0 && strcmp (runtime, "static") != 0)
             {
               run_error ("invalid value '%s' for --runtime; accepted values: "
@@ -248,17 +213,12 @@ cmd_run (int argc, char **argv)
               return EXIT_USAGE;
             }
         }
-      else if (strncmp (a, "--output=", 9) == 0)
-        output = a + 9;
-      else if (strcmp (a, "--override") == 0)
+      else if (r == OPT_OUTPUT)
+        output = p.value;
+      else if (r == OPT_OVERRIDE)
         override = 1;
-      else if (strcmp (a, "--print-env") == 0)
+      else if (r == OPT_PRINT_ENV)
         print_env = 1;
-      else if (strcmp (a, "--runtime") == 0 || strcmp (a, "--output") == 0)
-        {
-          run_error ("%s needs a value: %s=VALUE", a, a);
-          return EXIT_USAGE;
-        }
       else if (strncmp (a, "--", 2) == 0 || strncmp (a, "-fplugin-arg-tally-", 19) == 0)
         {
           /* A plugin option: the plugin itself checks it in step 4.  */
@@ -316,11 +276,9 @@ cmd_run (int argc, char **argv)
             return EXIT_USAGE;
         }
       else
-        {
-          run_error ("unknown option '%s'; try 'tally run --help'%s", a, "");
-          return EXIT_USAGE;
-        }
+        return cli_usage ("run", "unknown option '%s'", a);
     }
+  i = p.i;
   if (i >= argc && !print_env)
     {
       run_error ("no command given; try 'tally run --help'%s%s", "", "");

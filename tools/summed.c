@@ -406,6 +406,12 @@ merge_free (struct merge *m)
   free (m->files);
 }
 
+static int
+merge_one (void *m, const char *path, struct tally_data *d, int bad)
+{
+  return !bad && merge_file (m, path, d) != 0;
+}
+
 /* Read every file in PATHS into M, reporting each bad one.  Returns 0, or
    EXIT_BAD_DATA if any was bad (M then holds nothing useful).  */
 int
@@ -414,28 +420,7 @@ merge_paths (struct merge *m, const char **paths, size_t npaths, int by_body)
   /* Read every file before printing anything: a report missing one of
      them would look complete.  Each file is merged and dropped at once, so
      memory follows the number of distinct functions, not of files.  */
-  int bad = 0;
-  struct tally_builds *builds = tally_builds_new ();
-  for (size_t i = 0; i < npaths; i++)
-    {
-      struct tally_data d;
-      char err[256];
-      if (tally_read_file (paths[i], &d, err, sizeof err) != 0)
-        {
-          error_msg ("%s: %s", paths[i], err);
-          bad = 1;
-          continue;
-        }
-      note_unfinished (paths[i], &d);
-      tally_builds_add (builds, paths[i], &d);
-      if (!bad && merge_file (m, paths[i], &d) != 0)
-        bad = 1;
-      tally_data_free (&d);
-    }
-  if (!bad && tally_builds_check (builds, m->what, m->force) != 0)
-    bad = 1;
-  tally_builds_free (builds);
-  if (bad)
+  if (read_files (paths, npaths, m->what, m->force, merge_one, m) != 0)
     return EXIT_BAD_DATA;
   merge_finish (m, by_body);
   return 0;
