@@ -73,26 +73,16 @@ static GTY (()) tree unregister_decl;
 static GTY (()) tree fn_type_node;
 
 static const struct ggc_root_tab tally_descriptor_roots[]
-    = { { &counter_decls, 1, sizeof (counter_decls), &gt_ggc_mx_vec_tree_va_gc_,
-          &gt_pch_nx_vec_tree_va_gc_ },
-        { &desc_decls, 1, sizeof (desc_decls), &gt_ggc_mx_vec_tree_va_gc_,
-          &gt_pch_nx_vec_tree_va_gc_ },
-        { &tls_decls, 1, sizeof (tls_decls), &gt_ggc_mx_vec_tree_va_gc_,
-          &gt_pch_nx_vec_tree_va_gc_ },
-        { &visited_decls, 1, sizeof (visited_decls), &gt_ggc_mx_vec_tree_va_gc_,
-          &gt_pch_nx_vec_tree_va_gc_ },
-        { &tls_live, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &module_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &bias_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &register_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &unregister_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &fn_type_node, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
+    = { TALLY_GC_VEC (counter_decls),
+        TALLY_GC_VEC (desc_decls),
+        TALLY_GC_VEC (tls_decls),
+        TALLY_GC_VEC (visited_decls),
+        TALLY_GC_TREE (tls_live),
+        TALLY_GC_TREE (module_decl),
+        TALLY_GC_TREE (bias_decl),
+        TALLY_GC_TREE (register_decl),
+        TALLY_GC_TREE (unregister_decl),
+        TALLY_GC_TREE (fn_type_node),
         LAST_GGC_ROOT_TAB };
 
 const struct ggc_root_tab *
