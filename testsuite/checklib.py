@@ -201,6 +201,7 @@ def outcome(name, fn):
 # The options of every driver (testsuite/meson.build's driver_args); those
 # naming files are made absolute.
 PATH_OPTIONS = ("plugin", "runtime", "runtime-asan", "runtime-papi", "runtime-shared",
+                "runtime-noblob",
                 "tally", "tally-asan", "tally-mpi", "include", "srcdir", "examples",
                 "build-dir", "corpus-dir")
 
