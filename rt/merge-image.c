@@ -100,22 +100,6 @@ sum_record (unsigned char *w, const unsigned char *r, size_t rsize,
   return rsize;
 }
 
-static int
-write_all (int fd, const unsigned char *p, size_t n)
-{
-  while (n)
-    {
-      ssize_t k = write (fd, p, n);
-      if (k < 0 && errno == EINTR)
-        continue;
-      if (k <= 0)
-        return k < 0 ? errno : EIO;
-      p += k;
-      n -= (size_t) k;
-    }
-  return 0;
-}
-
 int
 tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
 {
@@ -269,7 +253,7 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
                       tmp[0] ? tmp : path, tally_rt_errno_text (e), e);
       goto out;
     }
-  e = write_all (fd, out, out_len);
+  e = tally_rt_write_all (fd, out, out_len, -1);
   if (close (fd) != 0 && !e && errno != EINTR)
     e = errno;
   if (e)

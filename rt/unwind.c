@@ -258,21 +258,6 @@ put_hex (char *b, uint64_t v)
   return n;
 }
 
-static void
-write_all (int fd, const char *b, size_t n)
-{
-  while (n)
-    {
-      ssize_t k = write (fd, b, n);
-      if (k < 0 && errno == EINTR)
-        continue;
-      if (k <= 0)
-        return;
-      b += k;
-      n -= (size_t) k;
-    }
-}
-
 int
 tally_backtrace_print (int fd)
 {
@@ -311,7 +296,7 @@ tally_backtrace_print (int fd)
           k += put_hex (line + k, off);
         }
       line[k++] = '\n';
-      write_all (fd, line, k);
+      tally_rt_write_all (fd, line, k, -1);
       n++;
     }
 #endif
