@@ -20,7 +20,9 @@
  * 5. the new file is built in private memory, written to PATH.tmp.RANDOM
  *    (O_CREAT|O_EXCL|O_NOFOLLOW) and renamed over PATH; then the lock is
  *    released.
- * No malloc (mmap), no stdio.  */
+ * Steps 2 and 3, and the release, are merge-write.c's own
+ * (tally_rt_merge_begin, tally_rt_merge_end).  No malloc (mmap), no
+ * stdio.  */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -276,12 +278,7 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
                     path, ours_n + extra_n, of.n - extra_n);
 
 out:
-  if (lfd >= 0)
-    close (lfd); /* releases the lock, after the rename */
-  if (of.buf)
-    munmap (of.buf, of.len);
-  if (xbuf)
-    munmap (xbuf, xlen ? xlen : 1);
+  tally_rt_merge_end (lfd, &of, xbuf, xlen);
   unscratch (arrays, arrays_len);
   unscratch (out, out_len);
   unscratch (img, len);

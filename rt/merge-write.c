@@ -313,6 +313,18 @@ tally_rt_merge_begin (const char *path, const unsigned char *ours,
   return lfd;
 }
 
+void
+tally_rt_merge_end (int lfd, struct tally_rt_oldfile *old,
+                    unsigned char *xbuf, size_t xlen)
+{
+  if (lfd >= 0)
+    close (lfd); /* releases the lock, after the rename */
+  if (old->buf)
+    munmap (old->buf, old->len);
+  if (xbuf)
+    munmap (xbuf, xlen ? xlen : 1);
+}
+
 int
 tally_rt_merge_dump (int at_exit, const char *path, const char *program,
                      struct tally_module *head, uint32_t nlive)
@@ -525,14 +537,9 @@ tally_rt_merge_dump (int at_exit, const char *path, const char *program,
                     path, nmodules, of.n - extra_n);
 
 out:
-  if (lfd >= 0)
-    close (lfd); /* releases the lock, after the rename */
-  if (of.buf)
-    munmap (of.buf, of.len);
+  tally_rt_merge_end (lfd, &of, xbuf, xlen);
   if (ours)
     munmap (ours, ours_size);
-  if (xbuf)
-    munmap (xbuf, xlen ? xlen : 1);
   if (arrays)
     munmap (arrays, arrays_len);
   if (entries)

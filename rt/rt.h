@@ -533,6 +533,11 @@ int tally_rt_merge_begin (const char *path, const unsigned char *ours,
                           const struct tally_rt_extras *ox,
                           struct tally_rt_oldfile *old, char *tmp,
                           size_t cap, int *e) TALLY_HIDDEN;
+/* The end of a merge, written or not: close the lock LFD (if >= 0: after
+   the rename), unmap *OLD's bytes and XBUF (XLEN bytes: the merged MEAS,
+   FRMS and PATH records, if any).  */
+void tally_rt_merge_end (int lfd, struct tally_rt_oldfile *old,
+                         unsigned char *xbuf, size_t xlen) TALLY_HIDDEN;
 
 /* continuous.c: continuous output (TALLY_OUTPUT with %c).  All but
    register are called with the dump lock held.  */
