@@ -346,6 +346,23 @@ find_implied (function *fun, const vec<int> &map_of, vec<int> *implied)
   remove_fake_edges ();
 }
 
+/* The edge into LOOP's header from outside the loop, and in *N how many
+   such edges there are (the edge is one of them, NULL if none).  */
+static edge
+loop_entry (const class loop *loop, unsigned *n)
+{
+  edge entry = NULL, e;
+  edge_iterator ei;
+  *n = 0;
+  FOR_EACH_EDGE (e, ei, loop->header->preds)
+    if (!flow_bb_inside_loop_p (loop, e->src))
+      {
+        entry = e;
+        ++*n;
+      }
+  return entry;
+}
+
 /* 5a. A derived latch count: the loop's constant trip count NITER,
    added on its ENTRY edge.  */
 struct derived_latch
@@ -419,16 +436,8 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
       const char *why = NULL;
       edge latch = loop->latch ? find_edge (loop->latch, loop->header) : NULL;
       plan_edge **lp = latch ? by_edge.get (latch) : NULL;
-      edge entry = NULL;
-      unsigned nentries = 0;
-      edge e;
-      edge_iterator ei;
-      FOR_EACH_EDGE (e, ei, loop->header->preds)
-        if (!flow_bb_inside_loop_p (loop, e->src))
-          {
-            entry = e;
-            nentries++;
-          }
+      unsigned nentries;
+      edge entry = loop_entry (loop, &nentries);
       auto_vec<edge> exits = get_loop_exit_edges (loop);
       if (!lp || !(*lp)->can_count || (latch->flags & EDGE_COMPLEX)
           || (loop->header->flags & BB_IRREDUCIBLE_LOOP))
@@ -448,6 +457,8 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
           for (unsigned i = 0; i < loop->num_nodes && !why; i++)
             {
               basic_block b = body[i];
+              edge e;
+              edge_iterator ei;
               if (bitmap_bit_p (call_ended, b->index)
                   || EDGE_COUNT (b->succs) == 0
                   || (b->flags & BB_IRREDUCIBLE_LOOP))
@@ -549,16 +560,8 @@ hoist_visited (function *fun, tally_block_plan *plan, const vec<int> &map_of,
     {
       if (!loop->header || (loop->header->flags & BB_IRREDUCIBLE_LOOP))
         continue;
-      edge entry = NULL;
-      unsigned nentries = 0;
-      edge e;
-      edge_iterator ei;
-      FOR_EACH_EDGE (e, ei, loop->header->preds)
-        if (!flow_bb_inside_loop_p (loop, e->src))
-          {
-            entry = e;
-            nentries++;
-          }
+      unsigned nentries;
+      edge entry = loop_entry (loop, &nentries);
       if (nentries != 1 || (entry->flags & (EDGE_COMPLEX | EDGE_FAKE)))
         continue;
       int rep = implied[loop->header->index];
