@@ -17,7 +17,7 @@ import platform
 import re
 import sys
 
-from checklib import Failure, Skip, expect, parse_args, run, run_check
+from checklib import Failure, Skip, case, expect, main, run
 
 LEAF_C = r"""
 #include <stdio.h>
@@ -214,6 +214,7 @@ def expect_leaf(obj, fn, what):
                    "%s: %s makes a call GCC sees: %s\n  %s" % (what, fn, ins, text))
 
 
+@case("leaf-no-frame")
 def check_leaf_no_frame(a, work):
     """update=tls (executable and -fPIC library) and hooks=call leave a leaf
     without frame, saved register or __tls_get_addr; the counts are
@@ -237,6 +238,7 @@ def check_leaf_no_frame(a, work):
         expect_leaf(so, "lleaf", what + " -fPIC")
 
 
+@case("preserved")
 def check_preserved(a, work):
     """Every integer and vector argument of a leaf survives the hooks and
     the first-use attach of four new threads; the counts are exact."""
@@ -260,6 +262,7 @@ def check_preserved(a, work):
                    % (what, got.get("leaf")))
 
 
+@case("dlopen-static-tls")
 def check_dlopen_static_tls(a, work):
     """update=tls libraries use static TLS: a small one dlopen'ed fits in
     glibc's surplus and counts exactly; one too big fails to load with
@@ -318,6 +321,7 @@ def check_dlopen_static_tls(a, work):
                    "%s: f%d counted %s" % (lib, i, got.get("f%d" % i)))
 
 
+@case("implied-attach")
 def check_implied_attach(a, work):
     """update=tls: static functions whose every caller is an instrumented
     function of the unit have no attach test; an address-taken one and an
@@ -341,6 +345,7 @@ def check_implied_attach(a, work):
         expect(got.get(fn) == c, "%s counted %s, want %s" % (fn, got.get(fn), c))
 
 
+@case("bad-tls-model")
 def check_bad_tls_model(a, work):
     """A bad tls-model value is an error naming the accepted values."""
     src = write(work, "leaf.c", LEAF_C)
@@ -351,19 +356,5 @@ def check_bad_tls_model(a, work):
            "want an error naming initial-exec and dynamic: %s" % p.stderr)
 
 
-CHECKS = {
-    "leaf-no-frame": check_leaf_no_frame,
-    "preserved": check_preserved,
-    "dlopen-static-tls": check_dlopen_static_tls,
-    "implied-attach": check_implied_attach,
-    "bad-tls-model": check_bad_tls_model,
-}
-
-
-def main():
-    a = parse_args(CHECKS)
-    return run_check(CHECKS, a.check, a, "tally-hookperf-")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("tally-hookperf-"))

@@ -16,7 +16,7 @@ import struct
 import sys
 import zlib
 
-from checklib import Failure, Skip, expect, parse_args, run, run_check
+from checklib import Failure, Skip, case, expect, main, run
 
 # Offsets in a data file that differ between two runs of one program: the
 # pid and the time (header), and the CRC (trailer), which covers them.
@@ -133,6 +133,7 @@ def same_but_pid_time(x, y, what):
     expect(not diff, "%s: the files differ at bytes %s" % (what, diff[:10]))
 
 
+@case("identical")
 def check_identical(a, work):
     """In every mode, at tally_dump (mid-run, writev), at exit, into
     memory (tally_image) and merged (%m): the file written from the blobs
@@ -221,6 +222,7 @@ def shift_op(n):
     return p
 
 
+@case("blob-crc")
 def check_blob_crc(a, work):
     """The CRCs and shifts the plugin stores per segment of a blob are
     those of its bytes (zlib's crc32; the shift is checked by appending
@@ -267,6 +269,7 @@ def check_blob_crc(a, work):
     expect(values == nvalues, "values %d, blob says %d" % (values, nvalues))
 
 
+@case("crc-combine")
 def check_crc_combine(a, work):
     """The runtime's CRC arithmetic (tally_rt_crc_mulmod, tally_rt_crc_shift)
     against zlib: crc (A + B) = mulmod (shift (len B), crc (A)) ^ crc (B),
@@ -312,6 +315,7 @@ def dump_ir(a, exe, work):
     raise Failure("no totals in callgrind's output")
 
 
+@case("dump-cost")
 def check_dump_cost(a, work):
     """A dump costs O(values), not O(map bytes): two programs with the same
     functions and values, one with block maps several times larger (more
@@ -339,18 +343,5 @@ def check_dump_cost(a, work):
     expect(per_byte < 0.1, "tally_dump costs %.2f instructions a map byte" % per_byte)
 
 
-CHECKS = {
-    "identical": check_identical,
-    "blob-crc": check_blob_crc,
-    "crc-combine": check_crc_combine,
-    "dump-cost": check_dump_cost,
-}
-
-
-def main():
-    a = parse_args(CHECKS)
-    return run_check(CHECKS, a.check, a, "tally-perf-")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("tally-perf-"))

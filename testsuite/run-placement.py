@@ -26,9 +26,14 @@ import platform
 import re
 import sys
 
-from checklib import Failure, Skip, expect, parse_args, run, run_check
+from checklib import Skip, case, expect, main, run
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
+
+
+def program(args):
+    """The test program, placement/loops.c of the source tree."""
+    return os.path.join(args.srcdir, "placement", "loops.c")
 INPUTS = ["0", "1", "100"]
 
 
@@ -36,7 +41,7 @@ def build(args, work, name, opt, opts):
     exe = os.path.join(work, name)
     cmd = [args.cc, "-" + opt, "-fplugin=" + args.plugin]
     cmd += ["-fplugin-arg-tally-" + o for o in opts]
-    cmd += [args.prog, "-o", exe, args.runtime]
+    cmd += [program(args), "-o", exe, args.runtime]
     run(cmd)
     return exe
 
@@ -64,6 +69,7 @@ def same_counts(what, got, want):
                "counts %s" % (what, sym, got[sym], want[sym]))
 
 
+@case("exact")
 def check_exact(args, work):
     variants = {
         "tree": ["blocks=count"],
@@ -82,6 +88,7 @@ def check_exact(args, work):
                             blocks(args, exe, work, n), want)
 
 
+@case("visited")
 def check_visited(args, work):
     for opt in LEVELS:
         ref = build(args, work, "block-" + opt, opt,
@@ -122,6 +129,7 @@ def tally_refs(lines, prefix):
     return [t for t in lines if "<" + prefix in t]
 
 
+@case("hot-loop")
 def check_hot_loop(args, work):
     if platform.machine() not in ("x86_64", "amd64"):
         raise Skip("(reads x86-64 disassembly)")
@@ -156,18 +164,5 @@ def check_hot_loop(args, work):
                     blocks(args, mapped, work, n), blocks(args, ref, work, n))
 
 
-CHECKS = {
-    "exact": check_exact,
-    "visited": check_visited,
-    "hot-loop": check_hot_loop,
-}
-
-
-def main():
-    args = parse_args(CHECKS)
-    args.prog = os.path.join(args.srcdir, "placement", "loops.c")
-    return run_check(CHECKS, args.check, args, "tally-placement-")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("tally-placement-"))
