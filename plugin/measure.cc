@@ -22,7 +22,7 @@
  *             { top->cfa = ~0; __tally_ss.top = top + 1; top->fn = &__tally.d.7;
  *               top->child = 0; top->start = rdtsc; top->cfa = cfa; }
  *   exit:   now = rdtsc; f = __tally_ss.top - 1; cfa = __builtin_dwarf_cfa ();
- *           if (f->cfa != cfa | f->fn != &__tally.d.7)
+ *           if (f->cfa != cfa)
  *             __tally_cyc_exit_slow (&__tally.d.7, cfa, now);
  *           else
  *             { d = now - f->start; c = f->child; __tally_ss.top = f;
@@ -530,8 +530,10 @@ desc_address (const tally_fn_info &fn)
 
 /* measure=cycles, hooks=inline, x86-64: the call of the runtime's slow
    path SYM (__tally_cyc_enter_slow_all, __tally_cyc_exit_slow_all) as an
-   asm statement: FN in %rdi, CFA in %rsi and NOW (exit only) in %rdx,
-   below the red zone, through the GOT.  The runtime's entry preserves
+   asm statement, below the red zone, through the GOT: at entry FN in %rax
+   and CFA in %rdx, at exit NOW in %rax (where the time-stamp read leaves
+   it), CFA in %rdx and FN in %rcx (registers no argument of a function
+   with fewer than three or four arguments is in).  The runtime's entry preserves
    every register, so GCC sees no call: the fast path around it needs no
    callee-saved register and the function no frame.  */
 static gasm *
@@ -539,10 +541,14 @@ preserving_slow_call (const char *sym, tree fn, tree cfa_val, tree now)
 {
   vec<tree, va_gc> *inputs = NULL, *clobbers = NULL;
 #define TALLY_CONSTRAINT(c) build_tree_list (NULL_TREE, build_string (sizeof c, c))
-  vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("D"), fn));
-  vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("S"), cfa_val));
   if (now)
-    vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("d"), now));
+    {
+      vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("a"), now));
+      vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("c"), fn));
+    }
+  else
+    vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("a"), fn));
+  vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("d"), cfa_val));
 #undef TALLY_CONSTRAINT
   vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (7, "memory")));
   vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (3, "cc")));
@@ -673,14 +679,13 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   tree f = op (fun, &pre, frame_ptr, POINTER_PLUS_EXPR, top,
                size_int (-fsize));
   tree fcfa = assign (fun, &pre, uint64_type_node, frame_field (f, 0, "cfa"));
-  tree ffn = assign (fun, &pre, ptr_type_node, frame_field (f, 0, "fn"));
   tree c = cfa (fun, &pre);
   tree cu = tally_make_temp (fun, uint64_type_node);
   gimple_seq_add_stmt (&pre, gimple_build_assign (cu, NOP_EXPR, c));
-  tree other = op (fun, &pre, boolean_type_node, NE_EXPR, fcfa, cu);
-  tree other_fn = op (fun, &pre, boolean_type_node, NE_EXPR, ffn,
-                      desc);
-  tree flag = op (fun, &pre, boolean_type_node, BIT_IOR_EXPR, other, other_fn);
+  /* The CFA names the activation: the live ones have distinct CFAs, and
+     a frame with ours that is not ours would be a stale one, which an
+     entry at our CFA closed before we were pushed.  */
+  tree flag = op (fun, &pre, boolean_type_node, NE_EXPR, fcfa, cu);
 
   /* 1. Fast: read the frame before giving it up (a signal handler may
      push over it), pop, charge the parent, add the totals.  */

@@ -98,6 +98,9 @@ account (const struct tally_fn *fn, uint64_t d, uint64_t child, int atomic)
      across CPUs) subtracts from the total, which stays exactly the
      function's inclusive cycles less its callees'.  */
   uint64_t self = d - child;
+  /* In a general register: GCC would otherwise pair the two sums in a
+     vector register, at more instructions than the two adds.  */
+  __asm__ ("" : "+r"(self));
   if (atomic)
     {
       __atomic_fetch_add (&m->incl, d, __ATOMIC_RELAXED);
@@ -327,13 +330,14 @@ out:
   return pushed;
 }
 
-/* x86-64: the slow paths for the plugin's asm statement (the arguments in
-   %rdi, %rsi, %rdx, called below the caller's red zone): they preserve
+/* x86-64: the slow paths for the plugin's asm statement (called below the
+   caller's red zone; the enter's FN in %rax and CFA in %rdx, the exit's
+   NOW in %rax, CFA in %rdx and FN in %rcx): they preserve
    every register, vector registers included, like __tally_tls_attach_all
    (rt/hooks.c), so the inline fast path makes the function keep no value
    in a callee-saved register for them and spill nothing.  */
 #if defined(__x86_64__) && !defined(__ILP32__)
-#define TALLY_PRESERVING_STUB(NAME, TARGET)                                    \
+#define TALLY_PRESERVING_STUB(NAME, TARGET, ARGS)                                    \
   "\t.text\n"                                                                  \
   "\t.globl " NAME "\n"                                                        \
   "\t.type " NAME ", @function\n" NAME ":\n"                                   \
@@ -363,7 +367,7 @@ out:
   "\tmovl $-1, %eax\n"                                                         \
   "\tmovl $-1, %edx\n"                                                         \
   "\txsave (%rsp)\n"                                                           \
-  "\tmovq -40(%rbp), %rdi\n\tmovq -32(%rbp), %rsi\n\tmovq -24(%rbp), %rdx\n"   \
+  ARGS                                                                         \
   "\tcall " TARGET "\n"                                                        \
   "\tmovl $-1, %eax\n"                                                         \
   "\tmovl $-1, %edx\n"                                                         \
@@ -373,7 +377,7 @@ out:
   "\tsubq $512, %rsp\n"                                                        \
   "\tandq $-16, %rsp\n"                                                        \
   "\tfxsave (%rsp)\n"                                                          \
-  "\tmovq -40(%rbp), %rdi\n\tmovq -32(%rbp), %rsi\n\tmovq -24(%rbp), %rdx\n"   \
+  ARGS                                                                         \
   "\tcall " TARGET "\n"                                                        \
   "\tfxrstor (%rsp)\n"                                                         \
   "2:\n"                                                                       \
@@ -387,10 +391,16 @@ out:
   "\t.cfi_endproc\n"                                                           \
   "\t.size " NAME ", .-" NAME "\n"
 
+/* The saved registers: %rax at -8(%rbp), %rcx -16, %rdx -24.  */
 __asm__ (TALLY_PRESERVING_STUB ("__tally_cyc_enter_slow_all",
-                                "__tally_cyc_enter_slow@PLT")
+                                "__tally_cyc_enter_slow@PLT",
+                                "\tmovq -8(%rbp), %rdi\n"
+                                "\tmovq -24(%rbp), %rsi\n")
          TALLY_PRESERVING_STUB ("__tally_cyc_exit_slow_all",
-                                "__tally_cyc_exit_slow@PLT"));
+                                "__tally_cyc_exit_slow@PLT",
+                                "\tmovq -16(%rbp), %rdi\n"
+                                "\tmovq -24(%rbp), %rsi\n"
+                                "\tmovq -8(%rbp), %rdx\n"));
 #endif
 
 void
@@ -455,12 +465,17 @@ tally_rt_exit (struct tally_module *m, uint32_t fn, void *cfa)
   uint64_t now = rdtsc ();
   struct tally_fn *f = m->fns[fn];
   struct tally_sframe *top = __tally_ss.top - 1;
+  uint32_t flags = top->flags;
   if (__builtin_expect (top->cfa == (uint64_t) (uintptr_t) cfa && top->fn == f
-                        && !(top->flags & TALLY_SF_PAPI), 1))
+                        && !(flags & TALLY_SF_PAPI), 1))
     {
       uint64_t d = now - top->start, child = top->child;
-      uint32_t node = frame_node (top);
-      top->flags = 0;
+      uint32_t node = TALLY_PATH_NONE;
+      if (flags)
+        {
+          node = frame_node (top);
+          top->flags = 0; /* a free slot's */
+        }
       __atomic_signal_fence (__ATOMIC_SEQ_CST);
       __tally_ss.top = top;
       __atomic_signal_fence (__ATOMIC_SEQ_CST);

@@ -219,8 +219,9 @@ TALLY_PUBLIC void __tally_enter_frames (struct tally_module *m,
 TALLY_PUBLIC void __tally_cyc_enter_slow (struct tally_fn *fn, void *cfa);
 TALLY_PUBLIC void __tally_cyc_exit_slow (struct tally_fn *fn, void *cfa,
                                          __UINT64_TYPE__ now);
-/* x86-64: the same for the plugin's asm statement (fn in %rdi, cfa in
-   %rsi, now in %rdx; called below the caller's red zone): they change no
+/* x86-64: the same for the plugin's asm statement (called below the
+   caller's red zone; enter: fn in %rax, cfa in %rdx; exit: now in %rax,
+   cfa in %rdx, fn in %rcx): they change no
    register, vector registers included (rt/shadow.c), so the inline fast
    path costs the function no saved register and no spill.  */
 TALLY_PUBLIC void __tally_cyc_enter_slow_all (void);
