@@ -27,7 +27,9 @@
  *   1. Blocks are split after every call that may not return (exit, longjmp,
  *      a throw), as GCC's own -fprofile-arcs does, so that a block's count
  *      is the count of each of its statements.  (blocks=visited gives a byte
- *      only to blocks no other block implies: see find_implied.)
+ *      only to blocks no other block implies: see find_implied; one that
+ *      a loop's header shares is stored on the loop's entry edge:
+ *      hoist_visited.)
  *   2. Each block B is two nodes, B.in and B.out, joined by B's "block edge"
  *      (its count is B's count).  CFG edges run from B.out to C.in.
  *   3. Edges that cannot carry code (exception and abnormal edges) are
@@ -48,6 +50,11 @@
  *      block (critical edges) weighted higher: the hot edges go uncounted.
  *      placement=block counts every block edge, and builds the forest of
  *      the other edges the same way.
+ *      At late placement, optimised, the latch edge of a loop with a
+ *      constant trip count (counted at every iteration wherever the tree
+ *      leaves the loop's counter) is left off the tree and counted once
+ *      per run of the loop instead, by adding the trip count on entry
+ *      (derive_latches), where the loop cannot be left otherwise.
  *   6. Every edge off the tree gets a counter.  Flow conservation at each
  *      node then determines every tree edge, hence every block, exactly
  *      (the Knuth-Stevenson / Ball-Larus result that gcov relies on).
@@ -61,6 +68,12 @@
 #include "tally-plugin.h"
 
 #include "tally/abi.h"
+
+#include "tree-ssa-loop.h"
+#include "tree-ssa-loop-niter.h"
+#include "tree-scalar-evolution.h"
+#include "gimplify-me.h"
+#include "tree-pretty-print.h"
 
 /* The constants of the block map; format.h itself includes system headers
    that GCC's system.h has already dealt with.  */
@@ -98,6 +111,10 @@ struct plan_edge
   bool on_tree;
   bool implied;        /* visited: the value is another block's */
   unsigned value;      /* index into the function's values, or TALLY_MAP_NONE */
+  struct derived_latch *derived; /* a loop's latch edge counted once per
+                                   run of the loop (derive_latches) */
+  edge mark_on;        /* visited: the byte is stored on this edge instead
+                          (hoist_visited) */
 };
 
 struct block_loc
@@ -113,6 +130,8 @@ struct tally_block_plan
   auto_vec<vec<block_loc> > locs;    /* map number -> locations */
   auto_vec<const char *> files;
   unsigned kind;
+  auto_vec<struct derived_latch *> derived;
+  ~tally_block_plan ();
 };
 
 /* 1. Whether control may fail to come back from STMT to the next statement
@@ -605,6 +624,8 @@ add_edge (tally_block_plan *plan, int map_src, int map_dst, unsigned flags,
   pe.on_tree = false;
   pe.implied = false;
   pe.value = TALLY_MAP_NONE;
+  pe.derived = NULL;
+  pe.mark_on = NULL;
   plan->edges.safe_push (pe);
 }
 
@@ -663,6 +684,237 @@ find_implied (function *fun, const vec<int> &map_of, vec<int> *implied)
     }
   free_dominance_info (CDI_POST_DOMINATORS);
   remove_fake_edges ();
+}
+
+/* 5a. A derived latch count: the loop's constant trip count NITER,
+   added on its ENTRY edge.  */
+struct derived_latch
+{
+  edge entry;
+  tree niter;
+};
+
+/* 5a. placement=tree at=late: a loop's latch edge, whose counter would be
+   updated at every iteration, is counted once per run of the loop instead
+   when GCC's trip-count analysis (number_of_iterations_exit) gives a
+   constant: counter += trip count on the loop's entry edge.  The tree is
+   then built without that edge.  Only loops that cannot be left but by
+   their one exit: no call that may not return (split_after_calls marked
+   them in CALL_ENDED), no exception, abnormal or fake edge, no block
+   without successors; one entry edge.  Not with counters=mapped (the
+   count would reach the file before the iterations ran: a process killed
+   in the loop would overcount).  The derived latches are appended to
+   *OUT.  */
+static void
+derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
+                vec<derived_latch *> *out)
+{
+  if (!optimize || !gimple_in_ssa_p (fun) || !current_loops || tally_opts.mapped
+      || loops_state_satisfies_p (fun, LOOPS_NEED_FIXUP)
+      || number_of_loops (fun) <= 1)
+    return;
+  free_dominance_info (CDI_DOMINATORS);
+  calculate_dominance_info (CDI_DOMINATORS);
+  /* GCC's trip-count and scalar-evolution code asks every loop it meets
+     for its preheader edge, which it may only do in loops with preheaders
+     and single latches; after the loop optimisers the loops need not have
+     them.  loop_preheader_edge is the one edge into the header from
+     outside: so that analysis runs only when every loop has one such edge
+     and one latch (then that edge is what GCC takes it for), with the
+     state saying so for the time of the analysis.  */
+  bool niter_ok = true;
+  for (auto loop : loops_list (fun, 0))
+    {
+      unsigned outside = 0, inside = 0;
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, loop->header->preds)
+        if (flow_bb_inside_loop_p (loop, e->src))
+          inside += e->src == loop->latch;
+        else
+          outside++;
+      if (!loop->latch || outside != 1 || inside != 1
+          || EDGE_COUNT (loop->header->preds) != 2)
+        niter_ok = false;
+    }
+  unsigned saved_state = loops_state_satisfies_p (fun, LOOPS_HAVE_PREHEADERS)
+                         | (loops_state_satisfies_p (fun,
+                                                     LOOPS_MAY_HAVE_MULTIPLE_LATCHES)
+                            << 1);
+  bool scev = false;
+  if (niter_ok)
+    {
+      loops_state_set (fun, LOOPS_HAVE_PREHEADERS);
+      loops_state_clear (fun, LOOPS_MAY_HAVE_MULTIPLE_LATCHES);
+      scev = !scev_initialized_p ();
+      if (scev)
+        scev_initialize ();
+    }
+  hash_map<edge, plan_edge *> by_edge;
+  for (plan_edge &pe : plan->edges)
+    if (pe.e)
+      by_edge.put (pe.e, &pe);
+  for (auto loop : loops_list (fun, 0))
+    {
+      const char *why = NULL;
+      edge latch = loop->latch ? find_edge (loop->latch, loop->header) : NULL;
+      plan_edge **lp = latch ? by_edge.get (latch) : NULL;
+      edge entry = NULL;
+      unsigned nentries = 0;
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, loop->header->preds)
+        if (!flow_bb_inside_loop_p (loop, e->src))
+          {
+            entry = e;
+            nentries++;
+          }
+      auto_vec<edge> exits = get_loop_exit_edges (loop);
+      if (!lp || !(*lp)->can_count || (latch->flags & EDGE_COMPLEX)
+          || (loop->header->flags & BB_IRREDUCIBLE_LOOP))
+        why = "no single countable latch edge";
+      else if (nentries != 1 || (entry->flags & EDGE_COMPLEX)
+               || EDGE_COUNT (loop->header->preds) != 2)
+        why = "no single entry edge and latch";
+      else if (exits.is_empty ())
+        why = "no exit";
+      for (edge x : exits)
+        if (!why && ((x->flags & (EDGE_COMPLEX | EDGE_FAKE))
+                     || x->dest == EXIT_BLOCK_PTR_FOR_FN (fun)))
+          why = "an exit edge that cannot take code";
+      if (!why)
+        {
+          basic_block *body = get_loop_body (loop);
+          for (unsigned i = 0; i < loop->num_nodes && !why; i++)
+            {
+              basic_block b = body[i];
+              if (bitmap_bit_p (call_ended, b->index)
+                  || EDGE_COUNT (b->succs) == 0
+                  || (b->flags & BB_IRREDUCIBLE_LOOP))
+                why = "may be left by a call or have no way out";
+              FOR_EACH_EDGE (e, ei, b->succs)
+                if (e->flags & (EDGE_COMPLEX | EDGE_FAKE))
+                  why = "may be left by an exception or a jump";
+              for (gimple_stmt_iterator gsi = gsi_start_bb (b);
+                   !why && !gsi_end_p (gsi); gsi_next (&gsi))
+                if (may_not_return (fun, gsi_stmt (gsi)))
+                  why = "may be left by a call";
+            }
+          free (body);
+        }
+      if (why)
+        {
+          if (dump_file)
+            fprintf (dump_file, "tally: loop %d: latch counted: %s\n",
+                     loop->num, why);
+          continue;
+        }
+      derived_latch *d = new derived_latch ();
+      d->entry = entry;
+      d->niter = NULL_TREE;
+      tree_niter_desc desc;
+      if (niter_ok && exits.length () == 1
+          && number_of_iterations_exit (loop, exits[0], &desc, false)
+          && desc.niter && integer_nonzerop (desc.assumptions)
+          && INTEGRAL_TYPE_P (TREE_TYPE (desc.niter)))
+        {
+          tree niter = desc.niter;
+          if (!integer_zerop (desc.may_be_zero))
+            niter = fold_build3 (COND_EXPR, TREE_TYPE (niter),
+                                 desc.may_be_zero,
+                                 build_int_cst (TREE_TYPE (niter), 0), niter);
+          niter = fold_convert (uint64_type_node, niter);
+          /* Only a constant trip count: one add of it per run of the loop
+             is never dearer than one add per iteration.  Computing a
+             trip count or an induction variable's iterations costs 3 to
+             5 instructions per run, which measured dearer than the adds
+             it saves on bzip2, lua and sqlite (the loops GCC's guessed
+             profile expects to go round often mostly go round once or
+             twice): see doc/benchmarks.md.  */
+          if (TREE_CODE (niter) == INTEGER_CST && !integer_zerop (niter))
+            d->niter = niter;
+        }
+      if (!d->niter)
+        {
+          if (dump_file)
+            fprintf (dump_file, "tally: loop %d: latch counted: no constant "
+                     "trip count\n", loop->num);
+          delete d;
+          continue;
+        }
+      (*lp)->derived = d;
+      out->safe_push (d);
+      if (dump_file)
+        {
+          fprintf (dump_file, "tally: loop %d (header bb %d): latch count "
+                   "from the trip count, added on entry from bb %d: ",
+                   loop->num, loop->header->index, entry->src->index);
+          print_generic_expr (dump_file, d->niter);
+          fprintf (dump_file, "\n");
+        }
+    }
+  if (scev)
+    scev_finalize ();
+  if (niter_ok)
+    {
+      if (!(saved_state & 1))
+        loops_state_clear (fun, LOOPS_HAVE_PREHEADERS);
+      if (saved_state & 2)
+        loops_state_set (fun, LOOPS_MAY_HAVE_MULTIPLE_LATCHES);
+    }
+}
+
+/* blocks=visited: a byte whose block C is inside a loop, where it would
+   be stored at every iteration, but which a loop's header shares (C ran
+   exactly when the header did: find_implied), is stored on the loop's one
+   entry edge instead: the header runs exactly when that edge is taken.  Of
+   nested loops, the outermost whose header shares the byte.  Not with
+   counters=mapped: the byte would be in the file before the blocks it
+   stands for ran.  IMPLIED is find_implied's, by block index.  */
+static void
+hoist_visited (function *fun, tally_block_plan *plan, const vec<int> &map_of,
+               const vec<int> &implied)
+{
+  if (!current_loops || tally_opts.mapped
+      || loops_state_satisfies_p (fun, LOOPS_NEED_FIXUP)
+      || number_of_loops (fun) <= 1)
+    return;
+  hash_map<int_hash<int, -1, -2>, plan_edge *> by_block; /* map number */
+  for (plan_edge &pe : plan->edges)
+    if (pe.bb && !pe.implied && pe.value != TALLY_MAP_NONE)
+      by_block.put (map_of[pe.bb->index], &pe);
+  auto_vec<int> depth; /* of the loop chosen, by map number */
+  depth.safe_grow_cleared (plan->blocks.length ());
+  for (auto loop : loops_list (fun, 0))
+    {
+      if (!loop->header || (loop->header->flags & BB_IRREDUCIBLE_LOOP))
+        continue;
+      edge entry = NULL;
+      unsigned nentries = 0;
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, loop->header->preds)
+        if (!flow_bb_inside_loop_p (loop, e->src))
+          {
+            entry = e;
+            nentries++;
+          }
+      if (nentries != 1 || (entry->flags & (EDGE_COMPLEX | EDGE_FAKE)))
+        continue;
+      int rep = implied[loop->header->index];
+      plan_edge **pe = by_block.get (rep);
+      if (!pe || !flow_bb_inside_loop_p (loop, plan->blocks[rep]))
+        continue;
+      int d = loop_depth (loop);
+      if (depth[rep] && depth[rep] <= d)
+        continue;
+      depth[rep] = d;
+      (*pe)->mark_on = entry;
+      if (dump_file)
+        fprintf (dump_file, "tally: loop %d: the visited byte of bb %d is "
+                 "stored on its entry from bb %d\n", loop->num,
+                 plan->blocks[rep]->index, entry->src->index);
+    }
 }
 
 /* Where control arriving over an abnormal edge into BB resumes, as a map
@@ -836,6 +1088,9 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
       pe.on_tree = false;
       pe.implied = false;
       pe.value = TALLY_MAP_NONE;
+      pe.derived = NULL;
+      pe.mark_on = NULL;
+  pe.mark_on = NULL;
       plan->edges.safe_push (pe);
     }
 
@@ -845,6 +1100,8 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
      uncounted edges undetermined (a block with two successors that both
      join other paths).  */
   bool edges_too = per_block && !visited;
+  if (!per_block)
+    derive_latches (fun, plan, call_ended, &plan->derived);
   if (!visited)
     {
       auto_vec<int> parent;
@@ -861,7 +1118,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
           }
       auto_vec<plan_edge *> rest;
       for (plan_edge &pe : plan->edges)
-        if (pe.can_count && !(edges_too && pe.bb))
+        if (pe.can_count && !(edges_too && pe.bb) && !pe.derived)
           rest.safe_push (&pe);
       rest.qsort (cmp_cost);
       for (plan_edge *pe : rest)
@@ -909,6 +1166,8 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
           pe.implied = true;
         }
   if (visited)
+    hoist_visited (fun, plan, map_of, implied);
+  if (visited)
     layout->nvisited = next;
   else
     layout->ncounters = TALLY_C_CORE + next;
@@ -941,6 +1200,47 @@ build_visit (function *fun, tree visited, unsigned i, gimple_seq *seq)
   gimple_seq_add_stmt (seq, g);
 }
 
+/* Append to *SEQ "COUNTERS[K] += NITER" (derive_latches), as
+   tally_build_increment adds 1: relaxed atomic with update=atomic.  */
+static void
+build_add (tree array, unsigned k, tree niter, gimple_seq *seq)
+{
+  tree n = force_gimple_operand (unshare_expr (niter), seq, true, NULL_TREE);
+  tree ref = build4 (ARRAY_REF, uint64_type_node, array,
+                     build_int_cst (integer_type_node, k), NULL_TREE, NULL_TREE);
+  gimple *g;
+  if (tally_opts.update == TALLY_UPDATE_ATOMIC)
+    {
+      tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_FETCH_ADD_8);
+      TREE_ADDRESSABLE (array) = 1;
+      g = gimple_build_call (f, 3, build_fold_addr_expr (ref), n,
+                             build_int_cst (integer_type_node, MEMMODEL_RELAXED));
+      gimple_seq_add_stmt (seq, g);
+      return;
+    }
+  tree old_val = make_ssa_name (uint64_type_node);
+  tree new_val = make_ssa_name (uint64_type_node);
+  gimple_seq_add_stmt (seq, gimple_build_assign (old_val, ref));
+  gimple_seq_add_stmt (seq, gimple_build_assign (new_val, PLUS_EXPR, old_val, n));
+  gimple_seq_add_stmt (seq, gimple_build_assign (unshare_expr (ref), new_val));
+}
+
+/* 5a. The update of a derived latch count D: its trip count on the
+   loop's entry edge.  */
+static void
+insert_derived (derived_latch *d, tree counters, unsigned k)
+{
+  gimple_seq seq = NULL;
+  build_add (counters, k, d->niter, &seq);
+  gsi_insert_seq_on_edge (d->entry, seq);
+}
+
+tally_block_plan::~tally_block_plan ()
+{
+  for (derived_latch *d : derived)
+    delete d;
+}
+
 void
 tally_blocks_insert (function *fun, tally_block_plan *plan,
                      const tally_fn_info &fn)
@@ -954,13 +1254,24 @@ tally_blocks_insert (function *fun, tally_block_plan *plan,
       gimple_seq seq = NULL;
       if (fn.visited)
         build_visit (fun, fn.visited, pe.value - TALLY_C_CORE, &seq);
+      else if (pe.derived)
+        {
+          insert_derived (pe.derived, fn.counters, pe.value);
+          edges = true;
+          continue;
+        }
       else
         tally_build_increment (fun, fn.counters, pe.value, UNKNOWN_LOCATION,
                                &seq);
       for (gimple_stmt_iterator i = gsi_start (seq); !gsi_end_p (i); gsi_next (&i))
         if (gcall *call = dyn_cast<gcall *> (gsi_stmt (i)))
           calls.safe_push (call);
-      if (pe.bb)
+      if (pe.mark_on)
+        {
+          gsi_insert_seq_on_edge (pe.mark_on, seq);
+          edges = true;
+        }
+      else if (pe.bb)
         {
           gimple_stmt_iterator gsi = gsi_after_labels (pe.bb);
           gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);

@@ -73,26 +73,16 @@ static GTY (()) tree unregister_decl;
 static GTY (()) tree fn_type_node;
 
 static const struct ggc_root_tab tally_descriptor_roots[]
-    = { { &counter_decls, 1, sizeof (counter_decls), &gt_ggc_mx_vec_tree_va_gc_,
-          &gt_pch_nx_vec_tree_va_gc_ },
-        { &desc_decls, 1, sizeof (desc_decls), &gt_ggc_mx_vec_tree_va_gc_,
-          &gt_pch_nx_vec_tree_va_gc_ },
-        { &tls_decls, 1, sizeof (tls_decls), &gt_ggc_mx_vec_tree_va_gc_,
-          &gt_pch_nx_vec_tree_va_gc_ },
-        { &visited_decls, 1, sizeof (visited_decls), &gt_ggc_mx_vec_tree_va_gc_,
-          &gt_pch_nx_vec_tree_va_gc_ },
-        { &tls_live, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &module_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &bias_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &register_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &unregister_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &fn_type_node, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
+    = { TALLY_GC_VEC (counter_decls),
+        TALLY_GC_VEC (desc_decls),
+        TALLY_GC_VEC (tls_decls),
+        TALLY_GC_VEC (visited_decls),
+        TALLY_GC_TREE (tls_live),
+        TALLY_GC_TREE (module_decl),
+        TALLY_GC_TREE (bias_decl),
+        TALLY_GC_TREE (register_decl),
+        TALLY_GC_TREE (unregister_decl),
+        TALLY_GC_TREE (fn_type_node),
         LAST_GGC_ROOT_TAB };
 
 const struct ggc_root_tab *
@@ -196,6 +186,7 @@ module_type (void)
   tally_add_field (&fields, "rt_state", uint64_type_node);
   tally_add_field (&fields, "tls_locate", ptr_type_node);
   tally_add_field (&fields, "bias", ptr_type_node);
+  tally_add_field (&fields, "blob", ptr_type_node);
   return tally_finish_struct ("tally_module", fields, sizeof (struct tally_module));
 }
 
@@ -524,6 +515,163 @@ build_tls_locate (void)
   return decl;
 }
 
+/* The record blob (include/tally/abi.h): the unit's module record in the
+   data file (tally/format.h) but for the values, as segments with their
+   CRC-32 and CRC shift, so that the runtime writes it as it is and its
+   dump costs O(values) (rt/mapblob.c).  Constants of tally/format.h, which
+   includes system headers GCC's system.h has dealt with.  */
+#define TALLY_TAG_MODULE 0x4c444f4du /* "MODL" */
+#define TALLY_MAX_STRING 65536u
+
+static unsigned crc_table[256];
+
+static unsigned
+crc_update (unsigned crc, const unsigned char *p, size_t n)
+{
+  if (!crc_table[1])
+    for (unsigned i = 0; i < 256; i++)
+      {
+        unsigned c = i;
+        for (int k = 0; k < 8; k++)
+          c = (c >> 1) ^ (0xEDB88320u & -(c & 1u));
+        crc_table[i] = c;
+      }
+  crc = ~crc;
+  while (n--)
+    crc = (crc >> 8) ^ crc_table[(crc ^ *p++) & 0xff];
+  return ~crc;
+}
+
+/* A times B modulo the CRC polynomial (reflected: x^0 is bit 31).  */
+static unsigned
+crc_mulmod (unsigned a, unsigned b)
+{
+  unsigned m = 1u << 31, p = 0;
+  for (; a; m >>= 1, b = (b >> 1) ^ (0xEDB88320u & -(b & 1u)))
+    if (a & m)
+      {
+        p ^= b;
+        a &= ~m;
+      }
+  return p;
+}
+
+/* x^(8N) mod P: appends N bytes to a running CRC.  */
+static unsigned
+crc_shift (unsigned long long n)
+{
+  unsigned p = 1u << 31, sq = 1u << 23;
+  for (; n; n >>= 1, sq = crc_mulmod (sq, sq))
+    if (n & 1)
+      p = crc_mulmod (sq, p);
+  return p;
+}
+
+static void
+blob_u32 (vec<unsigned char> *b, unsigned v)
+{
+  for (int i = 0; i < 4; i++)
+    b->safe_push ((unsigned char) (v >> (8 * i)));
+}
+
+static void
+blob_u64 (vec<unsigned char> *b, unsigned long long v)
+{
+  blob_u32 (b, (unsigned) v);
+  blob_u32 (b, (unsigned) (v >> 32));
+}
+
+static void
+blob_bytes (vec<unsigned char> *b, const void *p, size_t n)
+{
+  const unsigned char *s = (const unsigned char *) p;
+  b->reserve (n);
+  for (size_t i = 0; i < n; i++)
+    b->quick_push (s[i]);
+}
+
+/* As the runtime's put_str: the length (at most TALLY_MAX_STRING), then
+   the bytes.  */
+static void
+blob_str (vec<unsigned char> *b, const char *s)
+{
+  size_t n = strlen (s);
+  if (n > TALLY_MAX_STRING)
+    n = TALLY_MAX_STRING;
+  blob_u32 (b, (unsigned) n);
+  blob_bytes (b, s, n);
+}
+
+/* Builds the blob of the module with checksum H and flags MFLAGS into
+   *OUT; MAP_AT[i] is where function i's map starts in it.  */
+static void
+build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
+            const char *source, const char *directory, vec<unsigned> *map_at)
+{
+  unsigned n = records.length ();
+  unsigned nseg = n + 1;
+  unsigned head = 24 + 24 * nseg;
+  auto_vec<unsigned char> data;
+  auto_vec<unsigned> cut; /* where each segment ends in DATA */
+  unsigned long long nvalues = 0;
+  blob_u32 (&data, TALLY_TAG_MODULE);
+  blob_u32 (&data, TALLY_ABI_VERSION);
+  blob_u64 (&data, h);
+  blob_u32 (&data, mflags);
+  blob_u32 (&data, n);
+  blob_str (&data, source);
+  blob_str (&data, directory);
+  for (unsigned i = 0; i <= n; i++)
+    {
+      if (i > 0)
+        {
+          const fn_record &p = records[i - 1];
+          blob_u32 (&data, p.map.length ());
+          map_at->safe_push (head + data.length ());
+          blob_bytes (&data, p.map.address (), p.map.length ());
+        }
+      if (i < n)
+        {
+          const fn_record &r = records[i];
+          blob_str (&data, r.name);
+          blob_str (&data, r.symbol);
+          blob_str (&data, r.origin);
+          blob_str (&data, r.file);
+          blob_u32 (&data, r.line);
+          blob_u32 (&data, r.flags);
+          blob_u32 (&data, r.ncounters + r.nvisited);
+          blob_u32 (&data, 0);
+          nvalues += r.ncounters + r.nvisited;
+        }
+      cut.safe_push (data.length ());
+    }
+  blob_u32 (out, TALLY_BLOB_MAGIC);
+  blob_u32 (out, nseg);
+  blob_u64 (out, nvalues);
+  blob_u64 (out, data.length ());
+  unsigned start = 0;
+  for (unsigned i = 0; i < nseg; i++)
+    {
+      unsigned len = cut[i] - start;
+      blob_u32 (out, head + start);
+      blob_u32 (out, len);
+      unsigned crc = crc_update (0, data.address () + start, len);
+      blob_u32 (out, crc);
+      blob_u32 (out, crc_shift (len));
+      /* The same with the next function's values all 0.  */
+      unsigned long long zeros
+          = i < n ? 8ull * (records[i].ncounters + records[i].nvisited) : 0;
+      static const unsigned char zero8[8] = { 0 };
+      for (unsigned long long k = 0; k < zeros; k += 8)
+        crc = crc_update (crc, zero8, 8);
+      blob_u32 (out, crc);
+      blob_u32 (out, crc_shift (len + zeros));
+      start = cut[i];
+    }
+  gcc_assert (out->length () == head);
+  blob_bytes (out, data.address (), data.length ());
+}
+
 /* Registration runs before the program's default-priority constructors, so
    function ids are set before most code runs; unregistration runs after
    its default-priority destructors, so their counts are kept.  */
@@ -551,6 +699,38 @@ tally_emit_module (void *, void *)
   hash_str (&hctx, main_input_filename ? main_input_filename : "");
   unsigned mflags = module_flags ();
   hash_bytes (&hctx, &mflags, sizeof mflags);
+  for (unsigned i = 0; i < n; i++)
+    {
+      const fn_record &r = records[i];
+      hash_str (&hctx, r.symbol);
+      hash_str (&hctx, r.file);
+      hash_bytes (&hctx, &r.line, sizeof r.line);
+      hash_bytes (&hctx, &r.ncounters, sizeof r.ncounters);
+      hash_bytes (&hctx, &r.nvisited, sizeof r.nvisited);
+      if (!r.map.is_empty ())
+        hash_bytes (&hctx, r.map.address (), r.map.length ());
+    }
+  uint64_t h = hash_finish (&hctx);
+
+  /* The record blob; each function's map is in it.  */
+  const char *source = main_input_filename ? main_input_filename : "";
+  const char *directory = getpwd ();
+  auto_vec<unsigned char> bytes;
+  auto_vec<unsigned> map_at;
+  build_blob (&bytes, h, mflags, source, directory, &map_at);
+  tree blob_type = build_array_type_nelts (unsigned_char_type_node,
+                                           bytes.length ());
+  tree blob_decl = make_static_var ("__tally.blob", blob_type);
+  TREE_READONLY (blob_decl) = 1;
+  tree blob_init = build_string (bytes.length (), (const char *) bytes.address ());
+  TREE_TYPE (blob_init) = blob_type;
+  TREE_CONSTANT (blob_init) = 1;
+  TREE_STATIC (blob_init) = 1;
+  DECL_INITIAL (blob_decl) = blob_init;
+  varpool_node::finalize_decl (blob_decl);
+  tree map_ptr = pointer_to (build_qualified_type (unsigned_char_type_node,
+                                                   TYPE_QUAL_CONST));
+
   tree desc_ptr = pointer_to (fn_type ());
   vec<constructor_elt, va_gc> *table = NULL;
   for (unsigned i = 0; i < n; i++)
@@ -572,8 +752,9 @@ tally_emit_module (void *, void *)
       ctor_add (&b, u32 (r.nvisited));
       ctor_add (&b, r.map.is_empty ()
                         ? null_pointer_node
-                        : build_string_literal (r.map.length (),
-                                                (const char *) r.map.address ()));
+                        : fold_convert (map_ptr, fold_build_pointer_plus_hwi (
+                                            build_fold_addr_expr (blob_decl),
+                                            map_at[i])));
       ctor_add (&b, (*visited_decls)[i]
                         ? build_fold_addr_expr ((*visited_decls)[i])
                         : null_pointer_node);
@@ -582,15 +763,7 @@ tally_emit_module (void *, void *)
       varpool_node::finalize_decl (desc);
       CONSTRUCTOR_APPEND_ELT (table, build_int_cst (sizetype, i),
                               fold_convert (desc_ptr, build_fold_addr_expr (desc)));
-      hash_str (&hctx, r.symbol);
-      hash_str (&hctx, r.file);
-      hash_bytes (&hctx, &r.line, sizeof r.line);
-      hash_bytes (&hctx, &r.ncounters, sizeof r.ncounters);
-      hash_bytes (&hctx, &r.nvisited, sizeof r.nvisited);
-      if (!r.map.is_empty ())
-        hash_bytes (&hctx, r.map.address (), r.map.length ());
     }
-  uint64_t h = hash_finish (&hctx);
   tree table_type = build_array_type_nelts (desc_ptr, n);
   tree table_decl = make_static_var ("__tally.fns", table_type);
   TREE_READONLY (table_decl) = 1;
@@ -607,16 +780,17 @@ tally_emit_module (void *, void *)
   ctor_add (&b, u32 (TALLY_MODULE_MAGIC));
   ctor_add (&b, u32 (TALLY_ABI_VERSION));
   ctor_add (&b, build_int_cstu (uint64_type_node, h));
-  ctor_add (&b, string_ptr (main_input_filename ? main_input_filename : ""));
-  ctor_add (&b, string_ptr (getpwd ()));
+  ctor_add (&b, string_ptr (source));
+  ctor_add (&b, string_ptr (directory));
   ctor_add (&b, build_fold_addr_expr (table_decl));
   ctor_add (&b, u32 (n));
-  ctor_add (&b, u32 (mflags));
+  ctor_add (&b, u32 (mflags | TALLY_MOD_BLOB));
   ctor_add (&b, null_pointer_node);
   ctor_add (&b, build_int_cstu (uint64_type_node, 0));
   ctor_add (&b, locate ? build_fold_addr_expr (locate) : null_pointer_node);
   ctor_add (&b, tally_opts.mapped ? build_fold_addr_expr (tally_bias_decl ())
                                   : null_pointer_node);
+  ctor_add (&b, fold_convert (map_ptr, build_fold_addr_expr (blob_decl)));
   DECL_INITIAL (module_decl) = build_constructor (mtype, b.elts);
   TREE_STATIC (DECL_INITIAL (module_decl)) = 1;
   varpool_node::finalize_decl (module_decl);

@@ -59,12 +59,9 @@ static const struct exec_fn exec_fns[]
 static GTY (()) tree exec_decls[N_EXEC_FNS];
 
 static const struct ggc_root_tab tally_hooks_roots[]
-    = { { &enter_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &exit_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &attach_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
+    = { TALLY_GC_TREE (enter_decl),
+        TALLY_GC_TREE (exit_decl),
+        TALLY_GC_TREE (attach_decl),
         { &exec_decls[0], N_EXEC_FNS, sizeof (tree), &gt_ggc_mx_tree_node,
           &gt_pch_nx_tree_node },
         LAST_GGC_ROOT_TAB };

@@ -57,26 +57,16 @@ static GTY (()) tree meas_decl;        /* __tally_meas */
 static GTY (()) tree frame_type_node;  /* struct tally_sframe */
 
 static const struct ggc_root_tab tally_measure_roots[]
-    = { { &enter_cyc_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &exit_cyc_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &enter_papi_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &exit_papi_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &enter_frames_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &enter_slow_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &exit_slow_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &ss_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &meas_decl, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        { &frame_type_node, 1, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
+    = { TALLY_GC_TREE (enter_cyc_decl),
+        TALLY_GC_TREE (exit_cyc_decl),
+        TALLY_GC_TREE (enter_papi_decl),
+        TALLY_GC_TREE (exit_papi_decl),
+        TALLY_GC_TREE (enter_frames_decl),
+        TALLY_GC_TREE (enter_slow_decl),
+        TALLY_GC_TREE (exit_slow_decl),
+        TALLY_GC_TREE (ss_decl),
+        TALLY_GC_TREE (meas_decl),
+        TALLY_GC_TREE (frame_type_node),
         LAST_GGC_ROOT_TAB };
 
 const struct ggc_root_tab *

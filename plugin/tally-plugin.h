@@ -42,6 +42,15 @@ struct tally_options
 };
 extern struct tally_options tally_opts;
 
+/* Rows of a file's table of GC roots (struct ggc_root_tab): a tree
+   variable, and a GC vector of trees.  Every tree the plugin keeps across
+   passes is in one of these tables (tally.cc registers them).  */
+#define TALLY_GC_TREE(var) \
+  { &(var), 1, sizeof (tree), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node }
+#define TALLY_GC_VEC(var) \
+  { &(var), 1, sizeof (var), &gt_ggc_mx_vec_tree_va_gc_, \
+    &gt_pch_nx_vec_tree_va_gc_ }
+
 /* True while the plugin emits its own descriptor and constructor; the
    instrumentation pass leaves functions created then alone.  */
 extern bool tally_emitting;

@@ -25,8 +25,8 @@ static GTY (()) tree user_enter;
 static GTY (()) tree user_exit;
 
 static const struct ggc_root_tab tally_user_roots[]
-    = { { &user_enter, 1, sizeof (tree), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
-        { &user_exit, 1, sizeof (tree), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
+    = { TALLY_GC_TREE (user_enter),
+        TALLY_GC_TREE (user_exit),
         LAST_GGC_ROOT_TAB };
 
 /* Whether a missing hook was reported already (once per unit is enough).  */

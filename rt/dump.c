@@ -123,11 +123,7 @@ dump_locked (int at_exit)
 static uint64_t
 module_sum (const struct tally_module *m)
 {
-  uint64_t sum = 0;
-  for (uint32_t i = 0; i < m->nfns; i++)
-    for (uint32_t k = 0; k < tally_rt_fn_nvalues (m->fns[i]); k++)
-      sum += tally_rt_fn_value (m, i, k);
-  return sum;
+  return tally_rt_values_sum (m); /* mapblob.c */
 }
 
 /* Note the sum of every live module.  On no memory, late counts go

@@ -137,35 +137,26 @@ tally_rt_module_written (struct tally_module *m)
   return tally_rt_module_live (m) && !(mapped && mapped (m));
 }
 
-uint32_t
-tally_rt_fn_nvalues (const struct tally_fn *f)
-{
-  return f->ncounters + (f->visited ? f->nvisited : 0);
-}
-
-uint64_t
-tally_rt_fn_value (const struct tally_module *m, uint32_t fn, uint32_t k)
-{
-  const struct tally_fn *f = m->fns[fn];
-  if (k >= f->ncounters)
-    return __atomic_load_n (&tally_rt_live_visited (m, f->visited)[k - f->ncounters],
-                            __ATOMIC_RELAXED)
-           != 0;
-  uint64_t v = __atomic_load_n (&tally_rt_live_counters (m, f->counters)[k],
-                                __ATOMIC_RELAXED);
-  if (m->flags & TALLY_MOD_UPDATE_TLS)
-    v += tally_rt_tls_value (m, fn, k);
-  return v;
-}
-
 /* Emit the record of module M.  */
 static void
 put_module (struct tally_rt_writer *w, const struct tally_module *m)
 {
+  /* From the unit's compile-time blob if it has one (mapblob.c), after
+     what is buffered.  */
+  if (w->fd >= 0 && !w->mem && tally_rt_blob_usable (m))
+    tally_rt_flush (w);
+  struct tally_rt_sink s = { w->mem, w->fd, w->total, w->crc, w->failed };
+  if (tally_rt_blob_put (m, &s))
+    {
+      w->total = s.total;
+      w->crc = s.crc;
+      w->failed = s.failed;
+      return;
+    }
   tally_rt_put_u32 (w, TALLY_TAG_MODULE);
   tally_rt_put_u32 (w, m->abi_version);
   tally_rt_put_u64 (w, m->checksum);
-  tally_rt_put_u32 (w, m->flags);
+  tally_rt_put_u32 (w, m->flags & ~TALLY_MOD_BLOB);
   tally_rt_put_u32 (w, m->nfns);
   put_str (w, m->source);
   put_str (w, m->directory);

@@ -23,9 +23,11 @@
  *     merge-on-write (merge-write.c; the reader merge.c; MEAS, FRMS and
  *     PATH merge-extras.c; a whole file made in memory, libtally-mpi's
  *     reduced file, merge-image.c), continuous output (continuous.c)
- *   layer 2 records: records.c
+ *   layer 2 records: records.c mapblob.c
  *     the writer, the records of a data file, the retained records of
- *     unloaded modules, the module list and the dump lock
+ *     unloaded modules, the module list and the dump lock; a module's
+ *     values and its record written from the unit's compile-time blob
+ *     (mapblob.c)
  *   layer 1 counters: hooks.c frames.c papi.c shadow.c tls.c unwind.c
  *   layer 1 counters: paths.c
  *     the hooks and what they update: counters, shadow stacks, the
@@ -479,6 +481,28 @@ int tally_rt_expand_path (char *path, size_t cap, const char *pattern,
     TALLY_HIDDEN;
 size_t tally_rt_append (char *dst, size_t pos, size_t cap, const char *s)
     TALLY_HIDDEN;
+/* mapblob.c: module M's record from its compile-time blob (TALLY_MOD_BLOB)
+   into SINK: to MEM if set, else to FD by writev (CRC advanced), else only
+   counted (a sizing pass).  Returns 0, doing nothing, if M has no blob
+   this runtime can use; then the caller writes the record itself.  */
+struct tally_rt_sink
+{
+  unsigned char *mem; /* write here (at mem + total) if set */
+  int fd;             /* else to this file, if >= 0 */
+  uint64_t total;     /* bytes written so far */
+  uint32_t crc;       /* CRC-32 of those bytes (file output only) */
+  int failed;         /* errno of the first failure, 0 if none */
+};
+int tally_rt_blob_usable (const struct tally_module *m) TALLY_HIDDEN;
+int tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *sink)
+    TALLY_HIDDEN;
+/* The sum of all of M's values, as tally_rt_fn_value reads them (dump.c's
+   watch for counts made after the exit dump).  */
+uint64_t tally_rt_values_sum (const struct tally_module *m) TALLY_HIDDEN;
+/* CRC-32 arithmetic: A times B modulo the polynomial, and x^(8N) mod it
+   (appending N bytes of CRC C to a CRC R: mulmod (shift (N), R) ^ C).  */
+uint32_t tally_rt_crc_mulmod (uint32_t a, uint32_t b) TALLY_HIDDEN;
+uint32_t tally_rt_crc_shift (uint64_t n) TALLY_HIDDEN;
 /* rank.c: the job rank and size from the launcher's environment (%r,
    %R), decimal into DIGITS; 0 outside a job.  */
 int tally_rt_job_rank (char digits[24]) TALLY_HIDDEN;

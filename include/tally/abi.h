@@ -72,6 +72,10 @@ enum tally_counter
 #define TALLY_MOD_COUNTERS_MAPPED 0x8000u /* counters=mapped: every update
                                              goes to its address plus
                                              *bias (ABI 3) */
+#define TALLY_MOD_BLOB 0x80000000u /* the record has `blob` (ABI 3 modules
+                                      of plugins before it end at `bias`);
+                                      plugin and runtime only, never
+                                      written into a data file */
 
 /* One instrumented function body.  Emitted writable by the plugin (the
    runtime fills in `id`); hooks=user hooks receive a pointer to it.  */
@@ -122,7 +126,29 @@ struct tally_module
      arrays and visited bytes are in one section (".bss.tally.cnt"), so
      they make one span.  0 without counters=mapped.  */
   __INTPTR_TYPE__ *bias;
+  /* With TALLY_MOD_BLOB: the unit's record blob, below.  */
+  const unsigned char *blob;
 };
+
+/* The record blob (rt/mapblob.c): the constant bytes of the unit's module
+   record in the data file (tally/format.h), exactly as the file has them,
+   so that a dump writes them as they are.  The record is constant but for
+   the functions' values: segment 0 is the module header and function 0's
+   fields up to its values, segment i (1 <= i < nfns) function i-1's map
+   size and map and function i's fields up to its values, segment nfns the
+   last function's map size and map (with no functions: the header alone).
+   All integers little-endian:
+     u32 magic (TALLY_BLOB_MAGIC), u32 segments (nfns + 1),
+     u64 values (the functions' value counts added up),
+     u64 constant bytes (the segments' lengths added up),
+     per segment: u32 offset (from the blob's start), u32 length,
+       u32 CRC-32 of its bytes, u32 x^(8 length) mod the CRC polynomial
+       (reflected; appends the segment to a running CRC: zlib's
+       crc32_combine), and the same two for the segment followed by the
+       next function's values all 0 (for the last segment: the same
+       values again),
+     then the segments' bytes.  Each function's `map` points into it.  */
+#define TALLY_BLOB_MAGIC 0x42594c54u /* "TLYB" little-endian */
 
 /* measure=cycles (rt/shadow.c).  Every thread has a shadow stack of the
    activations entered and not yet left; inline code pushes and pops it

@@ -1,0 +1,372 @@
+/* Writing a module record from the unit's compile-time blob.
+ *
+ * A module record is mostly constant: the module header, every function's
+ * strings, line and flags, and every block map never change while the
+ * program runs; only the values do.  The plugin lays the constant bytes
+ * out as they go into the file, in one read-only blob per unit (layout:
+ * include/tally/abi.h, "The record blob"), split into segments at the
+ * values, each segment with its CRC-32 and the operator that appends it to
+ * a running CRC.  So a dump of the record costs O(values) instructions:
+ * the segments go to the file by writev straight from the blob, the
+ * values are read once into a staging buffer, and the file's CRC is
+ * advanced over a segment by one multiplication modulo the CRC polynomial
+ * (tally_rt_crc_shift, below) instead of a pass over its bytes.
+ *
+ * The result is byte for byte what dump.c's put_module writes for the same
+ * values; put_module remains for modules without a blob (older plugins).
+ * Async-signal-safe like the rest of the dump: static buffers, guarded by
+ * the dump lock, and direct system calls.  */
+#include <errno.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "rt.h"
+#include "tally/format.h"
+
+/* Multiply A and B, polynomials over GF(2) modulo the CRC-32 polynomial,
+   in the CRC's reflected bit order (x^0 is bit 31).  Appending a block of
+   N bytes whose own CRC is C to data whose CRC is R gives the CRC
+   mulmod (x^(8N) mod P, R) ^ C (zlib's crc32_combine); the plugin
+   precomputes x^(8N) mod P per segment.  Four bits of A a step: the
+   multiples of B by the 16 polynomials of degree < 4, then Horner's rule
+   over A's nibbles, reducing by x^4 through REDUCE4 (about 130
+   instructions, against some 450 for the bitwise loop).  */
+static const uint32_t reduce4[16] = {
+  0x00000000u, 0x1db71064u, 0x3b6e20c8u, 0x26d930acu,
+  0x76dc4190u, 0x6b6b51f4u, 0x4db26158u, 0x5005713cu,
+  0xedb88320u, 0xf00f9344u, 0xd6d6a3e8u, 0xcb61b38cu,
+  0x9b64c2b0u, 0x86d3d2d4u, 0xa00ae278u, 0xbdbdf21cu,
+}; /* x^4 times the terms x^28..x^31, reduced */
+
+static uint32_t
+times_x (uint32_t b)
+{
+  return (b >> 1) ^ (0xEDB88320u & -(b & 1u));
+}
+
+uint32_t
+tally_rt_crc_mulmod (uint32_t a, uint32_t b)
+{
+  uint32_t t[16];
+  uint32_t b1 = times_x (b), b2 = times_x (b1), b3 = times_x (b2);
+  t[0] = 0;
+  t[1] = b3;
+  t[2] = b2;
+  t[3] = b2 ^ b3;
+  t[4] = b1;
+  t[5] = b1 ^ b3;
+  t[6] = b1 ^ b2;
+  t[7] = b1 ^ b2 ^ b3;
+  for (int n = 0; n < 8; n++)
+    t[8 + n] = b ^ t[n];
+  uint32_t p = 0;
+  for (int j = 0; j < 32; j += 4)
+    p = (p >> 4) ^ reduce4[p & 0xf] ^ t[(a >> j) & 0xf];
+  return p;
+}
+
+/* x^(8N) mod P, as the plugin stores it per segment (for the tests and for
+   checking a blob).  */
+uint32_t
+tally_rt_crc_shift (uint64_t n)
+{
+  uint32_t p = 1u << 31;    /* x^0 */
+  uint32_t sq = 1u << 23;   /* x^8: one byte */
+  for (; n; n >>= 1)
+    {
+      if (n & 1)
+        p = tally_rt_crc_mulmod (sq, p);
+      sq = tally_rt_crc_mulmod (sq, sq);
+    }
+  return p;
+}
+
+/* The blob's fixed part and segment table (include/tally/abi.h).  */
+#define HEAD 24u
+#define SEG 24u
+
+/* M's blob if it has one this runtime can use, else NULL.  Checked at
+   every use, cheaply (O(functions)): the segment count and the value
+   total must agree with the function table.  */
+static const unsigned char *
+blob_of (const struct tally_module *m, uint64_t *nvalues)
+{
+#ifdef TALLY_RT_NO_BLOB
+  (void) m;
+  (void) nvalues;
+  return NULL;
+#else
+  if (m->abi_version < 3 || !(m->flags & TALLY_MOD_BLOB) || !m->blob)
+    return NULL;
+  const unsigned char *b = m->blob;
+  if (tally_le_get32 (b) != TALLY_BLOB_MAGIC
+      || tally_le_get32 (b + 4) != m->nfns + 1)
+    return NULL;
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < m->nfns; i++)
+    n += tally_rt_fn_nvalues (m->fns[i]);
+  if (n != tally_le_get64 (b + 8))
+    return NULL;
+  *nvalues = n;
+  return b;
+#endif
+}
+
+int
+tally_rt_blob_usable (const struct tally_module *m)
+{
+  uint64_t n;
+  return blob_of (m, &n) != NULL;
+}
+
+/* How many values function F has, and value K of function FN of M as a
+   dump reads it (records.c's writer and the sizing of a blob's record).  */
+uint32_t
+tally_rt_fn_nvalues (const struct tally_fn *f)
+{
+  return f->ncounters + (f->visited ? f->nvisited : 0);
+}
+
+uint64_t
+tally_rt_fn_value (const struct tally_module *m, uint32_t fn, uint32_t k)
+{
+  const struct tally_fn *f = m->fns[fn];
+  if (k >= f->ncounters)
+    return __atomic_load_n (&tally_rt_live_visited (m, f->visited)[k - f->ncounters],
+                            __ATOMIC_RELAXED)
+           != 0;
+  uint64_t v = __atomic_load_n (&tally_rt_live_counters (m, f->counters)[k],
+                                __ATOMIC_RELAXED);
+  if (m->flags & TALLY_MOD_UPDATE_TLS)
+    v += tally_rt_tls_value (m, fn, k);
+  return v;
+}
+
+/* V in the file's byte order, for a store of 8 aligned bytes.  */
+static inline uint64_t
+le64 (uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return __builtin_bswap64 (v);
+#else
+  return v;
+#endif
+}
+
+/* The values of function FN of M, from value K on, into OUT (at most MAX,
+   in the file's byte order); returns how many and sets *ANY if one is not
+   0.  Each counter is read once, as tally_rt_fn_value reads it.  */
+static uint32_t
+snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
+          uint64_t *out, uint64_t *any)
+{
+  const struct tally_fn *f = m->fns[fn];
+  uint32_t nv = tally_rt_fn_nvalues (f), n = 0;
+  uint64_t or = 0;
+  if (m->flags & TALLY_MOD_UPDATE_TLS)
+    for (; k < nv && n < max; k++, n++)
+      {
+        uint64_t v = tally_rt_fn_value (m, fn, k);
+        or |= v;
+        out[n] = le64 (v);
+      }
+  else
+    {
+      uint32_t nc = f->ncounters;
+      uint32_t end = nv - k < max ? nv : k + max;
+      if (k < nc)
+        {
+          const uint64_t *c = tally_rt_live_counters (m, f->counters) + k;
+          uint32_t cn = (end < nc ? end : nc) - k;
+          for (uint32_t i = 0; i < cn; i++)
+            {
+              uint64_t v = __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+              or |= v;
+              out[i] = le64 (v);
+            }
+          n = cn;
+          k += cn;
+        }
+      if (k < end)
+        {
+          const unsigned char *v = tally_rt_live_visited (m, f->visited) + (k - nc);
+          uint32_t vn = end - k;
+          for (uint32_t i = 0; i < vn; i++)
+            {
+              uint64_t x = __atomic_load_n (&v[i], __ATOMIC_RELAXED) != 0;
+              or |= x;
+              out[n + i] = le64 (x);
+            }
+          n += vn;
+        }
+    }
+  *any |= or;
+  return n;
+}
+
+uint64_t
+tally_rt_values_sum (const struct tally_module *m)
+{
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < m->nfns; i++)
+    {
+      const struct tally_fn *f = m->fns[i];
+      uint32_t nv = tally_rt_fn_nvalues (f);
+      if (m->flags & TALLY_MOD_UPDATE_TLS)
+        {
+          for (uint32_t k = 0; k < nv; k++)
+            sum += tally_rt_fn_value (m, i, k);
+          continue;
+        }
+      const uint64_t *c = tally_rt_live_counters (m, f->counters);
+      for (uint32_t k = 0; k < f->ncounters; k++)
+        sum += __atomic_load_n (&c[k], __ATOMIC_RELAXED);
+      if (nv > f->ncounters)
+        {
+          const unsigned char *v = tally_rt_live_visited (m, f->visited);
+          for (uint32_t k = 0; k < nv - f->ncounters; k++)
+            sum += __atomic_load_n (&v[k], __ATOMIC_RELAXED) != 0;
+        }
+    }
+  return sum;
+}
+
+/* Staging for the writev: the values read, and the pieces to write.  */
+#define STAGE_VALUES 8192u
+#define STAGE_IOV 1024u
+static uint64_t stage[STAGE_VALUES]; /* little-endian values */
+static struct iovec iov[STAGE_IOV];
+
+static int
+write_all (int fd, struct iovec *v, int n)
+{
+  while (n > 0)
+    {
+      ssize_t r = syscall (SYS_writev, fd, v, n);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r <= 0)
+        return r < 0 ? errno : EIO;
+      size_t done = (size_t) r;
+      while (n > 0 && done >= v->iov_len)
+        {
+          done -= v->iov_len;
+          v++;
+          n--;
+        }
+      if (n > 0)
+        {
+          v->iov_base = (char *) v->iov_base + done;
+          v->iov_len -= done;
+        }
+    }
+  return 0;
+}
+
+int
+tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
+{
+  uint64_t nvalues;
+  const unsigned char *b = blob_of (m, &nvalues);
+  if (!b)
+    return 0;
+  uint32_t nseg = m->nfns + 1;
+  const unsigned char *seg = b + HEAD;
+  if (!s->mem && s->fd < 0)
+    {
+      /* Sizing pass.  */
+      s->total += tally_le_get64 (b + 16) + 8 * nvalues;
+      return 1;
+    }
+  if (s->mem)
+    {
+      unsigned char *out = s->mem + s->total;
+      for (uint32_t i = 0; i < nseg; i++, seg += SEG)
+        {
+          uint32_t len = tally_le_get32 (seg + 4);
+          memcpy (out, b + tally_le_get32 (seg), len);
+          out += len;
+          if (i < m->nfns)
+            {
+              uint32_t nv = tally_rt_fn_nvalues (m->fns[i]);
+              uint64_t any = 0;
+              for (uint32_t k = 0; k < nv;)
+                {
+                  uint32_t got = snapshot (m, i, k, STAGE_VALUES, stage, &any);
+                  memcpy (out, stage, 8 * (size_t) got);
+                  out += 8 * (size_t) got;
+                  k += got;
+                }
+            }
+        }
+      s->total = (uint64_t) (out - s->mem);
+      return 1;
+    }
+
+  uint32_t crc = s->crc;
+  uint32_t niov = 0, used = 0;
+  for (uint32_t i = 0; i < nseg; i++, seg += SEG)
+    {
+      uint32_t len = tally_le_get32 (seg + 4);
+      uint32_t nv = i < m->nfns ? tally_rt_fn_nvalues (m->fns[i]) : 0;
+      if (niov + 2 > STAGE_IOV || (nv <= STAGE_VALUES && used + nv > STAGE_VALUES))
+        {
+          if (!s->failed)
+            s->failed = write_all (s->fd, iov, (int) niov);
+          niov = used = 0;
+        }
+      if (len)
+        {
+          iov[niov].iov_base = (void *) (b + tally_le_get32 (seg));
+          iov[niov++].iov_len = len;
+          s->total += len;
+        }
+      if (nv && nv <= STAGE_VALUES)
+        {
+          /* The function's values in one piece; if all are 0 (a function
+             that never ran), the segment and the zeros are one step.  */
+          uint64_t any = 0;
+          snapshot (m, i, 0, nv, stage + used, &any);
+          if (!any)
+            crc = tally_rt_crc_mulmod (tally_le_get32 (seg + 20), crc)
+                  ^ tally_le_get32 (seg + 16);
+          else
+            crc = tally_crc32 (tally_rt_crc_mulmod (tally_le_get32 (seg + 12), crc)
+                                   ^ tally_le_get32 (seg + 8),
+                               stage + used, 8 * (size_t) nv);
+          iov[niov].iov_base = stage + used;
+          iov[niov++].iov_len = 8 * (size_t) nv;
+          used += nv;
+          s->total += 8 * (uint64_t) nv;
+          continue;
+        }
+      if (len)
+        crc = tally_rt_crc_mulmod (tally_le_get32 (seg + 12), crc)
+              ^ tally_le_get32 (seg + 8);
+      /* A function with more values than the staging buffer holds: in
+         pieces.  */
+      for (uint32_t k = 0; k < nv;)
+        {
+          if (used == STAGE_VALUES || niov == STAGE_IOV)
+            {
+              if (!s->failed)
+                s->failed = write_all (s->fd, iov, (int) niov);
+              niov = used = 0;
+            }
+          uint64_t any = 0;
+          uint32_t got = snapshot (m, i, k, STAGE_VALUES - used, stage + used, &any);
+          size_t bytes = 8 * (size_t) got;
+          crc = tally_crc32 (crc, stage + used, bytes);
+          iov[niov].iov_base = stage + used;
+          iov[niov++].iov_len = bytes;
+          used += got;
+          k += got;
+          s->total += bytes;
+        }
+    }
+  if (niov && !s->failed)
+    s->failed = write_all (s->fd, iov, (int) niov);
+  s->crc = crc;
+  return 1;
+}

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Where blocks=count and blocks=visited put their updates (issue 16):
+plugin/blocks.cc's derived latch counts (derive_latches) and hoisted
+visited bytes (hoist_visited), checked on testsuite/placement/loops.c.
+
+Checks (one per run, named on the command line):
+  exact         -O0, -O1, -O2, -O3 and -Os, placement=tree with
+                update=single, update=atomic and hooks=call: every block
+                count of every function equals placement=block's (a counter
+                at every block, nothing derived), for N = 0, 1 and 100.
+  visited       the same levels: blocks=visited marks as run exactly the
+                blocks whose placement=block count is above 0.
+  hot-loop      x86-64, -O2: the loop of fixed (1000 iterations) updates
+                no counter; the loops of sum_ints (a counted loop) and walk
+                (a pointer walk) store no visited byte; with_call's loop (a
+                call that may not return) still counts in the loop; with
+                counters=mapped fixed's loop still updates its counter at
+                every iteration (the SIGKILL promise), and the counts are
+                exact.
+
+Exit status: 0 pass, 1 fail, 77 skipped.
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import sys
+
+from checklib import Failure, Skip, expect, run, run_check
+
+LEVELS = ["O0", "O1", "O2", "O3", "Os"]
+INPUTS = ["0", "1", "100"]
+
+
+def build(args, work, name, opt, opts):
+    exe = os.path.join(work, name)
+    cmd = [args.cc, "-" + opt, "-fplugin=" + args.plugin]
+    cmd += ["-fplugin-arg-tally-" + o for o in opts]
+    cmd += [args.prog, "-o", exe, args.runtime]
+    run(cmd)
+    return exe
+
+
+def blocks(args, exe, work, n):
+    """{symbol: [count, ...]} of one run of EXE with argument N."""
+    data = os.path.join(work, os.path.basename(exe) + "-" + n + ".data")
+    if os.path.exists(data):
+        os.unlink(data)
+    run([exe, n], env={"TALLY_OUTPUT": data})
+    out = run([args.tally, "report", "--json", "--blocks", data]).stdout
+    got = {}
+    for fn in json.loads(out)["functions"]:
+        for body in fn.get("blocks", []):
+            got[body["symbol"]] = [b.get("count") for b in body["blocks"]]
+    expect(got, "no block counts in %s" % data)
+    return got
+
+
+def same_counts(what, got, want):
+    expect(set(got) == set(want), "%s: functions %s, placement=block has %s"
+           % (what, sorted(got), sorted(want)))
+    for sym in sorted(want):
+        expect(got[sym] == want[sym], "%s: %s counts %s, placement=block "
+               "counts %s" % (what, sym, got[sym], want[sym]))
+
+
+def check_exact(args, work):
+    variants = {
+        "tree": ["blocks=count"],
+        "atomic": ["blocks=count", "update=atomic"],
+        "call": ["blocks=count", "hooks=call"],
+    }
+    for opt in LEVELS:
+        ref = build(args, work, "block-" + opt, opt,
+                    ["blocks=count", "placement=block"])
+        exes = {k: build(args, work, k + "-" + opt, opt, v)
+                for k, v in variants.items()}
+        for n in INPUTS:
+            want = blocks(args, ref, work, n)
+            for k, exe in exes.items():
+                same_counts("-%s %s, N=%s" % (opt, k, n),
+                            blocks(args, exe, work, n), want)
+
+
+def check_visited(args, work):
+    for opt in LEVELS:
+        ref = build(args, work, "block-" + opt, opt,
+                    ["blocks=count", "placement=block"])
+        vis = build(args, work, "visited-" + opt, opt, ["blocks=visited"])
+        for n in INPUTS:
+            want = {s: [c > 0 for c in cs]
+                    for s, cs in blocks(args, ref, work, n).items()}
+            got = {s: [c is not None and c > 0 for c in cs]
+                   for s, cs in blocks(args, vis, work, n).items()}
+            same_counts("-%s visited, N=%s" % (opt, n), got, want)
+
+
+def loop_lines(exe, func):
+    """The instructions of FUNC's loops in EXE's disassembly: those between
+    a conditional backward jump (the latch of a rotated loop) and its
+    target."""
+    dis = run(["objdump", "-d", "--no-show-raw-insn", exe]).stdout
+    m = re.search(r"^[0-9a-f]+ <%s>:\n(.*?)\n\n" % re.escape(func), dis,
+                  re.S | re.M)
+    expect(m, "no function %s in the disassembly of %s" % (func, exe))
+    insns = []
+    for line in m.group(1).splitlines():
+        a = re.match(r"\s*([0-9a-f]+):\s*(.*)", line)
+        if a:
+            insns.append((int(a.group(1), 16), a.group(2)))
+    loops = []
+    for addr, text in insns:
+        j = re.match(r"j(?!mp)\w+\s+([0-9a-f]+) <", text)
+        if j and int(j.group(1), 16) <= addr:
+            lo = int(j.group(1), 16)
+            loops.append([t for a, t in insns if lo <= a <= addr])
+    expect(loops, "%s has no loop in %s" % (func, exe))
+    return loops
+
+
+def tally_refs(lines, prefix):
+    return [t for t in lines if "<" + prefix in t]
+
+
+def check_hot_loop(args, work):
+    if platform.machine() not in ("x86_64", "amd64"):
+        raise Skip("(reads x86-64 disassembly)")
+    count = build(args, work, "count", "O2", ["blocks=count"])
+    vis = build(args, work, "visited", "O2", ["blocks=visited"])
+    mapped = build(args, work, "mapped", "O2",
+                   ["blocks=count", "counters=mapped"])
+    ref = build(args, work, "block", "O2", ["blocks=count", "placement=block"])
+    for body in loop_lines(count, "fixed"):
+        hits = tally_refs(body, "__tally.c.")
+        expect(not hits, "blocks=count: the loop of fixed (1000 iterations) "
+               "updates a counter at every iteration:\n  %s"
+               % "\n  ".join(hits))
+    for func in ("sum_ints", "walk"):
+        for body in loop_lines(vis, func):
+            hits = tally_refs(body, "__tally.v.")
+            expect(not hits, "blocks=visited: the loop of %s stores a byte "
+                   "at every iteration:\n  %s" % (func, "\n  ".join(hits)))
+    # A loop with a call that may not return keeps its per-iteration
+    # counter: the call might dump or never come back.
+    expect(any(tally_refs(b, "__tally.c.") for b in loop_lines(count, "with_call")),
+           "with_call's loop has no counter update: a call in it may not "
+           "return, so its latch count cannot be derived")
+    # counters=mapped: nothing derived, the loop still counts in place.
+    # (its address is the counter's plus the bias, in a register)
+    expect(any(re.match(r"addq?\s+\$0x1,.*\(", t)
+               for b in loop_lines(mapped, "fixed") for t in b),
+           "counters=mapped: fixed's loop updates no counter (a process "
+           "killed in the loop would lose its iterations)")
+    for n in INPUTS:
+        same_counts("-O2 counters=mapped, N=" + n,
+                    blocks(args, mapped, work, n), blocks(args, ref, work, n))
+
+
+CHECKS = {
+    "exact": check_exact,
+    "visited": check_visited,
+    "hot-loop": check_hot_loop,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("check", choices=sorted(CHECKS))
+    ap.add_argument("--plugin", required=True)
+    ap.add_argument("--runtime", required=True)
+    ap.add_argument("--tally", required=True)
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--cc", default="cc")
+    ap.add_argument("--cxx", default="c++")
+    args = ap.parse_args()
+    for k in ("plugin", "runtime", "tally", "prog"):
+        setattr(args, k, os.path.abspath(getattr(args, k)))
+    return run_check(CHECKS, args.check, args, "tally-placement-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
