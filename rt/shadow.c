@@ -470,20 +470,28 @@ tally_rt_exit (struct tally_module *m, uint32_t fn, void *cfa)
                         && !(flags & TALLY_SF_PAPI), 1))
     {
       uint64_t d = now - top->start, child = top->child;
-      uint32_t node = TALLY_PATH_NONE;
-      if (flags)
+      int atomic = m->flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS);
+      if (__builtin_expect (flags == 0, 1))
         {
-          node = frame_node (top);
-          top->flags = 0; /* a free slot's */
+          /* The common frame: no call path, no events.  */
+          __atomic_signal_fence (__ATOMIC_SEQ_CST);
+          __tally_ss.top = top;
+          __atomic_signal_fence (__ATOMIC_SEQ_CST);
+          top[-1].child += d;
+          account (f, d, child, atomic);
         }
-      __atomic_signal_fence (__ATOMIC_SEQ_CST);
-      __tally_ss.top = top;
-      __atomic_signal_fence (__ATOMIC_SEQ_CST);
-      top[-1].child += d;
-      account (f, d, child,
-               m->flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS));
-      if (node != TALLY_PATH_NONE)
-        tally_rt_path_add (node, f->id, d, d > child ? d - child : 0);
+      else
+        {
+          uint32_t node = frame_node (top);
+          top->flags = 0; /* a free slot's */
+          __atomic_signal_fence (__ATOMIC_SEQ_CST);
+          __tally_ss.top = top;
+          __atomic_signal_fence (__ATOMIC_SEQ_CST);
+          top[-1].child += d;
+          account (f, d, child, atomic);
+          if (node != TALLY_PATH_NONE)
+            tally_rt_path_add (node, f->id, d, d > child ? d - child : 0);
+        }
     }
   else
     __tally_cyc_exit_slow (f, cfa, now); /* also the frames with events */
