@@ -28,7 +28,7 @@
  *             { d = now - f->start; c = f->child; __tally_ss.top = f;
  *               (compiler barriers around that store: see below)
  *               f[-1].child += d; m = &__tally_meas[__tally.d.7.id];
- *               m->incl += d; m->excl += d - c; }
+ *               m->incl += d; m->excl += MAX (d, c) - c; }
  *
  * (*) On x86-64 the slow calls are asm statements calling
  * __tally_cyc_enter_slow_all / __tally_cyc_exit_slow_all, which preserve
@@ -705,9 +705,8 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   tree meas_type = TREE_TYPE (meas_ptr_type);
   tree mem = build2 (MEM_REF, meas_type, m, build_int_cst (meas_ptr_type, 0));
   tree fi = field (meas_type, "incl"), fe = field (meas_type, "excl");
-  /* Modulo 2^64 (rt/shadow.c, account): the total stays exactly the
-     inclusive cycles less the callees'.  */
-  tree self = op (fun, &fast, uint64_type_node, MINUS_EXPR, d, child);
+  tree hi = op (fun, &fast, uint64_type_node, MAX_EXPR, d, child);
+  tree self = op (fun, &fast, uint64_type_node, MINUS_EXPR, hi, child);
   add_total (fun, &fast, mem, fi, d);
   add_total (fun, &fast, mem, fe, self);
 

@@ -93,14 +93,8 @@ account (const struct tally_fn *fn, uint64_t d, uint64_t child, int atomic)
   if (id >= MEAS_FNS || __tally_meas == no_meas)
     return;
   struct tally_meas *m = &__tally_meas[id];
-  /* Modulo 2^64, as the inline exit does: a call whose callees' cycles
-     exceed its own (time-stamp reads a few cycles out of order, skew
-     across CPUs) subtracts from the total, which stays exactly the
-     function's inclusive cycles less its callees'.  */
-  uint64_t self = d - child;
-  /* In a general register: GCC would otherwise pair the two sums in a
-     vector register, at more instructions than the two adds.  */
-  __asm__ ("" : "+r"(self));
+  uint64_t self = d > child ? d - child : 0; /* a handler that interrupted
+                                                 a pop, TSC skew */
   if (atomic)
     {
       __atomic_fetch_add (&m->incl, d, __ATOMIC_RELAXED);
