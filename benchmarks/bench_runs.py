@@ -140,11 +140,17 @@ def support_obj(ctx, mode, name):
         return _support_obj(ctx, mode, name)
 
 
+def support_headers():
+    """The headers the support files include (support/*.h)."""
+    return sorted(os.path.join(SUPPORT, f) for f in os.listdir(SUPPORT) if f.endswith(".h"))
+
+
 def _support_obj(ctx, mode, name):
     cc = mode.group
     obj = os.path.join(ctx.work, "obj", "support-%s-%s.o" % (cc, name[:-2]))
     src = os.path.join(SUPPORT, name)
-    if not os.path.exists(obj) or os.path.getmtime(obj) < os.path.getmtime(src):
+    if not os.path.exists(obj) or any(os.path.getmtime(obj) < os.path.getmtime(f)
+                                      for f in [src] + support_headers()):
         subprocess.run([cc, "-O2", "-c", src, "-o", obj], check=True)
     return obj
 
@@ -156,6 +162,7 @@ def build_key(ctx, wl, mode):
                  mode_compile_flags(ctx, wl, mode) + mode.ldflags + wl.libs(ctx) + mode.support):
         h.update(part.encode() + b"\0")
     files = list(wl.sources(ctx)) + [os.path.join(SUPPORT, s) for s in mode.support]
+    files += support_headers() if mode.support else []
     files += [l for l in wl.libs(ctx) if l.endswith(".a")]
     if mode.tally is not None:
         files += [ctx.plugin, os.path.join(os.path.dirname(ctx.plugin), "tally-impl.so"), ctx.rtlib]
@@ -512,6 +519,18 @@ def wall_all(ctx, pairs_todo, phase):
         ctx.timing.item(kind, wall_pairs, ctx, wl, mode, npairs, prog)
 
 
+def checked_run(ctx, wl, mode_name, size):
+    """One wall-clock run of MODE_NAME: its seconds, or None when it failed
+    or its output differs (the failure recorded)."""
+    secs, digest, err = run_once(ctx, wl, mode_name, size)
+    if err:
+        ctx.fail(wl.name, mode_name, "run failed: " + err)
+        return None
+    if not check_output(ctx, wl, mode_name, ("wall", size), digest):
+        return None
+    return secs
+
+
 def wall_pairs(ctx, wl, mode, npairs, prog):
     base = mode.baseline
     size = wl.sizes[ctx.kind][mode.runner_input]
@@ -520,24 +539,16 @@ def wall_pairs(ctx, wl, mode, npairs, prog):
     if (wl.name, base, ("wall", size)) not in ctx.ref_out:
         warm.insert(0, base)
     for m in warm:  # page cache, output check
-        secs, digest, err = run_once(ctx, wl, m, size)
-        if err:
-            ctx.fail(wl.name, m, "run failed: " + err)
-            return
-        if not check_output(ctx, wl, m, ("wall", size), digest):
+        if checked_run(ctx, wl, m, size) is None:
             return
     ratios, tb, tm = [], [], []
     for r in range(npairs):
         order = [mode.name, base] if r % 2 == 0 else [base, mode.name]
         t = {}
         for m in order:
-            secs, digest, err = run_once(ctx, wl, m, size)
-            if err:
-                ctx.fail(wl.name, m, "run failed: " + err)
+            t[m] = checked_run(ctx, wl, m, size)
+            if t[m] is None:
                 return
-            if not check_output(ctx, wl, m, ("wall", size), digest):
-                return
-            t[m] = secs
         tb.append(t[base])
         tm.append(t[mode.name])
         ratios.append(t[mode.name] / t[base])

@@ -221,31 +221,42 @@ class Micro(Workload):
         return [([str(size)], None)]
 
 
-class Bzip2(Workload):
+class Compressor(Workload):
+    """A compressor built from FILES (.c) of its source package NAME; a run
+    compresses a text of `size` bytes at LEVEL and decompresses it."""
+    files = ()
+    level = ""
+
+    def sources(self, ctx):
+        d = ctx.srcdir(self.name)
+        return [os.path.join(d, f + ".c") for f in self.files]
+
+    def steps(self, ctx, size):
+        inp = text_input(ctx, size) if ctx else "text-%d.txt" % size
+        return [(["-" + self.level, "-c"], inp), (["-d", "-c"], "prev")]
+
+
+class Bzip2(Compressor):
     name, prog = "bzip2", "bzip2"
     packages = ("bzip2",)
     sizes = {"quick": {"wall": 2 << 20, "cg": 128 << 10, "slow": 64 << 10},
              "full": {"wall": 8 << 20, "cg": 512 << 10, "slow": 64 << 10}}
-
-    def sources(self, ctx):
-        d = ctx.srcdir("bzip2")
-        return [os.path.join(d, f + ".c") for f in
-                ("blocksort", "huffman", "crctable", "randtable", "compress",
-                 "decompress", "bzlib", "bzip2")]
+    files = ("blocksort", "huffman", "crctable", "randtable", "compress",
+             "decompress", "bzlib", "bzip2")
+    level = "9"
 
     def cflags(self, ctx):
         return ["-D_FILE_OFFSET_BITS=64"]
 
-    def steps(self, ctx, size):
-        inp = text_input(ctx, size) if ctx else "text-%d.txt" % size
-        return [(["-9", "-c"], inp), (["-d", "-c"], "prev")]
 
-
-class Gzip(Workload):
+class Gzip(Compressor):
     name, prog = "gzip", "gzip"
     packages = ("gzip",)
     sizes = {"quick": {"wall": 4 << 20, "cg": 256 << 10, "slow": 128 << 10},
              "full": {"wall": 8 << 20, "cg": 1 << 20, "slow": 128 << 10}}
+    files = ("bits", "deflate", "gzip", "inflate", "trees", "unlzh",
+             "unlzw", "unpack", "unzip", "util", "zip")
+    level = "6"
 
     def cfg(self, ctx):
         return os.path.join(ctx.work, "gzip-config")
@@ -262,12 +273,6 @@ class Gzip(Workload):
         sh(ctx, "gzip-config", "{ [ -f Makefile ] || %s/configure -q; } && make -j%d -C lib && make version.h libver.a gzip"
            % (shlex.quote(src), JOBS), cwd=cfg)
 
-    def sources(self, ctx):
-        d = ctx.srcdir("gzip")
-        return [os.path.join(d, f + ".c") for f in
-                ("bits", "deflate", "gzip", "inflate", "trees", "unlzh",
-                 "unlzw", "unpack", "unzip", "util", "zip")]
-
     def cflags(self, ctx):
         cfg, src = self.cfg(ctx), ctx.srcdir("gzip")
         return ["-DHAVE_CONFIG_H", "-I" + cfg, "-I" + cfg + "/lib",
@@ -276,10 +281,6 @@ class Gzip(Workload):
     def libs(self, ctx):
         cfg = self.cfg(ctx)
         return [cfg + "/libver.a", cfg + "/lib/libgzip.a"]
-
-    def steps(self, ctx, size):
-        inp = text_input(ctx, size) if ctx else "text-%d.txt" % size
-        return [(["-6", "-c"], inp), (["-d", "-c"], "prev")]
 
 
 class Lua(Workload):

@@ -40,20 +40,8 @@ runs=3
 modes=inline-late,call-late,inline-early,call-early,count-late,visited-late
 work="$repo/build/bench-work"
 
-usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
-while [ $# -gt 0 ]; do
-  case $1 in
-    --runs) runs=${2:?--runs needs a number}; shift ;;
-    --runs=*) runs=${1#--runs=} ;;
-    --modes) modes=${2:?--modes needs a list}; shift ;;
-    --modes=*) modes=${1#--modes=} ;;
-    --work) work=${2:?--work needs a directory}; shift ;;
-    --work=*) work=${1#--work=} ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "compile-time.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
-  esac
-  shift
-done
+. "$here/args.sh"
+bench_args '|runs:a number|modes:a list|work:a directory|' "$@"
 case $runs in ''|*[!0-9]*|0) echo "compile-time.sh: --runs wants a positive number" >&2; exit 2 ;; esac
 IFS=, read -ra modes <<<"$modes"
 for m in "${modes[@]}"; do

@@ -13,8 +13,8 @@
  *   from every place a function was inlined;
  * - nothing identifies the function but its address, so the per-function
  *   slot is found by a lookup: an open-addressing hash table (linear
- *   probing) keyed by the address - the cost LOPI's "inlined identifiers"
- *   (and tally's constant `fn->id`) remove;
+ *   probing; support/cyg-table.h) keyed by the address - the cost LOPI's
+ *   "inlined identifiers" (and tally's constant `fn->id`) remove;
  * - there is no per-activation frame, so the entry value goes on a shadow
  *   stack (single-threaded; the benchmark programs do not longjmp out of
  *   instrumented functions).
@@ -25,9 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Table size, a power of two, at least twice the number of functions.  */
-#define SLOTS_LOG2 15
-#define SLOTS (1u << SLOTS_LOG2)
+#define NOINSTR __attribute__ ((no_instrument_function))
 /* Deepest nesting of instrumented calls kept on the shadow stack.  */
 #define STACK_MAX 65536
 
@@ -41,34 +39,13 @@ struct slot
   uint64_t total;
   uint64_t calls;
 };
-/* The open-addressing table.  */
-static struct slot slots[SLOTS];
+#include "support/cyg-table.h"
 /* Entry values of the active calls, innermost last.  */
 static uint32_t stack[STACK_MAX];
 /* Number of active instrumented calls (may exceed STACK_MAX: not stored).  */
 static uint32_t depth;
 /* Set when the table is full (then calls are dropped and reported).  */
 static uint64_t lost;
-
-#define NOINSTR __attribute__ ((no_instrument_function))
-
-NOINSTR static struct slot *
-lookup (void *fn)
-{
-  uint32_t i = (uint32_t) (((uintptr_t) fn * 0x9e3779b97f4a7c15ull)
-                           >> (64 - SLOTS_LOG2));
-  for (uint32_t n = 0; n < SLOTS; n++, i = (i + 1) & (SLOTS - 1))
-    {
-      if (slots[i].fn == fn)
-        return &slots[i];
-      if (!slots[i].fn)
-        {
-          slots[i].fn = fn;
-          return &slots[i];
-        }
-    }
-  return 0;
-}
 
 NOINSTR void
 __cyg_profile_func_enter (void *fn, void *site)

@@ -68,22 +68,8 @@ runs=
 work="$repo/build/bench-work"
 tally="$repo"
 
-usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
-
-while [ $# -gt 0 ]; do
-  case $1 in
-    --quick) quick=1 ;;
-    --runs) runs=${2:?--runs needs a number}; shift ;;
-    --runs=*) runs=${1#--runs=} ;;
-    --work) work=${2:?--work needs a directory}; shift ;;
-    --work=*) work=${1#--work=} ;;
-    --tally) tally=${2:?--tally needs a directory}; shift ;;
-    --tally=*) tally=${1#--tally=} ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "user-hooks.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
-  esac
-  shift
-done
+. "$here/args.sh"
+bench_args '|quick|runs:a number|work:a directory|tally:a directory|' "$@"
 
 # Inputs: wall-clock runs take a few seconds uninstrumented; cachegrind runs
 # use the same input in full mode and a smaller one with --quick.
@@ -310,7 +296,7 @@ build_key() {
     echo "$prog $v -O2 $(prog_cflags "$prog") $(vflags "$v") $(prog_libs "$prog")"
     prog_sources "$prog"
     sha256sum "$plugin" "$tally/build/plugin/tally-impl.so" "$rtlib" \
-      "$here"/lopi-hooks.h "$here"/lopi-data.c "$here"/lopi-cyg.c \
+      "$here"/lopi-hooks.h "$here"/lopi-data.c "$here"/lopi-cyg.c "$here"/support/cyg-table.h \
       "$tally"/include/tally/*.h 2>/dev/null
     prog_sources "$prog" | xargs sha256sum
   } | sha256sum | cut -d' ' -f1

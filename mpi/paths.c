@@ -148,6 +148,17 @@ mix (uint64_t h)
   return h;
 }
 
+/* Put entry I, of hash HASH, in the table H of CAP slots (a power of two,
+   open addressing, 0 a free slot, I + 1 a taken one).  */
+static void
+hash_put (uint32_t *h, uint32_t cap, uint64_t hash, uint32_t i)
+{
+  uint32_t s = (uint32_t) hash & (cap - 1);
+  while (h[s])
+    s = (s + 1) & (cap - 1);
+  h[s] = i + 1;
+}
+
 static int
 acc_rehash (struct acc *a, uint32_t cap)
 {
@@ -155,12 +166,7 @@ acc_rehash (struct acc *a, uint32_t cap)
   if (!h)
     return -1;
   for (uint32_t i = 1; i < a->n; i++)
-    {
-      uint32_t s = (uint32_t) mix ((uint64_t) a->parent[i] << 32 | a->key[i]) & (cap - 1);
-      while (h[s])
-        s = (s + 1) & (cap - 1);
-      h[s] = i + 1;
-    }
+    hash_put (h, cap, mix ((uint64_t) a->parent[i] << 32 | a->key[i]), i);
   free (a->hash);
   a->hash = h;
   a->hcap = cap;
@@ -242,12 +248,7 @@ acc_frame (struct acc *a, uint64_t addr, const unsigned char *name)
       if (!h)
         return UINT32_MAX;
       for (uint32_t i = 0; i < a->nf; i++)
-        {
-          uint32_t s = (uint32_t) frame_hash (a->faddr[i], a->fname[i]) & (cap - 1);
-          while (h[s])
-            s = (s + 1) & (cap - 1);
-          h[s] = i + 1;
-        }
+        hash_put (h, cap, frame_hash (a->faddr[i], a->fname[i]), i);
       free (a->fhash);
       a->fhash = h;
       a->fhcap = cap;
@@ -401,33 +402,6 @@ done:
   return rc;
 }
 
-/* A bounds-checked reader of the image's records.  */
-struct rd
-{
-  const unsigned char *p, *end;
-  int bad;
-};
-
-static uint32_t
-r32 (struct rd *r)
-{
-  if (r->bad || r->end - r->p < 4)
-    {
-      r->bad = 1;
-      return 0;
-    }
-  uint32_t v = tally_le_get32 (r->p);
-  r->p += 4;
-  return v;
-}
-
-static uint64_t
-r64 (struct rd *r)
-{
-  uint64_t lo = r32 (r);
-  return lo | (uint64_t) r32 (r) << 32;
-}
-
 struct span
 {
   uint32_t base, nfns, gbase; /* gbase UINT32_MAX: not in the union */
@@ -446,30 +420,26 @@ ptree_from_image (const unsigned char *at, const unsigned char *end,
                   uint32_t e, struct ptree *out)
 {
   memset (out, 0, sizeof *out);
-  struct rd r = { at, end, 0 };
+  struct cur r = { at, end, 0 };
   const unsigned char *frames = NULL;
   uint32_t nframes = 0;
   if (end - at >= 4 && tally_le_get32 (at) == TALLY_TAG_FRAMES)
     {
-      r32 (&r);
-      nframes = r32 (&r);
+      c32 (&r);
+      nframes = c32 (&r);
       frames = r.p;
       for (uint32_t i = 0; i < nframes && !r.bad; i++)
         {
-          r32 (&r), r64 (&r);
-          uint32_t l = r32 (&r);
-          if ((uint64_t) (r.end - r.p) < l)
-            r.bad = 1;
-          else
-            r.p += l;
+          c32 (&r), c64 (&r);
+          cskip (&r, c32 (&r));
         }
     }
   if (r.bad || r.end - r.p < 4 || tally_le_get32 (r.p) != TALLY_TAG_PATH)
     return r.bad ? -1 : 0; /* no tree */
-  r32 (&r);
-  uint32_t depth = r32 (&r);
-  uint64_t lost = r64 (&r);
-  if (r32 (&r) != nrec || r.bad)
+  c32 (&r);
+  uint32_t depth = c32 (&r);
+  uint64_t lost = c64 (&r);
+  if (c32 (&r) != nrec || r.bad)
     return -1;
   struct span *sp = calloc (nrec ? nrec : 1, sizeof *sp);
   uint32_t *fids = calloc (nframes ? nframes : 1, sizeof *fids);
@@ -478,22 +448,22 @@ ptree_from_image (const unsigned char *at, const unsigned char *end,
   uint32_t ns = 0;
   for (uint32_t i = 0; i < nrec; i++)
     {
-      uint32_t b = r32 (&r);
+      uint32_t b = c32 (&r);
       if (b != UINT32_MAX && nfns[i])
         sp[ns++] = (struct span){ b, nfns[i], gbase[i] };
     }
   qsort (sp, ns, sizeof *sp, span_cmp);
   /* The frames' ids, in order.  */
   {
-    struct rd f = { frames, end, 0 };
+    struct cur f = { frames, end, 0 };
     for (uint32_t i = 0; i < nframes; i++)
       {
-        fids[i] = r32 (&f);
-        r64 (&f);
-        f.p += r32 (&f);
+        fids[i] = c32 (&f);
+        c64 (&f);
+        f.p += c32 (&f);
       }
   }
-  uint32_t nn = r32 (&r);
+  uint32_t nn = c32 (&r);
   if (r.bad || (uint64_t) (r.end - r.p) < (uint64_t) nn * 32)
     goto fail;
   const unsigned char *nodes = r.p;
@@ -519,12 +489,12 @@ ptree_from_image (const unsigned char *at, const unsigned char *end,
   memcpy (h + 20, &nn, 4);
   if (put (out, h, sizeof h))
     goto fail;
-  struct rd f = { frames, end, 0 };
+  struct cur f = { frames, end, 0 };
   for (uint32_t i = 0; i < nframes; i++)
     {
-      r32 (&f);
-      uint64_t addr = r64 (&f);
-      uint32_t l = r32 (&f);
+      c32 (&f);
+      uint64_t addr = c64 (&f);
+      uint32_t l = c32 (&f);
       const unsigned char *name = f.p;
       f.p += l;
       if (put (out, &addr, 8) || put (out, &l, 4) || put (out, name, l))

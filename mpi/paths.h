@@ -6,6 +6,46 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tally/format.h"
+
+/* A cursor over an image (tally-mpi.c, paths.c): every read is checked
+   against END (the image is our own runtime's, but a bug must not become
+   a crash); one past it sets BAD and reads 0.  */
+struct cur
+{
+  const unsigned char *p, *end;
+  int bad;
+};
+
+static inline uint32_t
+c32 (struct cur *c)
+{
+  if (c->bad || c->end - c->p < 4)
+    {
+      c->bad = 1;
+      return 0;
+    }
+  uint32_t v = tally_le_get32 (c->p);
+  c->p += 4;
+  return v;
+}
+
+static inline uint64_t
+c64 (struct cur *c)
+{
+  uint64_t lo = c32 (c);
+  return lo | (uint64_t) c32 (c) << 32;
+}
+
+static inline void
+cskip (struct cur *c, uint64_t n)
+{
+  if (c->bad || (uint64_t) (c->end - c->p) < n)
+    c->bad = 1;
+  else
+    c->p += n;
+}
+
 /* A tree in transit (layout: paths.c); len 0 is the empty tree.  */
 struct ptree
 {

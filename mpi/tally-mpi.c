@@ -132,36 +132,6 @@ say (const char *fmt, ...)
   (void) w;
 }
 
-/* A cursor over an image: every read is checked against END (the image
-   is our own runtime's, but a bug must not become a crash).  */
-struct cur
-{
-  const unsigned char *p, *end;
-  int bad;
-};
-
-static uint32_t
-c32 (struct cur *c)
-{
-  if (c->bad || c->end - c->p < 4)
-    {
-      c->bad = 1;
-      return 0;
-    }
-  uint32_t v = tally_le_get32 (c->p);
-  c->p += 4;
-  return v;
-}
-
-static void
-cskip (struct cur *c, uint64_t n)
-{
-  if (c->bad || (uint64_t) (c->end - c->p) < n)
-    c->bad = 1;
-  else
-    c->p += n;
-}
-
 static void
 cstr (struct cur *c)
 {

@@ -51,6 +51,19 @@ extern struct tally_options tally_opts;
   { &(var), 1, sizeof (var), &gt_ggc_mx_vec_tree_va_gc_, \
     &gt_pch_nx_vec_tree_va_gc_ }
 
+/* cfg-prep.cc: the CFG made into the graph gcov counts (blocks.cc).
+   Whether control may fail to come back from STMT to the next statement;
+   blocks split after such calls (bit N of CALL_ENDED set for the block
+   each split ended); whether BB has one successor in -fprofile-arcs'
+   graph; edges with a goto locus of their own split off; loops with one
+   latch each.  */
+bool tally_may_not_return (function *fun, gimple *stmt);
+void tally_split_after_calls (function *fun, bitmap call_ended);
+bool tally_profile_single_succ_p (function *fun, basic_block bb,
+                                  bitmap call_ended, bool with_abnormal);
+void tally_split_goto_edges (function *fun, bitmap call_ended);
+void tally_normalize_loops (function *fun);
+
 /* True while the plugin emits its own descriptor and constructor; the
    instrumentation pass leaves functions created then alone.  */
 extern bool tally_emitting;

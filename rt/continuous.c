@@ -78,25 +78,6 @@ static dev_t cont_dev;         /* and its identity, to notice a program */
 static ino_t cont_ino;         /* that closed cont_fd (see file_ok) */
 static size_t page;            /* the page size: regions are aligned to it */
 
-/* pwrite all of BUF at OFF; 0 or an errno value.  */
-static int
-pwrite_all (int fd, const void *buf, size_t n, uint64_t off)
-{
-  const unsigned char *p = (const unsigned char *) buf;
-  while (n)
-    {
-      ssize_t k = pwrite (fd, p, n, (off_t) off);
-      if (k < 0 && errno == EINTR)
-        continue;
-      if (k <= 0)
-        return k < 0 ? errno : EIO;
-      p += k;
-      n -= (size_t) k;
-      off += (uint64_t) k;
-    }
-  return 0;
-}
-
 /* pread exactly N bytes at OFF; whether it worked.  */
 static int
 pread_all (int fd, void *buf, size_t n, uint64_t off)
@@ -138,7 +119,7 @@ reserve (int fd, uint64_t off, uint64_t len)
   while (len)
     {
       size_t n = len < sizeof zeros ? (size_t) len : sizeof zeros;
-      int e = pwrite_all (fd, zeros, n, off);
+      int e = tally_rt_write_all (fd, zeros, n, (int64_t) off);
       if (e)
         return e;
       off += n;
@@ -318,11 +299,11 @@ open_file (const char *path, const char *program)
   tally_le_put32 (h + 48, (uint32_t) plen);
   unsigned char s[8];
   tally_le_put64 (s, start);
-  int e = pwrite_all (fd, h, sizeof h, 0);
+  int e = tally_rt_write_all (fd, h, sizeof h, 0);
   if (!e)
-    e = pwrite_all (fd, program, plen, sizeof h);
+    e = tally_rt_write_all (fd, program, plen, sizeof h);
   if (!e)
-    e = pwrite_all (fd, s, 8, sizeof h + plen);
+    e = tally_rt_write_all (fd, s, 8, (int64_t) (sizeof h + plen));
   if (!e && tally_rt_out_commit (tmp, path) != 0)
     e = errno; /* reported */
   if (e)
@@ -450,7 +431,7 @@ write_chunk (int fd, const struct tally_module *m, uint64_t off,
     }
   tally_rt_module_record (m, t);
   tally_le_put32 (b + 4, tally_crc32 (0, b + 8, head - 8));
-  int e = pwrite_all (fd, b, head, off);
+  int e = tally_rt_write_all (fd, b, head, (int64_t) off);
   munmap (mem, head);
   return e;
 }
@@ -584,7 +565,7 @@ tally_rt_cont_dump_begin (uint64_t size)
       errno = EBADF;
       return -1;
     }
-  int e = pwrite_all (cont_fd, h, sizeof h, cont_end);
+  int e = tally_rt_write_all (cont_fd, h, sizeof h, (int64_t) cont_end);
   int fd = e ? -1 : dup (cont_fd);
   if (fd >= 0 && lseek (fd, (off_t) (cont_end + sizeof h), SEEK_SET) < 0)
     {

@@ -37,6 +37,52 @@ static size_t exit_sums_len, exit_sums_cap, exit_sums_cursor;
 static int exit_written; /* the last at-exit dump succeeded */
 static int exit_dump_off; /* tally_exit_dump_off: no file at exit */
 
+/* The data file of this process as a dump and tally_image write it: what
+   is read once, to size it, and used again to write it.  */
+struct image
+{
+  struct tally_module *head;
+  uint32_t nlive, nmodules, flags, paths, nframes;
+  int meas;
+  unsigned nev;
+  const char *program;
+};
+
+/* The list's head and the number of its modules that are written.  */
+static void
+image_modules (struct image *im)
+{
+  im->head = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
+  im->nlive = 0;
+  for (struct tally_module *m = im->head; m; m = m->next)
+    im->nlive += tally_rt_module_written (m);
+}
+
+/* Header (SIZE bytes in all), records, measured values and call paths.  */
+static void
+put_image (struct tally_rt_writer *w, const struct image *im, uint64_t size)
+{
+  tally_rt_put_header (w, size, im->nmodules, im->flags, im->program);
+  tally_rt_put_records (w, im->head, im->nlive);
+  tally_rt_put_extras (w, im->head, im->nlive, im->meas, im->nev,
+                       im->nframes, im->paths);
+}
+
+/* Take what the file of IM (its modules and flags set) holds besides its
+   records; its size.  */
+static uint64_t
+image_size (struct image *im)
+{
+  im->nmodules = im->nlive + tally_rt_retained_count ();
+  im->meas = tally_rt_any_measured (im->head);
+  im->nev = tally_rt_dump_events ();
+  im->paths = tally_rt_any_paths ();
+  im->nframes = im->paths ? tally_rt_frames_snapshot () : 0;
+  struct tally_rt_writer w = { NULL, -1, 0, 0, 0, 0 };
+  put_image (&w, im, 0);
+  return w.total + TALLY_TRAILER_SIZE;
+}
+
 static int
 dump_locked (int at_exit)
 {
@@ -59,26 +105,16 @@ dump_locked (int at_exit)
       return -1;
     }
 
-  struct tally_module *head = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
-  uint32_t nlive = 0;
-  for (struct tally_module *m = head; m; m = m->next)
-    nlive += tally_rt_module_written (m);
+  struct image im;
+  image_modules (&im);
   if (merge)
-    return tally_rt_merge_dump (at_exit, path, program, head, nlive);
+    return tally_rt_merge_dump (at_exit, path, program, im.head, im.nlive);
 
-  uint32_t flags = at_exit ? TALLY_FILE_AT_EXIT : 0;
-  uint32_t nmodules = nlive + tally_rt_retained_count ();
-  int meas = tally_rt_any_measured (head);
-  unsigned nev = tally_rt_dump_events ();
-  uint32_t paths = tally_rt_any_paths ();
-  uint32_t nframes = paths ? tally_rt_frames_snapshot () : 0;
+  im.flags = at_exit ? TALLY_FILE_AT_EXIT : 0;
+  im.program = program;
+  uint64_t file_size = image_size (&im);
+
   struct tally_rt_writer w = { NULL, -1, 0, 0, 0, 0 };
-  tally_rt_put_header (&w, 0, nmodules, flags, program);
-  tally_rt_put_records (&w, head, nlive);
-  tally_rt_put_extras (&w, head, nlive, meas, nev, nframes, paths);
-  uint64_t file_size = w.total + TALLY_TRAILER_SIZE;
-
-  w = (struct tally_rt_writer){ NULL, -1, 0, 0, 0, 0 };
   /* Continuous output: the image goes into a DUMP chunk at the end of the
      continuous file, which is never replaced (its regions are mapped).  */
   int in_cont = tally_rt_cont_on ();
@@ -91,9 +127,7 @@ dump_locked (int at_exit)
     w.fd = tally_rt_open_tmp (path, tmp, sizeof tmp);
   if (w.fd < 0)
     return -1;
-  tally_rt_put_header (&w, file_size, nmodules, flags, program);
-  tally_rt_put_records (&w, head, nlive);
-  tally_rt_put_extras (&w, head, nlive, meas, nev, nframes, paths);
+  put_image (&w, &im, file_size);
   int rc = tally_rt_finish_file (&w, file_size, tmp, path,
                         tally_rt_pattern_unique (pattern, merge));
   if (in_cont)
@@ -102,7 +136,7 @@ dump_locked (int at_exit)
     return -1;
   if (tally_rt_env ("TALLY_VERBOSE"))
     tally_rt_error ("wrote %s (%u modules)", tmp[0] ? tally_rt_placed () : path,
-                    nmodules);
+                    im.nmodules);
   return 0;
 }
 
@@ -381,20 +415,11 @@ tally_image (size_t *len)
   if (tally_rt_lock (1) != 0)
     return NULL;
   tally_rt_program (program, sizeof program);
-  struct tally_module *head = __atomic_load_n (&tally_modules, __ATOMIC_ACQUIRE);
-  uint32_t nlive = 0;
-  for (struct tally_module *m = head; m; m = m->next)
-    nlive += tally_rt_module_written (m);
-  uint32_t nmodules = nlive + tally_rt_retained_count ();
-  int meas = tally_rt_any_measured (head);
-  unsigned nev = tally_rt_dump_events ();
-  uint32_t paths = tally_rt_any_paths ();
-  uint32_t nframes = paths ? tally_rt_frames_snapshot () : 0;
-  struct tally_rt_writer w = { NULL, -1, 0, 0, 0, 0 };
-  tally_rt_put_header (&w, 0, nmodules, TALLY_FILE_AT_EXIT, program);
-  tally_rt_put_records (&w, head, nlive);
-  tally_rt_put_extras (&w, head, nlive, meas, nev, nframes, paths);
-  uint64_t size = w.total + TALLY_TRAILER_SIZE;
+  struct image im;
+  image_modules (&im);
+  im.flags = TALLY_FILE_AT_EXIT;
+  im.program = program;
+  uint64_t size = image_size (&im);
   void *mem = mmap (NULL, size, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED)
@@ -403,10 +428,8 @@ tally_image (size_t *len)
       errno = ENOMEM;
       return NULL;
     }
-  w = (struct tally_rt_writer){ (unsigned char *) mem, -1, 0, 0, 0, 0 };
-  tally_rt_put_header (&w, size, nmodules, TALLY_FILE_AT_EXIT, program);
-  tally_rt_put_records (&w, head, nlive);
-  tally_rt_put_extras (&w, head, nlive, meas, nev, nframes, paths);
+  struct tally_rt_writer w = { (unsigned char *) mem, -1, 0, 0, 0, 0 };
+  put_image (&w, &im, size);
   uint32_t crc = tally_crc32 (0, mem, w.total);
   tally_rt_put_u32 (&w, TALLY_TAG_END);
   tally_rt_put_u32 (&w, crc);

@@ -20,7 +20,9 @@
  * 5. the new file is built in private memory, written to PATH.tmp.RANDOM
  *    (O_CREAT|O_EXCL|O_NOFOLLOW) and renamed over PATH; then the lock is
  *    released.
- * No malloc (mmap), no stdio.  */
+ * Steps 2 and 3, and the release, are merge-write.c's own
+ * (tally_rt_merge_begin, tally_rt_merge_end).  No malloc (mmap), no
+ * stdio.  */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -100,34 +102,17 @@ sum_record (unsigned char *w, const unsigned char *r, size_t rsize,
   return rsize;
 }
 
-static int
-write_all (int fd, const unsigned char *p, size_t n)
-{
-  while (n)
-    {
-      ssize_t k = write (fd, p, n);
-      if (k < 0 && errno == EINTR)
-        continue;
-      if (k <= 0)
-        return k < 0 ? errno : EIO;
-      p += k;
-      n -= (size_t) k;
-    }
-  return 0;
-}
-
 int
 tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
 {
   int rc = -1, e = 0, lfd = -1;
-  unsigned char *old = NULL, *xbuf = NULL, *out = NULL, *img = NULL;
+  unsigned char *xbuf = NULL, *out = NULL, *img = NULL;
   uint32_t *arrays = NULL;
-  size_t old_len = 0, old_rec = 0, xlen = 0, arrays_len = 0, out_len = 0;
-  uint32_t old_n = 0;
-  struct tally_rt_extras ox, oldx;
+  size_t xlen = 0, arrays_len = 0, out_len = 0;
+  struct tally_rt_oldfile of = { NULL, 0, 0, 0, { 0 } };
+  struct tally_rt_extras ox;
   char tmp[4096 + 32];
   memset (&ox, 0, sizeof ox);
-  memset (&oldx, 0, sizeof oldx);
 
   /* 1. The image, with its trailer made (the caller may leave it to us),
      checked.  */
@@ -157,98 +142,14 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
   for (uint32_t i = 0; i < ours_n; i++)
     ours_end += tally_rt_rec_size (img + ours_end, len - ours_end);
 
-  /* 2. The lock.  */
-  size_t pl = strlen (path);
-  if (pl + sizeof ".lock" > sizeof tmp)
-    {
-      e = ENAMETOOLONG;
-      goto out;
-    }
-  memcpy (tmp, path, pl);
-  memcpy (tmp + pl, ".lock", sizeof ".lock");
-  lfd = tally_rt_out_lock (tmp);
+  /* 2. The lock, 3. the existing file.  */
+  lfd = tally_rt_merge_begin (path, img, &ox, &of, tmp, sizeof tmp, &e);
   if (lfd < 0)
-    {
-      e = errno; /* reported */
-      goto out;
-    }
-  struct flock lk;
-  memset (&lk, 0, sizeof lk);
-  lk.l_type = F_WRLCK;
-  lk.l_whence = SEEK_SET;
-  int locked = 1;
-  while (locked && fcntl (lfd, F_SETLKW, &lk) != 0)
-    locked = errno == EINTR;
-  if (!locked)
-    {
-      e = errno;
-      tally_rt_error ("cannot lock %s: %s (errno %d); no data written", tmp,
-                      tally_rt_errno_text (e), e);
-      goto out;
-    }
-
-  /* 3. The existing file.  */
-  int ofd = tally_rt_out_open_own (path, O_RDONLY, "merge into");
-  if (ofd == -2 && tally_rt_out_foreign_aside (path, tmp, sizeof tmp) == 0)
-    ofd = -1, errno = ENOENT;
-  if (ofd < 0 && errno != ENOENT)
-    {
-      e = errno; /* reported */
-      goto out;
-    }
-  if (ofd >= 0)
-    {
-      struct stat st;
-      why = NULL;
-      if (fstat (ofd, &st) != 0)
-        why = "cannot be examined";
-      else if ((uint64_t) st.st_size > UINT32_MAX)
-        why = "over 4 GiB";
-      else if (st.st_size > 0)
-        {
-          int r = tally_rt_read_whole (ofd, (size_t) st.st_size, &old, &e);
-          if (r < 0)
-            {
-              close (ofd);
-              tally_rt_error ("cannot read %s to merge into it: %s (errno "
-                              "%d); no data written", path,
-                              tally_rt_errno_text (e), e);
-              goto out;
-            }
-          if (r > 0)
-            why = "changed size while it was read (a writer that does not "
-                  "take the lock?)";
-          else
-            {
-              old_len = (size_t) st.st_size;
-              why = tally_rt_check_file (old, old_len, &old_rec, &old_n, &oldx);
-            }
-        }
-      else
-        why = "empty";
-      close (ofd);
-      const char *suffix = ".bad";
-      if (!why && (why = tally_rt_meas_conflict (img, &ox, old, &oldx)))
-        suffix = ".other";
-      if (why)
-        {
-          if (tally_rt_out_aside (path, suffix, tmp, sizeof tmp) == 0)
-            tally_rt_error ("%s: %s; not merged, moved aside to %s", path,
-                            why, tmp);
-          else
-            tally_rt_error ("%s: %s; not merged, and could not be moved "
-                            "aside: replaced", path, why);
-          if (old)
-            munmap (old, old_len);
-          old = NULL;
-          old_len = old_n = 0;
-          memset (&oldx, 0, sizeof oldx);
-        }
-    }
+    goto out;
 
   /* 4. Pairs: the existing record each image record takes (its offset,
      0 for none), the output record of each existing record.  */
-  arrays_len = ((size_t) 4 * ours_n + 4 * (size_t) old_n + 1) * 4;
+  arrays_len = ((size_t) 4 * ours_n + 4 * (size_t) of.n + 1) * 4;
   arrays = (uint32_t *) scratch (arrays_len);
   if (!arrays)
     {
@@ -258,17 +159,17 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
     }
   uint32_t *ours_nfns = arrays, *ours_out = ours_nfns + ours_n;
   uint32_t *partner = ours_out + ours_n, *out_nfns = partner + ours_n;
-  uint32_t *old_nfns = out_nfns + ours_n + old_n, *old_out = old_nfns + old_n;
-  uint32_t *old_off = old_out + old_n;
-  const size_t old_end = old_len ? old_len - TALLY_TRAILER_SIZE : 0;
+  uint32_t *old_nfns = out_nfns + ours_n + of.n, *old_out = old_nfns + of.n;
+  uint32_t *old_off = old_out + of.n;
+  const size_t old_end = of.len ? of.len - TALLY_TRAILER_SIZE : 0;
   uint32_t extra_n = 0;
   size_t extra_len = 0;
-  for (size_t q = old_rec, i = 0; i < old_n; i++)
+  for (size_t q = of.rec, i = 0; i < of.n; i++)
     {
       old_off[i] = (uint32_t) q;
-      old_nfns[i] = tally_le_get32 (old + q + 20);
+      old_nfns[i] = tally_le_get32 (of.buf + q + 20);
       old_out[i] = UINT32_MAX;
-      q += tally_rt_rec_size (old + q, old_end - q);
+      q += tally_rt_rec_size (of.buf + q, old_end - q);
     }
   for (size_t p = ours_rec, i = 0; i < ours_n; i++)
     {
@@ -276,9 +177,9 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
       ours_nfns[i] = out_nfns[i] = tally_le_get32 (img + p + 20);
       ours_out[i] = (uint32_t) i;
       partner[i] = 0;
-      for (uint32_t k = 0; k < old_n; k++)
+      for (uint32_t k = 0; k < of.n; k++)
         if (old_out[k] == UINT32_MAX
-            && tally_rt_rec_match (img + p, old + old_off[k]))
+            && tally_rt_rec_match (img + p, of.buf + old_off[k]))
           {
             old_out[k] = (uint32_t) i;
             partner[i] = old_off[k];
@@ -286,15 +187,15 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
           }
       p += size;
     }
-  for (uint32_t k = 0; k < old_n; k++)
+  for (uint32_t k = 0; k < of.n; k++)
     if (old_out[k] == UINT32_MAX)
       {
         old_out[k] = ours_n + extra_n;
         out_nfns[ours_n + extra_n++] = old_nfns[k];
-        extra_len += tally_rt_rec_size (old + old_off[k], old_end - old_off[k]);
+        extra_len += tally_rt_rec_size (of.buf + old_off[k], old_end - old_off[k]);
       }
   struct tally_rt_xside xs_ours = { img, &ox, ours_n, ours_nfns, ours_out };
-  struct tally_rt_xside xs_old = { old, &oldx, old_n, old_nfns, old_out };
+  struct tally_rt_xside xs_old = { of.buf, &of.x, of.n, old_nfns, old_out };
   xlen = tally_rt_merge_extras (&xs_ours, &xs_old, ours_n + extra_n, out_nfns,
                                 &xbuf);
   if (xlen == (size_t) -1)
@@ -322,14 +223,14 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
   for (size_t p = ours_rec, i = 0; i < ours_n; i++)
     {
       size_t size = tally_rt_rec_size (img + p, len - p);
-      w += sum_record (out + w, img + p, size, partner[i] ? old + partner[i] : NULL);
+      w += sum_record (out + w, img + p, size, partner[i] ? of.buf + partner[i] : NULL);
       p += size;
     }
-  for (uint32_t k = 0; k < old_n; k++)
+  for (uint32_t k = 0; k < of.n; k++)
     if (old_out[k] >= ours_n)
       {
-        size_t size = tally_rt_rec_size (old + old_off[k], old_end - old_off[k]);
-        memcpy (out + w, old + old_off[k], size);
+        size_t size = tally_rt_rec_size (of.buf + old_off[k], old_end - old_off[k]);
+        memcpy (out + w, of.buf + old_off[k], size);
         w += size;
       }
   if (xlen)
@@ -354,7 +255,7 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
                       tmp[0] ? tmp : path, tally_rt_errno_text (e), e);
       goto out;
     }
-  e = write_all (fd, out, out_len);
+  e = tally_rt_write_all (fd, out, out_len, -1);
   if (close (fd) != 0 && !e && errno != EINTR)
     e = errno;
   if (e)
@@ -374,15 +275,10 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
   rc = 0;
   if (tally_rt_env ("TALLY_VERBOSE"))
     tally_rt_error ("wrote %s (%u modules, %u merged from the existing file)",
-                    path, ours_n + extra_n, old_n - extra_n);
+                    path, ours_n + extra_n, of.n - extra_n);
 
 out:
-  if (lfd >= 0)
-    close (lfd); /* releases the lock, after the rename */
-  if (old)
-    munmap (old, old_len);
-  if (xbuf)
-    munmap (xbuf, xlen ? xlen : 1);
+  tally_rt_merge_end (lfd, &of, xbuf, xlen);
   unscratch (arrays, arrays_len);
   unscratch (out, out_len);
   unscratch (img, len);

@@ -193,21 +193,152 @@ merge_memory (size_t len, const char *path, int *e)
   return NULL;
 }
 
+/* Step 2: lock PATH.lock (its name in TMP, CAP bytes): the descriptor to
+   close to release it, or -1 with the errno value in *E (reported, but
+   ENAMETOOLONG).  */
+static int
+merge_lock (const char *path, char *tmp, size_t cap, int *e)
+{
+  size_t pl = strlen (path);
+  if (pl + sizeof ".lock" > cap)
+    {
+      *e = ENAMETOOLONG;
+      return -1;
+    }
+  memcpy (tmp, path, pl);
+  memcpy (tmp + pl, ".lock", sizeof ".lock");
+  int lfd = tally_rt_out_lock (tmp);
+  if (lfd < 0)
+    {
+      *e = errno; /* reported */
+      return -1;
+    }
+  struct flock lk;
+  memset (&lk, 0, sizeof lk);
+  lk.l_type = F_WRLCK;
+  lk.l_whence = SEEK_SET;
+  int locked = 1;
+  while (locked && fcntl (lfd, F_SETLKW, &lk) != 0)
+    locked = errno == EINTR;
+  if (!locked)
+    {
+      *e = errno;
+      tally_rt_error ("cannot lock %s: %s (errno %d); no data written", tmp,
+                      tally_rt_errno_text (*e), *e);
+      close (lfd);
+      return -1;
+    }
+  return lfd;
+}
+
+/* Step 3: the existing file is never followed through a link, never read
+   if it is not a regular file, and never merged if another user owns it
+   (it could plant counts): moved aside, and a fresh file written.  */
+static int
+merge_existing (const char *path, const unsigned char *ours,
+                const struct tally_rt_extras *ox, struct tally_rt_oldfile *old,
+                char *tmp, size_t cap, int *e)
+{
+  int ofd = tally_rt_out_open_own (path, O_RDONLY, "merge into");
+  if (ofd == -2 && tally_rt_out_foreign_aside (path, tmp, cap) == 0)
+    ofd = -1, errno = ENOENT;
+  if (ofd < 0 && errno != ENOENT)
+    {
+      *e = errno; /* reported */
+      return -1;
+    }
+  if (ofd < 0)
+    return 0;
+  struct stat st;
+  const char *why = NULL;
+  if (fstat (ofd, &st) != 0)
+    why = "cannot be examined";
+  else if ((uint64_t) st.st_size > UINT32_MAX)
+    why = "over 4 GiB";
+  else if (st.st_size > 0)
+    {
+      int r = tally_rt_read_whole (ofd, (size_t) st.st_size, &old->buf, e);
+      if (r < 0)
+        {
+          close (ofd);
+          tally_rt_error ("cannot read %s to merge into it: %s (errno "
+                          "%d); no data written", path,
+                          tally_rt_errno_text (*e), *e);
+          return -1;
+        }
+      if (r > 0)
+        why = "changed size while it was read (a writer that does not "
+              "take the lock?)";
+      else
+        {
+          old->len = (size_t) st.st_size;
+          why = tally_rt_check_file (old->buf, old->len, &old->rec, &old->n,
+                                     &old->x);
+        }
+    }
+  else
+    why = "empty";
+  close (ofd);
+  const char *suffix = ".bad";
+  if (!why && (why = tally_rt_meas_conflict (ours, ox, old->buf, &old->x)))
+    suffix = ".other"; /* a valid file: kept apart, never replaced */
+  if (why)
+    {
+      if (tally_rt_out_aside (path, suffix, tmp, cap) == 0)
+        tally_rt_error ("%s: %s; not merged, moved aside to %s", path, why,
+                        tmp);
+      else
+        tally_rt_error ("%s: %s; not merged, and could not be moved "
+                        "aside: replaced", path, why);
+      if (old->buf)
+        munmap (old->buf, old->len);
+      memset (old, 0, sizeof *old);
+    }
+  return 0;
+}
+
+int
+tally_rt_merge_begin (const char *path, const unsigned char *ours,
+                      const struct tally_rt_extras *ox,
+                      struct tally_rt_oldfile *old, char *tmp, size_t cap,
+                      int *e)
+{
+  memset (old, 0, sizeof *old);
+  int lfd = merge_lock (path, tmp, cap, e);
+  if (lfd >= 0 && merge_existing (path, ours, ox, old, tmp, cap, e) != 0)
+    {
+      close (lfd);
+      lfd = -1;
+    }
+  return lfd;
+}
+
+void
+tally_rt_merge_end (int lfd, struct tally_rt_oldfile *old,
+                    unsigned char *xbuf, size_t xlen)
+{
+  if (lfd >= 0)
+    close (lfd); /* releases the lock, after the rename */
+  if (old->buf)
+    munmap (old->buf, old->len);
+  if (xbuf)
+    munmap (xbuf, xlen ? xlen : 1);
+}
+
 int
 tally_rt_merge_dump (int at_exit, const char *path, const char *program,
                      struct tally_module *head, uint32_t nlive)
 {
   int rc = -1, e = 0, lfd = -1;
-  unsigned char *ours = NULL, *old = NULL, *xbuf = NULL;
+  unsigned char *ours = NULL, *xbuf = NULL;
   struct base_entry *entries = NULL;
   uint32_t *arrays = NULL;
-  size_t ours_len = 0, ours_size = 0, old_len = 0, old_rec = 0, xlen = 0;
+  size_t ours_len = 0, ours_size = 0, xlen = 0;
   size_t arrays_len = 0;
-  uint32_t old_n = 0;
-  struct tally_rt_extras ox, oldx;
+  struct tally_rt_oldfile of = { NULL, 0, 0, 0, { 0 } };
+  struct tally_rt_extras ox;
   char tmp[4096 + 32];
   memset (&ox, 0, sizeof ox);
-  memset (&oldx, 0, sizeof oldx);
 
   /* 1. Our records, then our measured values and call paths.  */
   int meas = tally_rt_any_measured (head);
@@ -249,108 +380,27 @@ tally_rt_merge_dump (int at_exit, const char *path, const char *program,
           }
     }
 
-  /* 2. The lock.  */
-  size_t n = tally_rt_append (tmp, 0, sizeof tmp, path);
-  n = tally_rt_append (tmp, n, sizeof tmp, ".lock");
-  tmp[n] = 0;
-  lfd = tally_rt_out_lock (tmp);
+  /* 2. The lock, 3. the existing file.  */
+  lfd = tally_rt_merge_begin (path, ours, &ox, &of, tmp, sizeof tmp, &e);
   if (lfd < 0)
-    {
-      e = errno;
-      goto out;
-    }
-  struct flock lk;
-  memset (&lk, 0, sizeof lk);
-  lk.l_type = F_WRLCK;
-  lk.l_whence = SEEK_SET;
-  int locked = 1;
-  while (locked && fcntl (lfd, F_SETLKW, &lk) != 0)
-    locked = errno == EINTR;
-  if (!locked)
-    {
-      e = errno;
-      tally_rt_error ("cannot lock %s: %s (errno %d); no data written", tmp,
-                      tally_rt_errno_text (e), e);
-      goto out;
-    }
-
-  /* 3. The existing file: never followed through a link, never read if it
-     is not a regular file, and never merged if another user owns it (it
-     could plant counts): moved aside, and a fresh file written.  */
-  int ofd = tally_rt_out_open_own (path, O_RDONLY, "merge into");
-  if (ofd == -2 && tally_rt_out_foreign_aside (path, tmp, sizeof tmp) == 0)
-    ofd = -1, errno = ENOENT;
-  if (ofd < 0 && errno != ENOENT)
-    {
-      e = errno; /* reported */
-      goto out;
-    }
-  if (ofd >= 0)
-    {
-      struct stat st;
-      const char *why = NULL;
-      if (fstat (ofd, &st) != 0)
-        why = "cannot be examined";
-      else if ((uint64_t) st.st_size > UINT32_MAX)
-        why = "over 4 GiB";
-      else if (st.st_size > 0)
-        {
-          int r = tally_rt_read_whole (ofd, (size_t) st.st_size, &old, &e);
-          if (r < 0)
-            {
-              close (ofd);
-              tally_rt_error ("cannot read %s to merge into it: %s (errno "
-                              "%d); no data written", path, tally_rt_errno_text (e), e);
-              goto out;
-            }
-          if (r > 0)
-            why = "changed size while it was read (a writer that does not "
-                  "take the lock?)";
-          else
-            {
-              old_len = (size_t) st.st_size;
-              why = tally_rt_check_file (old, old_len, &old_rec, &old_n,
-                                         &oldx);
-            }
-        }
-      else
-        why = "empty";
-      close (ofd);
-      const char *suffix = ".bad";
-      if (!why && (why = tally_rt_meas_conflict (ours, &ox, old, &oldx)))
-        suffix = ".other"; /* a valid file: kept apart, never replaced */
-      if (why)
-        {
-          if (tally_rt_out_aside (path, suffix, tmp, sizeof tmp) == 0)
-            tally_rt_error ("%s: %s; not merged, moved aside to %s", path,
-                            why, tmp);
-          else
-            tally_rt_error ("%s: %s; not merged, and could not be moved "
-                            "aside: replaced", path, why);
-          if (old)
-            munmap (old, old_len);
-          old = NULL;
-          old_len = old_n = 0;
-          memset (&oldx, 0, sizeof oldx);
-        }
-    }
+    goto out;
 
   /* 4. Pair our records with the existing ones.  */
   uint32_t extra_n = 0;
   size_t extra_len = 0;
-  const size_t old_end = old_len ? old_len - TALLY_TRAILER_SIZE : 0;
+  const size_t old_end = of.len ? of.len - TALLY_TRAILER_SIZE : 0;
   for (size_t p = 0; p < ours_len;)
     {
       size_t size = tally_rt_rec_size (ours + p, ours_len - p);
       uint32_t partner = 0;
-      size_t q = old_rec;
-      for (uint32_t i = 0; i < old_n && !partner; i++)
+      size_t q = of.rec;
+      for (uint32_t i = 0; i < of.n && !partner; i++)
         {
-          size_t osize = tally_rt_rec_size (old + q, old_end - q);
-          if (tally_le_get32 (old + q) == TALLY_TAG_MODULE
-              && tally_rt_rec_match (ours + p, old + q))
+          size_t osize = tally_rt_rec_size (of.buf + q, old_end - q);
+          if (tally_le_get32 (of.buf + q) == TALLY_TAG_MODULE
+              && tally_rt_rec_match (ours + p, of.buf + q))
             {
-              memset (old + q, 0, 4); /* TAG_CLAIMED */
+              memset (of.buf + q, 0, 4); /* TAG_CLAIMED */
               partner = (uint32_t) q;
             }
           q += osize;
@@ -361,21 +411,21 @@ tally_rt_merge_dump (int at_exit, const char *path, const char *program,
   /* The output record of each record, ours first; their function counts
      and first function ids.  */
   /* Three arrays of each side, and the output's function counts.  */
-  arrays_len = ((size_t) 4 * ours_n + 4 * (size_t) old_n + 1) * 4;
+  arrays_len = ((size_t) 4 * ours_n + 4 * (size_t) of.n + 1) * 4;
   arrays = (uint32_t *) merge_memory (arrays_len, path, &e);
   if (!arrays)
     goto out;
   uint32_t *ours_nfns = arrays, *ours_ids = arrays + ours_n;
   uint32_t *ours_out = ours_ids + ours_n, *old_nfns = ours_out + ours_n;
-  uint32_t *old_out = old_nfns + old_n, *old_off = old_out + old_n;
-  uint32_t *out_nfns = old_off + old_n;
-  for (size_t q = old_rec, i = 0; i < old_n; i++)
+  uint32_t *old_out = old_nfns + of.n, *old_off = old_out + of.n;
+  uint32_t *out_nfns = old_off + of.n;
+  for (size_t q = of.rec, i = 0; i < of.n; i++)
     {
-      size_t osize = tally_rt_rec_size (old + q, old_end - q);
+      size_t osize = tally_rt_rec_size (of.buf + q, old_end - q);
       old_off[i] = (uint32_t) q;
-      old_nfns[i] = tally_le_get32 (old + q + TALLY_MODREC_NFNS);
+      old_nfns[i] = tally_le_get32 (of.buf + q + TALLY_MODREC_NFNS);
       old_out[i] = UINT32_MAX;
-      if (tally_le_get32 (old + q) == TALLY_TAG_MODULE)
+      if (tally_le_get32 (of.buf + q) == TALLY_TAG_MODULE)
         {
           old_out[i] = ours_n + extra_n;
           out_nfns[ours_n + extra_n] = old_nfns[i];
@@ -400,7 +450,7 @@ tally_rt_merge_dump (int at_exit, const char *path, const char *program,
             = tally_le_get32 (ours + p + TALLY_MODREC_NFNS);
         ours_out[i] = i;
         /* The old record it took: offsets increase with the index.  */
-        uint32_t lo = 0, hi = old_n;
+        uint32_t lo = 0, hi = of.n;
         while (partner && lo < hi)
           {
             uint32_t mid = lo + (hi - lo) / 2;
@@ -409,7 +459,7 @@ tally_rt_merge_dump (int at_exit, const char *path, const char *program,
             else
               hi = mid;
           }
-        if (partner && lo < old_n && old_off[lo] == partner)
+        if (partner && lo < of.n && old_off[lo] == partner)
           old_out[lo] = i;
         p += tally_rt_rec_size (ours + p, ours_len - p);
       }
@@ -418,7 +468,7 @@ tally_rt_merge_dump (int at_exit, const char *path, const char *program,
      the file's.  */
   tally_rt_extras_delta (ours, &ox, ours_n, ours_nfns, ours_ids);
   struct tally_rt_xside xs_ours = { ours, &ox, ours_n, ours_nfns, ours_out };
-  struct tally_rt_xside xs_old = { old, &oldx, old_n, old_nfns, old_out };
+  struct tally_rt_xside xs_old = { of.buf, &of.x, of.n, old_nfns, old_out };
   xlen = tally_rt_merge_extras (&xs_ours, &xs_old, ours_n + extra_n,
                                 out_nfns, &xbuf);
   if (xlen == (size_t) -1)
@@ -453,14 +503,14 @@ tally_rt_merge_dump (int at_exit, const char *path, const char *program,
       /* Retained records (after the live ones) were made relative to the
          baseline when they were retained.  */
       put_merged (&w, ours + p, i < nlive ? baseline_of (entries[i].m) : NULL,
-                  partner ? old + partner : NULL);
+                  partner ? of.buf + partner : NULL);
       p += size;
     }
-  for (size_t q = old_rec, i = 0; i < old_n; i++)
+  for (size_t q = of.rec, i = 0; i < of.n; i++)
     {
-      size_t osize = tally_rt_rec_size (old + q, old_end - q);
-      if (tally_le_get32 (old + q) == TALLY_TAG_MODULE)
-        tally_rt_put (&w, old + q, osize);
+      size_t osize = tally_rt_rec_size (of.buf + q, old_end - q);
+      if (tally_le_get32 (of.buf + q) == TALLY_TAG_MODULE)
+        tally_rt_put (&w, of.buf + q, osize);
       q += osize;
     }
   tally_rt_put (&w, xbuf, xlen);
@@ -484,17 +534,12 @@ tally_rt_merge_dump (int at_exit, const char *path, const char *program,
   tally_rt_zero_retained ();
   if (tally_rt_env ("TALLY_VERBOSE"))
     tally_rt_error ("wrote %s (%u modules, %u merged from the existing file)",
-                    path, nmodules, old_n - extra_n);
+                    path, nmodules, of.n - extra_n);
 
 out:
-  if (lfd >= 0)
-    close (lfd); /* releases the lock, after the rename */
-  if (old)
-    munmap (old, old_len);
+  tally_rt_merge_end (lfd, &of, xbuf, xlen);
   if (ours)
     munmap (ours, ours_size);
-  if (xbuf)
-    munmap (xbuf, xlen ? xlen : 1);
   if (arrays)
     munmap (arrays, arrays_len);
   if (entries)

@@ -191,6 +191,17 @@ tally_rt_out_tmp (const char *path, char *tmp, size_t cap, int rw)
   return -1;
 }
 
+/* Say PATH cannot be written, for errno's reason (kept): -1.  */
+static int
+cannot_write (const char *path)
+{
+  int e = errno;
+  tally_rt_error ("cannot write %s: %s (errno %d); no data written", path,
+                  tally_rt_errno_text (e), e);
+  errno = e;
+  return -1;
+}
+
 int
 tally_rt_out_check (const char *path, int *inplace)
 {
@@ -200,13 +211,7 @@ tally_rt_out_check (const char *path, int *inplace)
   if (!why && lstat_at (path, &st) == 0)
     why = refusal (&st, inplace);
   else if (!why && errno != ENOENT)
-    {
-      int e = errno;
-      tally_rt_error ("cannot write %s: %s (errno %d); no data written", path,
-                      tally_rt_errno_text (e), e);
-      errno = e;
-      return -1;
-    }
+    return cannot_write (path);
   if (why)
     {
       report_refusal (path, why);
@@ -225,13 +230,7 @@ tally_rt_out_inplace (const char *path)
   /* O_NONBLOCK only so that a FIFO without a reader fails.  */
   int fd = open_retry (path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0);
   if (fd < 0)
-    {
-      int e = errno;
-      tally_rt_error ("cannot write %s: %s (errno %d); no data written", path,
-                      tally_rt_errno_text (e), e);
-      errno = e;
-      return -1;
-    }
+    return cannot_write (path);
   int inplace;
   const char *why = NULL;
   if (fstat (fd, &st) != 0 || st.st_dev != before.st_dev
@@ -306,13 +305,7 @@ tally_rt_out_commit (const char *tmp, const char *path)
       rc = rename (tmp, path);
     }
   if (rc != 0)
-    {
-      int e = errno;
-      tally_rt_error ("cannot write %s: %s (errno %d); no data written", path,
-                      tally_rt_errno_text (e), e);
-      errno = e;
-      return -1;
-    }
+    return cannot_write (path);
   if (have_mine)
     {
       own_dev = mine.st_dev;

@@ -535,6 +535,33 @@ int tally_rt_merge_dump (int at_exit, const char *path, const char *program,
 void tally_rt_merge_retained (const struct tally_module *m, unsigned char *rec)
     TALLY_HIDDEN;
 void tally_rt_merge_drop (void) TALLY_HIDDEN;
+/* Steps 2 and 3 of a merge, which merge-image.c shares: the existing
+   file of a merge is its bytes (private memory for munmap, NULL if none),
+   their number, the offset of its first module record, their number, its
+   MEAS, FRMS and PATH records.  */
+struct tally_rt_oldfile
+{
+  unsigned char *buf;
+  size_t len, rec;
+  uint32_t n;
+  struct tally_rt_extras x;
+};
+/* Lock PATH.lock, then read and check the existing PATH into *OLD, to
+   merge the records OURS (their extras OX) into it.  One that is not a
+   regular file of this user, damaged, or measuring other values than OURS
+   is moved aside (reported; TMP, CAP bytes, holds its new name) and *OLD
+   left empty.  The lock's descriptor (to close after the rename), or -1
+   with the errno value in *E (reported, but ENAMETOOLONG: no data
+   written) and *OLD empty.  */
+int tally_rt_merge_begin (const char *path, const unsigned char *ours,
+                          const struct tally_rt_extras *ox,
+                          struct tally_rt_oldfile *old, char *tmp,
+                          size_t cap, int *e) TALLY_HIDDEN;
+/* The end of a merge, written or not: close the lock LFD (if >= 0: after
+   the rename), unmap *OLD's bytes and XBUF (XLEN bytes: the merged MEAS,
+   FRMS and PATH records, if any).  */
+void tally_rt_merge_end (int lfd, struct tally_rt_oldfile *old,
+                         unsigned char *xbuf, size_t xlen) TALLY_HIDDEN;
 
 /* continuous.c: continuous output (TALLY_OUTPUT with %c).  All but
    register are called with the dump lock held.  */

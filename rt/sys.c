@@ -5,6 +5,7 @@
 #define TALLY_RT_SYS_IMPL 1
 #include "rt.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
 
@@ -207,3 +208,23 @@ SYS_FN (int, stat) (const char *path, struct stat *st)
   return stat (path, st);
 }
 #endif
+
+int
+tally_rt_write_all (int fd, const void *buf, size_t n, int64_t off)
+{
+  const unsigned char *p = (const unsigned char *) buf;
+  while (n)
+    {
+      ssize_t k = off < 0 ? tally_rt_sys_write (fd, p, n)
+                          : tally_rt_sys_pwrite (fd, p, n, (off_t) off);
+      if (k < 0 && errno == EINTR)
+        continue;
+      if (k <= 0)
+        return k < 0 ? errno : EIO;
+      p += k;
+      n -= (size_t) k;
+      if (off >= 0)
+        off += k;
+    }
+  return 0;
+}

@@ -21,6 +21,7 @@
 
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -72,5 +73,11 @@ int tally_rt_sys_fallocate (int fd, int mode, off_t off, off_t len)
 #define fstat tally_rt_sys_fstat
 #define stat(path, st) tally_rt_sys_stat (path, st)
 #endif
+
+/* Write all N bytes of BUF to FD: at OFF (pwrite), or at the file offset
+   (write) if OFF < 0; EINTR retried.  0, or the errno value (EIO for a
+   write that wrote nothing).  */
+int tally_rt_write_all (int fd, const void *buf, size_t n, int64_t off)
+    TALLY_HIDDEN;
 
 #endif /* TALLY_RT_SYS_H */

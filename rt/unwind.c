@@ -136,16 +136,13 @@ tally_rt_unwind_load (void)
   else if (v && *v && strcmp (v, "on") != 0 && strcmp (v, "1") != 0)
     tally_rt_error ("TALLY_UNWIND=%s is not on or off; using on", v);
 # ifdef TALLY_RT_SHARED
-  unw.getcontext = unw_tdep_getcontext;
-  unw.init_local = _ULx86_64_init_local;
-  unw.step = _ULx86_64_step;
-  unw.get_reg = _ULx86_64_get_reg;
-  unw.get_proc_info = _ULx86_64_get_proc_info;
-  unw.get_proc_name = _ULx86_64_get_proc_name;
+  int linked = 1;
 # else
-  if (unw_tdep_getcontext && _ULx86_64_init_local && _ULx86_64_step
-      && _ULx86_64_get_reg && _ULx86_64_get_proc_info
-      && _ULx86_64_get_proc_name)
+  int linked = unw_tdep_getcontext && _ULx86_64_init_local && _ULx86_64_step
+               && _ULx86_64_get_reg && _ULx86_64_get_proc_info
+               && _ULx86_64_get_proc_name;
+# endif
+  if (linked)
     {
       unw.getcontext = unw_tdep_getcontext;
       unw.init_local = _ULx86_64_init_local;
@@ -154,6 +151,7 @@ tally_rt_unwind_load (void)
       unw.get_proc_info = _ULx86_64_get_proc_info;
       unw.get_proc_name = _ULx86_64_get_proc_name;
     }
+# ifndef TALLY_RT_SHARED
   else
     {
       /* Never closed: the functions stay in use until exit.  */
@@ -195,6 +193,26 @@ tally_rt_have_unwind (void)
    taken in that function's own frame, not in a helper that returns).  */
 #define INIT_CURSOR(c, uc)                                                    \
   (unw.getcontext (&(uc)) == 0 && unw.init_local (&(c), &(uc)) == 0)
+/* INIT_CURSOR, or return -1 with errno EFAULT from the function using it
+   (a macro for the same reason).  */
+#define INIT_CURSOR_OR_FAIL(c, uc)                                            \
+  do                                                                          \
+    {                                                                         \
+      if (!INIT_CURSOR (c, uc))                                               \
+        {                                                                     \
+          errno = EFAULT;                                                     \
+          return -1;                                                          \
+        }                                                                     \
+    }                                                                         \
+  while (0)
+
+/* Step C to the frame above: whether there is one, with a return address
+   (in *IP).  */
+static int
+step_ip (unw_cursor_t *c, unw_word_t *ip)
+{
+  return unw.step (c) > 0 && unw.get_reg (c, UNW_REG_IP, ip) == 0 && *ip != 0;
+}
 #endif
 
 /* Whether libunwind is there, loaded on the static runtime's first call
@@ -225,19 +243,11 @@ tally_backtrace (void **addrs, int max)
 #if UNWIND
   unw_context_t uc;
   unw_cursor_t c;
-  if (!INIT_CURSOR (c, uc))
-    {
-      errno = EFAULT;
-      return -1;
-    }
+  unw_word_t ip;
+  INIT_CURSOR_OR_FAIL (c, uc);
   /* The cursor is in this function: each step gives a return address.  */
-  while (n < max && unw.step (&c) > 0)
-    {
-      unw_word_t ip;
-      if (unw.get_reg (&c, UNW_REG_IP, &ip) != 0 || ip == 0)
-        break;
-      addrs[n++] = (void *) (uintptr_t) ip;
-    }
+  while (n < max && step_ip (&c, &ip))
+    addrs[n++] = (void *) (uintptr_t) ip;
 #endif
   errno = saved;
   return n;
@@ -258,21 +268,6 @@ put_hex (char *b, uint64_t v)
   return n;
 }
 
-static void
-write_all (int fd, const char *b, size_t n)
-{
-  while (n)
-    {
-      ssize_t k = write (fd, b, n);
-      if (k < 0 && errno == EINTR)
-        continue;
-      if (k <= 0)
-        return;
-      b += k;
-      n -= (size_t) k;
-    }
-}
-
 int
 tally_backtrace_print (int fd)
 {
@@ -283,16 +278,10 @@ tally_backtrace_print (int fd)
 #if UNWIND
   unw_context_t uc;
   unw_cursor_t c;
-  if (!INIT_CURSOR (c, uc))
+  unw_word_t ip, off;
+  INIT_CURSOR_OR_FAIL (c, uc);
+  while (step_ip (&c, &ip) && n < 1024)
     {
-      errno = EFAULT;
-      return -1;
-    }
-  while (unw.step (&c) > 0 && n < 1024)
-    {
-      unw_word_t ip, off;
-      if (unw.get_reg (&c, UNW_REG_IP, &ip) != 0 || ip == 0)
-        break;
       /* "#N 0xADDR name+0xOFF\n"  */
       char line[NAME_MAX_LEN + 80];
       size_t k = 0;
@@ -311,7 +300,7 @@ tally_backtrace_print (int fd)
           k += put_hex (line + k, off);
         }
       line[k++] = '\n';
-      write_all (fd, line, k);
+      tally_rt_write_all (fd, line, k, -1);
       n++;
     }
 #endif

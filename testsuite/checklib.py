@@ -201,8 +201,9 @@ def outcome(name, fn):
 # The options of every driver (testsuite/meson.build's driver_args); those
 # naming files are made absolute.
 PATH_OPTIONS = ("plugin", "runtime", "runtime-asan", "runtime-papi", "runtime-shared",
-                "tally", "tally-asan", "include", "srcdir", "examples", "build-dir",
-                "corpus-dir")
+                "runtime-noblob",
+                "tally", "tally-asan", "tally-mpi", "include", "srcdir", "examples",
+                "build-dir", "corpus-dir")
 
 
 def parse_args(cases, extra_modes=()):

@@ -6,7 +6,7 @@ include/tally/ and the format library (format/): no file under plugin/
 includes a header of tools/ or rt/, and plugin/meson.build compiles no file
 of theirs.
 
-  run-arch.py CASE --srcdir DIR
+  run-arch.py CASE --srcdir DIR/testsuite [the other options of checklib.py]
 
 CASE is one of:
   plugin-includes  every #include of every file under plugin/ names a header
@@ -18,10 +18,11 @@ CASE is one of:
 
 Exit status: 0 pass, 1 fail (each offending line printed as FILE:LINE).
 """
-import argparse
 import os
 import re
 import sys
+
+from checklib import parse_args
 
 FORBIDDEN = ("tools", "rt")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
@@ -110,19 +111,15 @@ CASES = {
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("case", choices=sorted(CASES))
-    ap.add_argument("--srcdir", required=True,
-                    help="the top of the source tree")
-    args = ap.parse_args()
-    bad = CASES[args.case](os.path.abspath(args.srcdir))
+    args = parse_args(CASES)
+    bad = CASES[args.check](os.path.dirname(args.srcdir))
     for line in bad:
         print(line)
     if bad:
         print("FAIL %s: %d offending line(s); plugin/ may use include/tally/ "
-              "and the format library (format/) only" % (args.case, len(bad)))
+              "and the format library (format/) only" % (args.check, len(bad)))
         return 1
-    print("ok %s" % args.case)
+    print("ok %s" % args.check)
     return 0
 
 

@@ -9,16 +9,15 @@ a dlopen'ed update=tls library that finds no room in glibc's static TLS
 surplus fails to load with glibc's message, never a crash.
 
 Usage: run-hookperf.py CHECK --plugin P --runtime RT --tally T --cc CC
-                       [--include DIR]
+                       --include DIR ... (checklib.py's options)
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import os
 import platform
 import re
 import sys
 
-from checklib import Failure, Skip, expect, run, run_check
+from checklib import Failure, Skip, expect, parse_args, run, run_check
 
 LEAF_C = r"""
 #include <stdio.h>
@@ -362,19 +361,7 @@ CHECKS = {
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=sorted(CHECKS))
-    for opt in ("plugin", "runtime", "tally"):
-        ap.add_argument("--" + opt, required=True)
-    ap.add_argument("--cc", default="gcc")
-    ap.add_argument("--cxx", default="g++")
-    ap.add_argument("--include", default=None)
-    a = ap.parse_args()
-    if a.include is None:
-        a.include = os.path.join(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__))), "include")
-    for attr in ("plugin", "runtime", "tally"):
-        setattr(a, attr, os.path.abspath(getattr(a, attr)))
+    a = parse_args(CHECKS)
     return run_check(CHECKS, a.check, a, "tally-hookperf-")
 
 

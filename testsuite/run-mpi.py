@@ -8,7 +8,6 @@ Usage: run-mpi.py CHECK --plugin P --runtime RT --runtime-shared RTS
                   --tally-mpi LIB --tally T --include DIR --srcdir DIR
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import os
 import re
 import shutil
@@ -16,7 +15,7 @@ import struct
 import subprocess
 import sys
 
-from checklib import Failure, Skip, expect, run, run_check
+from checklib import Failure, Skip, expect, parse_args, run, run_check
 
 RANK_VARS = ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK",
              "SLURM_PROCID", "FLUX_TASK_RANK", "PALS_RANKID", "ALPS_APP_PE"]
@@ -45,6 +44,15 @@ def mpirun(a, np_or_apps, env, work, check=True):
             cmd.append(":")
         cmd += ["-np", str(n), *argv]
     return run(cmd, env=full, check=check, cwd=work, timeout=120)
+
+
+def both_env(d, **more):
+    """The environment of a TALLY_MPI=both job writing into D: each rank's
+    file rR.data and the reduced file reduced.data; MORE adds to it."""
+    env = {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(d, "r%r.data"),
+           "TALLY_MPI_OUTPUT": os.path.join(d, "reduced.data")}
+    env.update(more)
+    return env
 
 
 def build(a, work, name, srcs, libs=(), mpi_lib=True, shared_rt=True, extra=()):
@@ -209,9 +217,7 @@ def check_mpmd(a, work):
     obj = build_common(a, work)
     mixed = build(a, work, "mixed", ["mixed.c"], libs=[obj, "-ldl"])
     other = build(a, work, "other", ["other.c"], libs=[obj])
-    mpirun(a, [(2, [mixed]), (3, [other])],
-           {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
-            "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    mpirun(a, [(2, [mixed]), (3, [other])], both_env(work), work)
     per = rank_files(work, "r")
     expect(sorted(per) == list(range(5)), "per-rank files %s" % sorted(per))
     after_finalize(per)
@@ -240,9 +246,7 @@ def check_dlopen(a, work):
          os.path.join(a.srcdir, "mpi", "plug.c"), "-o", plug,
          "-L" + os.path.dirname(a.runtime_shared), "-ltally-rt",
          "-Wl,-rpath," + os.path.dirname(a.runtime_shared)])
-    mpirun(a, [(4, [mixed, plug, "2"])],
-           {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
-            "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    mpirun(a, [(4, [mixed, plug, "2"])], both_env(work), work)
     per = rank_files(work, "r")
     after_finalize(per)
     red = parse(os.path.join(work, "reduced.data"))
@@ -264,9 +268,7 @@ def check_measured(a, work):
     need_mpi(a)
     exe = build(a, work, "imbalance-cycles", ["imbalance.c"],
                 extra=["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=cycles"])
-    mpirun(a, [(4, [exe, "3"])],
-           {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
-            "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    mpirun(a, [(4, [exe, "3"])], both_env(work), work)
     per = rank_files(work, "r")
     after_finalize(per)
     red = parse(os.path.join(work, "reduced.data"))
@@ -349,9 +351,7 @@ def check_ranks_report(a, work):
     need_mpi(a)
     exe = build(a, work, "imbalance", ["imbalance.c"])
     slow = 5
-    p = mpirun(a, [(8, [exe, str(slow)])],
-               {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
-                "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    p = mpirun(a, [(8, [exe, str(slow)])], both_env(work), work)
     did = {int(r): int(n) for r, n in re.findall(r"rank (\d+) work (\d+)", p.stdout)}
     expect(sorted(did) == list(range(8)), "program output %r" % p.stdout)
     total, mx = sum(did.values()), max(did.values())
@@ -437,9 +437,7 @@ def check_ranks_derived(a, work):
     need_mpi(a)
     exe = build(a, work, "imb-derived", ["imbalance.c"],
                 extra=["-fplugin-arg-tally-hooks=none", "-fplugin-arg-tally-blocks=count"])
-    mpirun(a, [(4, [exe, "2"])],
-           {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
-            "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data")}, work)
+    mpirun(a, [(4, [exe, "2"])], both_env(work), work)
     files = [os.path.join(work, "r%d.data" % r) for r in range(4)]
     j = json.loads(run([a.tally, "report", "--ranks", "--json", *files]).stdout)
     w = [f for f in j["functions"] if f["name"] == "work"][0]["calls"]
@@ -525,8 +523,7 @@ def check_paths(a, work):
     for what, apps, np in jobs:
         d = os.path.join(work, what)
         os.mkdir(d)
-        mpirun(a, apps, {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(d, "r%r.data"),
-                         "TALLY_MPI_OUTPUT": os.path.join(d, "reduced.data")}, d)
+        mpirun(a, apps, both_env(d), d)
         files = [os.path.join(d, "r%d.data" % r) for r in range(np)]
         rows = check_paths_equal(a, work, os.path.join(d, "reduced.data"), files,
                                  2 if what == "mpmd" else 1, what)
@@ -676,8 +673,7 @@ def check_paths_papi(a, work):
     exe = build(a, work, "imb-papi", ["imbalance.c"],
                 extra=PATHS[:1] + ["-fplugin-arg-tally-measure=papi",
                                    "-fplugin-arg-tally-paths=on"])
-    env = {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(work, "r%r.data"),
-           "TALLY_MPI_OUTPUT": os.path.join(work, "reduced.data"), "TALLY_PAPI_EVENTS": ev}
+    env = both_env(work, TALLY_PAPI_EVENTS=ev)
     p = mpirun(a, [(4, [exe, "2"])], env, work)
     red = os.path.join(work, "reduced.data")
     if ev not in run([a.tally, "dump", red]).stdout:
@@ -707,9 +703,7 @@ def check_reduce(a, work):
     for np in (1, 2, 4, 8):
         d = os.path.join(work, "np%d" % np)
         os.mkdir(d)
-        p = mpirun(a, [(np, [exe, str(np - 1)])],
-                   {"TALLY_MPI": "both", "TALLY_OUTPUT": os.path.join(d, "r%r.data"),
-                    "TALLY_MPI_OUTPUT": os.path.join(d, "reduced.data")}, d)
+        p = mpirun(a, [(np, [exe, str(np - 1)])], both_env(d), d)
         expect(sorted(os.listdir(d)) == sorted(["reduced.data"] + ["r%d.data" % r for r in range(np)]),
                "%d ranks wrote %s" % (np, sorted(os.listdir(d))))
         per = rank_files(d, "r")
@@ -868,18 +862,9 @@ CHECKS = {
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=sorted(CHECKS) + ["write-corpus"])
-    for opt in ("plugin", "runtime", "runtime-shared", "tally", "include", "srcdir"):
-        ap.add_argument("--" + opt, required=True)
-    ap.add_argument("--tally-mpi", default="")
-    ap.add_argument("--tally-asan", default="")
-    ap.add_argument("--runtime-papi", default="")
-    a = ap.parse_args()
-    for opt in ("plugin", "runtime", "runtime_shared", "tally", "tally_mpi", "tally_asan",
-                "runtime_papi"):
-        if getattr(a, opt):
-            setattr(a, opt, os.path.abspath(getattr(a, opt)))
+    a = parse_args(CHECKS, ["write-corpus"])
+    if a.papi != "1":
+        a.runtime_papi = ""
     for v in RANK_VARS:
         os.environ.pop(v, None)
     if a.check == "write-corpus":

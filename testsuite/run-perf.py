@@ -5,10 +5,9 @@ O(bytes of block map), and writes the same bytes as the runtime that
 writes every record field by field (libtally-rt-noblob.a).
 
 Usage: run-perf.py CHECK --plugin P --runtime RT --runtime-noblob RT
-                         --tally T --include DIR [--cc CC]
+                         --tally T --include DIR --cc CC ... (checklib.py's options)
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import os
 import random
 import re
@@ -17,7 +16,7 @@ import struct
 import sys
 import zlib
 
-from checklib import Failure, Skip, expect, run, run_check
+from checklib import Failure, Skip, expect, parse_args, run, run_check
 
 # Offsets in a data file that differ between two runs of one program: the
 # pid and the time (header), and the CRC (trailer), which covers them.
@@ -349,18 +348,7 @@ CHECKS = {
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("check", choices=sorted(CHECKS))
-    p.add_argument("--plugin", required=True)
-    p.add_argument("--runtime", required=True)
-    p.add_argument("--runtime-noblob", required=True)
-    p.add_argument("--tally", required=True)
-    p.add_argument("--include", required=True)
-    p.add_argument("--cc", default="gcc")
-    p.add_argument("--cxx", default="g++")
-    a = p.parse_args()
-    for k in ("plugin", "runtime", "runtime_noblob", "tally", "include"):
-        setattr(a, k, os.path.abspath(getattr(a, k)))
+    a = parse_args(CHECKS)
     return run_check(CHECKS, a.check, a, "tally-perf-")
 
 

@@ -20,14 +20,13 @@ Checks (one per run, named on the command line):
 
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
-import argparse
 import json
 import os
 import platform
 import re
 import sys
 
-from checklib import Failure, Skip, expect, run, run_check
+from checklib import Failure, Skip, expect, parse_args, run, run_check
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 INPUTS = ["0", "1", "100"]
@@ -165,17 +164,8 @@ CHECKS = {
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=sorted(CHECKS))
-    ap.add_argument("--plugin", required=True)
-    ap.add_argument("--runtime", required=True)
-    ap.add_argument("--tally", required=True)
-    ap.add_argument("--prog", required=True)
-    ap.add_argument("--cc", default="cc")
-    ap.add_argument("--cxx", default="c++")
-    args = ap.parse_args()
-    for k in ("plugin", "runtime", "tally", "prog"):
-        setattr(args, k, os.path.abspath(getattr(args, k)))
+    args = parse_args(CHECKS)
+    args.prog = os.path.join(args.srcdir, "placement", "loops.c")
     return run_check(CHECKS, args.check, args, "tally-placement-")
 
 

@@ -209,7 +209,45 @@ tally_le_put64 (unsigned char *p, uint64_t v)
 /* The codec of the fixed parts.  Offsets are from the start of the part;
    each *_put writes the whole part (its tag included), each *_get reads
    every field but the tag, unchecked: a reader checks the bytes are there
-   (and the tag) first.  */
+   (and the tag) first.
+
+   A part's fields are listed once, TALLY_<PART>_FIELDS (X), as
+   X (BITS, MEMBER, OFFSET): a uintBITS_t MEMBER at byte OFFSET.
+   TALLY_CODEC (part, FIELDS, HEAD) makes of the list
+
+     struct tally_<part> { the members in list order };
+     void tally_<part>_put (unsigned char *p, const struct tally_<part> *s);
+       HEAD (what precedes the fields: the tag, or (void) 0), then the fields
+     void tally_<part>_get (const unsigned char *p, struct tally_<part> *s);
+       the fields  */
+#define TALLY_FIELD_DECL(bits, member, off) uint##bits##_t member;
+#define TALLY_FIELD_PUT(bits, member, off) \
+  tally_le_put##bits (p + (off), s->member);
+#define TALLY_FIELD_GET(bits, member, off) \
+  s->member = tally_le_get##bits (p + (off));
+#define TALLY_CODEC(part, FIELDS, HEAD)                                     \
+  struct tally_##part                                                       \
+  {                                                                         \
+    FIELDS (TALLY_FIELD_DECL)                                               \
+  };                                                                        \
+  static inline void tally_##part##_put (unsigned char *p,                  \
+                                         const struct tally_##part *s)      \
+  {                                                                         \
+    HEAD;                                                                   \
+    FIELDS (TALLY_FIELD_PUT)                                                \
+  }                                                                         \
+  static inline void tally_##part##_get (const unsigned char *p,            \
+                                         struct tally_##part *s)            \
+  {                                                                         \
+    FIELDS (TALLY_FIELD_GET)                                                \
+  }
+
+static inline void
+tally_magic_put (unsigned char *p)
+{
+  for (unsigned i = 0; i < TALLY_FILE_MAGIC_LEN; i++)
+    p[i] = (unsigned char) TALLY_FILE_MAGIC[i];
+}
 
 /* The byte-order mark as a little-endian reader sees a big-endian file.  */
 #define TALLY_BYTE_ORDER_SWAPPED 0x04030201u
@@ -224,39 +262,18 @@ tally_le_put64 (unsigned char *p, uint64_t v)
 #define TALLY_HDR_NMODULES 40u
 #define TALLY_HDR_FLAGS 44u
 
-struct tally_hdr
-{
-  uint32_t version, byte_order;
-  uint64_t file_size, pid, time;
-  uint32_t nmodules, flags;
-};
+#define TALLY_HDR_FIELDS(X) \
+  X (32, version, TALLY_HDR_VERSION) \
+  X (32, byte_order, TALLY_HDR_BOM) \
+  X (64, file_size, TALLY_HDR_SIZE) \
+  X (64, pid, TALLY_HDR_PID) \
+  X (64, time, TALLY_HDR_TIME) \
+  X (32, nmodules, TALLY_HDR_NMODULES) \
+  X (32, flags, TALLY_HDR_FLAGS)
 
-/* Magic and fields, TALLY_HEADER_FIXED bytes.  */
-static inline void
-tally_hdr_put (unsigned char *p, const struct tally_hdr *h)
-{
-  for (unsigned i = 0; i < TALLY_FILE_MAGIC_LEN; i++)
-    p[i] = (unsigned char) TALLY_FILE_MAGIC[i];
-  tally_le_put32 (p + TALLY_HDR_VERSION, h->version);
-  tally_le_put32 (p + TALLY_HDR_BOM, h->byte_order);
-  tally_le_put64 (p + TALLY_HDR_SIZE, h->file_size);
-  tally_le_put64 (p + TALLY_HDR_PID, h->pid);
-  tally_le_put64 (p + TALLY_HDR_TIME, h->time);
-  tally_le_put32 (p + TALLY_HDR_NMODULES, h->nmodules);
-  tally_le_put32 (p + TALLY_HDR_FLAGS, h->flags);
-}
-
-static inline void
-tally_hdr_get (const unsigned char *p, struct tally_hdr *h)
-{
-  h->version = tally_le_get32 (p + TALLY_HDR_VERSION);
-  h->byte_order = tally_le_get32 (p + TALLY_HDR_BOM);
-  h->file_size = tally_le_get64 (p + TALLY_HDR_SIZE);
-  h->pid = tally_le_get64 (p + TALLY_HDR_PID);
-  h->time = tally_le_get64 (p + TALLY_HDR_TIME);
-  h->nmodules = tally_le_get32 (p + TALLY_HDR_NMODULES);
-  h->flags = tally_le_get32 (p + TALLY_HDR_FLAGS);
-}
+/* struct tally_hdr; tally_hdr_put writes the magic first (TALLY_HEADER_FIXED
+   bytes in all).  */
+TALLY_CODEC (hdr, TALLY_HDR_FIELDS, tally_magic_put (p))
 
 /* trailer (TALLY_TRAILER_SIZE bytes at the end) */
 #define TALLY_TRL_CRC 4u
@@ -281,31 +298,13 @@ tally_trailer_put (unsigned char *p, uint32_t crc, uint64_t file_size)
 #define TALLY_MODREC_NFNS 20u
 #define TALLY_MODREC_FIXED 24u
 
-struct tally_modrec
-{
-  uint32_t abi_version;
-  uint64_t checksum;
-  uint32_t flags, nfns;
-};
+#define TALLY_MODREC_FIELDS(X) \
+  X (32, abi_version, TALLY_MODREC_ABI) \
+  X (64, checksum, TALLY_MODREC_CHECKSUM) \
+  X (32, flags, TALLY_MODREC_FLAGS) \
+  X (32, nfns, TALLY_MODREC_NFNS)
 
-static inline void
-tally_modrec_put (unsigned char *p, const struct tally_modrec *m)
-{
-  tally_le_put32 (p, TALLY_TAG_MODULE);
-  tally_le_put32 (p + TALLY_MODREC_ABI, m->abi_version);
-  tally_le_put64 (p + TALLY_MODREC_CHECKSUM, m->checksum);
-  tally_le_put32 (p + TALLY_MODREC_FLAGS, m->flags);
-  tally_le_put32 (p + TALLY_MODREC_NFNS, m->nfns);
-}
-
-static inline void
-tally_modrec_get (const unsigned char *p, struct tally_modrec *m)
-{
-  m->abi_version = tally_le_get32 (p + TALLY_MODREC_ABI);
-  m->checksum = tally_le_get64 (p + TALLY_MODREC_CHECKSUM);
-  m->flags = tally_le_get32 (p + TALLY_MODREC_FLAGS);
-  m->nfns = tally_le_get32 (p + TALLY_MODREC_NFNS);
-}
+TALLY_CODEC (modrec, TALLY_MODREC_FIELDS, tally_le_put32 (p, TALLY_TAG_MODULE))
 
 /* function: str name, symbol, origin, file, then this fixed part, then
    u64 values[nvalues], u32 map size, the map (version 2) */
@@ -315,28 +314,13 @@ tally_modrec_get (const unsigned char *p, struct tally_modrec *m)
 #define TALLY_FNREC_RESERVED 12u
 #define TALLY_FNREC_FIXED 16u
 
-struct tally_fnrec
-{
-  uint32_t line, flags, nvalues, reserved;
-};
+#define TALLY_FNREC_FIELDS(X) \
+  X (32, line, TALLY_FNREC_LINE) \
+  X (32, flags, TALLY_FNREC_FLAGS) \
+  X (32, nvalues, TALLY_FNREC_NVALUES) \
+  X (32, reserved, TALLY_FNREC_RESERVED)
 
-static inline void
-tally_fnrec_put (unsigned char *p, const struct tally_fnrec *f)
-{
-  tally_le_put32 (p + TALLY_FNREC_LINE, f->line);
-  tally_le_put32 (p + TALLY_FNREC_FLAGS, f->flags);
-  tally_le_put32 (p + TALLY_FNREC_NVALUES, f->nvalues);
-  tally_le_put32 (p + TALLY_FNREC_RESERVED, f->reserved);
-}
-
-static inline void
-tally_fnrec_get (const unsigned char *p, struct tally_fnrec *f)
-{
-  f->line = tally_le_get32 (p + TALLY_FNREC_LINE);
-  f->flags = tally_le_get32 (p + TALLY_FNREC_FLAGS);
-  f->nvalues = tally_le_get32 (p + TALLY_FNREC_NVALUES);
-  f->reserved = tally_le_get32 (p + TALLY_FNREC_RESERVED);
-}
+TALLY_CODEC (fnrec, TALLY_FNREC_FIELDS, (void) 0)
 
 /* MEAS: u32 tag, u32 V, V names, u32 record count (TALLY_MEAS_FIXED bytes
    without the names); per record u32 function count, then per function
@@ -363,31 +347,14 @@ tally_fnrec_get (const unsigned char *p, struct tally_fnrec *f)
 #define TALLY_PNODE_EXCL 24u
 #define TALLY_PATH_NODE 32u
 
-struct tally_pnode
-{
-  uint32_t parent, fn;
-  uint64_t calls, incl, excl;
-};
+#define TALLY_PNODE_FIELDS(X) \
+  X (32, parent, TALLY_PNODE_PARENT) \
+  X (32, fn, TALLY_PNODE_FN) \
+  X (64, calls, TALLY_PNODE_CALLS) \
+  X (64, incl, TALLY_PNODE_INCL) \
+  X (64, excl, TALLY_PNODE_EXCL)
 
-static inline void
-tally_pnode_put (unsigned char *p, const struct tally_pnode *n)
-{
-  tally_le_put32 (p + TALLY_PNODE_PARENT, n->parent);
-  tally_le_put32 (p + TALLY_PNODE_FN, n->fn);
-  tally_le_put64 (p + TALLY_PNODE_CALLS, n->calls);
-  tally_le_put64 (p + TALLY_PNODE_INCL, n->incl);
-  tally_le_put64 (p + TALLY_PNODE_EXCL, n->excl);
-}
-
-static inline void
-tally_pnode_get (const unsigned char *p, struct tally_pnode *n)
-{
-  n->parent = tally_le_get32 (p + TALLY_PNODE_PARENT);
-  n->fn = tally_le_get32 (p + TALLY_PNODE_FN);
-  n->calls = tally_le_get64 (p + TALLY_PNODE_CALLS);
-  n->incl = tally_le_get64 (p + TALLY_PNODE_INCL);
-  n->excl = tally_le_get64 (p + TALLY_PNODE_EXCL);
-}
+TALLY_CODEC (pnode, TALLY_PNODE_FIELDS, (void) 0)
 
 /* PEVT: u32 tag, u32 event count, u32 node count, then per node and event
    a pair of TALLY_MEAS_PAIR bytes */
@@ -411,65 +378,30 @@ tally_pnode_get (const unsigned char *p, struct tally_pnode *n)
 #define TALLY_CMOD_NFNS 32u
 #define TALLY_CMOD_RECSIZE 36u
 
-struct tally_cmod
-{
-  uint32_t crc;
-  uint64_t len, region, region_size;
-  uint32_t nfns, rec_size;
-};
+#define TALLY_CMOD_FIELDS(X) \
+  X (32, crc, TALLY_CMOD_CRC) \
+  X (64, len, TALLY_CMOD_LEN) \
+  X (64, region, TALLY_CMOD_REGION) \
+  X (64, region_size, TALLY_CMOD_REGION_SIZE) \
+  X (32, nfns, TALLY_CMOD_NFNS) \
+  X (32, rec_size, TALLY_CMOD_RECSIZE)
 
-static inline void
-tally_cmod_put (unsigned char *p, const struct tally_cmod *c)
-{
-  tally_le_put32 (p, TALLY_TAG_CMOD);
-  tally_le_put32 (p + TALLY_CMOD_CRC, c->crc);
-  tally_le_put64 (p + TALLY_CMOD_LEN, c->len);
-  tally_le_put64 (p + TALLY_CMOD_REGION, c->region);
-  tally_le_put64 (p + TALLY_CMOD_REGION_SIZE, c->region_size);
-  tally_le_put32 (p + TALLY_CMOD_NFNS, c->nfns);
-  tally_le_put32 (p + TALLY_CMOD_RECSIZE, c->rec_size);
-}
-
-static inline void
-tally_cmod_get (const unsigned char *p, struct tally_cmod *c)
-{
-  c->crc = tally_le_get32 (p + TALLY_CMOD_CRC);
-  c->len = tally_le_get64 (p + TALLY_CMOD_LEN);
-  c->region = tally_le_get64 (p + TALLY_CMOD_REGION);
-  c->region_size = tally_le_get64 (p + TALLY_CMOD_REGION_SIZE);
-  c->nfns = tally_le_get32 (p + TALLY_CMOD_NFNS);
-  c->rec_size = tally_le_get32 (p + TALLY_CMOD_RECSIZE);
-}
+TALLY_CODEC (cmod, TALLY_CMOD_FIELDS, tally_le_put32 (p, TALLY_TAG_CMOD))
 
 /* A CMOD function: u64 counters offset, u64 visited offset (or ~0), u32
    counter count, u32 visited count.  */
+#define TALLY_CMODFN_COUNTERS 0u
 #define TALLY_CMODFN_VISITED 8u
 #define TALLY_CMODFN_NCOUNTERS 16u
 #define TALLY_CMODFN_NVISITED 20u
 
-struct tally_cmodfn
-{
-  uint64_t counters, visited;
-  uint32_t ncounters, nvisited;
-};
+#define TALLY_CMODFN_FIELDS(X) \
+  X (64, counters, TALLY_CMODFN_COUNTERS) \
+  X (64, visited, TALLY_CMODFN_VISITED) \
+  X (32, ncounters, TALLY_CMODFN_NCOUNTERS) \
+  X (32, nvisited, TALLY_CMODFN_NVISITED)
 
-static inline void
-tally_cmodfn_put (unsigned char *p, const struct tally_cmodfn *f)
-{
-  tally_le_put64 (p, f->counters);
-  tally_le_put64 (p + TALLY_CMODFN_VISITED, f->visited);
-  tally_le_put32 (p + TALLY_CMODFN_NCOUNTERS, f->ncounters);
-  tally_le_put32 (p + TALLY_CMODFN_NVISITED, f->nvisited);
-}
-
-static inline void
-tally_cmodfn_get (const unsigned char *p, struct tally_cmodfn *f)
-{
-  f->counters = tally_le_get64 (p);
-  f->visited = tally_le_get64 (p + TALLY_CMODFN_VISITED);
-  f->ncounters = tally_le_get32 (p + TALLY_CMODFN_NCOUNTERS);
-  f->nvisited = tally_le_get32 (p + TALLY_CMODFN_NVISITED);
-}
+TALLY_CODEC (cmodfn, TALLY_CMODFN_FIELDS, (void) 0)
 
 /* DUMP chunk: u32 tag, u32 session, u64 image size (TALLY_DUMP_FIXED),
    then the image */
