@@ -17,18 +17,25 @@
  *
  *   entry:  top = __tally_ss.top; cfa = __builtin_dwarf_cfa ();
  *           if (top == __tally_ss.end | top[-1].cfa <= cfa)
- *             __tally_cyc_enter_slow (&__tally.d.7, cfa);
+ *             __tally_cyc_enter_slow (&__tally.d.7, cfa);   (*)
  *           else
  *             { top->cfa = ~0; __tally_ss.top = top + 1; top->fn = &__tally.d.7;
  *               top->child = 0; top->start = rdtsc; top->cfa = cfa; }
  *   exit:   now = rdtsc; f = __tally_ss.top - 1; cfa = __builtin_dwarf_cfa ();
- *           if (f->cfa != cfa | f->fn != &__tally.d.7)
+ *           if (f->cfa != cfa)
  *             __tally_cyc_exit_slow (&__tally.d.7, cfa, now);
  *           else
  *             { d = now - f->start; c = f->child; __tally_ss.top = f;
  *               (compiler barriers around that store: see below)
  *               f[-1].child += d; m = &__tally_meas[__tally.d.7.id];
  *               m->incl += d; m->excl += MAX (d, c) - c; }
+ *
+ * (*) On x86-64 the slow calls are asm statements calling
+ * __tally_cyc_enter_slow_all / __tally_cyc_exit_slow_all, which preserve
+ * every register: GCC sees no call, so the fast path costs the function
+ * no callee-saved register, spill or frame.  A free slot's node and flags
+ * are 0 (the runtime clears them when it pops), so the push writes
+ * neither.
  *
  * The CFA (the stack pointer before the call) names the activation, so the
  * runtime can tell frames that longjmp or an exception skipped; GCC
@@ -511,6 +518,42 @@ desc_address (const tally_fn_info &fn)
   return build1 (ADDR_EXPR, ptr_type_node, fn.desc);
 }
 
+/* measure=cycles, hooks=inline, x86-64: the call of the runtime's slow
+   path SYM (__tally_cyc_enter_slow_all, __tally_cyc_exit_slow_all) as an
+   asm statement, below the red zone, through the GOT: at entry FN in %rax
+   and CFA in %rdx, at exit NOW in %rax (where the time-stamp read leaves
+   it), CFA in %rdx and FN in %rcx (registers no argument of a function
+   with fewer than three or four arguments is in).  The runtime's entry preserves
+   every register, so GCC sees no call: the fast path around it needs no
+   callee-saved register and the function no frame.  */
+static gasm *
+preserving_slow_call (const char *sym, tree fn, tree cfa_val, tree now)
+{
+  vec<tree, va_gc> *inputs = NULL, *clobbers = NULL;
+#define TALLY_CONSTRAINT(c) build_tree_list (NULL_TREE, build_string (sizeof c, c))
+  if (now)
+    {
+      vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("a"), now));
+      vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("c"), fn));
+    }
+  else
+    vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("a"), fn));
+  vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("d"), cfa_val));
+#undef TALLY_CONSTRAINT
+  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (7, "memory")));
+  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (3, "cc")));
+  char text[160];
+  snprintf (text, sizeof text,
+            "leaq -128(%%%%rsp), %%%%rsp\n\t"
+            "call *%s@GOTPCREL(%%%%rip)\n\t"
+            "leaq 128(%%%%rsp), %%%%rsp",
+            sym);
+  gasm *a = gimple_build_asm_vec (ggc_strdup (text), inputs, NULL, clobbers,
+                                  NULL);
+  gimple_asm_set_volatile (a, true);
+  return a;
+}
+
 /* measure=cycles, hooks=call: __tally_enter_cyc or __tally_exit_cyc (the
    _papi ones with measure=papi).  */
 static gimple_seq
@@ -578,9 +621,8 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
   store (&fast, ss_field ("top"), next);
   barrier (&fast);
   store (&fast, frame_field (top, 0, "fn"), desc);
-  store (&fast, frame_field (top, 0, "node"),
-         build_int_cst (uint32_type_node, -1));
-  store (&fast, frame_field (top, 0, "flags"), build_zero_cst (uint32_type_node));
+  /* node and flags: a free slot's are 0 (the runtime clears them when
+     it pops), which is what an inline frame has.  */
   store (&fast, frame_field (top, 0, "child"), build_zero_cst (uint64_type_node));
   tree now = rdtsc (fun, &fast);
   store (&fast, frame_field (top, 0, "start"), now);
@@ -588,7 +630,12 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
   store (&fast, frame_field (top, 0, "cfa"), cu);
 
   /* 2. Slow: the runtime.  */
-  gimple_seq_add_stmt (&slow, gimple_build_call (enter_slow_decl, 2, desc, c));
+  if (tally_target_x86_64 ())
+    gimple_seq_add_stmt (&slow, preserving_slow_call (
+                                    "__tally_cyc_enter_slow_all", desc, c,
+                                    NULL_TREE));
+  else
+    gimple_seq_add_stmt (&slow, gimple_build_call (enter_slow_decl, 2, desc, c));
   add_diamond (fun, bb, pre, flag, fast, slow, loc);
 }
 
@@ -622,14 +669,13 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   tree f = op (fun, &pre, frame_ptr, POINTER_PLUS_EXPR, top,
                size_int (-fsize));
   tree fcfa = assign (fun, &pre, uint64_type_node, frame_field (f, 0, "cfa"));
-  tree ffn = assign (fun, &pre, ptr_type_node, frame_field (f, 0, "fn"));
   tree c = cfa (fun, &pre);
   tree cu = tally_make_temp (fun, uint64_type_node);
   gimple_seq_add_stmt (&pre, gimple_build_assign (cu, NOP_EXPR, c));
-  tree other = op (fun, &pre, boolean_type_node, NE_EXPR, fcfa, cu);
-  tree other_fn = op (fun, &pre, boolean_type_node, NE_EXPR, ffn,
-                      desc);
-  tree flag = op (fun, &pre, boolean_type_node, BIT_IOR_EXPR, other, other_fn);
+  /* The CFA names the activation: the live ones have distinct CFAs, and
+     a frame with ours that is not ours would be a stale one, which an
+     entry at our CFA closed before we were pushed.  */
+  tree flag = op (fun, &pre, boolean_type_node, NE_EXPR, fcfa, cu);
 
   /* 1. Fast: read the frame before giving it up (a signal handler may
      push over it), pop, charge the parent, add the totals.  */
@@ -665,7 +711,11 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   add_total (fun, &fast, mem, fe, self);
 
   /* 2. Slow: the runtime.  */
-  gimple_seq_add_stmt (&slow,
-                       gimple_build_call (exit_slow_decl, 3, desc, c, now));
+  if (tally_target_x86_64 ())
+    gimple_seq_add_stmt (&slow, preserving_slow_call (
+                                    "__tally_cyc_exit_slow_all", desc, c, now));
+  else
+    gimple_seq_add_stmt (&slow,
+                         gimple_build_call (exit_slow_decl, 3, desc, c, now));
   add_diamond (fun, bb, pre, flag, fast, slow, loc);
 }

@@ -93,7 +93,8 @@ account (const struct tally_fn *fn, uint64_t d, uint64_t child, int atomic)
   if (id >= MEAS_FNS || __tally_meas == no_meas)
     return;
   struct tally_meas *m = &__tally_meas[id];
-  uint64_t self = d > child ? d - child : 0; /* TSC skew across CPUs */
+  uint64_t self = d > child ? d - child : 0; /* a handler that interrupted
+                                                 a pop, TSC skew */
   if (atomic)
     {
       __atomic_fetch_add (&m->incl, d, __ATOMIC_RELAXED);
@@ -104,6 +105,14 @@ account (const struct tally_fn *fn, uint64_t d, uint64_t child, int atomic)
       m->incl += d;
       m->excl += self;
     }
+}
+
+/* F's calling-context node: only frames the runtime pushed with a node
+   have one (TALLY_SF_PATH); inline code writes neither node nor flags.  */
+static inline uint32_t
+frame_node (const struct tally_sframe *f)
+{
+  return (f->flags & TALLY_SF_PATH) ? f->node : TALLY_PATH_NONE;
 }
 
 /* Close the frames above NEW_TOP at time NOW, innermost first: read the
@@ -120,7 +129,8 @@ close_frames (struct tally_sframe *new_top, uint64_t now)
       f--;
       uint64_t d = now - f->start, child = f->child;
       struct tally_fn *fn = f->fn;
-      uint32_t node = f->node;
+      uint32_t node = frame_node (f), flags = f->flags;
+      f->flags = 0; /* a free slot's: inline pushes do not write them */
       __atomic_signal_fence (__ATOMIC_SEQ_CST);
       __tally_ss.top = f;
       __atomic_signal_fence (__ATOMIC_SEQ_CST);
@@ -128,7 +138,7 @@ close_frames (struct tally_sframe *new_top, uint64_t now)
       account (fn, d, child, 1); /* the slow path: atomic is cheap */
       if (node != TALLY_PATH_NONE)
         tally_rt_path_add (node, fn->id, d, d > child ? d - child : 0);
-      if ((f->flags & TALLY_SF_PAPI) && tally_rt_papi_pop && !rt_busy)
+      if ((flags & TALLY_SF_PAPI) && tally_rt_papi_pop && !rt_busy)
         {
           rt_busy++;
           if (!have_ev)
@@ -194,6 +204,7 @@ thread_init (void)
   ss_base[0].cfa = UINT64_MAX; /* above every live frame: never stale */
   ss_base[0].fn = NULL;
   ss_base[0].node = 0;
+  ss_base[0].flags = 0;
   ss_overflow = 0;
   __tally_ss.end = ss_base + STACK_FRAMES;
   __tally_ss.top = ss_base + 1;
@@ -239,6 +250,8 @@ push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa,
       if (!ok)
         flags &= ~TALLY_SF_PAPI;
     }
+  if (node != TALLY_PATH_NONE)
+    flags |= TALLY_SF_PATH;
   top->flags = flags;
   top->start = rdtsc ();
   __atomic_signal_fence (__ATOMIC_SEQ_CST);
@@ -253,7 +266,7 @@ path_of (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa)
   struct tally_sframe *parent = top - 1;
   uint32_t pnode;
   if (parent->fn)
-    pnode = tally_rt_path_owner (parent->node, parent->fn->id);
+    pnode = tally_rt_path_owner (frame_node (parent), parent->fn->id);
   else if (rt_busy)
     return TALLY_PATH_NONE; /* a hook inside libunwind */
   else
@@ -310,6 +323,79 @@ out:
   errno = saved;
   return pushed;
 }
+
+/* x86-64: the slow paths for the plugin's asm statement (called below the
+   caller's red zone; the enter's FN in %rax and CFA in %rdx, the exit's
+   NOW in %rax, CFA in %rdx and FN in %rcx): they preserve
+   every register, vector registers included, like __tally_tls_attach_all
+   (rt/hooks.c), so the inline fast path makes the function keep no value
+   in a callee-saved register for them and spill nothing.  */
+#if defined(__x86_64__) && !defined(__ILP32__)
+#define TALLY_PRESERVING_STUB(NAME, TARGET, ARGS)                                    \
+  "\t.text\n"                                                                  \
+  "\t.globl " NAME "\n"                                                        \
+  "\t.type " NAME ", @function\n" NAME ":\n"                                   \
+  "\t.cfi_startproc\n"                                                         \
+  "\tpushq %rbp\n"                                                             \
+  "\t.cfi_def_cfa_offset 16\n"                                                 \
+  "\t.cfi_offset %rbp, -16\n"                                                  \
+  "\tmovq %rsp, %rbp\n"                                                        \
+  "\t.cfi_def_cfa_register %rbp\n"                                             \
+  "\tpushq %rax\n\tpushq %rcx\n\tpushq %rdx\n\tpushq %rsi\n"                   \
+  "\tpushq %rdi\n\tpushq %r8\n\tpushq %r9\n\tpushq %r10\n"                     \
+  "\tpushq %r11\n\tpushq %rbx\n"                                               \
+  "\tmovl $1, %eax\n"                                                          \
+  "\tcpuid\n"                                                                  \
+  "\tbtl $27, %ecx\n"                                                          \
+  "\tjnc 1f\n"                                                                 \
+  "\tmovl $0xd, %eax\n"                                                        \
+  "\txorl %ecx, %ecx\n"                                                        \
+  "\tcpuid\n"                                                                  \
+  "\tsubq %rbx, %rsp\n"                                                        \
+  "\tandq $-64, %rsp\n"                                                        \
+  "\txorl %eax, %eax\n"                                                        \
+  "\tmovq %rax, 512(%rsp)\n\tmovq %rax, 520(%rsp)\n"                           \
+  "\tmovq %rax, 528(%rsp)\n\tmovq %rax, 536(%rsp)\n"                           \
+  "\tmovq %rax, 544(%rsp)\n\tmovq %rax, 552(%rsp)\n"                           \
+  "\tmovq %rax, 560(%rsp)\n\tmovq %rax, 568(%rsp)\n"                           \
+  "\tmovl $-1, %eax\n"                                                         \
+  "\tmovl $-1, %edx\n"                                                         \
+  "\txsave (%rsp)\n"                                                           \
+  ARGS                                                                         \
+  "\tcall " TARGET "\n"                                                        \
+  "\tmovl $-1, %eax\n"                                                         \
+  "\tmovl $-1, %edx\n"                                                         \
+  "\txrstor (%rsp)\n"                                                          \
+  "\tjmp 2f\n"                                                                 \
+  "1:\n"                                                                       \
+  "\tsubq $512, %rsp\n"                                                        \
+  "\tandq $-16, %rsp\n"                                                        \
+  "\tfxsave (%rsp)\n"                                                          \
+  ARGS                                                                         \
+  "\tcall " TARGET "\n"                                                        \
+  "\tfxrstor (%rsp)\n"                                                         \
+  "2:\n"                                                                       \
+  "\tleaq -80(%rbp), %rsp\n"                                                   \
+  "\tpopq %rbx\n\tpopq %r11\n\tpopq %r10\n\tpopq %r9\n"                        \
+  "\tpopq %r8\n\tpopq %rdi\n\tpopq %rsi\n\tpopq %rdx\n"                        \
+  "\tpopq %rcx\n\tpopq %rax\n"                                                 \
+  "\tpopq %rbp\n"                                                              \
+  "\t.cfi_def_cfa %rsp, 8\n"                                                   \
+  "\tret\n"                                                                    \
+  "\t.cfi_endproc\n"                                                           \
+  "\t.size " NAME ", .-" NAME "\n"
+
+/* The saved registers: %rax at -8(%rbp), %rcx -16, %rdx -24.  */
+__asm__ (TALLY_PRESERVING_STUB ("__tally_cyc_enter_slow_all",
+                                "__tally_cyc_enter_slow@PLT",
+                                "\tmovq -8(%rbp), %rdi\n"
+                                "\tmovq -24(%rbp), %rsi\n")
+         TALLY_PRESERVING_STUB ("__tally_cyc_exit_slow_all",
+                                "__tally_cyc_exit_slow@PLT",
+                                "\tmovq -16(%rbp), %rdi\n"
+                                "\tmovq -24(%rbp), %rsi\n"
+                                "\tmovq -8(%rbp), %rdx\n"));
+#endif
 
 void
 __tally_cyc_enter_slow (struct tally_fn *fn, void *cfa_ptr)
@@ -373,19 +459,33 @@ tally_rt_exit (struct tally_module *m, uint32_t fn, void *cfa)
   uint64_t now = rdtsc ();
   struct tally_fn *f = m->fns[fn];
   struct tally_sframe *top = __tally_ss.top - 1;
+  uint32_t flags = top->flags;
   if (__builtin_expect (top->cfa == (uint64_t) (uintptr_t) cfa && top->fn == f
-                        && !(top->flags & TALLY_SF_PAPI), 1))
+                        && !(flags & TALLY_SF_PAPI), 1))
     {
       uint64_t d = now - top->start, child = top->child;
-      uint32_t node = top->node;
-      __atomic_signal_fence (__ATOMIC_SEQ_CST);
-      __tally_ss.top = top;
-      __atomic_signal_fence (__ATOMIC_SEQ_CST);
-      top[-1].child += d;
-      account (f, d, child,
-               m->flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS));
-      if (node != TALLY_PATH_NONE)
-        tally_rt_path_add (node, f->id, d, d > child ? d - child : 0);
+      int atomic = m->flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS);
+      if (__builtin_expect (flags == 0, 1))
+        {
+          /* The common frame: no call path, no events.  */
+          __atomic_signal_fence (__ATOMIC_SEQ_CST);
+          __tally_ss.top = top;
+          __atomic_signal_fence (__ATOMIC_SEQ_CST);
+          top[-1].child += d;
+          account (f, d, child, atomic);
+        }
+      else
+        {
+          uint32_t node = frame_node (top);
+          top->flags = 0; /* a free slot's */
+          __atomic_signal_fence (__ATOMIC_SEQ_CST);
+          __tally_ss.top = top;
+          __atomic_signal_fence (__ATOMIC_SEQ_CST);
+          top[-1].child += d;
+          account (f, d, child, atomic);
+          if (node != TALLY_PATH_NONE)
+            tally_rt_path_add (node, f->id, d, d > child ? d - child : 0);
+        }
     }
   else
     __tally_cyc_exit_slow (f, cfa, now); /* also the frames with events */
@@ -413,10 +513,12 @@ tally_rt_frames_exit (uint64_t cfa)
   uint64_t now = rdtsc ();
   struct tally_sframe *f = __tally_ss.top - 1;
   /* The usual case: the returning frame is on top.  */
-  if (__builtin_expect (f->cfa == cfa && f->flags == TALLY_SF_FRAMES, 1))
+  if (__builtin_expect (f->cfa == cfa
+                        && (f->flags & ~TALLY_SF_PATH) == TALLY_SF_FRAMES, 1))
     {
       uint64_t d = now - f->start, child = f->child, ret = f->ret;
-      uint32_t node = f->node;
+      uint32_t node = frame_node (f);
+      f->flags = 0;
       struct tally_fn *fn = f->fn;
       __atomic_signal_fence (__ATOMIC_SEQ_CST);
       __tally_ss.top = f;

@@ -164,8 +164,11 @@ struct tally_sframe
   __UINT64_TYPE__ cfa;    /* the activation's canonical frame address */
   struct tally_fn *fn;    /* the function */
   __UINT32_TYPE__ node;   /* paths=on: its calling-context node (rt/paths.c),
-                             ~0 without */
-  __UINT32_TYPE__ flags;  /* TALLY_SF_*; 0 from inline code */
+                             meaningful with TALLY_SF_PATH only */
+  __UINT32_TYPE__ flags;  /* TALLY_SF_*.  0 in every free slot (a new
+                             stack's are, and the runtime clears them when
+                             it pops a frame), so inline code writes
+                             neither node nor flags */
   __UINT64_TYPE__ ret;    /* exit=frames: the real return address */
 };
 
@@ -173,6 +176,7 @@ struct tally_sframe
 #define TALLY_SF_PAPI 0x1u   /* PAPI events were read at entry (rt/papi.c) */
 #define TALLY_SF_FRAMES 0x2u /* exit=frames: the return address was swapped
                                 for the trampoline (rt/frames.c) */
+#define TALLY_SF_PATH 0x4u   /* `node` is the frame's calling-context node */
 
 /* The thread's shadow stack: frames [base + 1, top) are open, base[0] is a
    sentinel.  Before the first hook of a thread, top == end, which sends
@@ -241,6 +245,13 @@ TALLY_PUBLIC void __tally_enter_frames (struct tally_module *m,
 TALLY_PUBLIC void __tally_cyc_enter_slow (struct tally_fn *fn, void *cfa);
 TALLY_PUBLIC void __tally_cyc_exit_slow (struct tally_fn *fn, void *cfa,
                                          __UINT64_TYPE__ now);
+/* x86-64: the same for the plugin's asm statement (called below the
+   caller's red zone; enter: fn in %rax, cfa in %rdx; exit: now in %rax,
+   cfa in %rdx, fn in %rcx): they change no
+   register, vector registers included (rt/shadow.c), so the inline fast
+   path costs the function no saved register and no spill.  */
+TALLY_PUBLIC void __tally_cyc_enter_slow_all (void);
+TALLY_PUBLIC void __tally_cyc_exit_slow_all (void);
 /* The calling thread's shadow stack (initial-exec TLS) and the per-function
    totals (NULL-safe: points at a dummy until a module measures).  */
 extern TALLY_PUBLIC __thread struct tally_sstack __tally_ss
