@@ -241,7 +241,9 @@ def check_leaf_no_frame(a, work):
 @case("preserved")
 def check_preserved(a, work):
     """Every integer and vector argument of a leaf survives the hooks and
-    the first-use attach of four new threads; the counts are exact."""
+    the first-use attach of four new threads; the counts are exact where
+    the update is atomic or per thread (update=single may lose increments
+    of threads racing on one counter: at most 5000)."""
     need_x86_64()
     src = write(work, "regs.c", REGS_C)
     for opts in (["update=tls"], ["hooks=call"], ["hooks=call", "update=atomic"],
@@ -257,9 +259,17 @@ def check_preserved(a, work):
                    "%s: a value did not survive the hooks: %s%s"
                    % (what, p.stdout, p.stderr))
             got = counts(a, out)
-            expect(got.get("leaf") == (5000, 5000),
-                   "%s: leaf counted %s, want 5000 entries and exits"
-                   % (what, got.get("leaf")))
+            if "update=tls" in opts or "update=atomic" in opts:
+                expect(got.get("leaf") == (5000, 5000),
+                       "%s: leaf counted %s, want 5000 entries and exits"
+                       % (what, got.get("leaf")))
+            else:
+                # update=single: five threads on one counter may lose
+                # increments (doc/guarantees.md), never add any.
+                e, x = got.get("leaf", (0, 0))
+                expect(0 < e <= 5000 and 0 < x <= 5000,
+                       "%s: leaf counted %s, want at most 5000 entries and "
+                       "exits (update=single in threads)" % (what, (e, x)))
 
 
 @case("dlopen-static-tls")
