@@ -93,6 +93,27 @@ build_hook_decl (const char *name)
                                        uint32_type_node, NULL_TREE));
 }
 
+/* A volatile asm statement calling SYM, a register-preserving entry point
+   of the runtime, with the operands given: it steps below the red zone (a
+   leaf may keep data there) and calls through the GOT (resolved at load:
+   glibc's lazy PLT resolver, which clobbers r10 and r11, never runs; a
+   direct call where the runtime is in the same image).  */
+gasm *
+tally_asm_call (const char *sym, vec<tree, va_gc> *inputs,
+                vec<tree, va_gc> *outputs, vec<tree, va_gc> *clobbers)
+{
+  char text[160];
+  snprintf (text, sizeof text,
+            "leaq -128(%%%%rsp), %%%%rsp\n\t"
+            "call *%s@GOTPCREL(%%%%rip)\n\t"
+            "leaq 128(%%%%rsp), %%%%rsp",
+            sym);
+  gasm *a = gimple_build_asm_vec (ggc_strdup (text), inputs, outputs, clobbers,
+                                  NULL);
+  gimple_asm_set_volatile (a, true);
+  return a;
+}
+
 /* Append to *SEQ (or insert at *GSI when SEQ is NULL) an asm statement
    that calls SYM, one of the runtime's x86-64 entry points that change no
    register but the flags (rt/hooks.c), with ARG in %rdi: GCC sees no call,
@@ -123,15 +144,7 @@ build_preserving_call (const char *sym, tree arg, tree mem, location_t loc)
                                               build_string (sizeof memory, memory)));
   vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (sizeof cc, cc)));
 #undef TALLY_CONSTRAINT
-  char text[160];
-  snprintf (text, sizeof text,
-            "leaq -128(%%%%rsp), %%%%rsp\n\t"
-            "call *%s@GOTPCREL(%%%%rip)\n\t"
-            "leaq 128(%%%%rsp), %%%%rsp",
-            sym);
-  gasm *a = gimple_build_asm_vec (ggc_strdup (text), inputs, outputs, clobbers,
-                                  NULL);
-  gimple_asm_set_volatile (a, true);
+  gasm *a = tally_asm_call (sym, inputs, outputs, clobbers);
   gimple_set_location (a, loc);
   return a;
 }

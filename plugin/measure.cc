@@ -542,16 +542,7 @@ preserving_slow_call (const char *sym, tree fn, tree cfa_val, tree now)
 #undef TALLY_CONSTRAINT
   vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (7, "memory")));
   vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (3, "cc")));
-  char text[160];
-  snprintf (text, sizeof text,
-            "leaq -128(%%%%rsp), %%%%rsp\n\t"
-            "call *%s@GOTPCREL(%%%%rip)\n\t"
-            "leaq 128(%%%%rsp), %%%%rsp",
-            sym);
-  gasm *a = gimple_build_asm_vec (ggc_strdup (text), inputs, NULL, clobbers,
-                                  NULL);
-  gimple_asm_set_volatile (a, true);
-  return a;
+  return tally_asm_call (sym, inputs, NULL, clobbers); /* hooks.cc */
 }
 
 /* measure=cycles, hooks=call: __tally_enter_cyc or __tally_exit_cyc (the

@@ -64,6 +64,11 @@ bool tally_profile_single_succ_p (function *fun, basic_block bb,
 void tally_split_goto_edges (function *fun, bitmap call_ended);
 void tally_normalize_loops (function *fun);
 
+/* hooks.cc: a volatile asm statement calling SYM, a register-preserving
+   entry point of the runtime, below the red zone and through the GOT.  */
+gasm *tally_asm_call (const char *sym, vec<tree, va_gc> *inputs,
+                      vec<tree, va_gc> *outputs, vec<tree, va_gc> *clobbers);
+
 /* True while the plugin emits its own descriptor and constructor; the
    instrumentation pass leaves functions created then alone.  */
 extern bool tally_emitting;
