@@ -36,6 +36,32 @@ class Skip(Exception):
     pass
 
 
+# A C leaf with six integer and eight floating-point arguments, and
+# want (i), the value leaf (i, i + 1, ..., i + 5, i, i + .5, ..., i + 3.5)
+# must return: a register a hook or the runtime failed to keep changes it
+# (run-hookperf.py and run-cycles.py build their programs around it).
+REGS_LEAF_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+__attribute__ ((noinline)) double
+leaf (long a, long b, long c, long d, long e, long f, double x0, double x1,
+      double x2, double x3, double x4, double x5, double x6, double x7)
+{
+  return (double) (a * 3 + b * 5 + c * 7 + d * 11 + e * 13 + f * 17)
+         + x0 * 2 + x1 * 3 + x2 * 5 + x3 * 7 + x4 * 11 + x5 * 13 + x6 * 17
+         + x7 * 19;
+}
+static double want (long i)
+{
+  double d = (double) i;
+  return (double) (i * 3 + (i + 1) * 5 + (i + 2) * 7 + (i + 3) * 11
+                   + (i + 4) * 13 + (i + 5) * 17)
+         + d * 2 + (d + .5) * 3 + (d + 1) * 5 + (d + 1.5) * 7 + (d + 2) * 11
+         + (d + 2.5) * 13 + (d + 3) * 17 + (d + 3.5) * 19;
+}
+"""
+
+
 # The registry of named cases: {meson case name: function(a, work)}.
 CASES = {}
 

@@ -27,7 +27,7 @@ import os
 import re
 import sys
 
-from checklib import build, case, expect, main, report_rows, run, run_data, tally_opts, write_file
+from checklib import REGS_LEAF_C, build, case, expect, main, report_rows, run, run_data, tally_opts, write_file
 from measurelib import check_structure, check_sums, x86_64
 
 # The most instructions the inline hooks may add to a leaf's fast path
@@ -108,25 +108,7 @@ def check_leaf_cost(a, work):
 # thread's first hook is leaf's entry (body is not instrumented), and
 # rec's 600000 activations overflow the 524288-frame shadow stack, so the
 # deepest ones' exits find no frame.
-REGS_C = r"""
-#include <pthread.h>
-#include <stdio.h>
-__attribute__ ((noinline)) double
-leaf (long a, long b, long c, long d, long e, long f, double x0, double x1,
-      double x2, double x3, double x4, double x5, double x6, double x7)
-{
-  return (double) (a * 3 + b * 5 + c * 7 + d * 11 + e * 13 + f * 17)
-         + x0 * 2 + x1 * 3 + x2 * 5 + x3 * 7 + x4 * 11 + x5 * 13 + x6 * 17
-         + x7 * 19;
-}
-static double want (long i)
-{
-  double d = (double) i;
-  return (double) (i * 3 + (i + 1) * 5 + (i + 2) * 7 + (i + 3) * 11
-                   + (i + 4) * 13 + (i + 5) * 17)
-         + d * 2 + (d + .5) * 3 + (d + 1) * 5 + (d + 1.5) * 7 + (d + 2) * 11
-         + (d + 2.5) * 13 + (d + 3) * 17 + (d + 3.5) * 19;
-}
+REGS_C = REGS_LEAF_C + r"""
 __attribute__ ((noinline)) double
 rec (long n, double x)
 {
