@@ -36,6 +36,25 @@ class Skip(Exception):
     pass
 
 
+# A program whose leaf (two arguments, no call) runs 2000 times through
+# mid (1000 calls): the leaf whose disassembly run-hookperf.py and
+# run-cycles.py inspect.
+LEAF_C = r"""
+#include <stdio.h>
+__attribute__ ((noinline)) int leaf (int a, int b) { return a * b + 3; }
+__attribute__ ((noinline)) int mid (int a) { return leaf (a, a + 1) + leaf (a, 2); }
+int main (int argc, char **argv)
+{
+  (void) argv;
+  long s = 0;
+  for (int i = 0; i < 1000; i++)
+    s += mid (i + argc);
+  printf ("%ld\n", s);
+  return 0;
+}
+"""
+
+
 # A C leaf with six integer and eight floating-point arguments, and
 # want (i), the value leaf (i, i + 1, ..., i + 5, i, i + .5, ..., i + 3.5)
 # must return: a register a hook or the runtime failed to keep changes it

@@ -27,7 +27,7 @@ import os
 import re
 import sys
 
-from checklib import REGS_LEAF_C, build, case, expect, main, report_rows, run, run_data, tally_opts, write_file
+from checklib import LEAF_C, REGS_LEAF_C, build, case, expect, main, report_rows, run, run_data, tally_opts, write_file
 from measurelib import check_structure, check_sums, x86_64
 
 # The most instructions the inline hooks may add to a leaf's fast path
@@ -36,21 +36,6 @@ from measurelib import check_structure, check_sums, x86_64
 # main before this change saved three registers for the slow calls
 # (49 added to benchmarks/support/micro.c's leaf_mul, against 37 now).
 LEAF_BOUND = 37
-
-LEAF_C = r"""
-#include <stdio.h>
-__attribute__ ((noinline)) int leaf (int a, int b) { return a * b + 3; }
-__attribute__ ((noinline)) int mid (int a) { return leaf (a, a + 1) + leaf (a, 2); }
-int main (int argc, char **argv)
-{
-  (void) argv;
-  long s = 0;
-  for (int i = 0; i < 1000; i++)
-    s += mid (i + argc);
-  printf ("%ld\n", s);
-  return 0;
-}
-"""
 
 
 def fast_path(exe, fn):

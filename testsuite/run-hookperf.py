@@ -17,22 +17,8 @@ import platform
 import re
 import sys
 
-from checklib import REGS_LEAF_C, Failure, Skip, case, expect, main, run
+from checklib import LEAF_C, REGS_LEAF_C, Failure, Skip, case, expect, main, run
 
-LEAF_C = r"""
-#include <stdio.h>
-__attribute__ ((noinline)) int leaf (int a, int b) { return a * b + 3; }
-__attribute__ ((noinline)) int mid (int a) { return leaf (a, a + 1) + leaf (a, 2); }
-int main (int argc, char **argv)
-{
-  (void) argv;
-  long s = 0;
-  for (int i = 0; i < 1000; i++)
-    s += mid (i + argc);
-  printf ("%ld\n", s);
-  return 0;
-}
-"""
 
 LIB_C = r"""
 __attribute__ ((noinline)) int lleaf (int a, int b) { return a * b + 3; }
