@@ -9,6 +9,7 @@ Usage: run-datafiles.py CASE --plugin P --runtime RT --tally T ...
 Exit status: 0 pass, 1 fail, 77 skip.
 """
 import concurrent.futures
+import json
 import os
 import re
 import stat
@@ -361,6 +362,39 @@ def check_lcov_names(a, work):
     # report escapes the name (it is not dropped there).
     p = run([a.tally, "report", data])
     expect("evil\\x0aDA:1,99" in p.stdout, "report:\n%s" % p.stdout)
+
+
+@case("json-names")
+def check_json_names(a, work):
+    """A source file named with DEL and a byte that is not UTF-8 gives valid
+    JSON (UTF-8, no raw control character) from report --json, report
+    --ranks --json and diff --json: the bytes escaped as \\u00XX and the
+    name read back from the reports."""
+    name = b"ev\x7fil\xff.c"
+    evil = os.path.join(work.encode(), name)
+    with open(evil, "wb") as f:
+        f.write(b"int f (int x) { return x + 1; }\n")
+    good = write_file(os.path.join(work, "m.c"),
+                      "int f (int);\nint main (void) { return f (0) - 1; }\n")
+    exe = os.path.join(work, "prog")
+    run([a.cc, "-O0", "-fplugin=" + a.plugin, os.fsdecode(evil), good, "-o", exe, a.runtime])
+    data = os.path.join(work, "prog.data")
+    run([exe], env={"TALLY_OUTPUT": data})
+    for args in (["report", "--json", data], ["report", "--ranks", "--json", data],
+                 ["diff", "--json", data, data]):
+        p = subprocess.run([a.tally] + args, stdout=subprocess.PIPE, check=True)
+        what = " ".join(args[:-1] if args[0] != "diff" else args[:2])
+        try:
+            text = p.stdout.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise Failure("%s: output is not UTF-8 (%s)" % (what, e))
+        raw = sorted({c for c in text if ord(c) < 0x20 and c not in "\n" or ord(c) == 0x7f})
+        expect(not raw, "%s: raw control characters %r in the output" % (what, raw))
+        doc = json.loads(text)
+        if args[0] == "diff":
+            continue  # the two files are equal: diff lists no function
+        expect("ev\x7fil\xff.c" in json.dumps(doc, ensure_ascii=False),
+               "%s: the escaped name is not in the output:\n%s" % (what, text))
 
 
 def scale_counters(data, factor):

@@ -323,22 +323,6 @@ cmp_rows (const void *x, const void *y)
   return c ? c : (a->line > b->line) - (a->line < b->line);
 }
 
-static void
-json_str (const char *s)
-{
-  putchar ('"');
-  for (; *s; s++)
-    {
-      unsigned char c = (unsigned char) *s;
-      if (c == '"' || c == '\\')
-        printf ("\\%c", c);
-      else if (c < 0x20)
-        printf ("\\u%04x", c);
-      else
-        putchar (c);
-    }
-  putchar ('"');
-}
 
 static void
 json_stat (const char *key, const struct row *r, const struct stat1 *s)
@@ -369,9 +353,9 @@ print_table (const struct table *t, const struct ranks_opts *o, const char *what
         {
           const struct row *r = &t->rows[i];
           printf ("%s\n  {\"name\": ", i ? "," : "");
-          json_str (r->name);
+          put_escaped (r->name, ESCAPE_JSON_U);
           printf (", \"file\": ");
-          json_str (r->file);
+          put_escaped (r->file, ESCAPE_JSON_U);
           printf (", \"line\": %" PRIu32 ", \"ranks\": %" PRIu32, r->line,
                   r->holders);
           if (r->unknown)
