@@ -38,9 +38,7 @@ void
 tally_split_after_calls (function *fun, bitmap call_ended)
 {
   basic_block bb;
-  FOR_EACH_BB_FN (bb, fun)
-    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
-         gsi_next (&gsi))
+  TALLY_FOR_EACH_STMT (fun, bb, gsi)
       {
         gimple *stmt = gsi_stmt (gsi);
         if (!tally_may_not_return (fun, stmt))

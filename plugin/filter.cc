@@ -193,9 +193,7 @@ too_small (function *fun)
 {
   unsigned n = 0;
   basic_block bb;
-  FOR_EACH_BB_FN (bb, fun)
-    for (gimple_stmt_iterator gsi = gsi_start_nondebug_bb (bb); !gsi_end_p (gsi);
-         gsi_next_nondebug (&gsi))
+  TALLY_FOR_EACH_NONDEBUG_STMT (fun, bb, gsi)
       n++;
   if (n >= min_statements)
     return false;

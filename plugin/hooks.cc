@@ -366,9 +366,7 @@ redirect_exec_calls (function *fun)
 {
   unsigned changed = 0;
   basic_block bb;
-  FOR_EACH_BB_FN (bb, fun)
-    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
-         gsi_next (&gsi))
+  TALLY_FOR_EACH_STMT (fun, bb, gsi)
       {
         gcall *call = dyn_cast<gcall *> (gsi_stmt (gsi));
         tree callee = call ? gimple_call_fndecl (call) : NULL_TREE;
@@ -555,9 +553,7 @@ instrument_function (function *fun)
 
   /* 2. Tail calls would jump past the exit hook, which now follows them
      (and past an edge counter on the way to the return).  */
-  FOR_EACH_BB_FN (bb, fun)
-    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
-         gsi_next (&gsi))
+  TALLY_FOR_EACH_STMT (fun, bb, gsi)
       if (gcall *call = dyn_cast<gcall *> (gsi_stmt (gsi)))
         if (gimple_call_tail_p (call))
           gimple_call_set_tail (call, false);

@@ -361,9 +361,7 @@ scan_callers (function *fun)
   basic_block bb;
   if (!fun || !fun->cfg)
     return;
-  FOR_EACH_BB_FN (bb, fun)
-    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
-         gsi_next (&gsi))
+  TALLY_FOR_EACH_STMT (fun, bb, gsi)
       {
         unsigned HOST_WIDE_INT level;
         location_t loc
@@ -416,9 +414,7 @@ tally_frames_ok (function *fun, const char **why)
       return false;
     }
   basic_block bb;
-  FOR_EACH_BB_FN (bb, fun)
-    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
-         gsi_next (&gsi))
+  TALLY_FOR_EACH_STMT (fun, bb, gsi)
       {
         unsigned HOST_WIDE_INT level;
         if (reads_frame (gsi_stmt (gsi), &level)
@@ -443,9 +439,7 @@ tally_fix_inlined_cfa (function *fun)
 {
   unsigned changed = 0;
   basic_block bb;
-  FOR_EACH_BB_FN (bb, fun)
-    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
-         gsi_next (&gsi))
+  TALLY_FOR_EACH_STMT (fun, bb, gsi)
       {
         gimple *stmt = gsi_stmt (gsi);
         if (!gimple_call_builtin_p (stmt, BUILT_IN_DWARF_CFA))

@@ -42,6 +42,17 @@ struct tally_options
 };
 extern struct tally_options tally_opts;
 
+/* Every statement GSI of every block BB of FUN (debug statements left out
+   by the second); the body is the inner loop's, so a break leaves BB.  */
+#define TALLY_FOR_EACH_STMT(fun, bb, gsi) \
+  FOR_EACH_BB_FN (bb, fun) \
+    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi); \
+         gsi_next (&gsi))
+#define TALLY_FOR_EACH_NONDEBUG_STMT(fun, bb, gsi) \
+  FOR_EACH_BB_FN (bb, fun) \
+    for (gimple_stmt_iterator gsi = gsi_start_nondebug_bb (bb); \
+         !gsi_end_p (gsi); gsi_next_nondebug (&gsi))
+
 /* Rows of a file's table of GC roots (struct ggc_root_tab): a tree
    variable, and a GC vector of trees.  Every tree the plugin keeps across
    passes is in one of these tables (tally.cc registers them).  */

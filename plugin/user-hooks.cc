@@ -205,9 +205,7 @@ void
 tally_user_check_inlined (function *fun)
 {
   basic_block bb;
-  FOR_EACH_BB_FN (bb, fun)
-    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
-         gsi_next (&gsi))
+  TALLY_FOR_EACH_STMT (fun, bb, gsi)
       if (gcall *call = dyn_cast<gcall *> (gsi_stmt (gsi)))
         {
           /* GCC may have cloned the hook (lopi_exit.isra.0): compare the
