@@ -27,7 +27,7 @@
  * Every dump (exit, tally_dump, exec, TALLY_DUMP_ON) appends a DUMP chunk:
  * a whole ordinary data file (an "image") of the modules whose counts are
  * not in a region; the reader takes the regions and the last complete
- * image (tools/datafile.c), so a file whose last image was written at exit
+ * image (format/continuous.c), so a file whose last image was written at exit
  * is complete, and one without is the file of a killed process.
  *
  * fork: the child maps a file of its own over the parent's regions at the

@@ -14,7 +14,7 @@
 #include "tally/format.h"
 
 /* Whether the N bytes at P hold a NUL byte (the readers refuse such a
-   string: tools/datafile.c).  */
+   string: format/datafile.c).  */
 static int
 has_nul (const unsigned char *p, size_t n)
 {

@@ -67,7 +67,7 @@ def build(a, work, name, srcs, libs=(), mpi_lib=True, shared_rt=True, extra=()):
     return exe
 
 
-# A reader of version 2 files, apart from tools/datafile.c, so that the
+# A reader of version 2 files, apart from format/datafile.c, so that the
 # checks do not trust the code they check.
 def parse(path):
     b = open(path, "rb").read()
