@@ -3,8 +3,8 @@
  *
  * Written by the runtime (rt/records.c, driven by rt/dump.c), read by the
  * format library (format/: format/datafile.c, the strict reader of the
- * `tally` command and of the plugin's select=).  doc/data-format.md is the prose description; keep the
- * two in step.  All integers are little-endian; strings are a u32 byte
+ * `tally` command and of the plugin's select=).  doc/data-format.md is the
+ * prose description; keep the two in step.  All integers are little-endian; strings are a u32 byte
  * length followed by that many bytes, no terminator.
  *
  * Below the constants, the codec: the byte offsets of every fixed part
