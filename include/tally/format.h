@@ -4,8 +4,9 @@
  * Written by the runtime (rt/records.c, driven by rt/dump.c), read by the
  * format library (format/: format/datafile.c, the strict reader of the
  * `tally` command and of the plugin's select=).  doc/data-format.md is the
- * prose description; keep the two in step.  All integers are little-endian; strings are a u32 byte
- * length followed by that many bytes, no terminator.
+ * prose description; keep the two in step.  All integers are
+ * little-endian; strings are a u32 byte length followed by that many bytes,
+ * no terminator.
  *
  * Below the constants, the codec: the byte offsets of every fixed part
  * (TALLY_HDR_*, TALLY_MODREC_*, ...) and static inline functions that
