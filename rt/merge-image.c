@@ -48,22 +48,6 @@ unscratch (void *m, size_t len)
     munmap (m, len ? len : 1);
 }
 
-static void
-put32 (unsigned char *p, uint32_t v)
-{
-  p[0] = (unsigned char) v;
-  p[1] = (unsigned char) (v >> 8);
-  p[2] = (unsigned char) (v >> 16);
-  p[3] = (unsigned char) (v >> 24);
-}
-
-static void
-put64 (unsigned char *p, uint64_t v)
-{
-  put32 (p, (uint32_t) v);
-  put32 (p + 4, (uint32_t) (v >> 32));
-}
-
 /* Copy record R to W with the counters of O (a matching record: the same
    functions and counter counts) added; the bytes written.  */
 static size_t
@@ -73,31 +57,31 @@ sum_record (unsigned char *w, const unsigned char *r, size_t rsize,
   memcpy (w, r, rsize);
   if (!o)
     return rsize;
-  uint32_t nfns = tally_le_get32 (r + 20);
-  size_t p = 24, q = 24;
+  uint32_t nfns = tally_le_get32 (r + TALLY_MODREC_NFNS);
+  size_t p = TALLY_MODREC_FIXED, q = TALLY_MODREC_FIXED;
   for (int s = 0; s < 2; s++)
     {
-      p += 4 + tally_le_get32 (r + p);
-      q += 4 + tally_le_get32 (o + q);
+      p += TALLY_STR_FIXED + tally_le_get32 (r + p);
+      q += TALLY_STR_FIXED + tally_le_get32 (o + q);
     }
   for (uint32_t i = 0; i < nfns; i++)
     {
       for (int s = 0; s < 4; s++)
         {
-          p += 4 + tally_le_get32 (r + p);
-          q += 4 + tally_le_get32 (o + q);
+          p += TALLY_STR_FIXED + tally_le_get32 (r + p);
+          q += TALLY_STR_FIXED + tally_le_get32 (o + q);
         }
-      uint32_t nc = tally_le_get32 (r + p + 8);
-      p += 16;
-      q += 16;
+      uint32_t nc = tally_le_get32 (r + p + TALLY_FNREC_NVALUES);
+      p += TALLY_FNREC_FIXED;
+      q += TALLY_FNREC_FIXED;
       for (uint32_t k = 0; k < nc; k++, p += 8, q += 8)
         {
           uint64_t v = tally_le_get64 (r + p), x = tally_le_get64 (o + q);
-          put64 (w + p, v + x < v ? UINT64_MAX : v + x);
+          tally_le_put64 (w + p, v + x < v ? UINT64_MAX : v + x);
         }
       uint32_t map = tally_le_get32 (r + p);
-      p += 4 + (size_t) map;
-      q += 4 + (size_t) tally_le_get32 (o + q);
+      p += TALLY_STR_FIXED + (size_t) map;
+      q += TALLY_STR_FIXED + (size_t) tally_le_get32 (o + q);
     }
   return rsize;
 }
@@ -122,11 +106,7 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
       return -1;
     }
   memcpy (img, image, len - TALLY_TRAILER_SIZE);
-  put32 (img + len - TALLY_TRAILER_SIZE, TALLY_TAG_END);
-  put32 (img + len - TALLY_TRAILER_SIZE + 4,
-         tally_crc32 (0, img, len - TALLY_TRAILER_SIZE));
-  put64 (img + len - 8, len);
-  put64 (img + 16, len);
+  tally_file_seal (img, len);
   size_t ours_rec = 0;
   uint32_t ours_n = 0;
   const char *why = tally_rt_check_file (img, len, &ours_rec, &ours_n, &ox);
@@ -167,14 +147,14 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
   for (size_t q = of.rec, i = 0; i < of.n; i++)
     {
       old_off[i] = (uint32_t) q;
-      old_nfns[i] = tally_le_get32 (of.buf + q + 20);
+      old_nfns[i] = tally_le_get32 (of.buf + q + TALLY_MODREC_NFNS);
       old_out[i] = UINT32_MAX;
       q += tally_rt_rec_size (of.buf + q, old_end - q);
     }
   for (size_t p = ours_rec, i = 0; i < ours_n; i++)
     {
       size_t size = tally_rt_rec_size (img + p, len - p);
-      ours_nfns[i] = out_nfns[i] = tally_le_get32 (img + p + 20);
+      ours_nfns[i] = out_nfns[i] = tally_le_get32 (img + p + TALLY_MODREC_NFNS);
       ours_out[i] = (uint32_t) i;
       partner[i] = 0;
       for (uint32_t k = 0; k < of.n; k++)
@@ -217,8 +197,7 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
       goto out;
     }
   memcpy (out, img, ours_rec); /* header and program */
-  put64 (out + 16, out_len);
-  put32 (out + 40, ours_n + extra_n);
+  tally_le_put32 (out + TALLY_HDR_NMODULES, ours_n + extra_n);
   size_t w = ours_rec;
   for (size_t p = ours_rec, i = 0; i < ours_n; i++)
     {
@@ -235,10 +214,7 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
       }
   if (xlen)
     memcpy (out + w, xbuf, xlen);
-  w += xlen;
-  put32 (out + w, TALLY_TAG_END);
-  put32 (out + w + 4, tally_crc32 (0, out, w));
-  put64 (out + w + 8, out_len);
+  tally_file_seal (out, out_len); /* w + xlen bytes, and the trailer */
 
   int inplace = 0, fd = -1;
   tmp[0] = 0;
