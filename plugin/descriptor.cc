@@ -523,24 +523,10 @@ build_tls_locate (void)
 #define TALLY_TAG_MODULE 0x4c444f4du /* "MODL" */
 #define TALLY_MAX_STRING 65536u
 
-static unsigned crc_table[256];
-
-static unsigned
-crc_update (unsigned crc, const unsigned char *p, size_t n)
-{
-  if (!crc_table[1])
-    for (unsigned i = 0; i < 256; i++)
-      {
-        unsigned c = i;
-        for (int k = 0; k < 8; k++)
-          c = (c >> 1) ^ (0xEDB88320u & -(c & 1u));
-        crc_table[i] = c;
-      }
-  crc = ~crc;
-  while (n--)
-    crc = (crc >> 8) ^ crc_table[(crc ^ *p++) & 0xff];
-  return ~crc;
-}
+/* CRC-32 as the data file has it: rt/crc32.c, which the format library
+   the plugin links (format/meson.build) compiles; declared here because
+   tally/format.h cannot be included (see above).  */
+extern "C" uint32_t tally_crc32 (uint32_t crc, const void *buf, size_t len);
 
 /* A times B modulo the CRC polynomial (reflected: x^0 is bit 31).  */
 static unsigned
@@ -655,7 +641,7 @@ build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
       unsigned len = cut[i] - start;
       blob_u32 (out, head + start);
       blob_u32 (out, len);
-      unsigned crc = crc_update (0, data.address () + start, len);
+      unsigned crc = tally_crc32 (0, data.address () + start, len);
       blob_u32 (out, crc);
       blob_u32 (out, crc_shift (len));
       /* The same with the next function's values all 0.  */
@@ -663,7 +649,7 @@ build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
           = i < n ? 8ull * (records[i].ncounters + records[i].nvisited) : 0;
       static const unsigned char zero8[8] = { 0 };
       for (unsigned long long k = 0; k < zeros; k += 8)
-        crc = crc_update (crc, zero8, 8);
+        crc = tally_crc32 (crc, zero8, 8);
       blob_u32 (out, crc);
       blob_u32 (out, crc_shift (len + zeros));
       start = cut[i];
