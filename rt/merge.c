@@ -12,6 +12,7 @@
 
 #include "rt.h"
 #include "tally/format.h"
+#include "tally/mapcode.h"
 
 /* Whether the N bytes at P hold a NUL byte (the readers refuse such a
    string: format/datafile.c).  */
@@ -39,7 +40,8 @@ str_size (const unsigned char *p, size_t avail)
 
 /* Whether the block map of SIZE bytes at MAP, of a function with NVALUES
    values, is one tally_map_decode (tools/blockmap.c) accepts: the same
-   checks, in one pass and without memory.  A merge copies maps as they
+   checks, in one pass and without memory (version 2: the same walk,
+   rt/mapcode.c).  A merge copies maps as they
    are, so a map the tools cannot decode would make the merged file
    unreadable for good.  */
 static int
@@ -47,6 +49,11 @@ map_ok (const unsigned char *map, size_t size, uint32_t nvalues)
 {
   if (size == 0)
     return 1; /* no map */
+  if (size >= 4 && tally_le_get32 (map) == TALLY_MAP_VERSION2)
+    {
+      struct tally_map2_info info;
+      return tally_map2_walk (map, size, nvalues, &info, NULL) == 0;
+    }
   if (size < 20)
     return 0;
   uint32_t kind = tally_le_get32 (map + 4);

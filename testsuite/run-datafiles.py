@@ -116,8 +116,10 @@ def merge_target(exe, work, name):
 
 
 def readable(a, path):
-    """(whether tally report reads PATH, its stderr)."""
-    p = run([a.tally, "report", path], check=False, errors="replace")
+    """(whether tally report reads PATH, its stderr).  --force: a mutated
+    module flag makes a record of other settings, which report reads but
+    does not sum with the good one unless told to."""
+    p = run([a.tally, "report", "--force", path], check=False, errors="replace")
     return p.returncode == 0, p.stderr
 
 

@@ -29,6 +29,7 @@
 
 #include "blockmap.h"
 #include "tally/format.h"
+#include "tally/mapcode.h"
 
 #include "datafile.h"
 
@@ -81,23 +82,105 @@ value_ok (uint32_t v, uint32_t nvalues, const char *what, uint32_t i,
   return 0;
 }
 
+/* A version 2 map (tally/mapcode.h): checked by one walk, decoded by a
+   second into the arrays the first sized.  */
+static int
+decode_v2 (const unsigned char *map, size_t size, uint32_t nvalues,
+           struct tally_blockmap *out, char *err, size_t errlen)
+{
+  struct tally_map2_info info;
+  struct tally_blockmap m;
+  struct tally_map2_out o = { NULL, NULL, NULL, NULL };
+  memset (&m, 0, sizeof m);
+  if (tally_map2_walk (map, size, nvalues, &info, NULL) != 0)
+    return fail (err, errlen, "version 2 map: %s at map byte %zu", info.why,
+                 info.at);
+  m.kind = info.kind;
+  m.nblocks = info.nblocks;
+  m.nedges = info.nedges;
+  m.nfiles = info.nfiles;
+  m.files = alloc_array (m.nfiles, sizeof *m.files);
+  m.blocks = alloc_array (m.nblocks, sizeof *m.blocks);
+  m.edges = alloc_array (m.nedges, sizeof *m.edges);
+  m.locs_ = alloc_array (info.nlocs, sizeof *m.locs_);
+  o.files = alloc_array (m.nfiles, 2 * sizeof *o.files);
+  o.blocks = alloc_array (m.nblocks, 4 * sizeof *o.blocks);
+  o.locs = alloc_array (info.nlocs, 2 * sizeof *o.locs);
+  o.edges = alloc_array (m.nedges, 4 * sizeof *o.edges);
+  if (!m.files || !m.blocks || !m.edges || !m.locs_ || !o.files || !o.blocks
+      || !o.locs || !o.edges)
+    goto oom;
+  if (tally_map2_walk (map, size, nvalues, &info, &o) != 0)
+    {
+      fail (err, errlen, "version 2 map: %s at map byte %zu", info.why,
+            info.at);
+      goto bad;
+    }
+  for (uint32_t i = 0; i < m.nfiles; i++)
+    {
+      uint32_t at = o.files[2 * i], n = o.files[2 * i + 1];
+      if (!(m.files[i] = malloc ((size_t) n + 1)))
+        goto oom;
+      memcpy (m.files[i], map + at, n);
+      m.files[i][n] = 0;
+    }
+  for (uint64_t k = 0; k < info.nlocs; k++)
+    {
+      m.locs_[k].file = o.locs[2 * k];
+      m.locs_[k].line = o.locs[2 * k + 1];
+    }
+  for (uint32_t b = 0; b < m.nblocks; b++)
+    {
+      m.blocks[b].value = o.blocks[4 * b];
+      m.blocks[b].flags = o.blocks[4 * b + 1];
+      m.blocks[b].nlocs = o.blocks[4 * b + 2];
+      m.blocks[b].locs = m.locs_ + o.blocks[4 * b + 3];
+    }
+  for (uint32_t e = 0; e < m.nedges; e++)
+    {
+      m.edges[e].src = o.edges[4 * e];
+      m.edges[e].dst = o.edges[4 * e + 1];
+      m.edges[e].flags = o.edges[4 * e + 2];
+      m.edges[e].value = o.edges[4 * e + 3];
+    }
+  free (o.files);
+  free (o.blocks);
+  free (o.locs);
+  free (o.edges);
+  *out = m;
+  return 0;
+
+oom:
+  fail (err, errlen, "out of memory decoding the map");
+bad:
+  free (o.files);
+  free (o.blocks);
+  free (o.locs);
+  free (o.edges);
+  tally_map_free (&m);
+  return -1;
+}
+
 int
 tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
                   struct tally_blockmap *out, char *err, size_t errlen)
 {
   struct cursor c = { map, 0, size, err, errlen };
+  memset (out, 0, sizeof *out);
+  if (size >= 4 && get_u32 (map) == TALLY_MAP_VERSION2)
+    return decode_v2 (map, size, nvalues, out, err, errlen);
   struct tally_blockmap m;
   uint32_t version;
   memset (&m, 0, sizeof m);
-  memset (out, 0, sizeof *out);
   if (take (&c, &version, "version") || take (&c, &m.kind, "kind")
       || take (&c, &m.nblocks, "block count")
       || take (&c, &m.nedges, "edge count")
       || take (&c, &m.nfiles, "file count"))
     return -1;
   if (version != TALLY_MAP_VERSION)
-    return fail (err, errlen, "map version %lu, this tally reads version %u",
-                 (unsigned long) version, TALLY_MAP_VERSION);
+    return fail (err, errlen, "map version %lu, this tally reads versions "
+                 "%u and %u", (unsigned long) version, TALLY_MAP_VERSION,
+                 TALLY_MAP_VERSION2);
   if (m.kind != TALLY_MAP_BLOCK && m.kind != TALLY_MAP_TREE
       && m.kind != TALLY_MAP_VISITED)
     return fail (err, errlen, "unknown map kind %lu (expected 1, 2 or 3)",

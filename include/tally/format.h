@@ -96,7 +96,8 @@
  * DUMP; a last chunk cut short by a killed writer is left out.
  *
  * Block map (emitted by the plugin as a constant, copied verbatim by the
- * runtime; readers must check every field):
+ * runtime; readers must check every field).  Version 2 (the compact one
+ * the plugin writes) is in tally/mapcode.h; version 1, still read:
  *   u32 TALLY_MAP_VERSION, u32 kind (TALLY_MAP_*), u32 block count (blocks
  *   0 = ENTRY and 1 = EXIT included), u32 edge count, u32 file count,
  *   str file[file count],

@@ -1,0 +1,78 @@
+/* tally/mapcode.h - the compact block map, version 2 (rt/mapcode.c).
+ *
+ * One implementation shared by the plugin (which encodes its version 1 map
+ * into version 2 before it goes into the record blob), the runtime's
+ * merge-on-write (which checks a file's maps before copying them: no
+ * memory, one pass) and the `tally` command (which decodes them).  It calls
+ * nothing, not even libc, so the runtime can use it anywhere.
+ *
+ * Layout (doc/data-format.md "The block map"): u32 version 2, then unsigned
+ * LEB128 varints (7 bits a byte, low first, at most 10 bytes, the shortest
+ * encoding only):
+ *   kind, block count, edge count, file count,
+ *   per file: length, bytes;
+ *   per block: value + 1 (0: none), location count * 2 + (flags != 0),
+ *     [flags], per location: zigzag (line - previous line) * 2 + (file
+ *     differs from the previous location's), [file index];
+ *   per edge: zigzag (source - previous edge's source), zigzag
+ *     (destination - source), flags, value + 1 (0: none).
+ * The previous line and file start at 0 and run across the blocks; the
+ * previous source starts at 0.  zigzag (d) = 2d for d >= 0, -2d - 1 below.
+ */
+#ifndef TALLY_MAPCODE_H
+#define TALLY_MAPCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TALLY_MAP_VERSION2 2u
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What tally_map2_walk found: the counts, or where and why it stopped.  */
+struct tally_map2_info
+{
+  uint32_t kind, nblocks, nedges, nfiles;
+  uint64_t nlocs;   /* locations of all blocks */
+  const char *why;  /* a failed walk: what is wrong (a static string) */
+  size_t at;        /* and the map byte where it was found */
+};
+
+/* Where tally_map2_walk puts what it decodes (any pointer may be NULL, then
+   that part is only checked): FILES 2 per file (byte offset of the name in
+   the map, length), BLOCKS 4 per block (value or TALLY_MAP_NONE, flags,
+   location count, index of its first location), LOCS 2 per location (file
+   index, line), EDGES 4 per edge (source, destination, flags, value or
+   TALLY_MAP_NONE).  Sized from a first walk's counts.  */
+struct tally_map2_out
+{
+  uint32_t *files, *blocks, *locs, *edges;
+};
+
+/* Check the SIZE bytes at MAP, a version 2 map of a function with NVALUES
+   values, as strictly as the version 1 decoder (tools/blockmap.c): every
+   varint minimal and in range, counts that fit in the bytes left, file
+   names without NUL and at most TALLY_MAX_STRING bytes, value indexes
+   below NVALUES, file indexes below the file count, lines within 32 bits,
+   blocks numbered below the block count, no edge leaving EXIT or entering
+   ENTRY, ENTRY and EXIT without value or locations, no bytes after the
+   last edge.  Returns 0 (INFO has the counts, OUT if not NULL the fields)
+   or -1 (INFO->why and INFO->at say what and where).  */
+int tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
+                     struct tally_map2_info *info,
+                     const struct tally_map2_out *out);
+
+/* Encode the version 1 map of SIZE bytes at V1 as version 2 into OUT (CAP
+   bytes).  Returns the bytes version 2 needs (nothing is written past
+   CAP; call with CAP 0 to size OUT), or 0 if V1 is not a well-formed
+   version 1 map.  */
+size_t tally_map2_encode (const unsigned char *v1, size_t size,
+                          unsigned char *out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TALLY_MAPCODE_H */

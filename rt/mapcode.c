@@ -1,0 +1,345 @@
+/* The block map, version 2: checking walk and encoder (tally/mapcode.h).
+   Shared by the runtime, the format library (the plugin, the `tally`
+   command): calls nothing, allocates nothing, reads every byte against the
+   size first.  */
+#include "tally/format.h"
+#include "tally/mapcode.h"
+
+/* A cursor over the map.  */
+struct cur
+{
+  const unsigned char *p;
+  size_t pos, size;
+  struct tally_map2_info *info;
+};
+
+static int
+stop (struct cur *c, size_t at, const char *why)
+{
+  c->info->why = why;
+  c->info->at = at;
+  return -1;
+}
+
+/* An unsigned LEB128 varint of at most MAX into *V: 0, or -1 (why said).  */
+static int
+get (struct cur *c, uint64_t max, uint64_t *v, const char *what_big)
+{
+  size_t at = c->pos;
+  uint64_t x = 0;
+  for (unsigned shift = 0;; shift += 7)
+    {
+      if (c->pos >= c->size)
+        return stop (c, at, "varint runs past the end of the map");
+      unsigned char b = c->p[c->pos++];
+      if (shift == 63 && b > 1)
+        return stop (c, at, "varint does not fit in 64 bits");
+      x |= (uint64_t) (b & 0x7f) << shift;
+      if (!(b & 0x80))
+        {
+          if (!b && shift)
+            return stop (c, at, "overlong varint (not its shortest "
+                         "encoding)");
+          break;
+        }
+      if (shift == 63)
+        return stop (c, at, "varint does not fit in 64 bits");
+    }
+  if (x > max)
+    return stop (c, at, what_big);
+  *v = x;
+  return 0;
+}
+
+static uint64_t
+unzig (uint64_t z)
+{
+  return (z >> 1) ^ (0 - (z & 1));
+}
+
+/* A value index stored as value + 1 into *V.  */
+static int
+get_value (struct cur *c, uint32_t nvalues, uint32_t *v)
+{
+  uint64_t x;
+  size_t at = c->pos;
+  if (get (c, 0xffffffffu, &x, "value index does not fit in 32 bits"))
+    return -1;
+  if (x && x - 1 >= nvalues)
+    return stop (c, at, "value index beyond the function's values");
+  *v = x ? (uint32_t) (x - 1) : TALLY_MAP_NONE;
+  return 0;
+}
+
+int
+tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
+                 struct tally_map2_info *info,
+                 const struct tally_map2_out *out)
+{
+  struct cur c = { map, 4, size, info };
+  uint64_t x;
+  info->kind = info->nblocks = info->nedges = info->nfiles = 0;
+  info->nlocs = 0;
+  info->why = 0;
+  info->at = 0;
+  if (size < 4)
+    return stop (&c, 0, "version runs past the end of the map");
+  if (tally_le_get32 (map) != TALLY_MAP_VERSION2)
+    return stop (&c, 0, "not a version 2 map");
+  /* Smallest encodings: a file 1 byte, a block 2, an edge 4.  */
+  if (get (&c, 0xffffffffu, &x, "kind does not fit in 32 bits"))
+    return -1;
+  if (x != TALLY_MAP_BLOCK && x != TALLY_MAP_TREE && x != TALLY_MAP_VISITED)
+    return stop (&c, 4, "unknown map kind (expected 1, 2 or 3)");
+  info->kind = (uint32_t) x;
+  size_t at = c.pos;
+  if (get (&c, 0xffffffffu, &x, "block count does not fit in 32 bits"))
+    return -1;
+  if (x < 2)
+    return stop (&c, at, "fewer than 2 blocks (ENTRY and EXIT)");
+  info->nblocks = (uint32_t) x;
+  at = c.pos;
+  if (get (&c, 0xffffffffu, &x, "edge count does not fit in 32 bits"))
+    return -1;
+  info->nedges = (uint32_t) x;
+  if (get (&c, 0xffffffffu, &x, "file count does not fit in 32 bits"))
+    return -1;
+  info->nfiles = (uint32_t) x;
+  size_t rest = c.size - c.pos;
+  if (info->nfiles > rest || info->nblocks / 2 > rest
+      || info->nedges / 4 > rest
+      || info->nfiles + (uint64_t) info->nblocks * 2
+             + (uint64_t) info->nedges * 4 > rest)
+    return stop (&c, at, "block, edge and file counts cannot fit in the "
+                 "bytes left of the map");
+
+  for (uint32_t i = 0; i < info->nfiles; i++)
+    {
+      at = c.pos;
+      if (get (&c, TALLY_MAX_STRING, &x, "file name over the length limit"))
+        return -1;
+      if (x > c.size - c.pos)
+        return stop (&c, at, "file name runs past the end of the map");
+      for (size_t k = 0; k < x; k++)
+        if (!c.p[c.pos + k])
+          return stop (&c, at, "file name contains a NUL byte");
+      if (out && out->files)
+        {
+          out->files[2 * i] = (uint32_t) c.pos;
+          out->files[2 * i + 1] = (uint32_t) x;
+        }
+      c.pos += x;
+    }
+
+  uint64_t line = 0, file = 0, nlocs = 0;
+  for (uint32_t b = 0; b < info->nblocks; b++)
+    {
+      uint32_t value, flags = 0;
+      at = c.pos;
+      if (get_value (&c, nvalues, &value))
+        return -1;
+      uint64_t head;
+      if (get (&c, 0x1ffffffffull, &head, "location count does not fit in "
+               "32 bits"))
+        return -1;
+      if ((head & 1))
+        {
+          if (get (&c, 0xffffffffu, &x, "block flags do not fit in 32 bits"))
+            return -1;
+          if (!x)
+            return stop (&c, at, "block flags of 0 stored (not the shortest "
+                         "encoding)");
+          flags = (uint32_t) x;
+        }
+      uint64_t n = head >> 1;
+      if (n > c.size - c.pos)
+        return stop (&c, at, "locations cannot fit in the bytes left of the "
+                     "map");
+      if (b < 2 && (value != TALLY_MAP_NONE || n))
+        return stop (&c, at, "ENTRY or EXIT has a value or locations");
+      if (out && out->blocks)
+        {
+          out->blocks[4 * b] = value;
+          out->blocks[4 * b + 1] = flags;
+          out->blocks[4 * b + 2] = (uint32_t) n;
+          out->blocks[4 * b + 3] = (uint32_t) nlocs;
+        }
+      for (uint64_t k = 0; k < n; k++, nlocs++)
+        {
+          at = c.pos;
+          if (get (&c, 0x3ffffffffull, &x, "location does not fit in 34 "
+                   "bits"))
+            return -1;
+          uint64_t next = line + unzig (x >> 1);
+          if (next > 0xffffffffu) /* below 0 wraps above too */
+            return stop (&c, at, "location line out of range");
+          line = next;
+          if ((x & 1))
+            {
+              uint64_t f;
+              if (get (&c, 0xffffffffu, &f, "location file index does not "
+                       "fit in 32 bits"))
+                return -1;
+              if (f == file)
+                return stop (&c, at, "location file index repeats the "
+                             "previous one");
+              file = f;
+            }
+          if (file >= info->nfiles)
+            return stop (&c, at, "location file index beyond the map's "
+                         "files");
+          if (out && out->locs)
+            {
+              out->locs[2 * nlocs] = (uint32_t) file;
+              out->locs[2 * nlocs + 1] = (uint32_t) line;
+            }
+        }
+    }
+  info->nlocs = nlocs;
+
+  if ((uint64_t) info->nedges * 4 > c.size - c.pos)
+    return stop (&c, c.pos, "edges cannot fit in the bytes left of the map");
+  uint64_t src = 0;
+  for (uint32_t e = 0; e < info->nedges; e++)
+    {
+      uint64_t d, fl;
+      uint32_t value;
+      at = c.pos;
+      if (get (&c, 0x1ffffffffull, &x, "edge source does not fit")
+          || get (&c, 0x1ffffffffull, &d, "edge destination does not fit"))
+        return -1;
+      src += unzig (x);
+      uint64_t dst = src + unzig (d);
+      if (src >= info->nblocks || dst >= info->nblocks) /* or wrapped */
+        return stop (&c, at, "edge block number beyond the map's blocks");
+      if (src == TALLY_MAP_EXIT || dst == TALLY_MAP_ENTRY)
+        return stop (&c, at, "edge leaves EXIT or enters ENTRY");
+      if (get (&c, 0xffffffffu, &fl, "edge flags do not fit in 32 bits")
+          || get_value (&c, nvalues, &value))
+        return -1;
+      if (out && out->edges)
+        {
+          out->edges[4 * e] = (uint32_t) src;
+          out->edges[4 * e + 1] = (uint32_t) dst;
+          out->edges[4 * e + 2] = (uint32_t) fl;
+          out->edges[4 * e + 3] = value;
+        }
+    }
+  if (c.pos != c.size)
+    return stop (&c, c.pos, "unexpected bytes after the last edge");
+  return 0;
+}
+
+/* Encoding: appends to OUT while below CAP, counts always.  */
+struct sink
+{
+  unsigned char *p;
+  size_t n, cap;
+};
+
+static void
+put (struct sink *s, uint64_t v)
+{
+  do
+    {
+      unsigned char b = v & 0x7f;
+      v >>= 7;
+      if (v)
+        b |= 0x80;
+      if (s->n < s->cap)
+        s->p[s->n] = b;
+      s->n++;
+    }
+  while (v);
+}
+
+static uint64_t
+zig (int64_t d)
+{
+  return d < 0 ? ((uint64_t) -(d + 1)) * 2 + 1 : (uint64_t) d * 2;
+}
+
+static uint64_t
+value1 (uint32_t v)
+{
+  return v == TALLY_MAP_NONE ? 0 : (uint64_t) v + 1;
+}
+
+size_t
+tally_map2_encode (const unsigned char *v1, size_t size, unsigned char *out,
+                   size_t cap)
+{
+  struct sink s = { out, 0, cap };
+  if (size < TALLY_MAP_FIXED || tally_le_get32 (v1) != TALLY_MAP_VERSION)
+    return 0;
+  uint32_t nblocks = tally_le_get32 (v1 + TALLY_MAP_NBLOCKS);
+  uint32_t nedges = tally_le_get32 (v1 + TALLY_MAP_NEDGES);
+  uint32_t nfiles = tally_le_get32 (v1 + TALLY_MAP_NFILES);
+  size_t pos = TALLY_MAP_FIXED;
+  unsigned char version[4];
+  tally_le_put32 (version, TALLY_MAP_VERSION2);
+  for (int i = 0; i < 4; i++)
+    {
+      if (s.n < s.cap)
+        s.p[s.n] = version[i];
+      s.n++;
+    }
+  put (&s, tally_le_get32 (v1 + TALLY_MAP_KIND));
+  put (&s, nblocks);
+  put (&s, nedges);
+  put (&s, nfiles);
+  for (uint32_t i = 0; i < nfiles; i++)
+    {
+      if (size - pos < 4)
+        return 0;
+      uint32_t n = tally_le_get32 (v1 + pos);
+      pos += 4;
+      if (n > size - pos)
+        return 0;
+      put (&s, n);
+      for (uint32_t k = 0; k < n; k++, s.n++)
+        if (s.n < s.cap)
+          s.p[s.n] = v1[pos + k];
+      pos += n;
+    }
+  int64_t line = 0;
+  uint32_t file = 0;
+  for (uint32_t b = 0; b < nblocks; b++)
+    {
+      if (size - pos < 12)
+        return 0;
+      uint32_t flags = tally_le_get32 (v1 + pos + 4);
+      uint32_t n = tally_le_get32 (v1 + pos + 8);
+      put (&s, value1 (tally_le_get32 (v1 + pos)));
+      put (&s, (uint64_t) n * 2 + (flags != 0));
+      if (flags)
+        put (&s, flags);
+      pos += 12;
+      if (n > (size - pos) / 8)
+        return 0;
+      for (uint32_t k = 0; k < n; k++, pos += 8)
+        {
+          uint32_t f = tally_le_get32 (v1 + pos);
+          int64_t l = tally_le_get32 (v1 + pos + 4);
+          put (&s, zig (l - line) * 2 + (f != file));
+          if (f != file)
+            put (&s, f);
+          line = l;
+          file = f;
+        }
+    }
+  if (nedges > (size - pos) / 16)
+    return 0;
+  int64_t src = 0;
+  for (uint32_t e = 0; e < nedges; e++, pos += 16)
+    {
+      int64_t a = tally_le_get32 (v1 + pos);
+      int64_t d = tally_le_get32 (v1 + pos + 4);
+      put (&s, zig (a - src));
+      put (&s, zig (d - a));
+      put (&s, tally_le_get32 (v1 + pos + 8));
+      put (&s, value1 (tally_le_get32 (v1 + pos + 12)));
+      src = a;
+    }
+  return pos == size ? s.n : 0;
+}
