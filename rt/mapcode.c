@@ -57,17 +57,20 @@ unzig (uint64_t z)
   return (z >> 1) ^ (0 - (z & 1));
 }
 
-/* A value index stored as value + 1 into *V.  */
+/* A value index stored as zigzag (value - *NEXT) into *V; *NEXT becomes
+   the value + 1.  */
 static int
-get_value (struct cur *c, uint32_t nvalues, uint32_t *v)
+get_value (struct cur *c, uint32_t nvalues, uint64_t *next, uint32_t *v)
 {
   uint64_t x;
   size_t at = c->pos;
-  if (get (c, 0xffffffffu, &x, "value index does not fit in 32 bits"))
+  if (get (c, 0x3ffffffffull, &x, "value index does not fit"))
     return -1;
-  if (x && x - 1 >= nvalues)
+  uint64_t value = *next + unzig (x); /* below 0 wraps above */
+  if (value >= nvalues)
     return stop (c, at, "value index beyond the function's values");
-  *v = x ? (uint32_t) (x - 1) : TALLY_MAP_NONE;
+  *v = (uint32_t) value;
+  *next = value + 1;
   return 0;
 }
 
@@ -106,10 +109,9 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
     return -1;
   info->nfiles = (uint32_t) x;
   size_t rest = c.size - c.pos;
-  if (info->nfiles > rest || info->nblocks / 2 > rest
-      || info->nedges / 4 > rest
-      || info->nfiles + (uint64_t) info->nblocks * 2
-             + (uint64_t) info->nedges * 4 > rest)
+  if (info->nfiles > rest || info->nblocks > rest || info->nedges / 2 > rest
+      || info->nfiles + (uint64_t) info->nblocks
+             + (uint64_t) info->nedges * 2 > rest)
     return stop (&c, at, "block, edge and file counts cannot fit in the "
                  "bytes left of the map");
 
@@ -131,17 +133,37 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
       c.pos += x;
     }
 
-  uint64_t line = 0, file = 0, nlocs = 0;
+  /* The edge flag values, each once.  */
+  uint32_t table[TALLY_MAP2_MAX_FLAGS];
+  at = c.pos;
+  if (get (&c, TALLY_MAP2_MAX_FLAGS, &x, "more edge flag values than "
+           "allowed"))
+    return -1;
+  uint32_t nflags = (uint32_t) x;
+  if (!nflags && info->nedges)
+    return stop (&c, at, "edges but no edge flag values");
+  for (uint32_t i = 0; i < nflags; i++)
+    {
+      at = c.pos;
+      if (get (&c, 0xffffffffu, &x, "edge flags do not fit in 32 bits"))
+        return -1;
+      for (uint32_t k = 0; k < i; k++)
+        if (table[k] == x)
+          return stop (&c, at, "edge flag value listed twice");
+      table[i] = (uint32_t) x;
+    }
+
+  uint64_t line = 0, file = 0, nlocs = 0, next = 0;
   for (uint32_t b = 0; b < info->nblocks; b++)
     {
-      uint32_t value, flags = 0;
+      uint32_t value = TALLY_MAP_NONE, flags = 0;
       at = c.pos;
-      if (get_value (&c, nvalues, &value))
-        return -1;
       uint64_t head;
-      if (get (&c, 0x1ffffffffull, &head, "location count does not fit in "
+      if (get (&c, 0x3ffffffffull, &head, "location count does not fit in "
                "32 bits"))
         return -1;
+      int has_value = head & 1;
+      head >>= 1;
       if ((head & 1))
         {
           if (get (&c, 0xffffffffu, &x, "block flags do not fit in 32 bits"))
@@ -151,6 +173,8 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
                          "encoding)");
           flags = (uint32_t) x;
         }
+      if (has_value && get_value (&c, nvalues, &next, &value))
+        return -1;
       uint64_t n = head >> 1;
       if (n > c.size - c.pos)
         return stop (&c, at, "locations cannot fit in the bytes left of the "
@@ -197,31 +221,35 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
     }
   info->nlocs = nlocs;
 
-  if ((uint64_t) info->nedges * 4 > c.size - c.pos)
+  if ((uint64_t) info->nedges * 2 > c.size - c.pos)
     return stop (&c, c.pos, "edges cannot fit in the bytes left of the map");
   uint64_t src = 0;
   for (uint32_t e = 0; e < info->nedges; e++)
     {
-      uint64_t d, fl;
-      uint32_t value;
+      uint64_t h, d;
+      uint32_t value = TALLY_MAP_NONE;
       at = c.pos;
-      if (get (&c, 0x1ffffffffull, &x, "edge source does not fit")
+      if (get (&c, 0x1ffffffffull * 2 * TALLY_MAP2_MAX_FLAGS + 2 * nflags - 1,
+               &h, "edge source does not fit")
           || get (&c, 0x1ffffffffull, &d, "edge destination does not fit"))
         return -1;
-      src += unzig (x);
+      uint64_t q = h >> 1, z = q / nflags;
+      uint32_t fl = table[q % nflags];
+      if (z > 0x1ffffffffull)
+        return stop (&c, at, "edge source does not fit");
+      src += unzig (z);
       uint64_t dst = src + unzig (d);
       if (src >= info->nblocks || dst >= info->nblocks) /* or wrapped */
         return stop (&c, at, "edge block number beyond the map's blocks");
       if (src == TALLY_MAP_EXIT || dst == TALLY_MAP_ENTRY)
         return stop (&c, at, "edge leaves EXIT or enters ENTRY");
-      if (get (&c, 0xffffffffu, &fl, "edge flags do not fit in 32 bits")
-          || get_value (&c, nvalues, &value))
+      if ((h & 1) && get_value (&c, nvalues, &next, &value))
         return -1;
       if (out && out->edges)
         {
           out->edges[4 * e] = (uint32_t) src;
           out->edges[4 * e + 1] = (uint32_t) dst;
-          out->edges[4 * e + 2] = (uint32_t) fl;
+          out->edges[4 * e + 2] = fl;
           out->edges[4 * e + 3] = value;
         }
     }
@@ -259,10 +287,12 @@ zig (int64_t d)
   return d < 0 ? ((uint64_t) -(d + 1)) * 2 + 1 : (uint64_t) d * 2;
 }
 
-static uint64_t
-value1 (uint32_t v)
+/* A value index as zigzag (value - *NEXT); *NEXT becomes value + 1.  */
+static void
+put_value (struct sink *s, uint32_t v, int64_t *next)
 {
-  return v == TALLY_MAP_NONE ? 0 : (uint64_t) v + 1;
+  put (s, zig ((int64_t) v - *next));
+  *next = (int64_t) v + 1;
 }
 
 size_t
@@ -302,21 +332,48 @@ tally_map2_encode (const unsigned char *v1, size_t size, unsigned char *out,
           s.p[s.n] = v1[pos + k];
       pos += n;
     }
-  int64_t line = 0;
+  /* The edge flag values in order of first use.  */
+  size_t edges_at = pos;
+  for (uint32_t b = 0; b < nblocks; b++)
+    {
+      if (size - edges_at < 12
+          || tally_le_get32 (v1 + edges_at + 8) > (size - edges_at - 12) / 8)
+        return 0;
+      edges_at += 12 + (size_t) tally_le_get32 (v1 + edges_at + 8) * 8;
+    }
+  if (nedges > (size - edges_at) / 16 || edges_at + nedges * 16ull != size)
+    return 0;
+  uint32_t table[TALLY_MAP2_MAX_FLAGS], nflags = 0;
+  for (uint32_t e = 0; e < nedges; e++)
+    {
+      uint32_t fl = tally_le_get32 (v1 + edges_at + e * 16ull + 8), k = 0;
+      while (k < nflags && table[k] != fl)
+        k++;
+      if (k == nflags)
+        {
+          if (nflags == TALLY_MAP2_MAX_FLAGS)
+            return 0;
+          table[nflags++] = fl;
+        }
+    }
+  put (&s, nflags);
+  for (uint32_t k = 0; k < nflags; k++)
+    put (&s, table[k]);
+
+  int64_t line = 0, next = 0;
   uint32_t file = 0;
   for (uint32_t b = 0; b < nblocks; b++)
     {
-      if (size - pos < 12)
-        return 0;
+      uint32_t value = tally_le_get32 (v1 + pos);
       uint32_t flags = tally_le_get32 (v1 + pos + 4);
       uint32_t n = tally_le_get32 (v1 + pos + 8);
-      put (&s, value1 (tally_le_get32 (v1 + pos)));
-      put (&s, (uint64_t) n * 2 + (flags != 0));
+      put (&s, ((uint64_t) n * 2 + (flags != 0)) * 2
+                   + (value != TALLY_MAP_NONE));
       if (flags)
         put (&s, flags);
+      if (value != TALLY_MAP_NONE)
+        put_value (&s, value, &next);
       pos += 12;
-      if (n > (size - pos) / 8)
-        return 0;
       for (uint32_t k = 0; k < n; k++, pos += 8)
         {
           uint32_t f = tally_le_get32 (v1 + pos);
@@ -328,17 +385,19 @@ tally_map2_encode (const unsigned char *v1, size_t size, unsigned char *out,
           file = f;
         }
     }
-  if (nedges > (size - pos) / 16)
-    return 0;
   int64_t src = 0;
   for (uint32_t e = 0; e < nedges; e++, pos += 16)
     {
       int64_t a = tally_le_get32 (v1 + pos);
       int64_t d = tally_le_get32 (v1 + pos + 4);
-      put (&s, zig (a - src));
+      uint32_t fl = tally_le_get32 (v1 + pos + 8), k = 0;
+      uint32_t value = tally_le_get32 (v1 + pos + 12);
+      while (table[k] != fl)
+        k++;
+      put (&s, (zig (a - src) * nflags + k) * 2 + (value != TALLY_MAP_NONE));
       put (&s, zig (d - a));
-      put (&s, tally_le_get32 (v1 + pos + 8));
-      put (&s, value1 (tally_le_get32 (v1 + pos + 12)));
+      if (value != TALLY_MAP_NONE)
+        put_value (&s, value, &next);
       src = a;
     }
   return pos == size ? s.n : 0;

@@ -6,18 +6,22 @@
  * memory, one pass) and the `tally` command (which decodes them).  It calls
  * nothing, not even libc, so the runtime can use it anywhere.
  *
- * Layout (doc/data-format.md "The block map"): u32 version 2, then unsigned
- * LEB128 varints (7 bits a byte, low first, at most 10 bytes, the shortest
- * encoding only):
+ * Layout (doc/data-format.md "Version 2: the compact map"): u32 version 2,
+ * then unsigned LEB128 varints (7 bits a byte, low first, at most 10
+ * bytes, the shortest encoding only):
  *   kind, block count, edge count, file count,
  *   per file: length, bytes;
- *   per block: value + 1 (0: none), location count * 2 + (flags != 0),
- *     [flags], per location: zigzag (line - previous line) * 2 + (file
- *     differs from the previous location's), [file index];
- *   per edge: zigzag (source - previous edge's source), zigzag
- *     (destination - source), flags, value + 1 (0: none).
- * The previous line and file start at 0 and run across the blocks; the
- * previous source starts at 0.  zigzag (d) = 2d for d >= 0, -2d - 1 below.
+ *   F, the number of edge flag values (at most TALLY_MAP2_MAX_FLAGS), and
+ *     the F values, each once;
+ *   per block: (location count * 2 + (flags != 0)) * 2 + (has a value),
+ *     [flags, not 0], [value], per location: zigzag (line - previous line)
+ *     * 2 + (file differs from the previous location's), [file index];
+ *   per edge: (zigzag (source - previous edge's source) * F + index of its
+ *     flags in the table) * 2 + (has a value), zigzag (destination -
+ *     source), [value].
+ * A value is zigzag (index - the previous value's index - 1), blocks' and
+ * edges' in map order; the previous line, file, source and value + 1
+ * start at 0.  zigzag (d) = 2d for d >= 0, -2d - 1 below.
  */
 #ifndef TALLY_MAPCODE_H
 #define TALLY_MAPCODE_H
@@ -26,6 +30,7 @@
 #include <stdint.h>
 
 #define TALLY_MAP_VERSION2 2u
+#define TALLY_MAP2_MAX_FLAGS 32u /* distinct edge flag values in a map */
 
 #ifdef __cplusplus
 extern "C" {
