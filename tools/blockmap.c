@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "blockmap.h"
+#include "freeall.h"
 #include "tally/format.h"
 
 #include "datafile.h"
@@ -276,10 +277,7 @@ tally_map_free (struct tally_blockmap *m)
   if (m->files)
     for (uint32_t i = 0; i < m->nfiles; i++)
       free (m->files[i]);
-  free (m->files);
-  free (m->blocks);
-  free (m->edges);
-  free (m->locs_);
+  free_all (m->files, m->blocks, m->edges, m->locs_);
   memset (m, 0, sizeof *m);
 }
 

@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "coverage.h"
 #include "datafile.h"
+#include "freeall.h"
 #include "hide.h"
 #include "print.h"
 #include "tally/abi.h"
@@ -701,12 +702,8 @@ out:
   for (int k = 0; k < 2; k++)
     free_side (&in[k]);
   for (size_t i = 0; i < df.nrows; i++)
-    {
-      free (df.rows[i].name);
-      free (df.rows[i].file);
-    }
-  free (df.rows);
-  free (df.slots);
+    free_all (df.rows[i].name, df.rows[i].file);
+  free_all (df.rows, df.slots);
   return status;
 }
 

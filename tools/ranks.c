@@ -25,6 +25,7 @@
 #include "blockmap.h"
 #include "cli.h"
 #include "datafile.h"
+#include "freeall.h"
 #include "print.h"
 #include "ranks.h"
 
@@ -511,12 +512,8 @@ tally_ranks_report (const struct ranks_opts *opts)
       print_table (&t, &o, what, n);
     }
   for (size_t i = 0; i < t.n; i++)
-    {
-      free (t.rows[i].name);
-      free (t.rows[i].file);
-    }
-  free (t.rows);
-  free (t.mods);
+    free_all (t.rows[i].name, t.rows[i].file);
+  free_all (t.rows, t.mods);
   return status;
 }
 
