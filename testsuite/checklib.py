@@ -81,6 +81,29 @@ static double want (long i)
 """
 
 
+def regs_body_c(attrs=""):
+    """The thread body of the programs around REGS_LEAF_C's leaf:
+    body (base) calls leaf for i = base .. base + 999 and counts in bad
+    the results that differ from want (i).  ATTRS (with its trailing
+    space) come before its definition."""
+    return r"""
+static long bad;
+%sstatic void *body (void *arg)
+{
+  long base = (long) arg;
+  for (long i = base; i < base + 1000; i++)
+    {
+      double d = (double) i;
+      double r = leaf (i, i + 1, i + 2, i + 3, i + 4, i + 5, d, d + .5, d + 1,
+                       d + 1.5, d + 2, d + 2.5, d + 3, d + 3.5);
+      if (r != want (i))
+        __atomic_fetch_add (&bad, 1, __ATOMIC_RELAXED);
+    }
+  return 0;
+}
+""" % attrs
+
+
 # The registry of named cases: {meson case name: function(a, work)}.
 CASES = {}
 
