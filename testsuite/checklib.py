@@ -84,8 +84,9 @@ static double want (long i)
 def regs_body_c(attrs=""):
     """The thread body of the programs around REGS_LEAF_C's leaf:
     body (base) calls leaf for i = base .. base + 999 and counts in bad
-    the results that differ from want (i).  ATTRS (with its trailing
-    space) come before its definition."""
+    the results that differ from want (i); body_threads () runs it in
+    four threads, from 0, 100000, 200000 and 300000.  ATTRS (with its
+    trailing space) come before both definitions."""
     return r"""
 static long bad;
 %sstatic void *body (void *arg)
@@ -101,7 +102,15 @@ static long bad;
     }
   return 0;
 }
-""" % attrs
+%sstatic void body_threads (void)
+{
+  pthread_t t[4];
+  for (long k = 0; k < 4; k++)
+    pthread_create (&t[k], 0, body, (void *) (k * 100000));
+  for (int k = 0; k < 4; k++)
+    pthread_join (t[k], 0);
+}
+""" % (attrs, attrs)
 
 
 # The registry of named cases: {meson case name: function(a, work)}.

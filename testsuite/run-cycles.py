@@ -120,11 +120,7 @@ __attribute__ ((no_instrument_function)) static void *deep (void *arg)
 }
 int main (void)
 {
-  pthread_t t[4];
-  for (long k = 0; k < 4; k++)
-    pthread_create (&t[k], 0, body, (void *) (k * 100000));
-  for (int k = 0; k < 4; k++)
-    pthread_join (t[k], 0);
+  body_threads ();
   pthread_attr_t attr;
   pthread_attr_init (&attr);
   pthread_attr_setstacksize (&attr, (size_t) 1 << 30);

@@ -32,11 +32,7 @@ int lentry (int a) { return lleaf (a, a + 1); }
 REGS_C = REGS_LEAF_C + regs_body_c() + r"""
 int main (void)
 {
-  pthread_t t[4];
-  for (long k = 0; k < 4; k++)
-    pthread_create (&t[k], 0, body, (void *) (k * 100000));
-  for (int k = 0; k < 4; k++)
-    pthread_join (t[k], 0);
+  body_threads ();
   body ((void *) 900000L);
   printf ("bad %ld\n", bad);
   return bad != 0;
