@@ -160,8 +160,7 @@ read_side (struct diff *df, struct input *in, int k)
           if (f->map_size)
             {
               size_t b = in->nbodies;
-              if (tally_map_decode (f->map, f->map_size, f->ncounters,
-                                    &in->maps[b], err, sizeof err) != 0)
+              if (tally_fn_map_decode (f, &in->maps[b], err, sizeof err) != 0)
                 {
                   fprintf (stderr, "tally: %s: module %lu (%s) function %lu "
                            "(%s): bad block map: %s: file is corrupt\n",

@@ -164,8 +164,7 @@ fn_calls (const struct tally_data_fn *f)
   struct tally_blockmap bm;
   struct tally_flow flow;
   char err[256];
-  if (tally_map_decode (f->map, f->map_size, f->ncounters, &bm, err,
-                        sizeof err) != 0)
+  if (tally_fn_map_decode (f, &bm, err, sizeof err) != 0)
     return -1;
   int64_t calls = -1;
   if (bm.kind != TALLY_MAP_VISITED)
