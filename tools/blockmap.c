@@ -144,20 +144,14 @@ decode_v2 (const unsigned char *map, size_t size, uint32_t nvalues,
       m.edges[e].flags = o.edges[4 * e + 2];
       m.edges[e].value = o.edges[4 * e + 3];
     }
-  free (o.files);
-  free (o.blocks);
-  free (o.locs);
-  free (o.edges);
+  free_all (o.files, o.blocks, o.locs, o.edges);
   *out = m;
   return 0;
 
 oom:
   fail (err, errlen, "out of memory decoding the map");
 bad:
-  free (o.files);
-  free (o.blocks);
-  free (o.locs);
-  free (o.edges);
+  free_all (o.files, o.blocks, o.locs, o.edges);
   tally_map_free (&m);
   return -1;
 }
