@@ -32,9 +32,10 @@
  *   layer 1 counters: paths.c
  *     the hooks and what they update: counters, shadow stacks, the
  *     calling-context tree, PAPI events, per-thread copies (the hot path)
- *   layer 0 base: instance.c env.c error.c crc32.c sys.c
+ *   layer 0 base: instance.c env.c error.c crc32.c mapcode.c sys.c
  *     one runtime per process (instance.c), the environment, the one
- *     error reporter, CRC-32, the runtime's own libc functions (sys.h)
+ *     error reporter, CRC-32, the version 2 block map's codec, the
+ *     runtime's own libc functions (sys.h)
  *
  * Declared callbacks, the only calls up the layers (FILE: what it calls):
  *   callback instance.c: tally_rt_register_local tally_rt_unregister_local
