@@ -116,6 +116,8 @@ struct plan_edge
   unsigned value;      /* index into the function's values, or TALLY_MAP_NONE */
   struct derived_latch *derived; /* a loop's latch edge counted once per
                                    run of the loop (derive_latches) */
+  basic_block store_bb; /* visited: the class member the byte is stored in
+                           (cheapest_member), if not this block */
   edge mark_on;        /* visited: the byte is stored on this edge instead
                           (hoist_visited) */
 };
@@ -289,6 +291,7 @@ add_edge (tally_block_plan *plan, int map_src, int map_dst, unsigned flags,
   pe.value = TALLY_MAP_NONE;
   pe.derived = NULL;
   pe.mark_on = NULL;
+  pe.store_bb = NULL;
   plan->edges.safe_push (pe);
 }
 
@@ -300,6 +303,60 @@ cmp_cost (const void *a, const void *b)
   if (x->cost != y->cost)
     return x->cost > y->cost ? -1 : 1;
   return x < y ? -1 : x > y; /* stable: creation order */
+}
+
+/* blocks=visited: the functions of this unit planned so far that always
+   come back to their caller, by DECL_UID: no loop, no block without a
+   way out, no exception or abnormal edge, and no statement that may not
+   return but calls to such functions; and the body planned is the one
+   that runs (decl_binds_to_current_def_p: not interposable).  GCC
+   expands a unit's callees before their callers, so most calls to such
+   functions are known when their caller is planned; a callee planned
+   later is taken as one that may not return.  A call to one of them is
+   like any other statement for find_implied's postdominance and
+   derive_visited's rule D (its block still ends there, with its fake
+   edge in the map, so that the blocks are blocks=count's).  */
+static hash_set<int_hash<int, -1, -2> > *returning_fns;
+
+static bool
+visited_may_not_return (function *fun, gimple *stmt)
+{
+  if (!tally_may_not_return (fun, stmt))
+    return false;
+  gcall *call = dyn_cast<gcall *> (stmt);
+  tree fn = call ? gimple_call_fndecl (call) : NULL_TREE;
+  return !(fn && returning_fns && !stmt_can_throw_external (fun, stmt)
+           && returning_fns->contains ((int) DECL_UID (fn)));
+}
+
+static void
+note_returning (function *fun)
+{
+  if (!decl_binds_to_current_def_p (fun->decl))
+    return;
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    {
+      if (EDGE_COUNT (bb->succs) == 0)
+        return;
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, bb->succs)
+        if (e->flags & (EDGE_COMPLEX | EDGE_FAKE))
+          return;
+      for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
+           gsi_next (&gsi))
+        if (visited_may_not_return (fun, gsi_stmt (gsi)))
+          return;
+    }
+  if (mark_dfs_back_edges ())
+    return;
+  if (!returning_fns)
+    returning_fns = new hash_set<int_hash<int, -1, -2> >;
+  returning_fns->add ((int) DECL_UID (fun->decl));
+  if (dump_file)
+    fprintf (dump_file, "tally: %s always returns\n",
+             function_name (fun));
 }
 
 /* blocks=visited: for each block, the block whose visited byte tells
@@ -320,7 +377,7 @@ find_implied (function *fun, const vec<int> &map_of, vec<int> *implied,
       bool call = false;
       for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
            gsi_next (&gsi))
-        call |= tally_may_not_return (fun, gsi_stmt (gsi));
+        call |= visited_may_not_return (fun, gsi_stmt (gsi));
       if (call && !find_edge (bb, EXIT_BLOCK_PTR_FOR_FN (fun)))
         make_edge (bb, EXIT_BLOCK_PTR_FOR_FN (fun), EDGE_FAKE);
     }
@@ -345,6 +402,9 @@ find_implied (function *fun, const vec<int> &map_of, vec<int> *implied,
       while (next[c->index])
         c = next[c->index];
       (*implied)[bb->index] = map_of[c->index];
+      if (dump_file && c != bb)
+        fprintf (dump_file, "tally: bb %d ran iff bb %d ran\n", bb->index,
+                 c->index);
     }
   /* derive_visited's rule P: BB postdominates every predecessor.  */
   FOR_EACH_BB_FN (bb, fun)
@@ -581,7 +641,9 @@ hoist_visited (function *fun, tally_block_plan *plan, const vec<int> &map_of,
         continue;
       int rep = implied[loop->header->index];
       plan_edge **pe = by_block.get (rep);
-      if (!pe || !flow_bb_inside_loop_p (loop, plan->blocks[rep]))
+      if (!pe || !flow_bb_inside_loop_p (loop, (*pe)->store_bb
+                                                    ? (*pe)->store_bb
+                                                    : plan->blocks[rep]))
         continue;
       int d = loop_depth (loop);
       if (depth[rep] && depth[rep] <= d)
@@ -625,6 +687,18 @@ hoist_visited (function *fun, tally_block_plan *plan, const vec<int> &map_of,
    and their bytes are the ones left out.  DERIVED gets, by map number,
    0 for a block with a byte (its class's) and the rule's flag
    otherwise.  */
+/* Whether a statement of BB may not return, calls to returning_fns
+   apart.  */
+static bool
+block_may_not_return (function *fun, basic_block bb)
+{
+  for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
+       gsi_next (&gsi))
+    if (visited_may_not_return (fun, gsi_stmt (gsi)))
+      return true;
+  return false;
+}
+
 struct class_weight
 {
   double weight;
@@ -656,13 +730,18 @@ derive_visited (function *fun, tally_block_plan *plan,
   for (unsigned m = 2; m < nb; m++)
     {
       d_ok[m] = true;
-      p_ok[m] = pdom_preds[plan->blocks[m]->index];
+      /* counters=mapped: not P, which would put a block in the file
+         before it ran (a process killed in between).  */
+      p_ok[m] = pdom_preds[plan->blocks[m]->index] && !tally_opts.mapped;
     }
   for (const plan_edge &pe : plan->edges)
     {
       if (pe.bb)
         continue;
       int s = pe.map_src, d = pe.map_dst;
+      if (pe.flags == (TALLY_EDGE_FAKE | TALLY_EDGE_CALL) && s >= 2
+          && !block_may_not_return (fun, plan->blocks[s]))
+        continue; /* its calls all return (returning_fns) */
       if (pe.flags & TALLY_EDGE_FAKE)
         {
           if (s >= 2)
@@ -965,6 +1044,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
       pe.value = TALLY_MAP_NONE;
       pe.derived = NULL;
       pe.mark_on = NULL;
+      pe.store_bb = NULL;
       plan->edges.safe_push (pe);
     }
 
@@ -1053,10 +1133,38 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
             pe.value = value_of[implied[pe.bb->index]];
           pe.implied = true;
         }
+  if (visited && !tally_opts.mapped)
+    {
+      /* The blocks of a class run together: the byte goes into the one
+         expected to run least often (a loop's preheader rather than its
+         body), the class's representative if none is.  Not with
+         counters=mapped, for the reason hoist_visited gives.  */
+      auto_vec<basic_block> cheapest;
+      cheapest.safe_grow_cleared (nblocks);
+      for (unsigned m = 2; m < nblocks; m++)
+        {
+          unsigned r = implied[plan->blocks[m]->index];
+          basic_block c = cheapest[r] ? cheapest[r] : plan->blocks[r];
+          if (block_weight (fun, plan->blocks[m], profile)
+              < block_weight (fun, c, profile))
+            c = plan->blocks[m];
+          cheapest[r] = c;
+        }
+      for (plan_edge &pe : plan->edges)
+        if (pe.bb && !pe.implied && pe.value != TALLY_MAP_NONE)
+          {
+            basic_block c = cheapest[map_of[pe.bb->index]];
+            if (c && c != pe.bb)
+              pe.store_bb = c;
+          }
+    }
   if (visited)
     hoist_visited (fun, plan, map_of, implied);
   if (visited)
-    layout->nvisited = next;
+    {
+      layout->nvisited = next;
+      note_returning (fun);
+    }
   else
     layout->ncounters = TALLY_C_CORE + next;
   serialize (plan, &layout->map);
@@ -1161,7 +1269,8 @@ tally_blocks_insert (function *fun, tally_block_plan *plan,
         }
       else if (pe.bb)
         {
-          gimple_stmt_iterator gsi = gsi_after_labels (pe.bb);
+          gimple_stmt_iterator gsi
+              = gsi_after_labels (pe.store_bb ? pe.store_bb : pe.bb);
           gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
         }
       else
