@@ -175,10 +175,7 @@ derive_order (const struct tally_blockmap *m, uint32_t *order, uint32_t *bad)
       r = -1;
     }
 done:
-  free (pending);
-  free (start);
-  free (users);
-  free (fill);
+  free_all (pending, start, users, fill);
   return r;
 }
 
@@ -589,10 +586,7 @@ solve_derived (const struct tally_blockmap *m, struct tally_flow *out)
             }
         }
     }
-  free (order);
-  free (start);
-  free (list);
-  free (fill);
+  free_all (order, start, list, fill);
 }
 
 void
