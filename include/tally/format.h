@@ -160,10 +160,16 @@
 #define TALLY_MAP_BLOCK 1u   /* kind: a counter per block */
 #define TALLY_MAP_TREE 2u    /* kind: counters on the edges off a spanning tree */
 #define TALLY_MAP_VISITED 3u /* kind: a 0/1 value per block */
+#define TALLY_MAP_VISITED_DERIVED 4u /* kind: as 3, some blocks derived from
+                                        their neighbours (TALLY_BLOCK_ANY_*) */
 #define TALLY_MAP_NONE 0xffffffffu
 #define TALLY_MAP_ENTRY 0u   /* block numbers of the entry and exit blocks */
 #define TALLY_MAP_EXIT 1u
 #define TALLY_BLOCK_CALL 0x1u /* ends with a call that may not return */
+#define TALLY_BLOCK_ANY_SUCC 0x2u /* kind 4, no value: ran iff a block its
+                                     normal edges lead to ran */
+#define TALLY_BLOCK_ANY_PRED 0x4u /* kind 4, no value: ran iff a block with a
+                                     normal edge into it ran */
 #define TALLY_EDGE_FAKE 0x1u     /* not a jump: stands for leaving through a
                                     call that did not return, an exception or
                                     longjmp (to EXIT), or arriving by one
