@@ -557,6 +557,18 @@ int tally_rt_merge_begin (const char *path, const unsigned char *ours,
                           const struct tally_rt_extras *ox,
                           struct tally_rt_oldfile *old, char *tmp,
                           size_t cap, int *e) TALLY_HIDDEN;
+/* Step 4's end: the merged MEAS, FRMS and PATH records of OURS and of
+   *OLD (its record r, of OLD_NFNS[r] functions, goes to output record
+   OLD_OUT[r]) for the NOUT output records (OUT_NFNS functions each) into
+   *XBUF, *XLEN bytes (tally_rt_merge_extras).  0, or -1 if memory ran out
+   (reported as PATH's, *XLEN 0, *E ENOMEM).  */
+int tally_rt_merge_old_extras (const struct tally_rt_xside *ours,
+                               const struct tally_rt_oldfile *old,
+                               const uint32_t *old_nfns,
+                               const uint32_t *old_out, uint32_t nout,
+                               const uint32_t *out_nfns, const char *path,
+                               unsigned char **xbuf, size_t *xlen, int *e)
+    TALLY_HIDDEN;
 /* The end of a merge, written or not: close the lock LFD (if >= 0: after
    the rename), unmap *OLD's bytes and XBUF (XLEN bytes: the merged MEAS,
    FRMS and PATH records, if any).  */
