@@ -372,7 +372,7 @@ struct job
   uint64_t *fsrc;        /* [frames out]: side << 63 | entry offset */
   uint32_t nf;
   /* tree */
-  struct tally_rt_range *rg[2];
+  struct tally_id_range *rg[2];
   uint32_t nrg[2];
   uint32_t *nmap;        /* node map of the side being folded */
   struct onode *nodes;
@@ -445,10 +445,10 @@ fold (struct job *j, int s)
         }
       else
         {
-          uint32_t r = tally_rt_range_find (j->rg[s], j->nrg[s], id);
+          uint32_t r = tally_id_range_find (j->rg[s], j->nrg[s], id);
           if (r == UINT32_MAX)
             continue;
-          const struct tally_rt_range *g = &j->rg[s][r];
+          const struct tally_id_range *g = &j->rg[s][r];
           if (sd->out[g->rec] >= j->nout)
             continue;
           out = j->outbase[sd->out[g->rec]] + (id - g->base);
@@ -614,7 +614,7 @@ tally_rt_merge_extras (const struct tally_rt_xside *ours,
                                                     : old->x->npaths;
   size_t need = 64 * 16 + (size_t) nout * 12;
   for (int s = 0; s < 2; s++)
-    need += (size_t) sd[s]->n * (8 + sizeof (struct tally_rt_range))
+    need += (size_t) sd[s]->n * (8 + sizeof (struct tally_id_range))
             + (size_t) sd[s]->x->nframes * (4 + 8 + 4 + 8) + 16 * 4;
   need += ((size_t) maxn + 1) * 4 + (size_t) cap * sizeof (struct onode)
           + (size_t) nslots * 4 + 64;
@@ -713,13 +713,13 @@ tally_rt_merge_extras (const struct tally_rt_xside *ours,
     j.nev = (uint64_t *) carve (&sp, (size_t) cap * ne * 16);
   for (int s = 1; s >= 0; s--)
     {
-      j.rg[s] = (struct tally_rt_range *) carve (
-          &sp, (size_t) sd[s]->n * sizeof (struct tally_rt_range));
+      j.rg[s] = (struct tally_id_range *) carve (
+          &sp, (size_t) sd[s]->n * sizeof (struct tally_id_range));
       if (!sd[s]->x->paths)
         continue;
       const unsigned char *b = sd[s]->buf + sd[s]->x->paths + 20;
       for (uint32_t r = 0; r < sd[s]->n; r++)
-        j.rg[s][r] = (struct tally_rt_range){ tally_le_get32 (b + 4 * (size_t) r),
+        j.rg[s][r] = (struct tally_id_range){ tally_le_get32 (b + 4 * (size_t) r),
                                               sd[s]->nfns[r], r };
       j.nrg[s] = sd[s]->n;
       tally_rt_ranges (j.rg[s], &j.nrg[s]);

@@ -293,17 +293,9 @@ const char *tally_rt_check_file (const unsigned char *buf, size_t len,
    another process into SIGBUS.  */
 int tally_rt_read_whole (int fd, size_t size, unsigned char **buf, int *e)
     TALLY_HIDDEN;
-/* The function ids [base, base + count) of module record `rec`.  */
-struct tally_rt_range
-{
-  uint32_t base, count, rec;
-};
-/* Drop the unknown and empty of the *N ranges at R and sort the rest.  */
-void tally_rt_ranges (struct tally_rt_range *r, uint32_t *n) TALLY_HIDDEN;
-/* The index of the range of function ID among the N sorted ranges at R,
-   or UINT32_MAX.  */
-uint32_t tally_rt_range_find (const struct tally_rt_range *r, uint32_t n,
-                              uint32_t id) TALLY_HIDDEN;
+/* Drop the unknown and empty of the *N ranges at R and sort the rest
+   (tally_id_range_find, tally/format.h, finds an id's).  */
+void tally_rt_ranges (struct tally_id_range *r, uint32_t *n) TALLY_HIDDEN;
 /* The index of ID among the N increasing frame ids at IDS, or UINT32_MAX.  */
 uint32_t tally_rt_frame_index (const uint32_t *ids, uint32_t n, uint32_t id)
     TALLY_HIDDEN;
