@@ -539,13 +539,89 @@ preserving_slow_call (const char *sym, tree fn, tree cfa_val, tree now)
   return tally_asm_call (sym, inputs, NULL, clobbers); /* hooks.cc */
 }
 
+/* Whether hooks=call measure=cycles calls the runtime's assembly hooks
+   (__tally_cyc_call_enter, _exit: x86-64, counters in place, no call
+   paths, no PAPI, no return frames).  */
+static bool
+asm_call_hooks_p (bool frames)
+{
+  return tally_target_x86_64 () && tally_opts.measure == TALLY_MEASURE_CYCLES
+         && !tally_opts.mapped && !tally_opts.paths && !frames;
+}
+
+/* The asm statement calling the assembly hook: FN in %rcx, the CFA in
+   %rdx (entry) or %rsi (exit); %rax, %rdx, %r10, %r11 and at exit %rsi
+   change.  */
+static gasm *
+asm_call_hook (function *fun, bool entry, tree fn, tree cfa_val)
+{
+  vec<tree, va_gc> *inputs = NULL, *outputs = NULL, *clobbers = NULL;
+#define TALLY_CONSTRAINT(c) build_tree_list (NULL_TREE, build_string (sizeof c, c))
+  tree outs[3];
+  unsigned nouts = entry ? 2 : 3;
+  for (unsigned i = 0; i < nouts; i++)
+    outs[i] = tally_make_temp (fun, ptr_type_node);
+  vec_safe_push (outputs, build_tree_list (TALLY_CONSTRAINT ("=a"), outs[0]));
+  vec_safe_push (outputs, build_tree_list (TALLY_CONSTRAINT ("=d"), outs[1]));
+  if (!entry)
+    vec_safe_push (outputs, build_tree_list (TALLY_CONSTRAINT ("=S"), outs[2]));
+  vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("c"), fn));
+  if (entry)
+    vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("1"), cfa_val));
+  else
+    vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("2"), cfa_val));
+#undef TALLY_CONSTRAINT
+  static const char *const regs[] = { "r10", "r11", "cc", "memory" };
+  for (const char *r : regs)
+    vec_safe_push (clobbers, build_tree_list (NULL_TREE,
+                                              build_string (strlen (r) + 1, r)));
+  const char *sym = entry ? "__tally_cyc_call_enter"
+                    : tally_opts.update == TALLY_UPDATE_SINGLE
+                        ? "__tally_cyc_call_exit"
+                        : "__tally_cyc_call_exit_atomic";
+  gasm *g = tally_asm_call (sym, inputs, outputs, clobbers); /* hooks.cc */
+  for (unsigned i = 0; i < nouts; i++)
+    if (TREE_CODE (outs[i]) == SSA_NAME)
+      SSA_NAME_DEF_STMT (outs[i]) = g;
+  return g;
+}
+
+/* Append to SEQ the count of counter K of FN in the shared counters (as
+   __tally_enter_cyc counts): a plain add, or a relaxed atomic one with
+   update=atomic|tls.  */
+static void
+count_call (function *fun, gimple_seq *seq, const tally_fn_info &fn, unsigned k)
+{
+  tree ref = build4 (ARRAY_REF, uint64_type_node, fn.shared,
+                     build_int_cst (integer_type_node, k), NULL_TREE, NULL_TREE);
+  TREE_ADDRESSABLE (fn.shared) = 1;
+  if (tally_opts.update != TALLY_UPDATE_SINGLE)
+    {
+      tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_FETCH_ADD_8);
+      gimple_seq_add_stmt (seq, gimple_build_call (
+          f, 3, build_fold_addr_expr (ref), build_int_cst (uint64_type_node, 1),
+          build_int_cst (integer_type_node, MEMMODEL_RELAXED)));
+      return;
+    }
+  tree old_val = assign (fun, seq, uint64_type_node, ref);
+  tree new_val = op (fun, seq, uint64_type_node, PLUS_EXPR, old_val,
+                     build_int_cst (uint64_type_node, 1));
+  store (seq, unshare_expr (ref), new_val);
+}
+
 /* measure=cycles, hooks=call: __tally_enter_cyc or __tally_exit_cyc (the
-   _papi ones with measure=papi).  */
+   _papi ones with measure=papi), or on x86-64 the assembly hooks.  */
 static gimple_seq
-call_hook (function *fun, const tally_fn_info &fn, bool entry)
+call_hook (function *fun, const tally_fn_info &fn, bool entry, bool frames)
 {
   gimple_seq seq = NULL;
   tree c = cfa (fun, &seq);
+  if (asm_call_hooks_p (frames))
+    {
+      count_call (fun, &seq, fn, entry ? TALLY_C_ENTRIES : TALLY_C_EXITS);
+      gimple_seq_add_stmt (&seq, asm_call_hook (fun, entry, desc_address (fn), c));
+      return seq;
+    }
   bool papi = tally_opts.measure == TALLY_MEASURE_PAPI;
   tree callee = entry ? (papi ? enter_papi_decl : enter_cyc_decl)
                       : (papi ? exit_papi_decl : exit_cyc_decl);
@@ -564,7 +640,7 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
   location_t loc = DECL_SOURCE_LOCATION (fun->decl);
   if (tally_opts.hooks == TALLY_HOOKS_CALL)
     {
-      gimple_seq seq = call_hook (fun, fn, true);
+      gimple_seq seq = call_hook (fun, fn, true, frames);
       if (frames)
         gimple_call_set_fndecl (as_a<gcall *> (gimple_seq_last_stmt (seq)),
                                 enter_frames_decl);
@@ -632,7 +708,7 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   gimple_stmt_iterator gsi = gsi_for_stmt (ret);
   if (tally_opts.hooks == TALLY_HOOKS_CALL)
     {
-      gimple_seq seq = call_hook (fun, fn, false);
+      gimple_seq seq = call_hook (fun, fn, false, false);
       set_locations (seq, loc);
       gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
       tally_add_call_edges (fun, seq, gimple_bb (ret));
