@@ -244,6 +244,35 @@ barrier (gimple_seq *seq)
   gimple_seq_add_stmt (seq, g);
 }
 
+/* x86-64: move the shadow stack's top by DELTA bytes with one
+   read-modify-write instruction (addq $DELTA, %fs:top), a volatile asm
+   that clobbers memory, so the stores around it stay in order as a signal
+   handler on this thread sees them (what barrier () does).  Elsewhere the
+   store of NEXT between two barriers.  */
+static void
+move_top (gimple_seq *seq, HOST_WIDE_INT delta, tree next)
+{
+  if (!tally_target_x86_64 ())
+    {
+      barrier (seq);
+      store (seq, ss_field ("top"), next);
+      barrier (seq);
+      return;
+    }
+  char text[40];
+  snprintf (text, sizeof text, "addq\t$%ld, %%0", (long) delta);
+  vec<tree, va_gc> *inputs = NULL, *outputs = NULL, *clobbers = NULL;
+  vec_safe_push (outputs, build_tree_list (build_tree_list (NULL_TREE,
+                                                            build_string (3, "+m")),
+                                           ss_field ("top")));
+  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (7, "memory")));
+  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (3, "cc")));
+  gasm *g = gimple_build_asm_vec (ggc_strdup (text), inputs, outputs, clobbers,
+                                  NULL);
+  gimple_asm_set_volatile (g, true);
+  gimple_seq_add_stmt (seq, g);
+}
+
 /* LOC for every statement of SEQ, and a scope: the function's outermost
    block when LOC has none (the entry hook), so that inlining puts the
    statements in the inlined function's scope (tally_fix_inlined_cfa counts
@@ -676,11 +705,11 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
      between finds a consistent stack and charges its cycles to us.  */
   store (&fast, frame_field (top, 0, "cfa"),
          build_int_cst (uint64_type_node, -1));
-  barrier (&fast);
-  tree next = op (fun, &fast, frame_ptr, POINTER_PLUS_EXPR, top,
-                  size_int (sizeof (struct tally_sframe)));
-  store (&fast, ss_field ("top"), next);
-  barrier (&fast);
+  tree next = tally_target_x86_64 ()
+                  ? NULL_TREE
+                  : op (fun, &fast, frame_ptr, POINTER_PLUS_EXPR, top,
+                        size_int (sizeof (struct tally_sframe)));
+  move_top (&fast, sizeof (struct tally_sframe), next);
   store (&fast, frame_field (top, 0, "fn"), desc);
   /* node and flags: a free slot's are 0 (the runtime clears them when
      it pops), which is what an inline frame has.  */
@@ -729,7 +758,7 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   tree top = assign (fun, &pre, frame_ptr, ss_field ("top"));
   tree f = op (fun, &pre, frame_ptr, POINTER_PLUS_EXPR, top,
                size_int (-fsize));
-  tree fcfa = assign (fun, &pre, uint64_type_node, frame_field (f, 0, "cfa"));
+  tree fcfa = assign (fun, &pre, uint64_type_node, frame_field (top, -fsize, "cfa"));
   tree c = cfa (fun, &pre);
   tree cu = tally_make_temp (fun, uint64_type_node);
   gimple_seq_add_stmt (&pre, gimple_build_assign (cu, NOP_EXPR, c));
@@ -740,15 +769,13 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
 
   /* 1. Fast: read the frame before giving it up (a signal handler may
      push over it), pop, charge the parent, add the totals.  */
-  tree start = assign (fun, &fast, uint64_type_node, frame_field (f, 0, "start"));
-  tree child = assign (fun, &fast, uint64_type_node, frame_field (f, 0, "child"));
+  tree start = assign (fun, &fast, uint64_type_node, frame_field (top, -fsize, "start"));
+  tree child = assign (fun, &fast, uint64_type_node, frame_field (top, -fsize, "child"));
   tree d = op (fun, &fast, uint64_type_node, MINUS_EXPR, now, start);
-  barrier (&fast);
-  store (&fast, ss_field ("top"), f);
-  barrier (&fast);
-  tree pc = assign (fun, &fast, uint64_type_node, frame_field (f, -fsize, "child"));
+  move_top (&fast, -fsize, f);
+  tree pc = assign (fun, &fast, uint64_type_node, frame_field (top, -2 * fsize, "child"));
   tree pc2 = op (fun, &fast, uint64_type_node, PLUS_EXPR, pc, d);
-  store (&fast, frame_field (f, -fsize, "child"), pc2);
+  store (&fast, frame_field (top, -2 * fsize, "child"), pc2);
   tree id_field = NULL_TREE;
   for (tree x = TYPE_FIELDS (TREE_TYPE (fn.desc)); x; x = DECL_CHAIN (x))
     if (DECL_NAME (x) && strcmp (IDENTIFIER_POINTER (DECL_NAME (x)), "id") == 0)
