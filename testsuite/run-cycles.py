@@ -47,7 +47,7 @@ from measurelib import check_structure, check_sums, x86_64
 LEAF_BOUND = 35
 
 # Instructions a call (an entry and an exit) may cost besides the two
-# time-stamp reads, measured by cachegrind (per-call below): main 63dc963
+# time-stamp reads, measured by cachegrind (per-call below): main e657985
 # had 39.3 inline and 121.0 as calls (C hooks) on this program; now 36.7
 # and 45.0 (the push and pop as one addq, the assembly hooks);
 # doc/benchmarks.md lists them one by one.
