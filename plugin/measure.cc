@@ -273,6 +273,27 @@ move_top (gimple_seq *seq, HOST_WIDE_INT delta, tree next)
   gimple_seq_add_stmt (seq, g);
 }
 
+/* VALUE through an empty asm statement: GCC keeps the result in a
+   register instead of computing it again where it is used twice (the
+   CFA: `lea 8(%rsp)` for the stale test and again for the store).  */
+static tree
+opaque (function *fun, gimple_seq *seq, tree value)
+{
+  tree t = tally_make_temp (fun, TREE_TYPE (value));
+  vec<tree, va_gc> *inputs = NULL, *outputs = NULL;
+  vec_safe_push (outputs, build_tree_list (build_tree_list (NULL_TREE,
+                                                            build_string (3, "=r")),
+                                           t));
+  vec_safe_push (inputs, build_tree_list (build_tree_list (NULL_TREE,
+                                                           build_string (2, "0")),
+                                          value));
+  gasm *g = gimple_build_asm_vec ("", inputs, outputs, NULL, NULL);
+  if (TREE_CODE (t) == SSA_NAME)
+    SSA_NAME_DEF_STMT (t) = g;
+  gimple_seq_add_stmt (seq, g);
+  return t;
+}
+
 /* LOC for every statement of SEQ, and a scope: the function's outermost
    block when LOC has none (the entry hook), so that inlining puts the
    statements in the inlined function's scope (tally_fix_inlined_cfa counts
@@ -695,6 +716,8 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
   tree c = cfa (fun, &pre);
   tree cu = tally_make_temp (fun, uint64_type_node);
   gimple_seq_add_stmt (&pre, gimple_build_assign (cu, NOP_EXPR, c));
+  if (tally_target_x86_64 ())
+    cu = opaque (fun, &pre, cu);
   tree full = op (fun, &pre, boolean_type_node, EQ_EXPR, top, end);
   tree stale = op (fun, &pre, boolean_type_node, LE_EXPR, prev_cfa, cu);
   tree flag = op (fun, &pre, boolean_type_node, BIT_IOR_EXPR, full, stale);
