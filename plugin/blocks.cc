@@ -272,27 +272,29 @@ serialize (tally_block_plan *plan, vec<unsigned char> *out)
       }
 }
 
+/* A new edge of the graph, from node SRC to DST: on no tree, with no value
+   yet.  */
+static void
+push_edge (tally_block_plan *plan, int src, int dst, int map_src, int map_dst,
+           unsigned flags, edge e, basic_block bb, double cost, bool can_count)
+{
+  plan_edge pe = { .src = src, .dst = dst, .map_src = map_src,
+                   .map_dst = map_dst, .flags = flags, .e = e, .bb = bb,
+                   .cost = cost, .can_count = can_count, .on_tree = false,
+                   .implied = false, .value = TALLY_MAP_NONE, .derived = NULL,
+                   .store_bb = NULL, .mark_on = NULL };
+  plan->edges.safe_push (pe);
+}
+
+/* The edge of the map from block MAP_SRC to MAP_DST.  */
 static void
 add_edge (tally_block_plan *plan, int map_src, int map_dst, unsigned flags,
           edge e, double cost, bool can_count)
 {
-  plan_edge pe;
-  pe.map_src = map_src;
-  pe.map_dst = map_dst;
-  pe.src = map_src == TALLY_MAP_ENTRY_NUM ? ENTRY_NODE : OUT_NODE (map_src);
-  pe.dst = map_dst == TALLY_MAP_EXIT_NUM ? EXIT_NODE : IN_NODE (map_dst);
-  pe.flags = flags;
-  pe.e = e;
-  pe.bb = NULL;
-  pe.cost = cost;
-  pe.can_count = can_count;
-  pe.on_tree = false;
-  pe.implied = false;
-  pe.value = TALLY_MAP_NONE;
-  pe.derived = NULL;
-  pe.mark_on = NULL;
-  pe.store_bb = NULL;
-  plan->edges.safe_push (pe);
+  push_edge (plan,
+             map_src == TALLY_MAP_ENTRY_NUM ? ENTRY_NODE : OUT_NODE (map_src),
+             map_dst == TALLY_MAP_EXIT_NUM ? EXIT_NODE : IN_NODE (map_dst),
+             map_src, map_dst, flags, e, NULL, cost, can_count);
 }
 
 static int
@@ -1029,24 +1031,9 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
       add_edge (plan, TALLY_MAP_ENTRY_NUM, m, TALLY_EDGE_FAKE | inject[m], NULL,
                 0, false);
   for (unsigned m = 2; m < nblocks; m++)
-    {
-      plan_edge pe;
-      pe.src = IN_NODE (m);
-      pe.dst = OUT_NODE (m);
-      pe.map_src = pe.map_dst = -1;
-      pe.flags = 0;
-      pe.e = NULL;
-      pe.bb = plan->blocks[m];
-      pe.cost = block_weight (fun, pe.bb, profile);
-      pe.can_count = true;
-      pe.on_tree = false;
-      pe.implied = false;
-      pe.value = TALLY_MAP_NONE;
-      pe.derived = NULL;
-      pe.mark_on = NULL;
-      pe.store_bb = NULL;
-      plan->edges.safe_push (pe);
-    }
+    push_edge (plan, IN_NODE (m), OUT_NODE (m), -1, -1, 0, NULL,
+               plan->blocks[m], block_weight (fun, plan->blocks[m], profile),
+               true);
 
   /* 4, 5. The spanning tree.  placement=block counts every block edge:
      of the rest, the edges off a spanning forest get counters as well,

@@ -244,6 +244,56 @@ barrier (gimple_seq *seq)
   gimple_seq_add_stmt (seq, g);
 }
 
+/* x86-64: move the shadow stack's top by DELTA bytes with one
+   read-modify-write instruction (addq $DELTA, %fs:top), a volatile asm
+   that clobbers memory, so the stores around it stay in order as a signal
+   handler on this thread sees them (what barrier () does).  Elsewhere the
+   store of NEXT between two barriers.  */
+static void
+move_top (gimple_seq *seq, HOST_WIDE_INT delta, tree next)
+{
+  if (!tally_target_x86_64 ())
+    {
+      barrier (seq);
+      store (seq, ss_field ("top"), next);
+      barrier (seq);
+      return;
+    }
+  char text[40];
+  snprintf (text, sizeof text, "addq\t$%ld, %%0", (long) delta);
+  vec<tree, va_gc> *inputs = NULL, *outputs = NULL, *clobbers = NULL;
+  vec_safe_push (outputs, build_tree_list (build_tree_list (NULL_TREE,
+                                                            build_string (3, "+m")),
+                                           ss_field ("top")));
+  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (7, "memory")));
+  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (3, "cc")));
+  gasm *g = gimple_build_asm_vec (ggc_strdup (text), inputs, outputs, clobbers,
+                                  NULL);
+  gimple_asm_set_volatile (g, true);
+  gimple_seq_add_stmt (seq, g);
+}
+
+/* VALUE through an empty asm statement: GCC keeps the result in a
+   register instead of computing it again where it is used twice (the
+   CFA: `lea 8(%rsp)` for the stale test and again for the store).  */
+static tree
+opaque (function *fun, gimple_seq *seq, tree value)
+{
+  tree t = tally_make_temp (fun, TREE_TYPE (value));
+  vec<tree, va_gc> *inputs = NULL, *outputs = NULL;
+  vec_safe_push (outputs, build_tree_list (build_tree_list (NULL_TREE,
+                                                            build_string (3, "=r")),
+                                           t));
+  vec_safe_push (inputs, build_tree_list (build_tree_list (NULL_TREE,
+                                                           build_string (2, "0")),
+                                          value));
+  gasm *g = gimple_build_asm_vec ("", inputs, outputs, NULL, NULL);
+  if (TREE_CODE (t) == SSA_NAME)
+    SSA_NAME_DEF_STMT (t) = g;
+  gimple_seq_add_stmt (seq, g);
+  return t;
+}
+
 /* LOC for every statement of SEQ, and a scope: the function's outermost
    block when LOC has none (the entry hook), so that inlining puts the
    statements in the inlined function's scope (tally_fix_inlined_cfa counts
@@ -260,6 +310,22 @@ set_locations (gimple_seq seq, location_t loc)
     }
 }
 
+/* Append SEQ to the end of BB (which may be empty: a new block) and give
+   its calls their edges.  */
+static void
+append_to_block (function *fun, basic_block bb, gimple_seq seq)
+{
+  gimple_stmt_iterator gsi = gsi_last_bb (bb);
+  if (gsi_end_p (gsi))
+    {
+      gsi = gsi_start_bb (bb);
+      gsi_insert_seq_before (&gsi, seq, GSI_NEW_STMT);
+    }
+  else
+    gsi_insert_seq_after (&gsi, seq, GSI_NEW_STMT);
+  tally_add_call_edges (fun, seq, bb);
+}
+
 /* Append PRE and "if (FLAG) SLOW else FAST" to BB, which falls through to
    its single successor; both arms join in a new block before it.  */
 static void
@@ -273,15 +339,7 @@ add_diamond (function *fun, basic_block bb, gimple_seq pre, tree flag,
   set_locations (pre, loc);
   set_locations (fast, loc);
   set_locations (slow, loc);
-  gimple_stmt_iterator gsi = gsi_last_bb (bb);
-  if (gsi_end_p (gsi))
-    {
-      gsi = gsi_start_bb (bb);
-      gsi_insert_seq_before (&gsi, pre, GSI_NEW_STMT);
-    }
-  else
-    gsi_insert_seq_after (&gsi, pre, GSI_NEW_STMT);
-  tally_add_call_edges (fun, pre, bb);
+  append_to_block (fun, bb, pre);
 
   /* The arms join in a new block: BB's successor may have PHI nodes (a
      loop header right after the entry, when GCC turned tail recursion
@@ -299,12 +357,8 @@ add_diamond (function *fun, basic_block bb, gimple_seq pre, tree flag,
   if (current_loops)
     add_bb_to_loop (slow_bb, bb->loop_father);
 
-  gsi = gsi_start_bb (fast_bb);
-  gsi_insert_seq_before (&gsi, fast, GSI_NEW_STMT);
-  tally_add_call_edges (fun, fast, fast_bb);
-  gsi = gsi_start_bb (slow_bb);
-  gsi_insert_seq_before (&gsi, slow, GSI_NEW_STMT);
-  tally_add_call_edges (fun, slow, slow_bb);
+  append_to_block (fun, fast_bb, fast);
+  append_to_block (fun, slow_bb, slow);
   free_dominance_info (CDI_DOMINATORS);
   free_dominance_info (CDI_POST_DOMINATORS);
 }
@@ -539,13 +593,89 @@ preserving_slow_call (const char *sym, tree fn, tree cfa_val, tree now)
   return tally_asm_call (sym, inputs, NULL, clobbers); /* hooks.cc */
 }
 
+/* Whether hooks=call measure=cycles calls the runtime's assembly hooks
+   (__tally_cyc_call_enter, _exit: x86-64, counters in place, no call
+   paths, no PAPI, no return frames).  */
+static bool
+asm_call_hooks_p (bool frames)
+{
+  return tally_target_x86_64 () && tally_opts.measure == TALLY_MEASURE_CYCLES
+         && !tally_opts.mapped && !tally_opts.paths && !frames;
+}
+
+/* The asm statement calling the assembly hook: FN in %rcx, the CFA in
+   %rdx (entry) or %rsi (exit); %rax, %rdx, %r10, %r11 and at exit %rsi
+   change.  */
+static gasm *
+asm_call_hook (function *fun, bool entry, tree fn, tree cfa_val)
+{
+  vec<tree, va_gc> *inputs = NULL, *outputs = NULL, *clobbers = NULL;
+#define TALLY_CONSTRAINT(c) build_tree_list (NULL_TREE, build_string (sizeof c, c))
+  tree outs[3];
+  unsigned nouts = entry ? 2 : 3;
+  for (unsigned i = 0; i < nouts; i++)
+    outs[i] = tally_make_temp (fun, ptr_type_node);
+  vec_safe_push (outputs, build_tree_list (TALLY_CONSTRAINT ("=a"), outs[0]));
+  vec_safe_push (outputs, build_tree_list (TALLY_CONSTRAINT ("=d"), outs[1]));
+  if (!entry)
+    vec_safe_push (outputs, build_tree_list (TALLY_CONSTRAINT ("=S"), outs[2]));
+  vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("c"), fn));
+  if (entry)
+    vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("1"), cfa_val));
+  else
+    vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("2"), cfa_val));
+#undef TALLY_CONSTRAINT
+  static const char *const regs[] = { "r10", "r11", "cc", "memory" };
+  for (const char *r : regs)
+    vec_safe_push (clobbers, build_tree_list (NULL_TREE,
+                                              build_string (strlen (r) + 1, r)));
+  const char *sym = entry ? "__tally_cyc_call_enter"
+                    : tally_opts.update == TALLY_UPDATE_SINGLE
+                        ? "__tally_cyc_call_exit"
+                        : "__tally_cyc_call_exit_atomic";
+  gasm *g = tally_asm_call (sym, inputs, outputs, clobbers); /* hooks.cc */
+  for (unsigned i = 0; i < nouts; i++)
+    if (TREE_CODE (outs[i]) == SSA_NAME)
+      SSA_NAME_DEF_STMT (outs[i]) = g;
+  return g;
+}
+
+/* Append to SEQ the count of counter K of FN in the shared counters (as
+   __tally_enter_cyc counts): a plain add, or a relaxed atomic one with
+   update=atomic|tls.  */
+static void
+count_call (function *fun, gimple_seq *seq, const tally_fn_info &fn, unsigned k)
+{
+  tree ref = build4 (ARRAY_REF, uint64_type_node, fn.shared,
+                     build_int_cst (integer_type_node, k), NULL_TREE, NULL_TREE);
+  TREE_ADDRESSABLE (fn.shared) = 1;
+  if (tally_opts.update != TALLY_UPDATE_SINGLE)
+    {
+      tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_FETCH_ADD_8);
+      gimple_seq_add_stmt (seq, gimple_build_call (
+          f, 3, build_fold_addr_expr (ref), build_int_cst (uint64_type_node, 1),
+          build_int_cst (integer_type_node, MEMMODEL_RELAXED)));
+      return;
+    }
+  tree old_val = assign (fun, seq, uint64_type_node, ref);
+  tree new_val = op (fun, seq, uint64_type_node, PLUS_EXPR, old_val,
+                     build_int_cst (uint64_type_node, 1));
+  store (seq, unshare_expr (ref), new_val);
+}
+
 /* measure=cycles, hooks=call: __tally_enter_cyc or __tally_exit_cyc (the
-   _papi ones with measure=papi).  */
+   _papi ones with measure=papi), or on x86-64 the assembly hooks.  */
 static gimple_seq
-call_hook (function *fun, const tally_fn_info &fn, bool entry)
+call_hook (function *fun, const tally_fn_info &fn, bool entry, bool frames)
 {
   gimple_seq seq = NULL;
   tree c = cfa (fun, &seq);
+  if (asm_call_hooks_p (frames))
+    {
+      count_call (fun, &seq, fn, entry ? TALLY_C_ENTRIES : TALLY_C_EXITS);
+      gimple_seq_add_stmt (&seq, asm_call_hook (fun, entry, desc_address (fn), c));
+      return seq;
+    }
   bool papi = tally_opts.measure == TALLY_MEASURE_PAPI;
   tree callee = entry ? (papi ? enter_papi_decl : enter_cyc_decl)
                       : (papi ? exit_papi_decl : exit_cyc_decl);
@@ -564,20 +694,12 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
   location_t loc = DECL_SOURCE_LOCATION (fun->decl);
   if (tally_opts.hooks == TALLY_HOOKS_CALL)
     {
-      gimple_seq seq = call_hook (fun, fn, true);
+      gimple_seq seq = call_hook (fun, fn, true, frames);
       if (frames)
         gimple_call_set_fndecl (as_a<gcall *> (gimple_seq_last_stmt (seq)),
                                 enter_frames_decl);
       set_locations (seq, loc);
-      gimple_stmt_iterator gsi = gsi_last_bb (bb);
-      if (gsi_end_p (gsi))
-        {
-          gsi = gsi_start_bb (bb);
-          gsi_insert_seq_before (&gsi, seq, GSI_NEW_STMT);
-        }
-      else
-        gsi_insert_seq_after (&gsi, seq, GSI_NEW_STMT);
-      tally_add_call_edges (fun, seq, bb);
+      append_to_block (fun, bb, seq);
       return;
     }
   tree frame_ptr = build_pointer_type (frame_type_node);
@@ -590,6 +712,8 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
   tree c = cfa (fun, &pre);
   tree cu = tally_make_temp (fun, uint64_type_node);
   gimple_seq_add_stmt (&pre, gimple_build_assign (cu, NOP_EXPR, c));
+  if (tally_target_x86_64 ())
+    cu = opaque (fun, &pre, cu);
   tree full = op (fun, &pre, boolean_type_node, EQ_EXPR, top, end);
   tree stale = op (fun, &pre, boolean_type_node, LE_EXPR, prev_cfa, cu);
   tree flag = op (fun, &pre, boolean_type_node, BIT_IOR_EXPR, full, stale);
@@ -600,11 +724,11 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
      between finds a consistent stack and charges its cycles to us.  */
   store (&fast, frame_field (top, 0, "cfa"),
          build_int_cst (uint64_type_node, -1));
-  barrier (&fast);
-  tree next = op (fun, &fast, frame_ptr, POINTER_PLUS_EXPR, top,
-                  size_int (sizeof (struct tally_sframe)));
-  store (&fast, ss_field ("top"), next);
-  barrier (&fast);
+  tree next = tally_target_x86_64 ()
+                  ? NULL_TREE
+                  : op (fun, &fast, frame_ptr, POINTER_PLUS_EXPR, top,
+                        size_int (sizeof (struct tally_sframe)));
+  move_top (&fast, sizeof (struct tally_sframe), next);
   store (&fast, frame_field (top, 0, "fn"), desc);
   /* node and flags: a free slot's are 0 (the runtime clears them when
      it pops), which is what an inline frame has.  */
@@ -632,7 +756,7 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   gimple_stmt_iterator gsi = gsi_for_stmt (ret);
   if (tally_opts.hooks == TALLY_HOOKS_CALL)
     {
-      gimple_seq seq = call_hook (fun, fn, false);
+      gimple_seq seq = call_hook (fun, fn, false, false);
       set_locations (seq, loc);
       gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
       tally_add_call_edges (fun, seq, gimple_bb (ret));
@@ -653,7 +777,7 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   tree top = assign (fun, &pre, frame_ptr, ss_field ("top"));
   tree f = op (fun, &pre, frame_ptr, POINTER_PLUS_EXPR, top,
                size_int (-fsize));
-  tree fcfa = assign (fun, &pre, uint64_type_node, frame_field (f, 0, "cfa"));
+  tree fcfa = assign (fun, &pre, uint64_type_node, frame_field (top, -fsize, "cfa"));
   tree c = cfa (fun, &pre);
   tree cu = tally_make_temp (fun, uint64_type_node);
   gimple_seq_add_stmt (&pre, gimple_build_assign (cu, NOP_EXPR, c));
@@ -664,15 +788,13 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
 
   /* 1. Fast: read the frame before giving it up (a signal handler may
      push over it), pop, charge the parent, add the totals.  */
-  tree start = assign (fun, &fast, uint64_type_node, frame_field (f, 0, "start"));
-  tree child = assign (fun, &fast, uint64_type_node, frame_field (f, 0, "child"));
+  tree start = assign (fun, &fast, uint64_type_node, frame_field (top, -fsize, "start"));
+  tree child = assign (fun, &fast, uint64_type_node, frame_field (top, -fsize, "child"));
   tree d = op (fun, &fast, uint64_type_node, MINUS_EXPR, now, start);
-  barrier (&fast);
-  store (&fast, ss_field ("top"), f);
-  barrier (&fast);
-  tree pc = assign (fun, &fast, uint64_type_node, frame_field (f, -fsize, "child"));
+  move_top (&fast, -fsize, f);
+  tree pc = assign (fun, &fast, uint64_type_node, frame_field (top, -2 * fsize, "child"));
   tree pc2 = op (fun, &fast, uint64_type_node, PLUS_EXPR, pc, d);
-  store (&fast, frame_field (f, -fsize, "child"), pc2);
+  store (&fast, frame_field (top, -2 * fsize, "child"), pc2);
   tree id_field = NULL_TREE;
   for (tree x = TYPE_FIELDS (TREE_TYPE (fn.desc)); x; x = DECL_CHAIN (x))
     if (DECL_NAME (x) && strcmp (IDENTIFIER_POINTER (DECL_NAME (x)), "id") == 0)

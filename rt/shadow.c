@@ -30,6 +30,7 @@
  * A stack that is full counts the activations it could not hold
  * (`overflow`) and matches them with exits that find no frame.  */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -56,6 +57,10 @@ __thread struct tally_sstack __tally_ss
    real array (inline code only adds after a push, which maps it).  */
 static struct tally_meas no_meas[1];
 struct tally_meas *__tally_meas = no_meas;
+/* The same variable for the hooks=call stubs' assembly (a reference that
+   needs no GOT in the shared runtime).  */
+extern struct tally_meas *tally_rt_meas_base
+    __attribute__ ((alias ("__tally_meas"), visibility ("hidden")));
 
 /* The thread's mapped frames (NULL before its first hook) and the number
    of activations a full stack could not hold.  */
@@ -335,6 +340,7 @@ out:
   "\t.text\n"                                                                  \
   "\t.globl " NAME "\n"                                                        \
   "\t.type " NAME ", @function\n" NAME ":\n"                                   \
+  ".L" NAME ":\n"                                                              \
   "\t.cfi_startproc\n"                                                         \
   "\tpushq %rbp\n"                                                             \
   "\t.cfi_def_cfa_offset 16\n"                                                 \
@@ -395,6 +401,88 @@ __asm__ (TALLY_PRESERVING_STUB ("__tally_cyc_enter_slow_all",
                                 "\tmovq -16(%rbp), %rdi\n"
                                 "\tmovq -24(%rbp), %rsi\n"
                                 "\tmovq -8(%rbp), %rdx\n"));
+
+/* measure=cycles, hooks=call on x86-64: the shadow stack's push and pop
+   in assembly, called by the plugin's asm statement below the caller's red
+   zone, after the caller counted the call itself.  Entry: FN (struct
+   tally_fn *) in %rcx, the CFA in %rdx; it changes %rax, %rdx, %r10, %r11
+   and the flags.  Exit: FN in %rcx, the CFA in %rsi; it changes %rax,
+   %rdx, %rsi, %r10, %r11 and the flags.  Nothing else (the asm statement
+   says which).  The fast path is inline code's (plugin/measure.cc): entry
+   tests full and stale, claims the slot, pushes {start, 0, CFA, FN}; exit
+   reads the time, matches the CFA, pops, charges the parent's `child` and
+   adds both totals (the exclusive time at least 0).  Anything else jumps
+   to the register-preserving slow paths above, which return to the
+   caller.  The _atomic exit (update=atomic, tls) adds the totals with lock
+   prefixes.  The field offsets are checked below.  */
+#define TALLY_CYC_CALL_EXIT(SUFFIX, LOCK)                                       \
+  "\t.globl __tally_cyc_call_exit" SUFFIX "\n"                                 \
+  "\t.type __tally_cyc_call_exit" SUFFIX ", @function\n"                       \
+  "__tally_cyc_call_exit" SUFFIX ":\n"                                         \
+  "\t.cfi_startproc\n"                                                         \
+  "\trdtsc\n"                                                                  \
+  "\tshlq $32, %rdx\n"                                                         \
+  "\torq %rdx, %rax\n"                         /* now */                       \
+  "\tmovq __tally_ss@gottpoff(%rip), %r11\n"                                   \
+  "\tmovq %fs:(%r11), %rdx\n"                  /* top */                       \
+  "\tcmpq %rsi, -32(%rdx)\n"                   /* top[-1] ours? */             \
+  "\tjne 1f\n"                                                                 \
+  "\tsubq -48(%rdx), %rax\n"                   /* d = now - start */           \
+  "\tmovq -40(%rdx), %r10\n"                   /* child */                     \
+  "\tsubq $48, %fs:(%r11)\n"                   /* pop */                       \
+  "\taddq %rax, -88(%rdx)\n"                   /* the parent's child */        \
+  "\tmovl 52(%rcx), %r11d\n"                   /* fn->id */                    \
+  "\tshlq $4, %r11\n"                                                          \
+  "\taddq tally_rt_meas_base(%rip), %r11\n"                                    \
+  "\t" LOCK "addq %rax, (%r11)\n"              /* incl */                      \
+  "\tcmpq %r10, %rax\n"                                                        \
+  "\tcmovbq %r10, %rax\n"                                                      \
+  "\tsubq %r10, %rax\n"                                                        \
+  "\t" LOCK "addq %rax, 8(%r11)\n"             /* excl */                      \
+  "\tret\n"                                                                    \
+  "1:\tmovq %rsi, %rdx\n"                                                      \
+  "\tjmp .L__tally_cyc_exit_slow_all\n"                                        \
+  "\t.cfi_endproc\n"                                                           \
+  "\t.size __tally_cyc_call_exit" SUFFIX ", .-__tally_cyc_call_exit" SUFFIX "\n"
+
+__asm__ ("\t.text\n"
+         "\t.globl __tally_cyc_call_enter\n"
+         "\t.type __tally_cyc_call_enter, @function\n"
+         "__tally_cyc_call_enter:\n"
+         "\t.cfi_startproc\n"
+         "\tmovq __tally_ss@gottpoff(%rip), %r10\n"
+         "\tmovq %fs:(%r10), %r11\n"             /* top */
+         "\tcmpq %fs:8(%r10), %r11\n"            /* full */
+         "\tje 1f\n"
+         "\tcmpq %rdx, -32(%r11)\n"              /* top[-1].cfa <= cfa: stale */
+         "\tjbe 1f\n"
+         "\tmovq $-1, 16(%r11)\n"                /* claim */
+         "\taddq $48, %fs:(%r10)\n"              /* push */
+         "\tmovq %rcx, 24(%r11)\n"               /* fn */
+         "\tmovq $0, 8(%r11)\n"                  /* child */
+         "\tmovq %rdx, %r10\n"
+         "\trdtsc\n"
+         "\tshlq $32, %rdx\n"
+         "\torq %rdx, %rax\n"
+         "\tmovq %rax, (%r11)\n"                 /* start */
+         "\tmovq %r10, 16(%r11)\n"               /* cfa, last */
+         "\tret\n"
+         "1:\tmovq %rcx, %rax\n"
+         "\tjmp .L__tally_cyc_enter_slow_all\n"
+         "\t.cfi_endproc\n"
+         "\t.size __tally_cyc_call_enter, .-__tally_cyc_call_enter\n"
+         TALLY_CYC_CALL_EXIT ("", "")
+         TALLY_CYC_CALL_EXIT ("_atomic", "lock "));
+
+_Static_assert (offsetof (struct tally_sframe, start) == 0
+                    && offsetof (struct tally_sframe, child) == 8
+                    && offsetof (struct tally_sframe, cfa) == 16
+                    && offsetof (struct tally_sframe, fn) == 24
+                    && sizeof (struct tally_sframe) == 48
+                    && offsetof (struct tally_sstack, end) == 8
+                    && offsetof (struct tally_fn, id) == 52
+                    && sizeof (struct tally_meas) == 16,
+                "the offsets in __tally_cyc_call_enter and _exit");
 #endif
 
 void

@@ -32,7 +32,8 @@ import struct
 import sys
 import zlib
 
-from checklib import Skip, case, expect, main, run, tally_opts
+from checklib import (Skip, block_counts, block_maps, case, disasm_function, disasm_loops, expect, main, run,
+                      tally_opts)
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 C_INPUTS = [["0", "0"], ["0", "1"], ["0", "5"], ["0", "64"], ["1", "5"],
@@ -52,23 +53,6 @@ def build(a, work, name, src, opt, opts):
     return exe
 
 
-def blocks(a, exe, work, args):
-    """{symbol: [count or None, ...]} of one run of EXE with ARGS."""
-    data = os.path.join(work, "%s-%s.data" % (os.path.basename(exe),
-                                              "-".join(args)))
-    if os.path.exists(data):
-        os.unlink(data)
-    run([exe, *args], env={"TALLY_OUTPUT": data})
-    import json
-    out = run([a.tally, "report", "--json", "--blocks", data]).stdout
-    got = {}
-    for fn in json.loads(out)["functions"]:
-        for body in fn.get("blocks", []):
-            got[body["symbol"]] = [b.get("count") for b in body["blocks"]]
-    expect(got, "no block counts in %s" % data)
-    return got
-
-
 def compare(a, work, src, levels, inputs):
     for opt in levels:
         tag = os.path.basename(src).split(".")[0] + "-" + opt
@@ -77,9 +61,9 @@ def compare(a, work, src, levels, inputs):
         vis = build(a, work, "visited-" + tag, src, opt, ["blocks=visited"])
         for args in inputs:
             want = {s: [c > 0 for c in cs]
-                    for s, cs in blocks(a, ref, work, args).items()}
+                    for s, cs in block_counts(a, ref, work, args).items()}
             got = {s: [c is not None and c > 0 for c in cs]
-                   for s, cs in blocks(a, vis, work, args).items()}
+                   for s, cs in block_counts(a, vis, work, args).items()}
             what = "%s -%s %s" % (os.path.basename(src), opt, " ".join(args))
             expect(set(got) == set(want), "%s: functions %s, placement=block "
                    "has %s" % (what, sorted(got), sorted(want)))
@@ -93,37 +77,6 @@ def compare(a, work, src, levels, inputs):
 def check_exact(a, work):
     compare(a, work, source(a, "shapes.c"), LEVELS, C_INPUTS)
     compare(a, work, source(a, "throws.cc"), ["O0", "O2", "O3"], CXX_INPUTS)
-
-
-def function(exe, func):
-    """The instructions of FUNC in EXE's disassembly."""
-    dis = run(["objdump", "-d", "--no-show-raw-insn", exe]).stdout
-    m = re.search(r"^[0-9a-f]+ <%s[.>].*?:\n(.*?)\n\n" % re.escape(func), dis,
-                  re.S | re.M)
-    expect(m, "no function %s in the disassembly of %s" % (func, exe))
-    return m.group(1).splitlines()
-
-
-def loops(exe, func):
-    """The instructions of FUNC's loops in EXE's disassembly (between a
-    backward jump and its target), and the whole function."""
-    dis = run(["objdump", "-d", "--no-show-raw-insn", exe]).stdout
-    m = re.search(r"^[0-9a-f]+ <%s[.>].*?:\n(.*?)\n\n" % re.escape(func), dis,
-                  re.S | re.M)
-    expect(m, "no function %s in the disassembly of %s" % (func, exe))
-    insns = []
-    for line in m.group(1).splitlines():
-        x = re.match(r"\s*([0-9a-f]+):\s*(.*)", line)
-        if x:
-            insns.append((int(x.group(1), 16), x.group(2)))
-    found = []
-    for addr, text in insns:
-        j = re.match(r"j\w+\s+([0-9a-f]+) <", text)
-        if j and int(j.group(1), 16) <= addr:
-            lo = int(j.group(1), 16)
-            found.append([t for x, t in insns if lo <= x <= addr])
-    expect(found, "%s has no loop in %s" % (func, exe))
-    return found
 
 
 def map_kinds(a, exe, work):
@@ -149,7 +102,7 @@ def check_cost(a, work):
         raise Skip("(reads x86-64 disassembly)")
     exe = build(a, work, "visited", source(a, "shapes.c"), "O2",
                 ["blocks=visited"])
-    for body in loops(exe, "odd_even"):
+    for body in disasm_loops(exe, "odd_even", clones=True):
         stores = [t for t in body if "<__tally.v." in t]
         expect(len(stores) <= 2, "odd_even's loop stores %d visited bytes "
                "an iteration's path could meet, want at most 2 (one per "
@@ -157,7 +110,7 @@ def check_cost(a, work):
     # The whole function: the two arms, the loop's entry (its header's
     # byte, hoisted) and the function's own; not the tests nor the joins
     # (before derived blocks: 5, the inner test and join sharing one).
-    whole = [t for t in function(exe, "odd_even") if "<__tally.v." in t]
+    whole = [t for t in disasm_function(exe, "odd_even", clones=True) if "<__tally.v." in t]
     expect(len(whole) <= 4, "odd_even stores %d visited bytes, want at "
            "most 4:\n  %s" % (len(whole), "\n  ".join(whole)))
     kinds = map_kinds(a, exe, work)
@@ -165,30 +118,6 @@ def check_cost(a, work):
         got = [v for k, v in kinds.items() if k.startswith(func)]
         expect(got and all("+derived" in v for v in got),
                "%s's map derives no block: %s" % (func, got))
-
-
-# Block maps in a data file (doc/data-format.md), as run-datafiles.py
-# finds them.
-def block_maps(d):
-    u32 = lambda o: struct.unpack_from("<I", d, o)[0]
-    nmod = u32(40)
-    pos = 48 + 4 + u32(48)
-    maps = []
-    for _ in range(nmod):
-        nfns = u32(pos + 20)
-        pos += 24
-        for _ in range(2):
-            pos += 4 + u32(pos)
-        for _ in range(nfns):
-            for _ in range(4):
-                pos += 4 + u32(pos)
-            nc = u32(pos + 8)
-            pos += 16 + 8 * nc
-            size = u32(pos)
-            if size:
-                maps.append((pos + 4, size))
-            pos += 4 + size
-    return maps
 
 
 def refix(d):

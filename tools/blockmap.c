@@ -109,6 +109,28 @@ derive_source (const struct tally_blockmap *m, uint32_t b,
   return TALLY_MAP_NONE;
 }
 
+/* Steps *POS (2 × edge + end, from 0) to the next derived block *A that
+   an end of an edge is, with a block the edge gives its value from;
+   returns that block, or TALLY_MAP_NONE when the edges are done.  */
+static uint32_t
+next_derivation (const struct tally_blockmap *m, uint32_t *pos, uint32_t *a)
+{
+  while (*pos < 2 * m->nedges)
+    {
+      const struct tally_map_edge *ed = &m->edges[*pos / 2];
+      uint32_t b = *pos % 2 ? ed->dst : ed->src;
+      ++*pos;
+      uint32_t from = derive_rule (m, b) ? derive_source (m, b, ed)
+                                         : TALLY_MAP_NONE;
+      if (from != TALLY_MAP_NONE)
+        {
+          *a = b;
+          return from;
+        }
+    }
+  return TALLY_MAP_NONE;
+}
+
 /* The derived blocks of M in an order where each comes after every
    derived block it is derived from, into ORDER (M->derived entries).
    Returns 0, -1 with *BAD a block derived (through others) from
@@ -189,27 +211,17 @@ check_derived (struct tally_blockmap *m, char *err, size_t errlen)
   uint32_t *nsrc = alloc_array (m->nblocks, sizeof *nsrc);
   if (!nsrc)
     return -2;
-  for (uint32_t e = 0; e < m->nedges; e++)
+  uint32_t pos = 0, a, from;
+  while ((from = next_derivation (m, &pos, &a)) != TALLY_MAP_NONE)
     {
-      const struct tally_map_edge *ed = &m->edges[e];
-      uint32_t ends[2] = { ed->src, ed->dst };
-      for (int k = 0; k < 2; k++)
+      if (from < 2)
         {
-          uint32_t a = ends[k];
-          if (!derive_rule (m, a))
-            continue;
-          uint32_t from = derive_source (m, a, ed);
-          if (from == TALLY_MAP_NONE)
-            continue;
-          if (from < 2)
-            {
-              free (nsrc);
-              return fail (err, errlen, "block %lu is derived from %s, "
-                           "which has no visited value", (unsigned long) a,
-                           from == TALLY_MAP_ENTRY ? "ENTRY" : "EXIT");
-            }
-          nsrc[a]++;
+          free (nsrc);
+          return fail (err, errlen, "block %lu is derived from %s, "
+                       "which has no visited value", (unsigned long) a,
+                       from == TALLY_MAP_ENTRY ? "ENTRY" : "EXIT");
         }
+      nsrc[a]++;
     }
   for (uint32_t b = 0; b < m->nblocks; b++)
     {
@@ -635,24 +647,12 @@ solve_derived (const struct tally_blockmap *m, struct tally_flow *out)
       /* The blocks each derived block is derived from (CSR).  */
       for (int pass = 0; pass < 2; pass++)
         {
-          for (uint32_t e = 0; e < m->nedges; e++)
-            {
-              const struct tally_map_edge *ed = &m->edges[e];
-              uint32_t ends[2] = { ed->src, ed->dst };
-              for (int k = 0; k < 2; k++)
-                {
-                  uint32_t a = ends[k];
-                  if (!derive_rule (m, a))
-                    continue;
-                  uint32_t from = derive_source (m, a, ed);
-                  if (from == TALLY_MAP_NONE)
-                    continue;
-                  if (pass == 0)
-                    start[a + 1]++;
-                  else
-                    list[start[a] + fill[a]++] = from;
-                }
-            }
+          uint32_t pos = 0, a, from;
+          while ((from = next_derivation (m, &pos, &a)) != TALLY_MAP_NONE)
+            if (pass == 0)
+              start[a + 1]++;
+            else
+              list[start[a] + fill[a]++] = from;
           if (pass == 0)
             for (uint32_t b = 0; b < nb; b++)
               start[b + 1] += start[b];

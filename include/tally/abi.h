@@ -226,6 +226,18 @@ TALLY_PUBLIC void __tally_enter_cyc (struct tally_module *m,
                                      __UINT32_TYPE__ fn, void *cfa);
 TALLY_PUBLIC void __tally_exit_cyc (struct tally_module *m,
                                     __UINT32_TYPE__ fn, void *cfa);
+/* x86-64, measure=cycles hooks=call without paths=on (plugin since ABI 3's
+   third hook set): the shadow stack's push and pop alone (the caller counts
+   the call in its own code first), called from the plugin's asm statement
+   below the caller's red zone.  Enter: FN's descriptor in %rcx, the CFA in
+   %rdx; it changes %rax, %rdx, %r10, %r11 and the flags.  Exit: FN in %rcx,
+   the CFA in %rsi; it changes %rax, %rdx, %rsi, %r10, %r11 and the flags.
+   Nothing else (rt/shadow.c: the fast path in assembly, the rest through
+   the register-preserving slow paths below).  The _atomic exit adds the
+   totals atomically (update=atomic, tls).  */
+TALLY_PUBLIC void __tally_cyc_call_enter (void);
+TALLY_PUBLIC void __tally_cyc_call_exit (void);
+TALLY_PUBLIC void __tally_cyc_call_exit_atomic (void);
 /* measure=papi (hooks=call): the same, also reading the PAPI events
    (rt/papi.c: in the shared runtime, or for static links in
    libtally-rt-papi.a, with -lpapi).  */

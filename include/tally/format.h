@@ -336,6 +336,31 @@ TALLY_CODEC (fnrec, TALLY_FNREC_FIELDS, (void) 0)
 #define TALLY_MEAS_FIXED 12u
 #define TALLY_MEAS_PAIR 16u
 
+/* The function ids of MEAS and PATH: module record REC's functions are
+   ids [base, base + count) (its base in the MEAS record).  */
+struct tally_id_range
+{
+  uint32_t base, count, rec;
+};
+/* The index of the range of function ID among the N ranges at R sorted by
+   base, or UINT32_MAX.  */
+static inline uint32_t
+tally_id_range_find (const struct tally_id_range *r, uint32_t n, uint32_t id)
+{
+  uint32_t lo = 0, hi = n; /* the last range with base <= id */
+  while (lo < hi)
+    {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (r[mid].base <= id)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  if (lo && id - r[lo - 1].base < r[lo - 1].count)
+    return lo - 1;
+  return UINT32_MAX;
+}
+
 /* FRMS: u32 tag, u32 count (TALLY_FRAMES_FIXED), then per frame u32 id,
    u64 address (TALLY_FRAME_FIXED) and str name */
 #define TALLY_FRAMES_FIXED 8u
