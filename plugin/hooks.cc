@@ -455,8 +455,29 @@ insert_tls_attach (function *fun, location_t loc)
     {
       /* Not a call GCC sees (build_preserving_call): the function stays a
          leaf if it was one.  */
-      gasm *a = build_preserving_call ("__tally_tls_attach_all",
-                                       tally_module_address (), NULL_TREE, loc);
+      /* The module's address is loaded inside the asm, %rdi kept below
+         the red zone around it: an input in %rdi would make GCC move the
+         function's first argument out of %rdi on the hot path, for the
+         cold call ("mov %rdi,%rdx" in most functions with the test).  */
+      vec<tree, va_gc> *inputs = NULL, *clobbers = NULL;
+      static const char m[] = "m", memory[] = "memory", cc[] = "cc";
+      vec_safe_push (inputs,
+                     build_tree_list (build_tree_list (NULL_TREE,
+                                                       build_string (sizeof m, m)),
+                                      TREE_OPERAND (tally_module_address (), 0)));
+      vec_safe_push (clobbers, build_tree_list (NULL_TREE,
+                                                build_string (sizeof memory, memory)));
+      vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (sizeof cc, cc)));
+      gasm *a = gimple_build_asm_vec (
+          ggc_strdup ("leaq -136(%%rsp), %%rsp\n\t"
+                      "movq %%rdi, (%%rsp)\n\t"
+                      "leaq %0, %%rdi\n\t"
+                      "call *__tally_tls_attach_all@GOTPCREL(%%rip)\n\t"
+                      "movq (%%rsp), %%rdi\n\t"
+                      "leaq 136(%%rsp), %%rsp"),
+          inputs, NULL, clobbers, NULL);
+      gimple_asm_set_volatile (a, true);
+      gimple_set_location (a, loc);
       gsi_insert_after (&gsi, a, GSI_NEW_STMT);
     }
   else

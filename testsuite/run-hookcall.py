@@ -140,5 +140,89 @@ def check_red_zone_step(a, work):
                        % (what, fn, rows.get(fn), n))
 
 
+# A public function (so it keeps update=tls's attach test) whose first
+# argument stays in %rdi past the test, run by four threads.
+PUB_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+__attribute__ ((noinline)) int probe (const int *t, int k)
+{
+  int i = k & 7;
+  while (t[i] != k)
+    {
+      if (t[i] == 0)
+        return -1;
+      i = (i + 1) & 7;
+    }
+  return i;
+}
+static const int table[8] = { 8, 1, 2, 3, 4, 5, 6, 0 };
+static void *worker (void *arg)
+{
+  long s = 0;
+  for (int n = 0; n < 2500; n++)
+    s += probe (table, n % 9);
+  *(long *) arg = s;
+  return NULL;
+}
+int main (void)
+{
+  pthread_t t[4];
+  long s[4];
+  for (int i = 0; i < 4; i++)
+    pthread_create (&t[i], NULL, worker, &s[i]);
+  for (int i = 0; i < 4; i++)
+    pthread_join (t[i], NULL);
+  printf ("%ld\n", s[0] + s[1] + s[2] + s[3]);
+  return 0;
+}
+"""
+
+
+@case("tls-attach-no-move")
+def check_tls_attach_no_move(a, work):
+    """update=tls: the attach test is the function's first two
+    instructions, `cmpq $0x0,%fs:..` and `je`, with no register move for
+    the cold call between them (the cold asm loads the module's address
+    itself and keeps %rdi); executable and -fPIC; counts exact in four
+    threads."""
+    need_x86_64()
+    src = os.path.join(work, "pub.c")
+    with open(src, "w") as f:
+        f.write(PUB_C)
+    exe = os.path.join(work, "pub")
+    so = os.path.join(work, "pub.so")
+    flags = ["-fplugin=" + a.plugin, "-I", a.include,
+             *tally_opts("update=tls")]
+    run([a.cc, "-O2", *flags, src, "-o", exe, a.runtime, "-lpthread"])
+    run([a.cc, "-O2", "-fPIC", "-shared", *flags, src, "-o", so])
+    for obj in (exe, so):
+        insns = disassemble(obj, "probe")
+        text = "\n  ".join(insns)
+        first = [i for i, ins in enumerate(insns) if ins.startswith("je")]
+        expect(first, "%s: probe has no attach test\n  %s" % (obj, text))
+        head = insns[:first[0] + 1]
+        expect(any(re.match(r"cmpq\s+\$0x0,%fs:", ins) for ins in head),
+               "%s: probe's first branch is not the attach test\n  %s" % (obj, text))
+        moves = [ins for ins in head if not re.match(r"(cmpq|je|mov\s+0x0\(%rip\)|mov\s+0x[0-9a-f]+\(%rip\))", ins)]
+        expect(not moves, "%s: probe's hot path moves registers before its "
+               "attach test: %s\n  %s" % (obj, moves, text))
+    def probe(t, k):  # the C function, as Python
+        i = k & 7
+        while t[i] != k:
+            if t[i] == 0:
+                return -1
+            i = (i + 1) & 7
+        return i
+    per = sum(probe([8, 1, 2, 3, 4, 5, 6, 0], n % 9) for n in range(2500))
+    out = os.path.join(work, "pub.tally")
+    p = run([exe], env={"TALLY_OUTPUT": out})
+    expect(p.stdout.strip() == str(4 * per),
+           "printed %s, want %d" % (p.stdout.strip(), 4 * per))
+    rows = report_calls(a, out)
+    expect(rows.get("probe") == (10000, 10000),
+           "probe counted %s, want 10000 entries and exits" % (rows.get("probe"),))
+
+
 if __name__ == "__main__":
     sys.exit(main("tally-hookcall-"))
