@@ -402,15 +402,10 @@ done:
   return rc;
 }
 
-struct span
-{
-  uint32_t base, nfns, gbase; /* gbase UINT32_MAX: not in the union */
-};
-
 static int
-span_cmp (const void *x, const void *y)
+range_cmp (const void *x, const void *y)
 {
-  const struct span *a = x, *b = y;
+  const struct tally_id_range *a = x, *b = y;
   return a->base < b->base ? -1 : a->base > b->base;
 }
 
@@ -441,7 +436,7 @@ ptree_from_image (const unsigned char *at, const unsigned char *end,
   uint64_t lost = c64 (&r);
   if (c32 (&r) != nrec || r.bad)
     return -1;
-  struct span *sp = calloc (nrec ? nrec : 1, sizeof *sp);
+  struct tally_id_range *sp = calloc (nrec ? nrec : 1, sizeof *sp);
   uint32_t *fids = calloc (nframes ? nframes : 1, sizeof *fids);
   if (!sp || !fids)
     goto fail;
@@ -450,9 +445,9 @@ ptree_from_image (const unsigned char *at, const unsigned char *end,
     {
       uint32_t b = c32 (&r);
       if (b != UINT32_MAX && nfns[i])
-        sp[ns++] = (struct span){ b, nfns[i], gbase[i] };
+        sp[ns++] = (struct tally_id_range){ b, nfns[i], i };
     }
-  qsort (sp, ns, sizeof *sp, span_cmp);
+  qsort (sp, ns, sizeof *sp, range_cmp);
   /* The frames' ids, in order.  */
   {
     struct cur f = { frames, end, 0 };
@@ -521,18 +516,10 @@ ptree_from_image (const unsigned char *at, const unsigned char *end,
         }
       else if (fn != UINT32_MAX)
         {
-          uint32_t lo = 0, hi = ns;
-          while (lo < hi)
-            {
-              uint32_t mid = lo + (hi - lo) / 2;
-              if (sp[mid].base <= fn)
-                lo = mid + 1;
-              else
-                hi = mid;
-            }
-          if (lo && fn - sp[lo - 1].base < sp[lo - 1].nfns
-              && sp[lo - 1].gbase != UINT32_MAX)
-            key = sp[lo - 1].gbase + (fn - sp[lo - 1].base);
+          /* gbase UINT32_MAX: the record is not in the union.  */
+          uint32_t s = tally_id_range_find (sp, ns, fn);
+          if (s != UINT32_MAX && gbase[sp[s].rec] != UINT32_MAX)
+            key = gbase[sp[s].rec] + (fn - sp[s].base);
         }
       uint64_t v[3 + 2 * TALLY_MAX_MEAS];
       for (int k = 0; k < 3; k++)

@@ -82,7 +82,10 @@
 #define TALLY_MAP_TREE 2u
 #define TALLY_MAP_VISITED 3u
 #define TALLY_MAP_NONE 0xffffffffu
+#define TALLY_MAP_VISITED_DERIVED 4u
 #define TALLY_BLOCK_CALL 0x1u
+#define TALLY_BLOCK_ANY_SUCC 0x2u
+#define TALLY_BLOCK_ANY_PRED 0x4u
 #define TALLY_EDGE_FAKE 0x1u
 #define TALLY_EDGE_FALLTHRU 0x2u
 #define TALLY_EDGE_TRUE 0x4u
@@ -113,6 +116,8 @@ struct plan_edge
   unsigned value;      /* index into the function's values, or TALLY_MAP_NONE */
   struct derived_latch *derived; /* a loop's latch edge counted once per
                                    run of the loop (derive_latches) */
+  basic_block store_bb; /* visited: the class member the byte is stored in
+                           (cheapest_member), if not this block */
   edge mark_on;        /* visited: the byte is stored on this edge instead
                           (hoist_visited) */
 };
@@ -267,26 +272,29 @@ serialize (tally_block_plan *plan, vec<unsigned char> *out)
       }
 }
 
+/* A new edge of the graph, from node SRC to DST: on no tree, with no value
+   yet.  */
+static void
+push_edge (tally_block_plan *plan, int src, int dst, int map_src, int map_dst,
+           unsigned flags, edge e, basic_block bb, double cost, bool can_count)
+{
+  plan_edge pe = { .src = src, .dst = dst, .map_src = map_src,
+                   .map_dst = map_dst, .flags = flags, .e = e, .bb = bb,
+                   .cost = cost, .can_count = can_count, .on_tree = false,
+                   .implied = false, .value = TALLY_MAP_NONE, .derived = NULL,
+                   .store_bb = NULL, .mark_on = NULL };
+  plan->edges.safe_push (pe);
+}
+
+/* The edge of the map from block MAP_SRC to MAP_DST.  */
 static void
 add_edge (tally_block_plan *plan, int map_src, int map_dst, unsigned flags,
           edge e, double cost, bool can_count)
 {
-  plan_edge pe;
-  pe.map_src = map_src;
-  pe.map_dst = map_dst;
-  pe.src = map_src == TALLY_MAP_ENTRY_NUM ? ENTRY_NODE : OUT_NODE (map_src);
-  pe.dst = map_dst == TALLY_MAP_EXIT_NUM ? EXIT_NODE : IN_NODE (map_dst);
-  pe.flags = flags;
-  pe.e = e;
-  pe.bb = NULL;
-  pe.cost = cost;
-  pe.can_count = can_count;
-  pe.on_tree = false;
-  pe.implied = false;
-  pe.value = TALLY_MAP_NONE;
-  pe.derived = NULL;
-  pe.mark_on = NULL;
-  plan->edges.safe_push (pe);
+  push_edge (plan,
+             map_src == TALLY_MAP_ENTRY_NUM ? ENTRY_NODE : OUT_NODE (map_src),
+             map_dst == TALLY_MAP_EXIT_NUM ? EXIT_NODE : IN_NODE (map_dst),
+             map_src, map_dst, flags, e, NULL, cost, can_count);
 }
 
 static int
@@ -299,6 +307,60 @@ cmp_cost (const void *a, const void *b)
   return x < y ? -1 : x > y; /* stable: creation order */
 }
 
+/* blocks=visited: the functions of this unit planned so far that always
+   come back to their caller, by DECL_UID: no loop, no block without a
+   way out, no exception or abnormal edge, and no statement that may not
+   return but calls to such functions; and the body planned is the one
+   that runs (decl_binds_to_current_def_p: not interposable).  GCC
+   expands a unit's callees before their callers, so most calls to such
+   functions are known when their caller is planned; a callee planned
+   later is taken as one that may not return.  A call to one of them is
+   like any other statement for find_implied's postdominance and
+   derive_visited's rule D (its block still ends there, with its fake
+   edge in the map, so that the blocks are blocks=count's).  */
+static hash_set<int_hash<int, -1, -2> > *returning_fns;
+
+static bool
+visited_may_not_return (function *fun, gimple *stmt)
+{
+  if (!tally_may_not_return (fun, stmt))
+    return false;
+  gcall *call = dyn_cast<gcall *> (stmt);
+  tree fn = call ? gimple_call_fndecl (call) : NULL_TREE;
+  return !(fn && returning_fns && !stmt_can_throw_external (fun, stmt)
+           && returning_fns->contains ((int) DECL_UID (fn)));
+}
+
+static void
+note_returning (function *fun)
+{
+  if (!decl_binds_to_current_def_p (fun->decl))
+    return;
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    {
+      if (EDGE_COUNT (bb->succs) == 0)
+        return;
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, bb->succs)
+        if (e->flags & (EDGE_COMPLEX | EDGE_FAKE))
+          return;
+      for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
+           gsi_next (&gsi))
+        if (visited_may_not_return (fun, gsi_stmt (gsi)))
+          return;
+    }
+  if (mark_dfs_back_edges ())
+    return;
+  if (!returning_fns)
+    returning_fns = new hash_set<int_hash<int, -1, -2> >;
+  returning_fns->add ((int) DECL_UID (fun->decl));
+  if (dump_file)
+    fprintf (dump_file, "tally: %s always returns\n",
+             function_name (fun));
+}
+
 /* blocks=visited: for each block, the block whose visited byte tells
    whether it ran: itself, or, when its immediate postdominator C is a block
    it dominates, C's (every path into C passes it, and every path from it
@@ -306,7 +368,8 @@ cmp_cost (const void *a, const void *b)
    every block with a call that may not return, so a block is never
    implied across one.  IMPLIED[i] is the map number, by block index.  */
 static void
-find_implied (function *fun, const vec<int> &map_of, vec<int> *implied)
+find_implied (function *fun, const vec<int> &map_of, vec<int> *implied,
+              vec<bool> *pdom_preds)
 {
   basic_block bb;
   FOR_EACH_BB_FN (bb, fun)
@@ -316,7 +379,7 @@ find_implied (function *fun, const vec<int> &map_of, vec<int> *implied)
       bool call = false;
       for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
            gsi_next (&gsi))
-        call |= tally_may_not_return (fun, gsi_stmt (gsi));
+        call |= visited_may_not_return (fun, gsi_stmt (gsi));
       if (call && !find_edge (bb, EXIT_BLOCK_PTR_FOR_FN (fun)))
         make_edge (bb, EXIT_BLOCK_PTR_FOR_FN (fun), EDGE_FAKE);
     }
@@ -341,6 +404,20 @@ find_implied (function *fun, const vec<int> &map_of, vec<int> *implied)
       while (next[c->index])
         c = next[c->index];
       (*implied)[bb->index] = map_of[c->index];
+      if (dump_file && c != bb)
+        fprintf (dump_file, "tally: bb %d ran iff bb %d ran\n", bb->index,
+                 c->index);
+    }
+  /* derive_visited's rule P: BB postdominates every predecessor.  */
+  FOR_EACH_BB_FN (bb, fun)
+    {
+      bool all = EDGE_COUNT (bb->preds) > 0;
+      edge e;
+      edge_iterator ei;
+      FOR_EACH_EDGE (e, ei, bb->preds)
+        all &= e->src != ENTRY_BLOCK_PTR_FOR_FN (fun)
+               && dominated_by_p (CDI_POST_DOMINATORS, e->src, bb);
+      (*pdom_preds)[bb->index] = all;
     }
   free_dominance_info (CDI_POST_DOMINATORS);
   remove_fake_edges ();
@@ -566,7 +643,9 @@ hoist_visited (function *fun, tally_block_plan *plan, const vec<int> &map_of,
         continue;
       int rep = implied[loop->header->index];
       plan_edge **pe = by_block.get (rep);
-      if (!pe || !flow_bb_inside_loop_p (loop, plan->blocks[rep]))
+      if (!pe || !flow_bb_inside_loop_p (loop, (*pe)->store_bb
+                                                    ? (*pe)->store_bb
+                                                    : plan->blocks[rep]))
         continue;
       int d = loop_depth (loop);
       if (depth[rep] && depth[rep] <= d)
@@ -578,6 +657,218 @@ hoist_visited (function *fun, tally_block_plan *plan, const vec<int> &map_of,
                  "stored on its entry from bb %d\n", loop->num,
                  plan->blocks[rep]->index, entry->src->index);
     }
+}
+
+/* blocks=visited: the blocks that need no byte, their visited value
+   derived from their neighbours' in the block map (kind
+   TALLY_MAP_VISITED_DERIVED: doc/data-format.md "The block map").  Two
+   rules, for a block B:
+     D (TALLY_BLOCK_ANY_SUCC): B ran iff a block one of B's normal edges
+       leads to ran.  Holds when B can be left by its normal edges only
+       (no fake edge out of it: no call that may not return, no exception
+       or abnormal edge, not a return, it has a successor) and B dominates
+       each successor S: B ran, so control went on to some S; S ran, and
+       every path into S passes B.
+     P (TALLY_BLOCK_ANY_PRED): B ran iff a block with a normal edge into
+       B ran.  Holds when B is entered by normal edges only (not the first
+       block, no exception, abnormal or setjmp-resume edge into it) and B
+       postdominates each predecessor P, with the fake edges to EXIT of
+       find_implied (a call that may not return, a block without
+       successors, an infinite loop): B ran, so it was entered from some
+       P; P ran, and every way out of the function from P passes B.
+   Both are about a run of the function that is over when the counts are
+   read: a dump while a block between the two is running (a signal
+   handler's, another thread's exit) may see a block derived by P as run
+   before it has run, and miss one derived by D until its successor runs
+   (doc/guarantees.md, "signals").
+   Blocks that run exactly together (find_implied's classes, IMPLIED) get
+   one byte or none: a class goes without when every member follows by D
+   or P.  The derived values must form no cycle (a block derived, through
+   others, from itself would say nothing); classes are tried in decreasing
+   order of expected runs, so the hot ones are derived from the cold ones
+   and their bytes are the ones left out.  DERIVED gets, by map number,
+   0 for a block with a byte (its class's) and the rule's flag
+   otherwise.  */
+/* Whether a statement of BB may not return, calls to returning_fns
+   apart.  */
+static bool
+block_may_not_return (function *fun, basic_block bb)
+{
+  for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
+       gsi_next (&gsi))
+    if (visited_may_not_return (fun, gsi_stmt (gsi)))
+      return true;
+  return false;
+}
+
+struct class_weight
+{
+  double weight;
+  unsigned rep;
+};
+
+static int
+cmp_class_weight (const void *a, const void *b)
+{
+  const class_weight *x = (const class_weight *) a;
+  const class_weight *y = (const class_weight *) b;
+  if (x->weight != y->weight)
+    return x->weight > y->weight ? -1 : 1;
+  return x->rep < y->rep ? -1 : x->rep > y->rep;
+}
+
+static void
+derive_visited (function *fun, tally_block_plan *plan,
+                const vec<int> &implied, const vec<bool> &pdom_preds,
+                bool profile, vec<unsigned> *derived)
+{
+  unsigned nb = plan->blocks.length ();
+  auto_vec<bool> d_ok, p_ok;
+  d_ok.safe_grow_cleared (nb);
+  p_ok.safe_grow_cleared (nb);
+  auto_vec<unsigned> nsucc, npred;
+  nsucc.safe_grow_cleared (nb);
+  npred.safe_grow_cleared (nb);
+  for (unsigned m = 2; m < nb; m++)
+    {
+      d_ok[m] = true;
+      /* counters=mapped: not P, which would put a block in the file
+         before it ran (a process killed in between).  */
+      p_ok[m] = pdom_preds[plan->blocks[m]->index] && !tally_opts.mapped;
+    }
+  for (const plan_edge &pe : plan->edges)
+    {
+      if (pe.bb)
+        continue;
+      int s = pe.map_src, d = pe.map_dst;
+      if (pe.flags == (TALLY_EDGE_FAKE | TALLY_EDGE_CALL) && s >= 2
+          && !block_may_not_return (fun, plan->blocks[s]))
+        continue; /* its calls all return (returning_fns) */
+      if (pe.flags & TALLY_EDGE_FAKE)
+        {
+          if (s >= 2)
+            d_ok[s] = false;
+          if (d >= 2)
+            p_ok[d] = false;
+          continue;
+        }
+      if (d == TALLY_MAP_EXIT_NUM)
+        d_ok[s] = false;
+      if (s == TALLY_MAP_ENTRY_NUM)
+        p_ok[d] = false;
+      if (s >= 2 && d >= 2)
+        {
+          nsucc[s]++;
+          npred[d]++;
+          if (!dominated_by_p (CDI_DOMINATORS, plan->blocks[d],
+                               plan->blocks[s]))
+            d_ok[s] = false;
+        }
+    }
+  /* The normal edges between blocks, both ways (CSR).  */
+  auto_vec<unsigned> so, po, sl, pl;
+  so.safe_grow_cleared (nb + 1);
+  po.safe_grow_cleared (nb + 1);
+  for (unsigned m = 0; m < nb; m++)
+    {
+      so[m + 1] = so[m] + nsucc[m];
+      po[m + 1] = po[m] + npred[m];
+    }
+  sl.safe_grow_cleared (so[nb] + 1);
+  pl.safe_grow_cleared (po[nb] + 1);
+  auto_vec<unsigned> fs, fp;
+  fs.safe_grow_cleared (nb);
+  fp.safe_grow_cleared (nb);
+  for (const plan_edge &pe : plan->edges)
+    if (!pe.bb && !(pe.flags & TALLY_EDGE_FAKE) && pe.map_src >= 2
+        && pe.map_dst >= 2)
+      {
+        sl[so[pe.map_src] + fs[pe.map_src]++] = pe.map_dst;
+        pl[po[pe.map_dst] + fp[pe.map_dst]++] = pe.map_src;
+      }
+  for (unsigned m = 2; m < nb; m++)
+    {
+      d_ok[m] = d_ok[m] && nsucc[m] > 0;
+      p_ok[m] = p_ok[m] && npred[m] > 0;
+    }
+
+  /* The classes, by representative, hottest first.  */
+  auto_vec<unsigned> reps;
+  auto_vec<vec<unsigned> > members;
+  members.safe_grow_cleared (nb);
+  for (unsigned m = 2; m < nb; m++)
+    {
+      unsigned r = implied[plan->blocks[m]->index];
+      if (members[r].is_empty ())
+        reps.safe_push (r);
+      members[r].safe_push (m);
+    }
+  auto_vec<class_weight> order;
+  for (unsigned r : reps)
+    {
+      class_weight c = { block_weight (fun, plan->blocks[r], profile), r };
+      order.safe_push (c);
+    }
+  order.qsort (cmp_class_weight);
+
+  /* Whether deriving M from its successors (D) or predecessors would make
+     M depend on itself, through the blocks derived so far.  */
+  auto_vec<unsigned> stamp;
+  stamp.safe_grow_cleared (nb);
+  unsigned now = 0;
+  auto_vec<unsigned> stack;
+  auto cycle = [&] (unsigned m, bool d) -> bool {
+    now++;
+    stack.truncate (0);
+    const vec<unsigned> &l = d ? sl : pl;
+    const vec<unsigned> &o = d ? so : po;
+    for (unsigned i = o[m]; i < o[m + 1]; i++)
+      stack.safe_push (l[i]);
+    while (!stack.is_empty ())
+      {
+        unsigned n = stack.pop ();
+        if (n == m)
+          return true;
+        if (stamp[n] == now || !(*derived)[n])
+          continue;
+        stamp[n] = now;
+        bool nd = (*derived)[n] == TALLY_BLOCK_ANY_SUCC;
+        const vec<unsigned> &nl = nd ? sl : pl;
+        const vec<unsigned> &no = nd ? so : po;
+        for (unsigned i = no[n]; i < no[n + 1]; i++)
+          stack.safe_push (nl[i]);
+      }
+    return false;
+  };
+  for (const class_weight &c : order)
+    {
+      const vec<unsigned> &k = members[c.rep];
+      bool all = true;
+      for (unsigned m : k)
+        {
+          if (d_ok[m] && !cycle (m, true))
+            (*derived)[m] = TALLY_BLOCK_ANY_SUCC;
+          else if (p_ok[m] && !cycle (m, false))
+            (*derived)[m] = TALLY_BLOCK_ANY_PRED;
+          else
+            {
+              all = false;
+              break;
+            }
+        }
+      if (!all)
+        for (unsigned m : k)
+          (*derived)[m] = 0;
+    }
+  for (unsigned m = 0; m < nb; m++)
+    members[m].release ();
+  if (dump_file)
+    for (unsigned m = 2; m < nb; m++)
+      if ((*derived)[m])
+        fprintf (dump_file, "tally: bb %d visited iff any %s ran\n",
+                 plan->blocks[m]->index,
+                 (*derived)[m] == TALLY_BLOCK_ANY_SUCC ? "successor"
+                                                       : "predecessor");
 }
 
 /* Where control arriving over an abnormal edge into BB resumes, as a map
@@ -638,10 +929,12 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
   map_of[EXIT_BLOCK] = TALLY_MAP_EXIT_NUM;
   unsigned nblocks = plan->blocks.length ();
   auto_vec<int> implied;
+  auto_vec<bool> pdom_preds;
   if (visited)
     {
       implied.safe_grow_cleared (last_basic_block_for_fn (fun));
-      find_implied (fun, map_of, &implied);
+      pdom_preds.safe_grow_cleared (last_basic_block_for_fn (fun));
+      find_implied (fun, map_of, &implied, &pdom_preds);
     }
   plan->block_flags.safe_grow_cleared (nblocks);
   plan->locs.safe_grow_cleared (nblocks);
@@ -738,24 +1031,9 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
       add_edge (plan, TALLY_MAP_ENTRY_NUM, m, TALLY_EDGE_FAKE | inject[m], NULL,
                 0, false);
   for (unsigned m = 2; m < nblocks; m++)
-    {
-      plan_edge pe;
-      pe.src = IN_NODE (m);
-      pe.dst = OUT_NODE (m);
-      pe.map_src = pe.map_dst = -1;
-      pe.flags = 0;
-      pe.e = NULL;
-      pe.bb = plan->blocks[m];
-      pe.cost = block_weight (fun, pe.bb, profile);
-      pe.can_count = true;
-      pe.on_tree = false;
-      pe.implied = false;
-      pe.value = TALLY_MAP_NONE;
-      pe.derived = NULL;
-      pe.mark_on = NULL;
-  pe.mark_on = NULL;
-      plan->edges.safe_push (pe);
-    }
+    push_edge (plan, IN_NODE (m), OUT_NODE (m), -1, -1, 0, NULL,
+               plan->blocks[m], block_weight (fun, plan->blocks[m], profile),
+               true);
 
   /* 4, 5. The spanning tree.  placement=block counts every block edge:
      of the rest, the edges off a spanning forest get counters as well,
@@ -803,6 +1081,19 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
 
   /* 6. Values: counters after the core ones, or visited bytes after
      them.  */
+  auto_vec<unsigned> derived; /* visited: by map number */
+  derived.safe_grow_cleared (nblocks);
+  if (visited)
+    {
+      derive_visited (fun, plan, implied, pdom_preds, profile,
+                      &derived);
+      for (unsigned m = 2; m < nblocks; m++)
+        if (derived[m])
+          {
+            plan->block_flags[m] |= derived[m];
+            plan->kind = TALLY_MAP_VISITED_DERIVED;
+          }
+    }
   unsigned next = 0;
   auto_vec<unsigned> value_of; /* visited: by map number */
   value_of.safe_grow_cleared (nblocks);
@@ -814,7 +1105,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
         {
           /* Only blocks no other block implies get a byte.  */
           unsigned m = (pe.src + 2) / 2;
-          counted = implied[pe.bb->index] == (int) m;
+          counted = implied[pe.bb->index] == (int) m && !derived[m];
           if (counted)
             value_of[m] = TALLY_C_CORE + next;
         }
@@ -825,13 +1116,42 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
     for (plan_edge &pe : plan->edges)
       if (pe.bb && pe.value == TALLY_MAP_NONE)
         {
-          pe.value = value_of[implied[pe.bb->index]];
+          if (!derived[(pe.src + 2) / 2])
+            pe.value = value_of[implied[pe.bb->index]];
           pe.implied = true;
         }
+  if (visited && !tally_opts.mapped)
+    {
+      /* The blocks of a class run together: the byte goes into the one
+         expected to run least often (a loop's preheader rather than its
+         body), the class's representative if none is.  Not with
+         counters=mapped, for the reason hoist_visited gives.  */
+      auto_vec<basic_block> cheapest;
+      cheapest.safe_grow_cleared (nblocks);
+      for (unsigned m = 2; m < nblocks; m++)
+        {
+          unsigned r = implied[plan->blocks[m]->index];
+          basic_block c = cheapest[r] ? cheapest[r] : plan->blocks[r];
+          if (block_weight (fun, plan->blocks[m], profile)
+              < block_weight (fun, c, profile))
+            c = plan->blocks[m];
+          cheapest[r] = c;
+        }
+      for (plan_edge &pe : plan->edges)
+        if (pe.bb && !pe.implied && pe.value != TALLY_MAP_NONE)
+          {
+            basic_block c = cheapest[map_of[pe.bb->index]];
+            if (c && c != pe.bb)
+              pe.store_bb = c;
+          }
+    }
   if (visited)
     hoist_visited (fun, plan, map_of, implied);
   if (visited)
-    layout->nvisited = next;
+    {
+      layout->nvisited = next;
+      note_returning (fun);
+    }
   else
     layout->ncounters = TALLY_C_CORE + next;
   serialize (plan, &layout->map);
@@ -936,7 +1256,8 @@ tally_blocks_insert (function *fun, tally_block_plan *plan,
         }
       else if (pe.bb)
         {
-          gimple_stmt_iterator gsi = gsi_after_labels (pe.bb);
+          gimple_stmt_iterator gsi
+              = gsi_after_labels (pe.store_bb ? pe.store_bb : pe.bb);
           gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
         }
       else

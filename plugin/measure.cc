@@ -260,6 +260,22 @@ set_locations (gimple_seq seq, location_t loc)
     }
 }
 
+/* Append SEQ to the end of BB (which may be empty: a new block) and give
+   its calls their edges.  */
+static void
+append_to_block (function *fun, basic_block bb, gimple_seq seq)
+{
+  gimple_stmt_iterator gsi = gsi_last_bb (bb);
+  if (gsi_end_p (gsi))
+    {
+      gsi = gsi_start_bb (bb);
+      gsi_insert_seq_before (&gsi, seq, GSI_NEW_STMT);
+    }
+  else
+    gsi_insert_seq_after (&gsi, seq, GSI_NEW_STMT);
+  tally_add_call_edges (fun, seq, bb);
+}
+
 /* Append PRE and "if (FLAG) SLOW else FAST" to BB, which falls through to
    its single successor; both arms join in a new block before it.  */
 static void
@@ -273,15 +289,7 @@ add_diamond (function *fun, basic_block bb, gimple_seq pre, tree flag,
   set_locations (pre, loc);
   set_locations (fast, loc);
   set_locations (slow, loc);
-  gimple_stmt_iterator gsi = gsi_last_bb (bb);
-  if (gsi_end_p (gsi))
-    {
-      gsi = gsi_start_bb (bb);
-      gsi_insert_seq_before (&gsi, pre, GSI_NEW_STMT);
-    }
-  else
-    gsi_insert_seq_after (&gsi, pre, GSI_NEW_STMT);
-  tally_add_call_edges (fun, pre, bb);
+  append_to_block (fun, bb, pre);
 
   /* The arms join in a new block: BB's successor may have PHI nodes (a
      loop header right after the entry, when GCC turned tail recursion
@@ -299,12 +307,8 @@ add_diamond (function *fun, basic_block bb, gimple_seq pre, tree flag,
   if (current_loops)
     add_bb_to_loop (slow_bb, bb->loop_father);
 
-  gsi = gsi_start_bb (fast_bb);
-  gsi_insert_seq_before (&gsi, fast, GSI_NEW_STMT);
-  tally_add_call_edges (fun, fast, fast_bb);
-  gsi = gsi_start_bb (slow_bb);
-  gsi_insert_seq_before (&gsi, slow, GSI_NEW_STMT);
-  tally_add_call_edges (fun, slow, slow_bb);
+  append_to_block (fun, fast_bb, fast);
+  append_to_block (fun, slow_bb, slow);
   free_dominance_info (CDI_DOMINATORS);
   free_dominance_info (CDI_POST_DOMINATORS);
 }
@@ -569,15 +573,7 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
         gimple_call_set_fndecl (as_a<gcall *> (gimple_seq_last_stmt (seq)),
                                 enter_frames_decl);
       set_locations (seq, loc);
-      gimple_stmt_iterator gsi = gsi_last_bb (bb);
-      if (gsi_end_p (gsi))
-        {
-          gsi = gsi_start_bb (bb);
-          gsi_insert_seq_before (&gsi, seq, GSI_NEW_STMT);
-        }
-      else
-        gsi_insert_seq_after (&gsi, seq, GSI_NEW_STMT);
-      tally_add_call_edges (fun, seq, bb);
+      append_to_block (fun, bb, seq);
       return;
     }
   tree frame_ptr = build_pointer_type (frame_type_node);

@@ -152,32 +152,17 @@ execl_common (int kind, const char *path, const char *arg0, va_list ap)
   return after_exec (held, execv (path, argv));
 }
 
-TALLY_PUBLIC int
-__tally_execl (const char *path, const char *arg, ...)
-{
-  va_list ap;
-  va_start (ap, arg);
-  int rc = execl_common ('l', path, arg, ap);
-  va_end (ap);
-  return rc;
-}
-
-TALLY_PUBLIC int
-__tally_execlp (const char *file, const char *arg, ...)
-{
-  va_list ap;
-  va_start (ap, arg);
-  int rc = execl_common ('p', file, arg, ap);
-  va_end (ap);
-  return rc;
-}
-
-TALLY_PUBLIC int
-__tally_execle (const char *path, const char *arg, ...)
-{
-  va_list ap;
-  va_start (ap, arg);
-  int rc = execl_common ('e', path, arg, ap);
-  va_end (ap);
-  return rc;
-}
+/* __tally_execl, __tally_execlp, __tally_execle: each needs its own
+   va_start; the rest is execl_common's.  */
+#define EXECL_WRAPPER(name, kind)                                            \
+  TALLY_PUBLIC int name (const char *path, const char *arg, ...)             \
+  {                                                                          \
+    va_list ap;                                                              \
+    va_start (ap, arg);                                                      \
+    int rc = execl_common (kind, path, arg, ap);                             \
+    va_end (ap);                                                             \
+    return rc;                                                               \
+  }
+EXECL_WRAPPER (__tally_execl, 'l')
+EXECL_WRAPPER (__tally_execlp, 'p')
+EXECL_WRAPPER (__tally_execle, 'e')

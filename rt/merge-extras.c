@@ -33,20 +33,26 @@
 #include "rt.h"
 #include "tally/format.h"
 
+/* A baseline: the values a write read from this process's records.  */
+struct baseline
+{
+  /* Values per function: v (inclusive, exclusive) pairs, by id.  */
+  uint64_t *meas;
+  size_t meas_len; /* bytes mapped */
+  uint32_t meas_ids, v;
+  /* The tree: calls, inclusive, exclusive per node index, and `lost`.  */
+  uint64_t *nodes;
+  size_t nodes_len;
+  uint32_t nnodes;
+  uint64_t lost;
+  /* The events per node: ne (inclusive, exclusive) pairs per node.  */
+  uint64_t *nev;
+  size_t nev_len;
+  uint32_t nev_nodes, ne;
+};
 /* The baseline and the one the write in progress will make; guarded by
-   the dump lock (records.c).  Values per function: base_v pairs, by id.  */
-static uint64_t *base_meas, *next_meas;
-static size_t base_meas_len, next_meas_len; /* bytes mapped */
-static uint32_t base_meas_ids, next_meas_ids, base_v, next_v;
-/* The tree: calls, inclusive, exclusive per node index, and `lost`.  */
-static uint64_t *base_nodes, *next_nodes;
-static size_t base_nodes_len, next_nodes_len;
-static uint32_t base_nnodes, next_nnodes;
-static uint64_t base_lost, next_lost;
-/* The events per node: base_ne (inclusive, exclusive) pairs per node.  */
-static uint64_t *base_nev, *next_nev;
-static size_t base_nev_len, next_nev_len;
-static uint32_t base_nev_nodes, next_nev_nodes, base_ne, next_ne;
+   the dump lock (records.c).  */
+static struct baseline base, next;
 
 static uint64_t
 add_sat (uint64_t a, uint64_t b)
@@ -175,31 +181,33 @@ tally_rt_meas_conflict (const unsigned char *a, const struct tally_rt_extras *ax
   return why;
 }
 
+/* Unmap B's values and empty it.  */
+static void
+forget (struct baseline *b)
+{
+  unmap (b->meas, b->meas_len);
+  unmap (b->nodes, b->nodes_len);
+  unmap (b->nev, b->nev_len);
+  memset (b, 0, sizeof *b);
+}
+
 /* Ours: subtract the baseline, note what was read as the next one.  */
 
 void
 tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
                        uint32_t nrec, const uint32_t *nfns, const uint32_t *ids)
 {
-  unmap (next_meas, next_meas_len);
-  unmap (next_nodes, next_nodes_len);
-  unmap (next_nev, next_nev_len);
-  next_meas = next_nodes = next_nev = NULL;
-  next_meas_len = next_nodes_len = next_nev_len = 0;
-  next_nev_nodes = next_ne = 0;
-  next_meas_ids = next_nnodes = 0;
-  next_v = 0;
-  next_lost = 0;
+  forget (&next);
   if (x->meas)
     {
       uint32_t v = x->nmeas, top = 0;
       for (uint32_t r = 0; r < nrec; r++)
         if (ids[r] != UINT32_MAX && nfns[r] && ids[r] + nfns[r] > top)
           top = ids[r] + nfns[r];
-      next_meas_len = (size_t) top * v * 16;
-      next_meas = (uint64_t *) map (next_meas_len);
-      next_meas_ids = next_meas ? top : 0;
-      next_v = v;
+      next.meas_len = (size_t) top * v * 16;
+      next.meas = (uint64_t *) map (next.meas_len);
+      next.meas_ids = next.meas ? top : 0;
+      next.v = v;
       unsigned char *p = buf + x->meas_values;
       for (uint32_t r = 0; r < nrec; r++)
         {
@@ -210,23 +218,23 @@ tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
                 uint64_t in = tally_le_get64 (p), ex = tally_le_get64 (p + 8);
                 uint64_t id = ids[r] == UINT32_MAX ? UINT64_MAX
                                                    : (uint64_t) ids[r] + i;
-                if (id < base_meas_ids && k < base_v)
+                if (id < base.meas_ids && k < base.v)
                   {
-                    uint64_t *b = base_meas + (id * base_v + k) * 2;
+                    uint64_t *b = base.meas + (id * base.v + k) * 2;
                     /* The totals only grow: a smaller value read is a
                        race with an update, never less than was merged.  */
                     in = in > b[0] ? in : b[0];
                     ex = ex > b[1] ? ex : b[1];
                   }
-                if (id < next_meas_ids)
+                if (id < next.meas_ids)
                   {
-                    next_meas[(id * v + k) * 2] = in;
-                    next_meas[(id * v + k) * 2 + 1] = ex;
+                    next.meas[(id * v + k) * 2] = in;
+                    next.meas[(id * v + k) * 2 + 1] = ex;
                   }
-                if (id < base_meas_ids && k < base_v)
+                if (id < base.meas_ids && k < base.v)
                   {
-                    in -= base_meas[(id * base_v + k) * 2];
-                    ex -= base_meas[(id * base_v + k) * 2 + 1];
+                    in -= base.meas[(id * base.v + k) * 2];
+                    ex -= base.meas[(id * base.v + k) * 2 + 1];
                   }
                 tally_le_put64 (p, in);
                 tally_le_put64 (p + 8, ex < in ? ex : in); /* racing reads */
@@ -237,24 +245,24 @@ tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
     {
       unsigned char *p = buf + x->paths;
       uint64_t lost = tally_le_get64 (p + 8);
-      next_lost = lost > base_lost ? lost : base_lost;
-      tally_le_put64 (p + 8, next_lost - base_lost);
+      next.lost = lost > base.lost ? lost : base.lost;
+      tally_le_put64 (p + 8, next.lost - base.lost);
       uint32_t n = x->npaths;
       p += 20 + (size_t) tally_le_get32 (p + 16) * 4 + 4;
-      next_nodes_len = ((size_t) n + 1) * 24;
-      next_nodes = (uint64_t *) map (next_nodes_len);
-      next_nnodes = next_nodes ? n + 1 : 0;
+      next.nodes_len = ((size_t) n + 1) * 24;
+      next.nodes = (uint64_t *) map (next.nodes_len);
+      next.nnodes = next.nodes ? n + 1 : 0;
       for (uint32_t i = 1; i <= n; i++, p += 32)
         {
           uint64_t v[3];
           for (int k = 0; k < 3; k++)
             {
               v[k] = tally_le_get64 (p + 8 + 8 * k);
-              uint64_t b = i < base_nnodes ? base_nodes[i * 3 + k] : 0;
+              uint64_t b = i < base.nnodes ? base.nodes[i * 3 + k] : 0;
               if (v[k] < b)
                 v[k] = b;
-              if (i < next_nnodes)
-                next_nodes[i * 3 + k] = v[k];
+              if (i < next.nnodes)
+                next.nodes[i * 3 + k] = v[k];
               v[k] -= b;
             }
           tally_le_put64 (p + 8, v[0]);
@@ -266,10 +274,10 @@ tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
     {
       uint32_t e = x->nevents, n = tally_le_get32 (buf + x->pevt + 8);
       unsigned char *p = buf + x->pevt + 12;
-      next_nev_len = ((size_t) n + 1) * e * 16;
-      next_nev = (uint64_t *) map (next_nev_len);
-      next_nev_nodes = next_nev ? n + 1 : 0;
-      next_ne = e;
+      next.nev_len = ((size_t) n + 1) * e * 16;
+      next.nev = (uint64_t *) map (next.nev_len);
+      next.nev_nodes = next.nev ? n + 1 : 0;
+      next.ne = e;
       for (uint32_t i = 1; i <= n; i++)
         for (uint32_t k = 0; k < e; k++, p += 16)
           {
@@ -277,13 +285,13 @@ tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
             for (int h = 0; h < 2; h++)
               {
                 v[h] = tally_le_get64 (p + 8 * h);
-                uint64_t b = i < base_nev_nodes && k < base_ne
-                                 ? base_nev[((size_t) i * base_ne + k) * 2 + h]
+                uint64_t b = i < base.nev_nodes && k < base.ne
+                                 ? base.nev[((size_t) i * base.ne + k) * 2 + h]
                                  : 0;
                 if (v[h] < b)
                   v[h] = b;
-                if (i < next_nev_nodes)
-                  next_nev[((size_t) i * e + k) * 2 + h] = v[h];
+                if (i < next.nev_nodes)
+                  next.nev[((size_t) i * e + k) * 2 + h] = v[h];
                 v[h] -= b;
               }
             tally_le_put64 (p, v[0]);
@@ -295,32 +303,16 @@ tally_rt_extras_delta (unsigned char *buf, const struct tally_rt_extras *x,
 void
 tally_rt_extras_commit (void)
 {
-  unmap (base_meas, base_meas_len);
-  unmap (base_nodes, base_nodes_len);
-  base_meas = next_meas;
-  base_meas_len = next_meas_len;
-  base_meas_ids = next_meas_ids;
-  base_v = next_v;
-  base_nodes = next_nodes;
-  base_nodes_len = next_nodes_len;
-  base_nnodes = next_nnodes;
-  base_lost = next_lost;
-  unmap (base_nev, base_nev_len);
-  base_nev = next_nev;
-  base_nev_len = next_nev_len;
-  base_nev_nodes = next_nev_nodes;
-  base_ne = next_ne;
-  next_meas = next_nodes = next_nev = NULL;
-  next_meas_len = next_nodes_len = next_nev_len = 0;
-  next_meas_ids = next_nnodes = next_v = next_nev_nodes = next_ne = 0;
+  forget (&base);
+  base = next;
+  memset (&next, 0, sizeof next);
 }
 
 void
 tally_rt_extras_drop (void)
 {
-  tally_rt_extras_commit (); /* drops the old baseline */
-  tally_rt_extras_commit (); /* and the one that was pending */
-  base_lost = 0;
+  forget (&base);
+  forget (&next);
 }
 
 /* The merge proper.  */
@@ -380,7 +372,7 @@ struct job
   uint64_t *fsrc;        /* [frames out]: side << 63 | entry offset */
   uint32_t nf;
   /* tree */
-  struct tally_rt_range *rg[2];
+  struct tally_id_range *rg[2];
   uint32_t nrg[2];
   uint32_t *nmap;        /* node map of the side being folded */
   struct onode *nodes;
@@ -453,10 +445,10 @@ fold (struct job *j, int s)
         }
       else
         {
-          uint32_t r = tally_rt_range_find (j->rg[s], j->nrg[s], id);
+          uint32_t r = tally_id_range_find (j->rg[s], j->nrg[s], id);
           if (r == UINT32_MAX)
             continue;
-          const struct tally_rt_range *g = &j->rg[s][r];
+          const struct tally_id_range *g = &j->rg[s][r];
           if (sd->out[g->rec] >= j->nout)
             continue;
           out = j->outbase[sd->out[g->rec]] + (id - g->base);
@@ -622,7 +614,7 @@ tally_rt_merge_extras (const struct tally_rt_xside *ours,
                                                     : old->x->npaths;
   size_t need = 64 * 16 + (size_t) nout * 12;
   for (int s = 0; s < 2; s++)
-    need += (size_t) sd[s]->n * (8 + sizeof (struct tally_rt_range))
+    need += (size_t) sd[s]->n * (8 + sizeof (struct tally_id_range))
             + (size_t) sd[s]->x->nframes * (4 + 8 + 4 + 8) + 16 * 4;
   need += ((size_t) maxn + 1) * 4 + (size_t) cap * sizeof (struct onode)
           + (size_t) nslots * 4 + 64;
@@ -721,13 +713,13 @@ tally_rt_merge_extras (const struct tally_rt_xside *ours,
     j.nev = (uint64_t *) carve (&sp, (size_t) cap * ne * 16);
   for (int s = 1; s >= 0; s--)
     {
-      j.rg[s] = (struct tally_rt_range *) carve (
-          &sp, (size_t) sd[s]->n * sizeof (struct tally_rt_range));
+      j.rg[s] = (struct tally_id_range *) carve (
+          &sp, (size_t) sd[s]->n * sizeof (struct tally_id_range));
       if (!sd[s]->x->paths)
         continue;
       const unsigned char *b = sd[s]->buf + sd[s]->x->paths + 20;
       for (uint32_t r = 0; r < sd[s]->n; r++)
-        j.rg[s][r] = (struct tally_rt_range){ tally_le_get32 (b + 4 * (size_t) r),
+        j.rg[s][r] = (struct tally_id_range){ tally_le_get32 (b + 4 * (size_t) r),
                                               sd[s]->nfns[r], r };
       j.nrg[s] = sd[s]->n;
       tally_rt_ranges (j.rg[s], &j.nrg[s]);

@@ -16,7 +16,8 @@
  * 4. each image record takes the first unclaimed existing record of the
  *    same build (tally_rt_rec_match) and their counters are summed
  *    (saturating); the unclaimed existing records follow as they are; the
- *    MEAS, FRMS and PATH records are merged by tally_rt_merge_extras;
+ *    MEAS, FRMS and PATH records are merged by tally_rt_merge_extras
+ *    (through merge-write.c's tally_rt_merge_old_extras);
  * 5. the new file is built in private memory, written to PATH.tmp.RANDOM
  *    (O_CREAT|O_EXCL|O_NOFOLLOW) and renamed over PATH; then the lock is
  *    released.
@@ -175,17 +176,10 @@ tally_rt_merge_image (const unsigned char *image, size_t len, const char *path)
         extra_len += tally_rt_rec_size (of.buf + old_off[k], old_end - old_off[k]);
       }
   struct tally_rt_xside xs_ours = { img, &ox, ours_n, ours_nfns, ours_out };
-  struct tally_rt_xside xs_old = { of.buf, &of.x, of.n, old_nfns, old_out };
-  xlen = tally_rt_merge_extras (&xs_ours, &xs_old, ours_n + extra_n, out_nfns,
-                                &xbuf);
-  if (xlen == (size_t) -1)
-    {
-      xlen = 0;
-      e = ENOMEM;
-      tally_rt_error ("%s: no memory to merge the measurements; no data "
-                      "written", path);
-      goto out;
-    }
+  if (tally_rt_merge_old_extras (&xs_ours, &of, old_nfns, old_out,
+                                 ours_n + extra_n, out_nfns, path, &xbuf,
+                                 &xlen, &e) != 0)
+    goto out;
 
   /* 5. The new file, in memory, then written and renamed.  */
   out_len = ours_end + extra_len + xlen + TALLY_TRAILER_SIZE;

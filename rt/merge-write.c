@@ -313,6 +313,26 @@ tally_rt_merge_begin (const char *path, const unsigned char *ours,
   return lfd;
 }
 
+int
+tally_rt_merge_old_extras (const struct tally_rt_xside *ours,
+                           const struct tally_rt_oldfile *old,
+                           const uint32_t *old_nfns, const uint32_t *old_out,
+                           uint32_t nout, const uint32_t *out_nfns,
+                           const char *path, unsigned char **xbuf,
+                           size_t *xlen, int *e)
+{
+  struct tally_rt_xside xs_old = { old->buf, &old->x, old->n, old_nfns,
+                                   old_out };
+  *xlen = tally_rt_merge_extras (ours, &xs_old, nout, out_nfns, xbuf);
+  if (*xlen != (size_t) -1)
+    return 0;
+  *xlen = 0;
+  *e = ENOMEM;
+  tally_rt_error ("%s: no memory to merge the measurements; no data "
+                  "written", path);
+  return -1;
+}
+
 void
 tally_rt_merge_end (int lfd, struct tally_rt_oldfile *old,
                     unsigned char *xbuf, size_t xlen)
@@ -468,17 +488,10 @@ tally_rt_merge_dump (int at_exit, const char *path, const char *program,
      the file's.  */
   tally_rt_extras_delta (ours, &ox, ours_n, ours_nfns, ours_ids);
   struct tally_rt_xside xs_ours = { ours, &ox, ours_n, ours_nfns, ours_out };
-  struct tally_rt_xside xs_old = { of.buf, &of.x, of.n, old_nfns, old_out };
-  xlen = tally_rt_merge_extras (&xs_ours, &xs_old, ours_n + extra_n,
-                                out_nfns, &xbuf);
-  if (xlen == (size_t) -1)
-    {
-      xlen = 0;
-      e = ENOMEM;
-      tally_rt_error ("%s: no memory to merge the measurements; no data "
-                      "written", path);
-      goto out;
-    }
+  if (tally_rt_merge_old_extras (&xs_ours, &of, old_nfns, old_out,
+                                 ours_n + extra_n, out_nfns, path, &xbuf,
+                                 &xlen, &e) != 0)
+    goto out;
 
   /* 5. Write.  */
   uint32_t flags = at_exit ? TALLY_FILE_AT_EXIT : 0;

@@ -204,12 +204,12 @@ tally_rt_rec_match (const unsigned char *a, const unsigned char *b)
 
 /* Sort the N ranges at R by base (Shell sort: no malloc, few records).  */
 static void
-sort_ranges (struct tally_rt_range *r, uint32_t n)
+sort_ranges (struct tally_id_range *r, uint32_t n)
 {
   for (uint32_t gap = n / 2; gap; gap /= 2)
     for (uint32_t i = gap; i < n; i++)
       {
-        struct tally_rt_range t = r[i];
+        struct tally_id_range t = r[i];
         uint32_t j = i;
         for (; j >= gap && r[j - gap].base > t.base; j -= gap)
           r[j] = r[j - gap];
@@ -217,25 +217,8 @@ sort_ranges (struct tally_rt_range *r, uint32_t n)
       }
 }
 
-uint32_t
-tally_rt_range_find (const struct tally_rt_range *r, uint32_t n, uint32_t id)
-{
-  uint32_t lo = 0, hi = n; /* the last range with base <= id */
-  while (lo < hi)
-    {
-      uint32_t mid = lo + (hi - lo) / 2;
-      if (r[mid].base <= id)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-  if (lo && id - r[lo - 1].base < r[lo - 1].count)
-    return lo - 1;
-  return UINT32_MAX;
-}
-
 void
-tally_rt_ranges (struct tally_rt_range *r, uint32_t *n)
+tally_rt_ranges (struct tally_id_range *r, uint32_t *n)
 {
   uint32_t k = 0;
   for (uint32_t i = 0; i < *n; i++)
@@ -328,10 +311,10 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
       pos += 20;
       if (n > (end - pos) / 4)
         return "corrupt path record";
-      struct tally_rt_range *rg
-          = (struct tally_rt_range *) (void *) (fids + x->nframes);
+      struct tally_id_range *rg
+          = (struct tally_id_range *) (void *) (fids + x->nframes);
       for (uint32_t r = 0; r < n; r++, pos += 4)
-        rg[r] = (struct tally_rt_range){ tally_le_get32 (buf + pos),
+        rg[r] = (struct tally_id_range){ tally_le_get32 (buf + pos),
                                          nfns[r], r };
       uint32_t nr = n;
       tally_rt_ranges (rg, &nr);
@@ -368,7 +351,7 @@ check_extras (const unsigned char *buf, size_t pos, size_t end, size_t records,
                                 == UINT32_MAX)
                 return "corrupt path record";
             }
-          else if (tally_rt_range_find (rg, nr, id) == UINT32_MAX)
+          else if (tally_id_range_find (rg, nr, id) == UINT32_MAX)
             return "corrupt path record";
         }
       x->npaths = nodes;
@@ -418,7 +401,7 @@ tally_rt_extras_scratch (uint32_t nmodules, size_t bytes)
   /* nfns and a range per record, and a frame id per 16 bytes (a frame
      takes 16 bytes at least, a path node 32: the nodes' depths fit in
      the same bytes / 4).  */
-  return (size_t) nmodules * (4 + sizeof (struct tally_rt_range))
+  return (size_t) nmodules * (4 + sizeof (struct tally_id_range))
          + bytes / 16 * 4 + 64;
 }
 

@@ -293,17 +293,9 @@ const char *tally_rt_check_file (const unsigned char *buf, size_t len,
    another process into SIGBUS.  */
 int tally_rt_read_whole (int fd, size_t size, unsigned char **buf, int *e)
     TALLY_HIDDEN;
-/* The function ids [base, base + count) of module record `rec`.  */
-struct tally_rt_range
-{
-  uint32_t base, count, rec;
-};
-/* Drop the unknown and empty of the *N ranges at R and sort the rest.  */
-void tally_rt_ranges (struct tally_rt_range *r, uint32_t *n) TALLY_HIDDEN;
-/* The index of the range of function ID among the N sorted ranges at R,
-   or UINT32_MAX.  */
-uint32_t tally_rt_range_find (const struct tally_rt_range *r, uint32_t n,
-                              uint32_t id) TALLY_HIDDEN;
+/* Drop the unknown and empty of the *N ranges at R and sort the rest
+   (tally_id_range_find, tally/format.h, finds an id's).  */
+void tally_rt_ranges (struct tally_id_range *r, uint32_t *n) TALLY_HIDDEN;
 /* The index of ID among the N increasing frame ids at IDS, or UINT32_MAX.  */
 uint32_t tally_rt_frame_index (const uint32_t *ids, uint32_t n, uint32_t id)
     TALLY_HIDDEN;
@@ -557,6 +549,18 @@ int tally_rt_merge_begin (const char *path, const unsigned char *ours,
                           const struct tally_rt_extras *ox,
                           struct tally_rt_oldfile *old, char *tmp,
                           size_t cap, int *e) TALLY_HIDDEN;
+/* Step 4's end: the merged MEAS, FRMS and PATH records of OURS and of
+   *OLD (its record r, of OLD_NFNS[r] functions, goes to output record
+   OLD_OUT[r]) for the NOUT output records (OUT_NFNS functions each) into
+   *XBUF, *XLEN bytes (tally_rt_merge_extras).  0, or -1 if memory ran out
+   (reported as PATH's, *XLEN 0, *E ENOMEM).  */
+int tally_rt_merge_old_extras (const struct tally_rt_xside *ours,
+                               const struct tally_rt_oldfile *old,
+                               const uint32_t *old_nfns,
+                               const uint32_t *old_out, uint32_t nout,
+                               const uint32_t *out_nfns, const char *path,
+                               unsigned char **xbuf, size_t *xlen, int *e)
+    TALLY_HIDDEN;
 /* The end of a merge, written or not: close the lock LFD (if >= 0: after
    the rename), unmap *OLD's bytes and XBUF (XLEN bytes: the merged MEAS,
    FRMS and PATH records, if any).  */

@@ -22,7 +22,9 @@ reason printed)."""
 import argparse
 import json
 import os
+import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -81,6 +83,38 @@ static double want (long i)
 """
 
 
+def regs_body_c(attrs=""):
+    """The thread body of the programs around REGS_LEAF_C's leaf:
+    body (base) calls leaf for i = base .. base + 999 and counts in bad
+    the results that differ from want (i); body_threads () runs it in
+    four threads, from 0, 100000, 200000 and 300000.  ATTRS (with its
+    trailing space) come before both definitions."""
+    return r"""
+static long bad;
+%sstatic void *body (void *arg)
+{
+  long base = (long) arg;
+  for (long i = base; i < base + 1000; i++)
+    {
+      double d = (double) i;
+      double r = leaf (i, i + 1, i + 2, i + 3, i + 4, i + 5, d, d + .5, d + 1,
+                       d + 1.5, d + 2, d + 2.5, d + 3, d + 3.5);
+      if (r != want (i))
+        __atomic_fetch_add (&bad, 1, __ATOMIC_RELAXED);
+    }
+  return 0;
+}
+%sstatic void body_threads (void)
+{
+  pthread_t t[4];
+  for (long k = 0; k < 4; k++)
+    pthread_create (&t[k], 0, body, (void *) (k * 100000));
+  for (int k = 0; k < 4; k++)
+    pthread_join (t[k], 0);
+}
+""" % (attrs, attrs)
+
+
 # The registry of named cases: {meson case name: function(a, work)}.
 CASES = {}
 
@@ -122,6 +156,75 @@ def need_tools(*tools):
     for tool in tools:
         if not shutil.which(tool):
             raise Skip("(%s not installed)" % tool)
+
+
+def disasm_function(exe, func, clones=False):
+    """The instruction lines of FUNC in `objdump -d` of EXE (CLONES: the
+    first body named FUNC or FUNC.something)."""
+    dis = run(["objdump", "-d", "--no-show-raw-insn", exe]).stdout
+    m = re.search(r"^[0-9a-f]+ <%s%s.*?:\n(.*?)\n\n" % (re.escape(func), "[.>]" if clones else ">"),
+                  dis, re.S | re.M)
+    expect(m, "no function %s in the disassembly of %s" % (func, exe))
+    return m.group(1).splitlines()
+
+
+def disasm_loops(exe, func, clones=False, conditional=False):
+    """The instructions of FUNC's loops in EXE's disassembly: those between a
+    backward jump (CONDITIONAL: a conditional one, the latch of a rotated
+    loop) and its target."""
+    insns = []
+    for line in disasm_function(exe, func, clones):
+        x = re.match(r"\s*([0-9a-f]+):\s*(.*)", line)
+        if x:
+            insns.append((int(x.group(1), 16), x.group(2)))
+    found = []
+    for addr, text in insns:
+        j = re.match(r"j(?!mp)\w+\s+([0-9a-f]+) <" if conditional else r"j\w+\s+([0-9a-f]+) <", text)
+        if j and int(j.group(1), 16) <= addr:
+            lo = int(j.group(1), 16)
+            found.append([t for x, t in insns if lo <= x <= addr])
+    expect(found, "%s has no loop in %s" % (func, exe))
+    return found
+
+
+def block_counts(a, exe, work, args):
+    """{symbol: [count or None, ...]} of `report --blocks` of one run of EXE
+    with ARGS (its own data file in WORK)."""
+    data = os.path.join(work, "%s-%s.data" % (os.path.basename(exe), "-".join(args)))
+    if os.path.exists(data):
+        os.unlink(data)
+    run([exe, *args], env={"TALLY_OUTPUT": data})
+    out = run([a.tally, "report", "--json", "--blocks", data]).stdout
+    got = {}
+    for fn in json.loads(out)["functions"]:
+        for body in fn.get("blocks", []):
+            got[body["symbol"]] = [b.get("count") for b in body["blocks"]]
+    expect(got, "no block counts in %s" % data)
+    return got
+
+
+def block_maps(d):
+    """[(offset, size)] of every non-empty block map in data file D (module
+    records as doc/data-format.md lays them out)."""
+    u32 = lambda o: struct.unpack_from("<I", d, o)[0]
+    nmod = u32(40)
+    pos = 48 + 4 + u32(48)  # the program name
+    maps = []
+    for _ in range(nmod):
+        nfns = u32(pos + 20)
+        pos += 24
+        for _ in range(2):  # source, directory
+            pos += 4 + u32(pos)
+        for _ in range(nfns):
+            for _ in range(4):  # name, symbol, origin, file
+                pos += 4 + u32(pos)
+            nc = u32(pos + 8)
+            pos += 16 + 8 * nc
+            size = u32(pos)
+            if size:
+                maps.append((pos + 4, size))
+            pos += 4 + size
+    return maps
 
 
 def write_file(path, text):

@@ -20,7 +20,7 @@ import threading
 import time
 import zlib
 
-from checklib import (build_abc, case, expect, Failure, main, report_calls, run, Skip,
+from checklib import (block_maps, build_abc, case, expect, Failure, main, report_calls, run, Skip,
                       write_file)
 
 
@@ -77,30 +77,6 @@ def check_bad_files(a, work):
     # A good file beside a bad one: still an error, no partial report.
     p = run([a.tally, "report", os.path.join(work, "truncated.data")], check=False)
     expect(p.returncode == 1, "bad file accepted")
-
-
-def block_maps(d):
-    """[(offset, size)] of every non-empty block map in data file D (module
-    records as doc/data-format.md lays them out)."""
-    u32 = lambda o: struct.unpack_from("<I", d, o)[0]
-    nmod = u32(40)
-    pos = 48 + 4 + u32(48)  # the program name
-    maps = []
-    for _ in range(nmod):
-        nfns = u32(pos + 20)
-        pos += 24
-        for _ in range(2):  # source, directory
-            pos += 4 + u32(pos)
-        for _ in range(nfns):
-            for _ in range(4):  # name, symbol, origin, file
-                pos += 4 + u32(pos)
-            nc = u32(pos + 8)
-            pos += 16 + 8 * nc
-            size = u32(pos)
-            if size:
-                maps.append((pos + 4, size))
-            pos += 4 + size
-    return maps
 
 
 def merge_target(exe, work, name):

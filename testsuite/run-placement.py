@@ -20,13 +20,12 @@ Checks (one per run, named on the command line):
 
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
-import json
 import os
 import platform
 import re
 import sys
 
-from checklib import Skip, case, expect, main, run
+from checklib import Skip, block_counts, case, disasm_loops, expect, main, run
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 
@@ -44,21 +43,6 @@ def build(args, work, name, opt, opts):
     cmd += [program(args), "-o", exe, args.runtime]
     run(cmd)
     return exe
-
-
-def blocks(args, exe, work, n):
-    """{symbol: [count, ...]} of one run of EXE with argument N."""
-    data = os.path.join(work, os.path.basename(exe) + "-" + n + ".data")
-    if os.path.exists(data):
-        os.unlink(data)
-    run([exe, n], env={"TALLY_OUTPUT": data})
-    out = run([args.tally, "report", "--json", "--blocks", data]).stdout
-    got = {}
-    for fn in json.loads(out)["functions"]:
-        for body in fn.get("blocks", []):
-            got[body["symbol"]] = [b.get("count") for b in body["blocks"]]
-    expect(got, "no block counts in %s" % data)
-    return got
 
 
 def same_counts(what, got, want):
@@ -82,10 +66,10 @@ def check_exact(args, work):
         exes = {k: build(args, work, k + "-" + opt, opt, v)
                 for k, v in variants.items()}
         for n in INPUTS:
-            want = blocks(args, ref, work, n)
+            want = block_counts(args, ref, work, [n])
             for k, exe in exes.items():
                 same_counts("-%s %s, N=%s" % (opt, k, n),
-                            blocks(args, exe, work, n), want)
+                            block_counts(args, exe, work, [n]), want)
 
 
 @case("visited")
@@ -96,33 +80,10 @@ def check_visited(args, work):
         vis = build(args, work, "visited-" + opt, opt, ["blocks=visited"])
         for n in INPUTS:
             want = {s: [c > 0 for c in cs]
-                    for s, cs in blocks(args, ref, work, n).items()}
+                    for s, cs in block_counts(args, ref, work, [n]).items()}
             got = {s: [c is not None and c > 0 for c in cs]
-                   for s, cs in blocks(args, vis, work, n).items()}
+                   for s, cs in block_counts(args, vis, work, [n]).items()}
             same_counts("-%s visited, N=%s" % (opt, n), got, want)
-
-
-def loop_lines(exe, func):
-    """The instructions of FUNC's loops in EXE's disassembly: those between
-    a conditional backward jump (the latch of a rotated loop) and its
-    target."""
-    dis = run(["objdump", "-d", "--no-show-raw-insn", exe]).stdout
-    m = re.search(r"^[0-9a-f]+ <%s>:\n(.*?)\n\n" % re.escape(func), dis,
-                  re.S | re.M)
-    expect(m, "no function %s in the disassembly of %s" % (func, exe))
-    insns = []
-    for line in m.group(1).splitlines():
-        a = re.match(r"\s*([0-9a-f]+):\s*(.*)", line)
-        if a:
-            insns.append((int(a.group(1), 16), a.group(2)))
-    loops = []
-    for addr, text in insns:
-        j = re.match(r"j(?!mp)\w+\s+([0-9a-f]+) <", text)
-        if j and int(j.group(1), 16) <= addr:
-            lo = int(j.group(1), 16)
-            loops.append([t for a, t in insns if lo <= a <= addr])
-    expect(loops, "%s has no loop in %s" % (func, exe))
-    return loops
 
 
 def tally_refs(lines, prefix):
@@ -138,30 +99,30 @@ def check_hot_loop(args, work):
     mapped = build(args, work, "mapped", "O2",
                    ["blocks=count", "counters=mapped"])
     ref = build(args, work, "block", "O2", ["blocks=count", "placement=block"])
-    for body in loop_lines(count, "fixed"):
+    for body in disasm_loops(count, "fixed", conditional=True):
         hits = tally_refs(body, "__tally.c.")
         expect(not hits, "blocks=count: the loop of fixed (1000 iterations) "
                "updates a counter at every iteration:\n  %s"
                % "\n  ".join(hits))
     for func in ("sum_ints", "walk"):
-        for body in loop_lines(vis, func):
+        for body in disasm_loops(vis, func, conditional=True):
             hits = tally_refs(body, "__tally.v.")
             expect(not hits, "blocks=visited: the loop of %s stores a byte "
                    "at every iteration:\n  %s" % (func, "\n  ".join(hits)))
     # A loop with a call that may not return keeps its per-iteration
     # counter: the call might dump or never come back.
-    expect(any(tally_refs(b, "__tally.c.") for b in loop_lines(count, "with_call")),
+    expect(any(tally_refs(b, "__tally.c.") for b in disasm_loops(count, "with_call", conditional=True)),
            "with_call's loop has no counter update: a call in it may not "
            "return, so its latch count cannot be derived")
     # counters=mapped: nothing derived, the loop still counts in place.
     # (its address is the counter's plus the bias, in a register)
     expect(any(re.match(r"addq?\s+\$0x1,.*\(", t)
-               for b in loop_lines(mapped, "fixed") for t in b),
+               for b in disasm_loops(mapped, "fixed", conditional=True) for t in b),
            "counters=mapped: fixed's loop updates no counter (a process "
            "killed in the loop would lose its iterations)")
     for n in INPUTS:
         same_counts("-O2 counters=mapped, N=" + n,
-                    blocks(args, mapped, work, n), blocks(args, ref, work, n))
+                    block_counts(args, mapped, work, [n]), block_counts(args, ref, work, [n]))
 
 
 if __name__ == "__main__":

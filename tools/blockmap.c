@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "blockmap.h"
+#include "freeall.h"
 #include "tally/format.h"
 
 #include "datafile.h"
@@ -81,6 +82,183 @@ value_ok (uint32_t v, uint32_t nvalues, const char *what, uint32_t i,
   return 0;
 }
 
+/* Kind 4 (doc/data-format.md "The block map"): a block without a value
+   whose flags have TALLY_BLOCK_ANY_SUCC ran iff a block one of its normal
+   (not fake) edges leads to ran; with TALLY_BLOCK_ANY_PRED, iff a block
+   with a normal edge into it ran.  */
+static uint32_t
+derive_rule (const struct tally_blockmap *m, uint32_t b)
+{
+  return m->blocks[b].flags & (TALLY_BLOCK_ANY_SUCC | TALLY_BLOCK_ANY_PRED);
+}
+
+/* For derived block B and normal edge E, the block E gives B's value
+   from, or TALLY_MAP_NONE if E is not one of B's.  */
+static uint32_t
+derive_source (const struct tally_blockmap *m, uint32_t b,
+               const struct tally_map_edge *e)
+{
+  uint32_t rule = derive_rule (m, b);
+  if (e->flags & TALLY_EDGE_FAKE)
+    return TALLY_MAP_NONE;
+  if (rule == TALLY_BLOCK_ANY_SUCC && e->src == b)
+    return e->dst;
+  if (rule == TALLY_BLOCK_ANY_PRED && e->dst == b)
+    return e->src;
+  return TALLY_MAP_NONE;
+}
+
+/* Steps *POS (2 × edge + end, from 0) to the next derived block *A that
+   an end of an edge is, with a block the edge gives its value from;
+   returns that block, or TALLY_MAP_NONE when the edges are done.  */
+static uint32_t
+next_derivation (const struct tally_blockmap *m, uint32_t *pos, uint32_t *a)
+{
+  while (*pos < 2 * m->nedges)
+    {
+      const struct tally_map_edge *ed = &m->edges[*pos / 2];
+      uint32_t b = *pos % 2 ? ed->dst : ed->src;
+      ++*pos;
+      uint32_t from = derive_rule (m, b) ? derive_source (m, b, ed)
+                                         : TALLY_MAP_NONE;
+      if (from != TALLY_MAP_NONE)
+        {
+          *a = b;
+          return from;
+        }
+    }
+  return TALLY_MAP_NONE;
+}
+
+/* The derived blocks of M in an order where each comes after every
+   derived block it is derived from, into ORDER (M->derived entries).
+   Returns 0, -1 with *BAD a block derived (through others) from
+   itself, or -2 out of memory.  */
+static int
+derive_order (const struct tally_blockmap *m, uint32_t *order, uint32_t *bad)
+{
+  uint32_t nb = m->nblocks;
+  uint32_t *pending = alloc_array (nb, sizeof *pending);
+  uint32_t *start = alloc_array ((size_t) nb + 1, sizeof *start);
+  uint32_t *users = alloc_array ((size_t) m->nedges * 2, sizeof *users);
+  uint32_t *fill = alloc_array (nb, sizeof *fill);
+  int r = 0;
+  if (!pending || !start || !users || !fill)
+    {
+      r = -2;
+      goto done;
+    }
+  /* The edge from derived block A to derived block B it is derived from,
+     twice over: PENDING[A] counts, USERS[B] lists A.  */
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t e = 0; e < m->nedges; e++)
+      {
+        const struct tally_map_edge *ed = &m->edges[e];
+        uint32_t ends[2] = { ed->src, ed->dst };
+        for (int k = 0; k < 2; k++)
+          {
+            uint32_t a = ends[k];
+            if (a < 2 || !derive_rule (m, a))
+              continue;
+            uint32_t from = derive_source (m, a, ed);
+            if (from == TALLY_MAP_NONE || from < 2 || !derive_rule (m, from))
+              continue;
+            if (pass == 0)
+              {
+                pending[a]++;
+                start[from + 1]++;
+              }
+            else
+              users[start[from] + fill[from]++] = a;
+          }
+        if (pass == 0 && e + 1 == m->nedges)
+          for (uint32_t b = 0; b < nb; b++)
+            start[b + 1] += start[b];
+      }
+  uint32_t n = 0, head = 0;
+  for (uint32_t b = 2; b < nb; b++)
+    if (derive_rule (m, b) && !pending[b])
+      order[n++] = b;
+  while (head < n)
+    {
+      uint32_t b = order[head++];
+      for (uint32_t i = start[b]; i < start[b + 1]; i++)
+        if (--pending[users[i]] == 0)
+          order[n++] = users[i];
+    }
+  if (n < m->derived)
+    {
+      for (uint32_t b = 2; b < nb; b++)
+        if (derive_rule (m, b) && pending[b])
+          {
+            *bad = b;
+            break;
+          }
+      r = -1;
+    }
+done:
+  free_all (pending, start, users, fill);
+  return r;
+}
+
+/* Kind 4: every derived block has no value, one rule, at least one
+   block to derive from and neither ENTRY nor EXIT among them, and none
+   is derived from itself.  0, -1 (said in ERR) or -2 out of memory.  */
+static int
+check_derived (struct tally_blockmap *m, char *err, size_t errlen)
+{
+  uint32_t *nsrc = alloc_array (m->nblocks, sizeof *nsrc);
+  if (!nsrc)
+    return -2;
+  uint32_t pos = 0, a, from;
+  while ((from = next_derivation (m, &pos, &a)) != TALLY_MAP_NONE)
+    {
+      if (from < 2)
+        {
+          free (nsrc);
+          return fail (err, errlen, "block %lu is derived from %s, "
+                       "which has no visited value", (unsigned long) a,
+                       from == TALLY_MAP_ENTRY ? "ENTRY" : "EXIT");
+        }
+      nsrc[a]++;
+    }
+  for (uint32_t b = 0; b < m->nblocks; b++)
+    {
+      uint32_t rule = derive_rule (m, b);
+      if (!rule)
+        continue;
+      const char *why = NULL;
+      if (b < 2)
+        why = "ENTRY and EXIT are never derived";
+      else if (rule == (TALLY_BLOCK_ANY_SUCC | TALLY_BLOCK_ANY_PRED))
+        why = "derived from both its successors and its predecessors";
+      else if (m->blocks[b].value != TALLY_MAP_NONE)
+        why = "has a value and is derived too";
+      else if (!nsrc[b])
+        why = rule == TALLY_BLOCK_ANY_SUCC
+                  ? "derived from its successors, but has no normal edge out"
+                  : "derived from its predecessors, but has no normal edge "
+                    "in";
+      if (why)
+        {
+          free (nsrc);
+          return fail (err, errlen, "block %lu: %s", (unsigned long) b, why);
+        }
+      m->derived++;
+    }
+  free (nsrc);
+  uint32_t *order = alloc_array (m->derived, sizeof *order);
+  if (!order)
+    return -2;
+  uint32_t bad = 0;
+  int r = derive_order (m, order, &bad);
+  free (order);
+  if (r == -1)
+    return fail (err, errlen, "block %lu: its visited value is derived from "
+                 "itself (a cycle of derived blocks)", (unsigned long) bad);
+  return r;
+}
+
 int
 tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
                   struct tally_blockmap *out, char *err, size_t errlen)
@@ -99,8 +277,8 @@ tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
     return fail (err, errlen, "map version %lu, this tally reads version %u",
                  (unsigned long) version, TALLY_MAP_VERSION);
   if (m.kind != TALLY_MAP_BLOCK && m.kind != TALLY_MAP_TREE
-      && m.kind != TALLY_MAP_VISITED)
-    return fail (err, errlen, "unknown map kind %lu (expected 1, 2 or 3)",
+      && m.kind != TALLY_MAP_VISITED && m.kind != TALLY_MAP_VISITED_DERIVED)
+    return fail (err, errlen, "unknown map kind %lu (expected 1, 2, 3 or 4)",
                  (unsigned long) m.kind);
   if (m.nblocks < 2)
     return fail (err, errlen, "%lu blocks, at least 2 (ENTRY and EXIT) "
@@ -238,6 +416,15 @@ tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
             left (&c));
       goto bad;
     }
+  if (m.kind == TALLY_MAP_VISITED_DERIVED)
+    {
+      m.kind = TALLY_MAP_VISITED;
+      int r = check_derived (&m, err, errlen);
+      if (r == -2)
+        goto oom;
+      if (r)
+        goto bad;
+    }
   *out = m;
   return 0;
 
@@ -246,6 +433,14 @@ oom:
 bad:
   tally_map_free (&m);
   return -1;
+}
+
+int
+tally_fn_map_decode (const struct tally_data_fn *f,
+                     struct tally_blockmap *out, char *err, size_t errlen)
+{
+  return tally_map_decode (f->map, f->map_size, f->ncounters, out, err,
+                           errlen);
 }
 
 int
@@ -259,8 +454,7 @@ tally_data_check_maps (const struct tally_data *d, char *err, size_t errlen)
         char why[200];
         if (!f->map_size)
           continue;
-        if (tally_map_decode (f->map, f->map_size, f->ncounters, &bm, why,
-                              sizeof why) != 0)
+        if (tally_fn_map_decode (f, &bm, why, sizeof why) != 0)
           return fail (err, errlen, "module %lu (%s) function %lu (%s): bad "
                        "block map: %s: file is corrupt", (unsigned long) i,
                        d->modules[i].source, (unsigned long) j, f->symbol,
@@ -276,10 +470,7 @@ tally_map_free (struct tally_blockmap *m)
   if (m->files)
     for (uint32_t i = 0; i < m->nfiles; i++)
       free (m->files[i]);
-  free (m->files);
-  free (m->blocks);
-  free (m->edges);
-  free (m->locs_);
+  free_all (m->files, m->blocks, m->edges, m->locs_);
   memset (m, 0, sizeof *m);
 }
 
@@ -344,6 +535,60 @@ check_sign (const struct tally_blockmap *m, struct gedge *e, size_t k,
   e->count = 0;
 }
 
+/* Kind 4: the derived blocks' values, in derive_order's order: 1 if a
+   block derived from is known to have run, 0 if all are known not to,
+   unknown otherwise.  */
+static void
+solve_derived (const struct tally_blockmap *m, struct tally_flow *out)
+{
+  uint32_t nb = m->nblocks;
+  uint32_t *order = alloc_array (m->derived, sizeof *order);
+  uint32_t *start = alloc_array ((size_t) nb + 1, sizeof *start);
+  uint32_t *list = alloc_array (m->nedges, sizeof *list);
+  uint32_t *fill = alloc_array (nb, sizeof *fill);
+  uint32_t bad;
+  if (!order || !start || !list || !fill)
+    {
+      fputs ("tally: out of memory\n", stderr);
+      exit (1);
+    }
+  if (derive_order (m, order, &bad) == 0)
+    {
+      /* The blocks each derived block is derived from (CSR).  */
+      for (int pass = 0; pass < 2; pass++)
+        {
+          uint32_t pos = 0, a, from;
+          while ((from = next_derivation (m, &pos, &a)) != TALLY_MAP_NONE)
+            if (pass == 0)
+              start[a + 1]++;
+            else
+              list[start[a] + fill[a]++] = from;
+          if (pass == 0)
+            for (uint32_t b = 0; b < nb; b++)
+              start[b + 1] += start[b];
+        }
+      for (uint32_t i = 0; i < m->derived; i++)
+        {
+          uint32_t b = order[i];
+          int ran = 0, all_known = 1;
+          for (uint32_t k = start[b]; k < start[b + 1]; k++)
+            {
+              uint32_t from = list[k];
+              if (!out->block_known[from])
+                all_known = 0;
+              else if (out->block[from])
+                ran = 1;
+            }
+          if (ran || all_known)
+            {
+              out->block[b] = (uint64_t) ran;
+              out->block_known[b] = 1;
+            }
+        }
+    }
+  free_all (order, start, list, fill);
+}
+
 void
 tally_flow_solve (const struct tally_blockmap *m, const uint64_t *values,
                   uint32_t nvalues, struct tally_flow *out)
@@ -369,8 +614,10 @@ tally_flow_solve (const struct tally_blockmap *m, const uint64_t *values,
             out->block[b] = values[m->blocks[b].value] != 0;
             out->block_known[b] = 1;
           }
-        else
-          out->unknown_blocks++;
+      if (m->derived)
+        solve_derived (m, out);
+      for (uint32_t b = 2; b < nb; b++)
+        out->unknown_blocks += !out->block_known[b];
       return;
     }
 

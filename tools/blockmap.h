@@ -37,7 +37,9 @@ struct tally_map_edge
 /* A decoded, checked map.  */
 struct tally_blockmap
 {
-  uint32_t kind; /* TALLY_MAP_BLOCK, _TREE or _VISITED */
+  uint32_t kind; /* TALLY_MAP_BLOCK, _TREE or _VISITED (kind 4 too) */
+  uint32_t derived; /* kind 4 (TALLY_MAP_VISITED_DERIVED): blocks whose
+                       value comes from their neighbours' */
   uint32_t nblocks, nedges, nfiles;
   char **files;  /* NUL-terminated copies */
   struct tally_map_block *blocks;
@@ -49,10 +51,18 @@ struct tally_blockmap
    0, or -1 with a one-line message in ERR (ERRLEN bytes at most) and *OUT
    empty.  Besides the layout it checks that value indexes are below
    NVALUES, block numbers below the block count, file indexes below the
-   file count, that no edge leaves EXIT or enters ENTRY, and that ENTRY
-   and EXIT carry neither a value nor locations.  */
+   file count, that no edge leaves EXIT or enters ENTRY, that ENTRY
+   and EXIT carry neither a value nor locations, and (kind 4) that every
+   derived block has neighbours to derive from and none is derived from
+   itself.  Kind 4 is decoded as kind VISITED with DERIVED set.  */
 int tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
                       struct tally_blockmap *out, char *err, size_t errlen);
+
+/* The same for the block map of the function record F (its map, map_size
+   and ncounters).  */
+struct tally_data_fn;
+int tally_fn_map_decode (const struct tally_data_fn *f,
+                         struct tally_blockmap *out, char *err, size_t errlen);
 
 /* Decode every block map of the data file D: 0, or -1 with "module M (SRC)
    function F (SYM): bad block map: WHY: file is corrupt" in ERR.  Whatever
@@ -81,7 +91,9 @@ struct tally_flow
 };
 
 /* Solve M against the function's NVALUES values.  For kind VISITED the
-   block values are taken as they are (0 or 1) and no edge is known.  */
+   block values are taken as they are (0 or 1), a derived block's from its
+   neighbours' (doc/data-format.md "The block map"), and no edge is
+   known.  */
 void tally_flow_solve (const struct tally_blockmap *m, const uint64_t *values,
                        uint32_t nvalues, struct tally_flow *out);
 

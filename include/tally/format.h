@@ -159,10 +159,16 @@
 #define TALLY_MAP_BLOCK 1u   /* kind: a counter per block */
 #define TALLY_MAP_TREE 2u    /* kind: counters on the edges off a spanning tree */
 #define TALLY_MAP_VISITED 3u /* kind: a 0/1 value per block */
+#define TALLY_MAP_VISITED_DERIVED 4u /* kind: as 3, some blocks derived from
+                                        their neighbours (TALLY_BLOCK_ANY_*) */
 #define TALLY_MAP_NONE 0xffffffffu
 #define TALLY_MAP_ENTRY 0u   /* block numbers of the entry and exit blocks */
 #define TALLY_MAP_EXIT 1u
 #define TALLY_BLOCK_CALL 0x1u /* ends with a call that may not return */
+#define TALLY_BLOCK_ANY_SUCC 0x2u /* kind 4, no value: ran iff a block its
+                                     normal edges lead to ran */
+#define TALLY_BLOCK_ANY_PRED 0x4u /* kind 4, no value: ran iff a block with a
+                                     normal edge into it ran */
 #define TALLY_EDGE_FAKE 0x1u     /* not a jump: stands for leaving through a
                                     call that did not return, an exception or
                                     longjmp (to EXIT), or arriving by one
@@ -328,6 +334,31 @@ TALLY_CODEC (fnrec, TALLY_FNREC_FIELDS, (void) 0)
    V pairs of TALLY_MEAS_PAIR bytes */
 #define TALLY_MEAS_FIXED 12u
 #define TALLY_MEAS_PAIR 16u
+
+/* The function ids of MEAS and PATH: module record REC's functions are
+   ids [base, base + count) (its base in the MEAS record).  */
+struct tally_id_range
+{
+  uint32_t base, count, rec;
+};
+/* The index of the range of function ID among the N ranges at R sorted by
+   base, or UINT32_MAX.  */
+static inline uint32_t
+tally_id_range_find (const struct tally_id_range *r, uint32_t n, uint32_t id)
+{
+  uint32_t lo = 0, hi = n; /* the last range with base <= id */
+  while (lo < hi)
+    {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (r[mid].base <= id)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  if (lo && id - r[lo - 1].base < r[lo - 1].count)
+    return lo - 1;
+  return UINT32_MAX;
+}
 
 /* FRMS: u32 tag, u32 count (TALLY_FRAMES_FIXED), then per frame u32 id,
    u64 address (TALLY_FRAME_FIXED) and str name */
