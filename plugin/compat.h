@@ -50,6 +50,8 @@
 #include "ggc.h"
 #include "sreal.h"
 #include "gtype-desc.h"
+#include "rtl.h"
+#include "emit-rtl.h"
 
 /* The version the headers describe.  plugin-version.h defines it as a static
    in every file that includes it; this keeps it from being "unused".  */
@@ -70,6 +72,21 @@ tally_target_x86_64 (void)
   return BITS_PER_WORD == 64 && POINTER_SIZE == 64;
 #else
   return false;
+#endif
+}
+
+/* After the prologue pass: whether the current function keeps anything
+   below the stack pointer (x86-64's 128-byte red zone, leaves only).  When
+   it does not, the runtime's register-preserving entry points can be
+   called without stepping over the red zone first.  The frame layout
+   (config/i386/i386.h) is the same in GCC 11 to 13.  */
+static inline bool
+tally_red_zone_used (void)
+{
+#if defined(__x86_64__)
+  return cfun->machine->frame.red_zone_size != 0;
+#else
+  return true;
 #endif
 }
 

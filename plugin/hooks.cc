@@ -98,16 +98,16 @@ build_hook_decl (const char *name)
    leaf may keep data there) and calls through the GOT (resolved at load:
    glibc's lazy PLT resolver, which clobbers r10 and r11, never runs; a
    direct call where the runtime is in the same image).  */
+static const char step_below[] = "leaq -128(%%rsp), %%rsp\n\t";
+static const char step_back[] = "\n\tleaq 128(%%rsp), %%rsp";
+
 gasm *
 tally_asm_call (const char *sym, vec<tree, va_gc> *inputs,
                 vec<tree, va_gc> *outputs, vec<tree, va_gc> *clobbers)
 {
   char text[160];
-  snprintf (text, sizeof text,
-            "leaq -128(%%%%rsp), %%%%rsp\n\t"
-            "call *%s@GOTPCREL(%%%%rip)\n\t"
-            "leaq 128(%%%%rsp), %%%%rsp",
-            sym);
+  snprintf (text, sizeof text, "%scall *%s@GOTPCREL(%%%%rip)%s", step_below,
+            sym, step_back);
   gasm *a = gimple_build_asm_vec (ggc_strdup (text), inputs, outputs, clobbers,
                                   NULL);
   gimple_asm_set_volatile (a, true);
@@ -455,8 +455,29 @@ insert_tls_attach (function *fun, location_t loc)
     {
       /* Not a call GCC sees (build_preserving_call): the function stays a
          leaf if it was one.  */
-      gasm *a = build_preserving_call ("__tally_tls_attach_all",
-                                       tally_module_address (), NULL_TREE, loc);
+      /* The module's address is loaded inside the asm, %rdi kept below
+         the red zone around it: an input in %rdi would make GCC move the
+         function's first argument out of %rdi on the hot path, for the
+         cold call ("mov %rdi,%rdx" in most functions with the test).  */
+      vec<tree, va_gc> *inputs = NULL, *clobbers = NULL;
+      static const char m[] = "m", memory[] = "memory", cc[] = "cc";
+      vec_safe_push (inputs,
+                     build_tree_list (build_tree_list (NULL_TREE,
+                                                       build_string (sizeof m, m)),
+                                      TREE_OPERAND (tally_module_address (), 0)));
+      vec_safe_push (clobbers, build_tree_list (NULL_TREE,
+                                                build_string (sizeof memory, memory)));
+      vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (sizeof cc, cc)));
+      gasm *a = gimple_build_asm_vec (
+          ggc_strdup ("leaq -136(%%rsp), %%rsp\n\t"
+                      "movq %%rdi, (%%rsp)\n\t"
+                      "leaq %0, %%rdi\n\t"
+                      "call *__tally_tls_attach_all@GOTPCREL(%%rip)\n\t"
+                      "movq (%%rsp), %%rdi\n\t"
+                      "leaq 136(%%rsp), %%rsp"),
+          inputs, NULL, clobbers, NULL);
+      gimple_asm_set_volatile (a, true);
+      gimple_set_location (a, loc);
       gsi_insert_after (&gsi, a, GSI_NEW_STMT);
     }
   else
@@ -651,6 +672,88 @@ instrument_function (function *fun)
       return TODO_update_ssa_only_virtuals;
     }
   return 0;
+}
+
+/* hooks=call, after the prologue pass: the asm calls of __tally_count and
+   __tally_count_atomic in a function that keeps nothing below the stack
+   pointer (every function but a leaf with part of its frame in the red
+   zone) lose their two steps over the red zone, "leaq -128(%rsp), %rsp"
+   and back: four instructions a call instead of six.  The call's return
+   address then lands where nothing is kept.  */
+static bool
+drop_red_zone_step (rtx asm_op)
+{
+  const char *t = ASM_OPERANDS_TEMPLATE (asm_op);
+  static const char count[] = "call *__tally_count";
+  size_t n = strlen (t), below = sizeof step_below - 1,
+         back = sizeof step_back - 1;
+  if (n <= below + back || strncmp (t, step_below, below) != 0
+      || strncmp (t + below, count, sizeof count - 1) != 0
+      || strcmp (t + n - back, step_back) != 0)
+    return false;
+  char *inner = XALLOCAVEC (char, n - below - back + 1);
+  memcpy (inner, t + below, n - below - back);
+  inner[n - below - back] = 0;
+  ASM_OPERANDS_TEMPLATE (asm_op) = ggc_strdup (inner);
+  return true;
+}
+
+static unsigned int
+drop_red_zone_steps (void)
+{
+  if (tally_red_zone_used ())
+    return 0;
+  unsigned dropped = 0;
+  for (rtx_insn *insn = get_insns (); insn; insn = NEXT_INSN (insn))
+    {
+      if (!NONJUMP_INSN_P (insn))
+        continue;
+      rtx pat = PATTERN (insn);
+      int n = GET_CODE (pat) == PARALLEL ? XVECLEN (pat, 0) : 1;
+      for (int i = 0; i < n; i++)
+        {
+          rtx x = GET_CODE (pat) == PARALLEL ? XVECEXP (pat, 0, i) : pat;
+          if (GET_CODE (x) == SET)
+            x = SET_SRC (x);
+          if (GET_CODE (x) == ASM_OPERANDS && drop_red_zone_step (x))
+            dropped++;
+        }
+    }
+  if (dump_file && dropped)
+    fprintf (dump_file, "tally: %u hook calls without the red-zone step\n",
+             dropped);
+  return 0;
+}
+
+namespace {
+
+const pass_data tally_red_zone_pass_data = {
+  RTL_PASS,
+  "tally_redzone", /* -fdump-rtl-tally_redzone */
+  OPTGROUP_NONE,
+  TV_NONE,
+  0, 0, 0, 0, 0
+};
+
+class tally_red_zone_pass : public rtl_opt_pass
+{
+public:
+  tally_red_zone_pass (gcc::context *ctx)
+      : rtl_opt_pass (tally_red_zone_pass_data, ctx)
+  {
+  }
+  unsigned int execute (function *) final override
+  {
+    return drop_red_zone_steps ();
+  }
+};
+
+} // namespace
+
+opt_pass *
+tally_make_red_zone_pass (gcc::context *ctx)
+{
+  return new tally_red_zone_pass (ctx);
 }
 
 namespace {

@@ -202,6 +202,9 @@ tree tally_make_temp (function *fun, tree type);
 void tally_build_increment (function *fun, tree array, unsigned k,
                             location_t loc, gimple_seq *seq);
 opt_pass *tally_make_hooks_pass (gcc::context *ctx);
+/* hooks=call on x86-64: the RTL pass that calls __tally_count without the
+   red-zone step where nothing is kept below the stack pointer.  */
+opt_pass *tally_make_red_zone_pass (gcc::context *ctx);
 const struct ggc_root_tab *tally_hooks_gc_roots (void);
 
 #endif /* TALLY_PLUGIN_H */

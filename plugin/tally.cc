@@ -469,6 +469,18 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
       fix.pos_op = PASS_POS_INSERT_AFTER;
       register_callback (info->base_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &fix);
     }
+  /* hooks=call's asm calls: once the frame is laid out, the red-zone step
+     goes where the red zone is empty (hooks.cc).  */
+  if (tally_opts.hooks == TALLY_HOOKS_CALL && tally_target_x86_64 ()
+      && !tally_opts.mapped)
+    {
+      struct register_pass_info rz;
+      rz.pass = tally_make_red_zone_pass (g);
+      rz.reference_pass_name = "pro_and_epilogue";
+      rz.ref_pass_instance_number = 1;
+      rz.pos_op = PASS_POS_INSERT_AFTER;
+      register_callback (info->base_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &rz);
+    }
   if (tally_opts.hooks == TALLY_HOOKS_USER)
     tally_user_register (info->base_name);
   /* exit=frames: every body of the unit is looked at before the first is
