@@ -347,6 +347,18 @@ check_unit (void *, void *)
            (int) TYPE_PRECISION (ptr_type_node));
 }
 
+/* Runs PASS after the first instance of GCC's pass AFTER.  */
+static void
+insert_pass_after (const char *plugin, opt_pass *pass, const char *after)
+{
+  struct register_pass_info rpi;
+  rpi.pass = pass;
+  rpi.reference_pass_name = after;
+  rpi.ref_pass_instance_number = 1;
+  rpi.pos_op = PASS_POS_INSERT_AFTER;
+  register_callback (plugin, PLUGIN_PASS_MANAGER_SETUP, NULL, &rpi);
+}
+
 int
 plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
 {
@@ -449,38 +461,21 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
      "cfg" is the first pass with a CFG, before any inlining.  User hooks
      with at=early go in before gimplification (user-hooks.cc); the pass
      then sits after "optimized" to report hooks GCC did not inline.  */
-  struct register_pass_info pass;
-  pass.pass = tally_make_hooks_pass (g);
   bool late_slot = tally_opts.at == TALLY_AT_LATE
                    || tally_opts.hooks == TALLY_HOOKS_USER; /* inlining check */
-  pass.reference_pass_name = late_slot ? "optimized" : "cfg";
-  pass.ref_pass_instance_number = 1;
-  pass.pos_op = PASS_POS_INSERT_AFTER;
-  register_callback (info->base_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &pass);
+  insert_pass_after (info->base_name, tally_make_hooks_pass (g),
+                     late_slot ? "optimized" : "cfg");
   /* at=early measuring hooks: after inlining (after "optimized", like the
      late pass), the CFAs read in inlined functions are told apart.  */
   if (tally_opts.at == TALLY_AT_EARLY
       && tally_opts.measure != TALLY_MEASURE_COUNT)
-    {
-      struct register_pass_info fix;
-      fix.pass = tally_make_cfa_pass (g);
-      fix.reference_pass_name = "optimized";
-      fix.ref_pass_instance_number = 1;
-      fix.pos_op = PASS_POS_INSERT_AFTER;
-      register_callback (info->base_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &fix);
-    }
+    insert_pass_after (info->base_name, tally_make_cfa_pass (g), "optimized");
   /* hooks=call's asm calls: once the frame is laid out, the red-zone step
      goes where the red zone is empty (hooks.cc).  */
   if (tally_opts.hooks == TALLY_HOOKS_CALL && tally_target_x86_64 ()
       && !tally_opts.mapped)
-    {
-      struct register_pass_info rz;
-      rz.pass = tally_make_red_zone_pass (g);
-      rz.reference_pass_name = "pro_and_epilogue";
-      rz.ref_pass_instance_number = 1;
-      rz.pos_op = PASS_POS_INSERT_AFTER;
-      register_callback (info->base_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &rz);
-    }
+    insert_pass_after (info->base_name, tally_make_red_zone_pass (g),
+                       "pro_and_epilogue");
   if (tally_opts.hooks == TALLY_HOOKS_USER)
     tally_user_register (info->base_name);
   /* exit=frames: every body of the unit is looked at before the first is
