@@ -162,10 +162,15 @@ def disasm_function(exe, func, clones=False):
     """The instruction lines of FUNC in `objdump -d` of EXE (CLONES: the
     first body named FUNC or FUNC.something)."""
     dis = run(["objdump", "-d", "--no-show-raw-insn", exe]).stdout
-    m = re.search(r"^[0-9a-f]+ <%s%s.*?:\n(.*?)\n\n" % (re.escape(func), "[.>]" if clones else ">"),
+    m = re.search(r"^[0-9a-f]+ <%s%s.*?:\n(.*?)(?:\n\n|\Z)" % (re.escape(func), "[.>]" if clones else ">"),
                   dis, re.S | re.M)
     expect(m, "no function %s in the disassembly of %s" % (func, exe))
     return m.group(1).splitlines()
+
+
+def disasm_insns(exe, func):
+    """The instructions of FUNC in EXE, one string each (no addresses)."""
+    return [l.split(":", 1)[1].strip() for l in disasm_function(exe, func) if ":" in l]
 
 
 def disasm_loops(exe, func, clones=False, conditional=False):

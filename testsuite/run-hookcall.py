@@ -14,7 +14,7 @@ import platform
 import re
 import sys
 
-from checklib import Skip, case, expect, main, report_calls, run, tally_opts
+from checklib import Skip, case, disasm_insns, expect, main, report_calls, run, tally_opts
 
 # plain: a leaf with no frame; rz: a leaf whose array lives in the red zone
 # (its elements are read back after the exit hook's call is made: a call
@@ -62,15 +62,6 @@ def need_x86_64():
         raise Skip("(the register-preserving entry points are x86-64's)")
 
 
-def disassemble(obj, fn):
-    out = run(["objdump", "-d", "--no-show-raw-insn", obj]).stdout
-    m = re.search(r"^[0-9a-f]+ <%s>:\n(.*?)(?:\n\n|\Z)" % re.escape(fn), out,
-                  re.S | re.M)
-    expect(m, "%s: no function %s in the disassembly" % (obj, fn))
-    return [l.split(":", 1)[1].strip() for l in m.group(1).splitlines()
-            if ":" in l]
-
-
 def hook_calls(insns):
     """(index, stepped) of each call of __tally_count(_atomic)."""
     res = []
@@ -108,7 +99,7 @@ def check_red_zone_step(a, work):
                  src, "-o", exe, a.runtime, "-lpthread"])
             stepless = 0
             for fn in ("plain", "rz", "caller"):
-                insns = disassemble(exe, fn)
+                insns = disasm_insns(exe, fn)
                 calls = hook_calls(insns)
                 expect(len(calls) >= 2, "%s: %s: %d hook calls, want 2 or more\n  %s"
                        % (what, fn, len(calls), "\n  ".join(insns)))
@@ -124,7 +115,7 @@ def check_red_zone_step(a, work):
                     expect(not red and not any(s for _, s in calls),
                            "%s: %s uses no red zone, yet steps over it\n  %s"
                            % (what, fn, "\n  ".join(insns)))
-            expect(uses_red_zone(disassemble(exe, "rz")),
+            expect(uses_red_zone(disasm_insns(exe, "rz")),
                    "%s: rz keeps nothing in the red zone (the test needs it to)"
                    % what)
             expect(stepless >= 4, "%s: %d hook calls without the step, want 4"
@@ -197,7 +188,7 @@ def check_tls_attach_no_move(a, work):
     run([a.cc, "-O2", *flags, src, "-o", exe, a.runtime, "-lpthread"])
     run([a.cc, "-O2", "-fPIC", "-shared", *flags, src, "-o", so])
     for obj in (exe, so):
-        insns = disassemble(obj, "probe")
+        insns = disasm_insns(obj, "probe")
         text = "\n  ".join(insns)
         first = [i for i, ins in enumerate(insns) if ins.startswith("je")]
         expect(first, "%s: probe has no attach test\n  %s" % (obj, text))

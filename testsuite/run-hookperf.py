@@ -17,7 +17,8 @@ import platform
 import re
 import sys
 
-from checklib import LEAF_C, REGS_LEAF_C, Failure, Skip, case, expect, main, regs_body_c, run
+from checklib import (LEAF_C, REGS_LEAF_C, Failure, Skip, case, disasm_insns, expect, main, regs_body_c,
+                      run)
 
 
 LIB_C = r"""
@@ -135,22 +136,12 @@ def counts(a, path):
     return res
 
 
-def disassemble(obj, fn):
-    """The instructions of FN in OBJ, one string each."""
-    out = run(["objdump", "-d", "--no-show-raw-insn", obj]).stdout
-    m = re.search(r"^[0-9a-f]+ <%s>:\n(.*?)(?:\n\n|\Z)" % re.escape(fn), out,
-                  re.S | re.M)
-    expect(m, "%s: no function %s in the disassembly" % (obj, fn))
-    return [l.split(":", 1)[1].strip() for l in m.group(1).splitlines()
-            if ":" in l]
-
-
 def expect_leaf(obj, fn, what):
     """FN in OBJ saves no register, moves the stack pointer only around
     the runtime's entry points (below the red zone and back; hook calls
     need no step when the red zone is empty), and finds its
     thread-locals without __tls_get_addr."""
-    insns = disassemble(obj, fn)
+    insns = disasm_insns(obj, fn)
     text = "\n  ".join(insns)
     for i, ins in enumerate(insns):
         expect(not ins.startswith("push"), "%s: %s pushes: %s\n  %s"
@@ -301,7 +292,7 @@ def check_implied_attach(a, work):
     run([a.cc, "-O2", "-fno-inline", *plugin(a, "update=tls"), src, "-o", exe,
          a.runtime, "-lpthread"])
     for fn, test in (("sleaf", False), ("smid", False), ("body", True), ("pub", True)):
-        insns = disassemble(exe, fn)
+        insns = disasm_insns(exe, fn)
         tests = [i for i in insns if re.match(r"cmpq\s+\$0x0,%fs:", i)]
         expect(bool(tests) == test, "%s: %s an attach test:\n  %s"
                % (fn, "want" if test else "does not need", "\n  ".join(insns)))

@@ -260,6 +260,28 @@ check_derived (struct tally_blockmap *m, char *err, size_t errlen)
   return r;
 }
 
+/* A decoded map M into *OUT; kind 4's derivations checked first (then
+   M is freed and -1 returned, the fault said in ERR).  */
+static int
+map_finish (struct tally_blockmap *m, struct tally_blockmap *out, char *err,
+            size_t errlen)
+{
+  if (m->kind == TALLY_MAP_VISITED_DERIVED)
+    {
+      m->kind = TALLY_MAP_VISITED;
+      int r = check_derived (m, err, errlen);
+      if (r)
+        {
+          if (r == -2)
+            fail (err, errlen, "out of memory decoding the map");
+          tally_map_free (m);
+          return -1;
+        }
+    }
+  *out = *m;
+  return 0;
+}
+
 /* A version 2 map (tally/mapcode.h): checked by one walk, decoded by a
    second into the arrays the first sized.  */
 static int
@@ -323,17 +345,7 @@ decode_v2 (const unsigned char *map, size_t size, uint32_t nvalues,
     }
   free_all (o.files, o.blocks, o.locs, o.edges);
   o.files = o.blocks = o.locs = o.edges = NULL;
-  if (m.kind == TALLY_MAP_VISITED_DERIVED)
-    {
-      m.kind = TALLY_MAP_VISITED;
-      int r = check_derived (&m, err, errlen);
-      if (r == -2)
-        goto oom;
-      if (r)
-        goto bad;
-    }
-  *out = m;
-  return 0;
+  return map_finish (&m, out, err, errlen);
 
 oom:
   fail (err, errlen, "out of memory decoding the map");
@@ -506,17 +518,7 @@ tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
             left (&c));
       goto bad;
     }
-  if (m.kind == TALLY_MAP_VISITED_DERIVED)
-    {
-      m.kind = TALLY_MAP_VISITED;
-      int r = check_derived (&m, err, errlen);
-      if (r == -2)
-        goto oom;
-      if (r)
-        goto bad;
-    }
-  *out = m;
-  return 0;
+  return map_finish (&m, out, err, errlen);
 
 oom:
   fail (err, errlen, "out of memory decoding the map");
