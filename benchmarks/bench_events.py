@@ -96,8 +96,21 @@ def count_events(ctx, wl, mode_name, d, steps):
         log("  %s %s: no event counts (%s); its per-event cells stay empty" % (wl.name, mode_name, e))
 
 
+def data_bytes(d):
+    """Bytes of what a cachegrind run in scratch directory D wrote: tally's
+    data file or gcov's .gcda files (None: neither)."""
+    data = os.path.join(d, CG_TALLY)
+    if os.path.exists(data):
+        return os.path.getsize(data)
+    sizes = [os.path.getsize(os.path.join(root, f))
+             for root, _, files in os.walk(os.path.join(d, CG_GCOV)) for f in files
+             if f.endswith(".gcda")]
+    return sum(sizes) if sizes else None
+
+
 def _events(ctx, wl, mode, d, steps, r):
     mode_name = mode.name
+    r["data_bytes"] = data_bytes(d)
     if mode.tally is not None:
         _tally_events(ctx, mode, os.path.join(d, CG_TALLY), r)
     elif mode_name.startswith("gcov"):
@@ -135,7 +148,8 @@ def events_tables(ctx, workloads, modes):
         t = ["### " + title, "", "| mode | " + " | ".join(w.name for w in workloads) + " |",
              "|---|" + "---:|" * len(workloads)]
         t += ["| `%s` | %s |" % (m.name, " | ".join(cells)) for m, cells in rows]
-        t += ["", "Events: " + " · ".join("%s %s" % (w.name, head(w)) for w in workloads), ""]
+        t += [""] + (["Events: " + " · ".join("%s %s" % (w.name, head(w)) for w in workloads), ""]
+                     if head else [])
         return t
 
     live = [m for m in modes if not m.is_baseline and m.name not in ctx.na]
@@ -160,6 +174,12 @@ def events_tables(ctx, workloads, modes):
                 lambda w: "%s blocks" % format(blocks_of(w) or 0, ","))
     edge_modes = [m for m in block_modes if any(res.get((w.name, m.name), {}).get("edges")
                                                 for w in workloads)]
+    size_modes = [m for m in live if any(res.get((w.name, m.name), {}).get("data_bytes")
+                                         for w in workloads)]
+    md += table("Data file size (bytes the cachegrind run wrote: tally's data file, gcov's .gcda files)",
+                [(m, [format(res.get((w.name, m.name), {}).get("data_bytes") or 0, ",")
+                      if ctx.ok(w.name, m.name) else "-" for w in workloads]) for m in size_modes],
+                None)
     md += table("Per counted edge (each mode's own counters)",
                 [(m, [_per(ctx, w, m, res.get((w.name, m.name), {}).get("edges")) for w in workloads])
                  for m in edge_modes],

@@ -150,7 +150,8 @@ def write_report(ctx, workloads, modes, results_dir):
                 row[c + "_ratio"] = q.get(c)
             row.update(size=r.get("size"), size_ratio=q.get("size"),
                        compile_cpu_s=r.get("compile_cpu"), compile_ratio=q.get("compile_cpu"),
-                       calls=r.get("calls"), counted_edges=r.get("edges"), executed_blocks=r.get("blocks"))
+                       calls=r.get("calls"), counted_edges=r.get("edges"), executed_blocks=r.get("blocks"),
+                       data_bytes=r.get("data_bytes"))
             csv_rows.append(row)
         md.append("")
     # Average row, like LOPI's Table 2: the arithmetic mean of the ratios
