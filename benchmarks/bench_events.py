@@ -27,6 +27,11 @@ import subprocess
 from bench_common import log
 from bench_setup import MODE
 
+# Fewer events than this and the added instructions are the fixed cost
+# (start-up, exit dump) more than the events': no ratio is shown.  (At -O2
+# bzip2 and gzip inline nearly every function: a few hundred calls.)
+FEW = 10000
+
 # The files a cachegrind run writes its counts to, apart from the wall runs'.
 CG_TALLY = "cg.tally.data"
 CG_GCOV = "cg-gcov"
@@ -130,6 +135,8 @@ def _per(ctx, wl, mode, events):
     b = ctx.results.get((wl.name, mode.baseline), {})
     if not ctx.ok(wl.name, mode.name) or not r.get("Ir") or not b.get("Ir") or not events:
         return "-"
+    if events < FEW:
+        return "(%d only)" % events
     return "%.2f" % ((r["Ir"] - b["Ir"]) / events)
 
 
