@@ -9,7 +9,10 @@
 #   --modes LIST  comma-separated subset of inline-late,call-late,
 #                 inline-early,call-early (hooks=H at=A), count-late and
 #                 visited-late (blocks=count or visited, hooks=inline,
-#                 at=late) (default: all six)
+#                 at=late) (default: these six), count-only (blocks=count
+#                 hooks=none, benchmarks/run's tally-blocks-count) and
+#                 gcov (-fprofile-arcs -fprofile-update=single, no plugin:
+#                 the peer count-only is measured against)
 #   --work DIR    where the source is fetched and compiled (default:
 #                 build/bench-work, shared with user-hooks.sh; not tracked)
 #
@@ -45,8 +48,8 @@ bench_args '|runs:a number|modes:a list|work:a directory|' "$@"
 case $runs in ''|*[!0-9]*|0) echo "compile-time.sh: --runs wants a positive number" >&2; exit 2 ;; esac
 IFS=, read -ra modes <<<"$modes"
 for m in "${modes[@]}"; do
-  case $m in inline-late|call-late|inline-early|call-early|count-late|visited-late) ;;
-    *) echo "compile-time.sh: unknown mode '$m' (inline-late,call-late,inline-early,call-early,count-late,visited-late)" >&2; exit 2 ;;
+  case $m in inline-late|call-late|inline-early|call-early|count-late|visited-late|count-only|gcov) ;;
+    *) echo "compile-time.sh: unknown mode '$m' (inline-late,call-late,inline-early,call-early,count-late,visited-late,count-only,gcov)" >&2; exit 2 ;;
   esac
 done
 
@@ -135,8 +138,10 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 log "gcc $gcc_version, sqlite $ver amalgamation ($(wc -c <"$am/sqlite3.c") bytes), $runs pair(s) per mode"
 for m in "${modes[@]}"; do
   rm -f "$out/$m.base" "$out/$m.tally"
-  case ${m%-*} in
-    count|visited) flags=(-fplugin="$plugin" -fplugin-arg-tally-blocks="${m%-*}" -fplugin-arg-tally-at="${m#*-}") ;;
+  case $m in
+    gcov) flags=(-fprofile-arcs -fprofile-update=single) ;;
+    count-only) flags=(-fplugin="$plugin" -fplugin-arg-tally-blocks=count -fplugin-arg-tally-hooks=none) ;;
+    count-*|visited-*) flags=(-fplugin="$plugin" -fplugin-arg-tally-blocks="${m%-*}" -fplugin-arg-tally-at="${m#*-}") ;;
     *) flags=(-fplugin="$plugin" -fplugin-arg-tally-hooks="${m%-*}" -fplugin-arg-tally-at="${m#*-}") ;;
   esac
   for ((i = 1; i <= runs; i++)); do
