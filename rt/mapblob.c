@@ -156,50 +156,52 @@ le64 (uint64_t v)
 
 /* The values of function FN of M, from value K on, into OUT (at most MAX,
    in the file's byte order); returns how many and sets *ANY if one is not
-   0.  Each counter is read once, as tally_rt_fn_value reads it.  */
+   0.  Each counter is read once, as tally_rt_fn_value reads it, but
+   update=tls's threads are walked once for all of them.  */
 static uint32_t
 snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
           uint64_t *out, uint64_t *any)
 {
   const struct tally_fn *f = m->fns[fn];
-  uint32_t nv = tally_rt_fn_nvalues (f), n = 0;
+  uint32_t nv = tally_rt_fn_nvalues (f), nc = f->ncounters, n = 0;
+  uint32_t end = nv - k < max ? nv : k + max;
   uint64_t or = 0;
-  if (m->flags & TALLY_MOD_UPDATE_TLS)
-    for (; k < nv && n < max; k++, n++)
-      {
-        uint64_t v = tally_rt_fn_value (m, fn, k);
-        or |= v;
-        out[n] = le64 (v);
-      }
-  else
+  if (k < nc)
     {
-      uint32_t nc = f->ncounters;
-      uint32_t end = nv - k < max ? nv : k + max;
-      if (k < nc)
+      const uint64_t *c = tally_rt_live_counters (m, f->counters) + k;
+      uint32_t cn = (end < nc ? end : nc) - k;
+      if (m->flags & TALLY_MOD_UPDATE_TLS)
         {
-          const uint64_t *c = tally_rt_live_counters (m, f->counters) + k;
-          uint32_t cn = (end < nc ? end : nc) - k;
+          for (uint32_t i = 0; i < cn; i++)
+            out[i] = __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+          tally_rt_tls_add (m, fn, k, cn, out);
           for (uint32_t i = 0; i < cn; i++)
             {
-              uint64_t v = __atomic_load_n (&c[i], __ATOMIC_RELAXED);
-              or |= v;
-              out[i] = le64 (v);
+              or |= out[i];
+              out[i] = le64 (out[i]);
             }
-          n = cn;
-          k += cn;
         }
-      if (k < end)
+      else
+        for (uint32_t i = 0; i < cn; i++)
+          {
+            uint64_t v = __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+            or |= v;
+            out[i] = le64 (v);
+          }
+      n = cn;
+      k += cn;
+    }
+  if (k < end)
+    {
+      const unsigned char *v = tally_rt_live_visited (m, f->visited) + (k - nc);
+      uint32_t vn = end - k;
+      for (uint32_t i = 0; i < vn; i++)
         {
-          const unsigned char *v = tally_rt_live_visited (m, f->visited) + (k - nc);
-          uint32_t vn = end - k;
-          for (uint32_t i = 0; i < vn; i++)
-            {
-              uint64_t x = __atomic_load_n (&v[i], __ATOMIC_RELAXED) != 0;
-              or |= x;
-              out[n + i] = le64 (x);
-            }
-          n += vn;
+          uint64_t x = __atomic_load_n (&v[i], __ATOMIC_RELAXED) != 0;
+          or |= x;
+          out[n + i] = le64 (x);
         }
+      n += vn;
     }
   *any |= or;
   return n;
@@ -214,11 +216,7 @@ tally_rt_values_sum (const struct tally_module *m)
       const struct tally_fn *f = m->fns[i];
       uint32_t nv = tally_rt_fn_nvalues (f);
       if (m->flags & TALLY_MOD_UPDATE_TLS)
-        {
-          for (uint32_t k = 0; k < nv; k++)
-            sum += tally_rt_fn_value (m, i, k);
-          continue;
-        }
+        sum += tally_rt_tls_sum (m, i, f->ncounters);
       const uint64_t *c = tally_rt_live_counters (m, f->counters);
       for (uint32_t k = 0; k < f->ncounters; k++)
         sum += __atomic_load_n (&c[k], __ATOMIC_RELAXED);

@@ -225,14 +225,34 @@ tally_rt_tls_attach_local (struct tally_module *m)
   errno = saved;
 }
 
+void
+tally_rt_tls_add (const struct tally_module *m, uint32_t fn, uint32_t k,
+                  uint32_t n, uint64_t *out)
+{
+  for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
+       a = a->next)
+    if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
+      for (uint32_t i = 0; i < n; i++)
+        out[i] += __atomic_load_n (&a->copies[fn][k + i], __ATOMIC_RELAXED);
+}
+
+uint64_t
+tally_rt_tls_sum (const struct tally_module *m, uint32_t fn, uint32_t n)
+{
+  uint64_t sum = 0;
+  for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
+       a = a->next)
+    if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
+      for (uint32_t i = 0; i < n; i++)
+        sum += __atomic_load_n (&a->copies[fn][i], __ATOMIC_RELAXED);
+  return sum;
+}
+
 uint64_t
 tally_rt_tls_value (const struct tally_module *m, uint32_t fn, uint32_t k)
 {
   uint64_t v = 0;
-  for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
-       a = a->next)
-    if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
-      v += __atomic_load_n (&a->copies[fn][k], __ATOMIC_RELAXED);
+  tally_rt_tls_add (m, fn, k, 1, &v);
   return v;
 }
 
