@@ -115,7 +115,8 @@ reserve (int fd, uint64_t off, uint64_t len)
     return 0;
   if (errno != EOPNOTSUPP && errno != ENOSYS)
     return errno;
-  static const unsigned char zeros[4096];
+  /* Not const: zero-filled in .bss, not 4 KB of every binary's file.  */
+  static unsigned char zeros[4096];
   while (len)
     {
       size_t n = len < sizeof zeros ? (size_t) len : sizeof zeros;
