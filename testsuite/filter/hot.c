@@ -1,5 +1,8 @@
 /* Functions of very different cost for the select= tests: spin and churn
-   loop twenty million times each and take nearly all the time; main calls
+   loop eighty million times each and take nearly all the time (about
+   50 ms: a stall of a millisecond or two in main's own code, such as a
+   preemption or its first hook's page faults on a loaded machine, must
+   not make main look hot); main calls
    them and two trivial functions, tiny and small.  spin is static and
    always called with the same count, so at -O2 GCC compiles it as a clone
    (spin.constprop.0): the profile names the clone's body, and the rebuild
@@ -41,8 +44,8 @@ main (int argc, char **argv)
   int s = 0;
   for (int k = 0; k < 20; k++)
     {
-      spin (1000000);
-      churn (1000000 + (unsigned long) argc - 1);
+      spin (4000000);
+      churn (4000000 + (unsigned long) argc - 1);
       tiny ();
       s += small (k);
     }
