@@ -129,21 +129,15 @@ static gasm *
 build_preserving_call (const char *sym, tree arg, tree mem, location_t loc)
 {
   vec<tree, va_gc> *inputs = NULL, *outputs = NULL, *clobbers = NULL;
-  static const char D[] = "D", m[] = "m", out_m[] = "=m", memory[] = "memory",
-                    cc[] = "cc";
-#define TALLY_CONSTRAINT(c) build_tree_list (NULL_TREE, build_string (sizeof c, c))
-  vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT (D), arg));
+  vec_safe_push (inputs, tally_asm_op ("D", arg));
   if (mem)
     {
-      vec_safe_push (outputs, build_tree_list (TALLY_CONSTRAINT (out_m), mem));
-      vec_safe_push (inputs,
-                     build_tree_list (TALLY_CONSTRAINT (m), unshare_expr (mem)));
+      vec_safe_push (outputs, tally_asm_op ("=m", mem));
+      vec_safe_push (inputs, tally_asm_op ("m", unshare_expr (mem)));
     }
   else
-    vec_safe_push (clobbers, build_tree_list (NULL_TREE,
-                                              build_string (sizeof memory, memory)));
-  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (sizeof cc, cc)));
-#undef TALLY_CONSTRAINT
+    vec_safe_push (clobbers, tally_asm_str ("memory"));
+  vec_safe_push (clobbers, tally_asm_str ("cc"));
   gasm *a = tally_asm_call (sym, inputs, outputs, clobbers);
   gimple_set_location (a, loc);
   return a;
@@ -460,14 +454,10 @@ insert_tls_attach (function *fun, location_t loc)
          function's first argument out of %rdi on the hot path, for the
          cold call ("mov %rdi,%rdx" in most functions with the test).  */
       vec<tree, va_gc> *inputs = NULL, *clobbers = NULL;
-      static const char m[] = "m", memory[] = "memory", cc[] = "cc";
       vec_safe_push (inputs,
-                     build_tree_list (build_tree_list (NULL_TREE,
-                                                       build_string (sizeof m, m)),
-                                      TREE_OPERAND (tally_module_address (), 0)));
-      vec_safe_push (clobbers, build_tree_list (NULL_TREE,
-                                                build_string (sizeof memory, memory)));
-      vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (sizeof cc, cc)));
+                     tally_asm_op ("m", TREE_OPERAND (tally_module_address (), 0)));
+      vec_safe_push (clobbers, tally_asm_str ("memory"));
+      vec_safe_push (clobbers, tally_asm_str ("cc"));
       gasm *a = gimple_build_asm_vec (
           ggc_strdup ("leaq -136(%%rsp), %%rsp\n\t"
                       "movq %%rdi, (%%rsp)\n\t"

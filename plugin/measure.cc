@@ -217,11 +217,8 @@ rdtsc (function *fun, gimple_seq *seq)
 {
   tree t = tally_make_temp (fun, uint64_type_node);
   vec<tree, va_gc> *outputs = NULL, *clobbers = NULL;
-  vec_safe_push (outputs,
-                 build_tree_list (build_tree_list (NULL_TREE,
-                                                   build_string (3, "=a")),
-                                  t));
-  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (4, "rdx")));
+  vec_safe_push (outputs, tally_asm_op ("=a", t));
+  vec_safe_push (clobbers, tally_asm_str ("rdx"));
   gasm *g = gimple_build_asm_vec ("rdtsc\n\tsalq\t$32, %%rdx\n\torq\t%%rdx, %0",
                                   NULL, outputs, clobbers, NULL);
   gimple_asm_set_volatile (g, true);
@@ -238,7 +235,7 @@ static void
 barrier (gimple_seq *seq)
 {
   vec<tree, va_gc> *clobbers = NULL;
-  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (7, "memory")));
+  vec_safe_push (clobbers, tally_asm_str ("memory"));
   gasm *g = gimple_build_asm_vec ("", NULL, NULL, clobbers, NULL);
   gimple_asm_set_volatile (g, true);
   gimple_seq_add_stmt (seq, g);
@@ -261,13 +258,11 @@ move_top (gimple_seq *seq, HOST_WIDE_INT delta, tree next)
     }
   char text[40];
   snprintf (text, sizeof text, "addq\t$%ld, %%0", (long) delta);
-  vec<tree, va_gc> *inputs = NULL, *outputs = NULL, *clobbers = NULL;
-  vec_safe_push (outputs, build_tree_list (build_tree_list (NULL_TREE,
-                                                            build_string (3, "+m")),
-                                           ss_field ("top")));
-  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (7, "memory")));
-  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (3, "cc")));
-  gasm *g = gimple_build_asm_vec (ggc_strdup (text), inputs, outputs, clobbers,
+  vec<tree, va_gc> *outputs = NULL, *clobbers = NULL;
+  vec_safe_push (outputs, tally_asm_op ("+m", ss_field ("top")));
+  vec_safe_push (clobbers, tally_asm_str ("memory"));
+  vec_safe_push (clobbers, tally_asm_str ("cc"));
+  gasm *g = gimple_build_asm_vec (ggc_strdup (text), NULL, outputs, clobbers,
                                   NULL);
   gimple_asm_set_volatile (g, true);
   gimple_seq_add_stmt (seq, g);
@@ -281,12 +276,8 @@ opaque (function *fun, gimple_seq *seq, tree value)
 {
   tree t = tally_make_temp (fun, TREE_TYPE (value));
   vec<tree, va_gc> *inputs = NULL, *outputs = NULL;
-  vec_safe_push (outputs, build_tree_list (build_tree_list (NULL_TREE,
-                                                            build_string (3, "=r")),
-                                           t));
-  vec_safe_push (inputs, build_tree_list (build_tree_list (NULL_TREE,
-                                                           build_string (2, "0")),
-                                          value));
+  vec_safe_push (outputs, tally_asm_op ("=r", t));
+  vec_safe_push (inputs, tally_asm_op ("0", value));
   gasm *g = gimple_build_asm_vec ("", inputs, outputs, NULL, NULL);
   if (TREE_CODE (t) == SSA_NAME)
     SSA_NAME_DEF_STMT (t) = g;
@@ -578,18 +569,16 @@ static gasm *
 preserving_slow_call (const char *sym, tree fn, tree cfa_val, tree now)
 {
   vec<tree, va_gc> *inputs = NULL, *clobbers = NULL;
-#define TALLY_CONSTRAINT(c) build_tree_list (NULL_TREE, build_string (sizeof c, c))
   if (now)
     {
-      vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("a"), now));
-      vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("c"), fn));
+      vec_safe_push (inputs, tally_asm_op ("a", now));
+      vec_safe_push (inputs, tally_asm_op ("c", fn));
     }
   else
-    vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("a"), fn));
-  vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("d"), cfa_val));
-#undef TALLY_CONSTRAINT
-  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (7, "memory")));
-  vec_safe_push (clobbers, build_tree_list (NULL_TREE, build_string (3, "cc")));
+    vec_safe_push (inputs, tally_asm_op ("a", fn));
+  vec_safe_push (inputs, tally_asm_op ("d", cfa_val));
+  vec_safe_push (clobbers, tally_asm_str ("memory"));
+  vec_safe_push (clobbers, tally_asm_str ("cc"));
   return tally_asm_call (sym, inputs, NULL, clobbers); /* hooks.cc */
 }
 
@@ -610,25 +599,19 @@ static gasm *
 asm_call_hook (function *fun, bool entry, tree fn, tree cfa_val)
 {
   vec<tree, va_gc> *inputs = NULL, *outputs = NULL, *clobbers = NULL;
-#define TALLY_CONSTRAINT(c) build_tree_list (NULL_TREE, build_string (sizeof c, c))
   tree outs[3];
   unsigned nouts = entry ? 2 : 3;
   for (unsigned i = 0; i < nouts; i++)
     outs[i] = tally_make_temp (fun, ptr_type_node);
-  vec_safe_push (outputs, build_tree_list (TALLY_CONSTRAINT ("=a"), outs[0]));
-  vec_safe_push (outputs, build_tree_list (TALLY_CONSTRAINT ("=d"), outs[1]));
+  vec_safe_push (outputs, tally_asm_op ("=a", outs[0]));
+  vec_safe_push (outputs, tally_asm_op ("=d", outs[1]));
   if (!entry)
-    vec_safe_push (outputs, build_tree_list (TALLY_CONSTRAINT ("=S"), outs[2]));
-  vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("c"), fn));
-  if (entry)
-    vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("1"), cfa_val));
-  else
-    vec_safe_push (inputs, build_tree_list (TALLY_CONSTRAINT ("2"), cfa_val));
-#undef TALLY_CONSTRAINT
+    vec_safe_push (outputs, tally_asm_op ("=S", outs[2]));
+  vec_safe_push (inputs, tally_asm_op ("c", fn));
+  vec_safe_push (inputs, tally_asm_op (entry ? "1" : "2", cfa_val));
   static const char *const regs[] = { "r10", "r11", "cc", "memory" };
   for (const char *r : regs)
-    vec_safe_push (clobbers, build_tree_list (NULL_TREE,
-                                              build_string (strlen (r) + 1, r)));
+    vec_safe_push (clobbers, tally_asm_str (r));
   const char *sym = entry ? "__tally_cyc_call_enter"
                     : tally_opts.update == TALLY_UPDATE_SINGLE
                         ? "__tally_cyc_call_exit"

@@ -75,6 +75,20 @@ bool tally_profile_single_succ_p (function *fun, basic_block bb,
 void tally_split_goto_edges (function *fun, bitmap call_ended);
 void tally_normalize_loops (function *fun);
 
+/* The pieces of an asm statement as gimple_build_asm_vec takes them: a
+   clobber ("memory", "cc", a register) or a constraint, and an operand of
+   constraint C and value V.  */
+static inline tree
+tally_asm_str (const char *s)
+{
+  return build_tree_list (NULL_TREE, build_string (strlen (s) + 1, s));
+}
+static inline tree
+tally_asm_op (const char *c, tree v)
+{
+  return build_tree_list (tally_asm_str (c), v);
+}
+
 /* hooks.cc: a volatile asm statement calling SYM, a register-preserving
    entry point of the runtime, below the red zone and through the GOT.  */
 gasm *tally_asm_call (const char *sym, vec<tree, va_gc> *inputs,
