@@ -1,7 +1,7 @@
-/* The block map, version 2: checking walk and encoder (tally/mapcode.h).
-   Shared by the runtime, the format library (the plugin, the `tally`
-   command): calls nothing, allocates nothing, reads every byte against the
-   size first.  */
+/* The block map, version 2: the checking walk (tally/mapcode.h; the
+   encoder, which only the plugin needs, is format/mapencode.c).  Shared by
+   the runtime and the format library (the `tally` command): calls nothing,
+   allocates nothing, reads every byte against the size first.  */
 #include "tally/format.h"
 #include "tally/mapcode.h"
 
@@ -195,10 +195,10 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
           if (get (&c, 0x3ffffffffull, &x, "location does not fit in 34 "
                    "bits"))
             return -1;
-          uint64_t next = line + unzig (x >> 1);
-          if (next > 0xffffffffu) /* below 0 wraps above too */
+          uint64_t l = line + unzig (x >> 1);
+          if (l > 0xffffffffu) /* below 0 wraps above too */
             return stop (&c, at, "location line out of range");
-          line = next;
+          line = l;
           if ((x & 1))
             {
               uint64_t f;
@@ -257,149 +257,4 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
   if (c.pos != c.size)
     return stop (&c, c.pos, "unexpected bytes after the last edge");
   return 0;
-}
-
-/* Encoding: appends to OUT while below CAP, counts always.  */
-struct sink
-{
-  unsigned char *p;
-  size_t n, cap;
-};
-
-static void
-put (struct sink *s, uint64_t v)
-{
-  do
-    {
-      unsigned char b = v & 0x7f;
-      v >>= 7;
-      if (v)
-        b |= 0x80;
-      if (s->n < s->cap)
-        s->p[s->n] = b;
-      s->n++;
-    }
-  while (v);
-}
-
-static uint64_t
-zig (int64_t d)
-{
-  return d < 0 ? ((uint64_t) -(d + 1)) * 2 + 1 : (uint64_t) d * 2;
-}
-
-/* A value index as zigzag (value - *NEXT); *NEXT becomes value + 1.  */
-static void
-put_value (struct sink *s, uint32_t v, int64_t *next)
-{
-  put (s, zig ((int64_t) v - *next));
-  *next = (int64_t) v + 1;
-}
-
-size_t
-tally_map2_encode (const unsigned char *v1, size_t size, unsigned char *out,
-                   size_t cap)
-{
-  struct sink s = { out, 0, cap };
-  if (size < TALLY_MAP_FIXED || tally_le_get32 (v1) != TALLY_MAP_VERSION)
-    return 0;
-  uint32_t nblocks = tally_le_get32 (v1 + TALLY_MAP_NBLOCKS);
-  uint32_t nedges = tally_le_get32 (v1 + TALLY_MAP_NEDGES);
-  uint32_t nfiles = tally_le_get32 (v1 + TALLY_MAP_NFILES);
-  size_t pos = TALLY_MAP_FIXED;
-  unsigned char version[4];
-  tally_le_put32 (version, TALLY_MAP_VERSION2);
-  for (int i = 0; i < 4; i++)
-    {
-      if (s.n < s.cap)
-        s.p[s.n] = version[i];
-      s.n++;
-    }
-  put (&s, tally_le_get32 (v1 + TALLY_MAP_KIND));
-  put (&s, nblocks);
-  put (&s, nedges);
-  put (&s, nfiles);
-  for (uint32_t i = 0; i < nfiles; i++)
-    {
-      if (size - pos < 4)
-        return 0;
-      uint32_t n = tally_le_get32 (v1 + pos);
-      pos += 4;
-      if (n > size - pos)
-        return 0;
-      put (&s, n);
-      for (uint32_t k = 0; k < n; k++, s.n++)
-        if (s.n < s.cap)
-          s.p[s.n] = v1[pos + k];
-      pos += n;
-    }
-  /* The edge flag values in order of first use.  */
-  size_t edges_at = pos;
-  for (uint32_t b = 0; b < nblocks; b++)
-    {
-      if (size - edges_at < 12
-          || tally_le_get32 (v1 + edges_at + 8) > (size - edges_at - 12) / 8)
-        return 0;
-      edges_at += 12 + (size_t) tally_le_get32 (v1 + edges_at + 8) * 8;
-    }
-  if (nedges > (size - edges_at) / 16 || edges_at + nedges * 16ull != size)
-    return 0;
-  uint32_t table[TALLY_MAP2_MAX_FLAGS], nflags = 0;
-  for (uint32_t e = 0; e < nedges; e++)
-    {
-      uint32_t fl = tally_le_get32 (v1 + edges_at + e * 16ull + 8), k = 0;
-      while (k < nflags && table[k] != fl)
-        k++;
-      if (k == nflags)
-        {
-          if (nflags == TALLY_MAP2_MAX_FLAGS)
-            return 0;
-          table[nflags++] = fl;
-        }
-    }
-  put (&s, nflags);
-  for (uint32_t k = 0; k < nflags; k++)
-    put (&s, table[k]);
-
-  int64_t line = 0, next = 0;
-  uint32_t file = 0;
-  for (uint32_t b = 0; b < nblocks; b++)
-    {
-      uint32_t value = tally_le_get32 (v1 + pos);
-      uint32_t flags = tally_le_get32 (v1 + pos + 4);
-      uint32_t n = tally_le_get32 (v1 + pos + 8);
-      put (&s, ((uint64_t) n * 2 + (flags != 0)) * 2
-                   + (value != TALLY_MAP_NONE));
-      if (flags)
-        put (&s, flags);
-      if (value != TALLY_MAP_NONE)
-        put_value (&s, value, &next);
-      pos += 12;
-      for (uint32_t k = 0; k < n; k++, pos += 8)
-        {
-          uint32_t f = tally_le_get32 (v1 + pos);
-          int64_t l = tally_le_get32 (v1 + pos + 4);
-          put (&s, zig (l - line) * 2 + (f != file));
-          if (f != file)
-            put (&s, f);
-          line = l;
-          file = f;
-        }
-    }
-  int64_t src = 0;
-  for (uint32_t e = 0; e < nedges; e++, pos += 16)
-    {
-      int64_t a = tally_le_get32 (v1 + pos);
-      int64_t d = tally_le_get32 (v1 + pos + 4);
-      uint32_t fl = tally_le_get32 (v1 + pos + 8), k = 0;
-      uint32_t value = tally_le_get32 (v1 + pos + 12);
-      while (table[k] != fl)
-        k++;
-      put (&s, (zig (a - src) * nflags + k) * 2 + (value != TALLY_MAP_NONE));
-      put (&s, zig (d - a));
-      if (value != TALLY_MAP_NONE)
-        put_value (&s, value, &next);
-      src = a;
-    }
-  return pos == size ? s.n : 0;
 }

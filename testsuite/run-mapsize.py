@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The compact block map, version 2 (doc/data-format.md "Version 2: the
-compact map", rt/mapcode.c): decoded here from the documented layout,
+compact map", rt/mapcode.c, format/mapencode.c): decoded here from the documented layout,
 independently of the C codec, and compared with what `tally dump` prints;
 its size against version 1's; damaged version 2 maps refused by tally
 report, tally merge and the runtime's %m merge with a clear message;

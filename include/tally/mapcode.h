@@ -1,10 +1,11 @@
 /* tally/mapcode.h - the compact block map, version 2 (rt/mapcode.c).
  *
  * One implementation shared by the plugin (which encodes its version 1 map
- * into version 2 before it goes into the record blob), the runtime's
- * merge-on-write (which checks a file's maps before copying them: no
- * memory, one pass) and the `tally` command (which decodes them).  It calls
- * nothing, not even libc, so the runtime can use it anywhere.
+ * into version 2 before it goes into the record blob: format/mapencode.c,
+ * not linked into the runtime), the runtime's merge-on-write (which checks
+ * a file's maps before copying them: no memory, one pass) and the `tally`
+ * command (which decodes them).  It calls nothing, not even libc, so the
+ * runtime can use it anywhere.
  *
  * Layout (doc/data-format.md "Version 2: the compact map"): u32 version 2,
  * then unsigned LEB128 varints (7 bits a byte, low first, at most 10
