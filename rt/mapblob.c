@@ -139,7 +139,7 @@ tally_rt_fn_value (const struct tally_module *m, uint32_t fn, uint32_t k)
   uint64_t v = __atomic_load_n (&tally_rt_live_counters (m, f->counters)[k],
                                 __ATOMIC_RELAXED);
   if (m->flags & TALLY_MOD_UPDATE_TLS)
-    v += tally_rt_tls_value (m, fn, k);
+    tally_rt_tls_add (m, fn, k, 1, &v);
   return v;
 }
 

@@ -179,15 +179,12 @@ void tally_rt_exec_init (void) TALLY_HIDDEN;
 void tally_rt_fork_child (void) TALLY_HIDDEN;
 
 /* tls.c: update=tls.  Init makes the thread-exit key (at the registration
-   of a module built with update=tls).  Value is the sum of the live
-   threads' copies of counter K of function FN of M; add adds those of
-   counters K to K+N-1 to OUT[0..N-1] and sum returns the sum of those of
-   counters 0 to N-1, each in one walk of the threads (what a dump uses: a
-   walk per function, not per counter).  */
+   of a module built with update=tls).  Add adds the live threads' copies
+   of counters K to K+N-1 of function FN of M to OUT[0..N-1]; sum returns
+   the sum of their copies of counters 0 to N-1; each walks the threads
+   once (a dump: a walk per function, not per counter).  */
 void tally_rt_tls_init (void) TALLY_HIDDEN;
 void tally_rt_tls_attach_local (struct tally_module *m) TALLY_HIDDEN;
-uint64_t tally_rt_tls_value (const struct tally_module *m, uint32_t fn,
-                             uint32_t k) TALLY_HIDDEN;
 void tally_rt_tls_add (const struct tally_module *m, uint32_t fn, uint32_t k,
                        uint32_t n, uint64_t *out) TALLY_HIDDEN;
 uint64_t tally_rt_tls_sum (const struct tally_module *m, uint32_t fn,

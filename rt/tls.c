@@ -14,8 +14,9 @@
  *   - thread exit (a pthread key destructor): the thread's attachments are
  *     added to the module's counters and released for reuse;
  *   - a dump: each value written is the module's counter plus the copies of
- *     every live attachment (tally_rt_tls_value), so threads still running
- *     and the main thread (whose key destructors never run) are counted;
+ *     every live attachment (tally_rt_tls_add, tally_rt_tls_sum), so
+ *     threads still running and the main thread (whose key destructors
+ *     never run) are counted;
  *   - a module going away (dlclose, or the end of the process): its live
  *     attachments are added to its counters first, and dropped;
  *   - tally_reset: the copies are zeroed with the counters;
@@ -246,14 +247,6 @@ tally_rt_tls_sum (const struct tally_module *m, uint32_t fn, uint32_t n)
       for (uint32_t i = 0; i < n; i++)
         sum += __atomic_load_n (&a->copies[fn][i], __ATOMIC_RELAXED);
   return sum;
-}
-
-uint64_t
-tally_rt_tls_value (const struct tally_module *m, uint32_t fn, uint32_t k)
-{
-  uint64_t v = 0;
-  tally_rt_tls_add (m, fn, k, 1, &v);
-  return v;
 }
 
 void
