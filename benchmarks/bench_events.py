@@ -57,36 +57,40 @@ def _tally(ctx, *args):
 def _tally_events(ctx, mode, data, r):
     if not os.path.exists(data):
         return
-    r["calls"] = json.loads(_tally(ctx, "report", "--json", data))["totals"]["calls"]
+    blocks = mode.name == "tally-blocks-count"
+    rep = json.loads(_tally(ctx, "report", "--json", *(["--blocks"] if blocks else []), data))
+    r["calls"] = rep["totals"]["calls"]
+    if blocks:
+        r["blocks"] = sum(b["count"] for f in rep["functions"]
+                          for body in f.get("blocks", []) for b in body["blocks"])
     if any(o.startswith("blocks=count") for o in mode.tally):
         edges = 0
         for m in re.finditer(r"\bcounters=\d+: ([0-9 ]*)", _tally(ctx, "dump", data)):
             edges += sum(int(v) for v in m.group(1).split()[2:])
         r["edges"] = edges
-    if mode.name == "tally-blocks-count":
-        rep = json.loads(_tally(ctx, "report", "--blocks", "--json", data))
-        r["blocks"] = sum(b["count"] for f in rep["functions"]
-                          for body in f.get("blocks", []) for b in body["blocks"])
+
+
+def _gcda_files(d):
+    """The .gcda files a cachegrind run in scratch directory D wrote."""
+    return [os.path.join(root, f) for root, _, files in os.walk(os.path.join(d, CG_GCOV))
+            for f in files if f.endswith(".gcda")]
 
 
 def _gcov_edges(d):
     edges, seen = 0, False
-    for root, _, files in os.walk(os.path.join(d, CG_GCOV)):
-        for f in files:
-            if not f.endswith(".gcda"):
+    for path in _gcda_files(d):
+        out = subprocess.run(["gcov-dump", "-l", path], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, check=True).stdout
+        arcs = False
+        for line in out.splitlines():
+            body = line.split(":", 1)[1] if ":" in line else line
+            if "COUNTERS" in body:
+                arcs = "COUNTERS arcs" in body
                 continue
-            out = subprocess.run(["gcov-dump", "-l", os.path.join(root, f)], stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, text=True, check=True).stdout
-            arcs = False
-            for line in out.splitlines():
-                body = line.split(":", 1)[1] if ":" in line else line
-                if "COUNTERS" in body:
-                    arcs = "COUNTERS arcs" in body
-                    continue
-                m = re.match(r"\s+\d+:((?: \d+)+)\s*$", body)
-                if arcs and m:
-                    edges += sum(int(v) for v in m.group(1).split())
-                    seen = True
+            m = re.match(r"\s+\d+:((?: \d+)+)\s*$", body)
+            if arcs and m:
+                edges += sum(int(v) for v in m.group(1).split())
+                seen = True
     return edges if seen else None
 
 
@@ -96,7 +100,7 @@ def count_events(ctx, wl, mode_name, d, steps):
     mode = MODE[mode_name]
     r = ctx.results.setdefault((wl.name, mode_name), {})
     try:
-        _events(ctx, wl, mode, d, steps, r)
+        _events(ctx, mode, d, steps, r)
     except (OSError, ValueError, KeyError, subprocess.CalledProcessError) as e:
         log("  %s %s: no event counts (%s); its per-event cells stay empty" % (wl.name, mode_name, e))
 
@@ -107,22 +111,19 @@ def data_bytes(d):
     data = os.path.join(d, CG_TALLY)
     if os.path.exists(data):
         return os.path.getsize(data)
-    sizes = [os.path.getsize(os.path.join(root, f))
-             for root, _, files in os.walk(os.path.join(d, CG_GCOV)) for f in files
-             if f.endswith(".gcda")]
+    sizes = [os.path.getsize(f) for f in _gcda_files(d)]
     return sum(sizes) if sizes else None
 
 
-def _events(ctx, wl, mode, d, steps, r):
-    mode_name = mode.name
+def _events(ctx, mode, d, steps, r):
     r["data_bytes"] = data_bytes(d)
     if mode.tally is not None:
         _tally_events(ctx, mode, os.path.join(d, CG_TALLY), r)
-    elif mode_name.startswith("gcov"):
+    elif mode.name.startswith("gcov"):
         e = _gcov_edges(d)
         if e is not None:
             r["edges"] = e
-    elif mode_name == "cyg-count":
+    elif mode.name == "cyg-count":
         calls = 0
         for i in range(steps):
             with open(os.path.join(d, "cg.%d.err" % i), errors="replace") as f:
