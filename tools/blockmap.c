@@ -679,7 +679,9 @@ solve_derived (const struct tally_blockmap *m, const uint64_t *values,
   uint32_t nb = m->nblocks;
   uint32_t *order = alloc_array (m->derived, sizeof *order);
   uint32_t *start = alloc_array ((size_t) nb + 1, sizeof *start);
-  uint64_t *list = alloc_array (m->nedges, sizeof *list);
+  /* An edge gives a value to each end at most (kind 5: an edge with a
+     value of its own may give it to both).  */
+  uint64_t *list = alloc_array ((size_t) m->nedges * 2, sizeof *list);
   uint32_t *fill = alloc_array (nb, sizeof *fill);
   uint32_t bad;
   if (!order || !start || !list || !fill)
