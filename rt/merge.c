@@ -63,8 +63,7 @@ map_ok (const unsigned char *map, size_t size, uint32_t nvalues)
   size_t pos = 20;
   if (tally_le_get32 (map) != TALLY_MAP_VERSION
       || (kind != TALLY_MAP_BLOCK && kind != TALLY_MAP_TREE
-          && kind != TALLY_MAP_VISITED && kind != TALLY_MAP_VISITED_DERIVED
-          && kind != TALLY_MAP_VISITED_EDGES)
+          && kind != TALLY_MAP_VISITED)
       || nblocks < 2 || nfiles > (size - pos) / 4
       || nblocks > (size - pos) / 12 || nedges > (size - pos) / 16)
     return 0;

@@ -21,7 +21,7 @@ Checks (one per run, named on the command line):
             its map has edges with values (kind 5).
   bad-maps  a kind-5 map with a value on a fake edge, on an edge into EXIT,
             on an edge no derived block's value comes through, is refused
-            by tally report and by the merge of %m with a message saying
+            by tally report with a message saying
             which; a kind-5 map still says when a block is derived from
             itself through edges without values.
 
