@@ -689,9 +689,22 @@ hoist_visited (function *fun, tally_block_plan *plan, const vec<int> &map_of,
    handler's, another thread's exit) may see a block derived by P as run
    before it has run, and miss one derived by D until its successor runs
    (doc/guarantees.md, "signals").
+   Where a neighbour does not tell (an edge out of B to a block B does
+   not dominate, or into B from a block B does not postdominate), the
+   edge can have a byte of its own, set when it is taken (map kind
+   TALLY_MAP_VISITED_EDGES): through it B's value is the edge's.  Then D
+   reads: B ran iff, for one of its normal edges out, the edge's byte is
+   set (it has one) or the block it leads to ran (it has none, and B
+   dominates that block); P likewise with the edges in.  The edge bytes
+   a rule needs are weighed by GCC's estimated profile (edge_weight, an
+   edge that needs a block of its own 1.5 times) against the byte of
+   the class (its member that runs least often): the cold branch of a
+   test into an interpreter loop's latch that every case reaches rather
+   than the latch.  Not P with counters=mapped (an edge byte is set
+   before B runs).
    Blocks that run exactly together (find_implied's classes, IMPLIED) get
    one byte or none: a class goes without when every member follows by D
-   or P.  The derived values must form no cycle (a block derived, through
+   or P, with edge bytes that together cost less than its byte.  The derived values must form no cycle (a block derived, through
    others, from itself would say nothing); classes are tried in decreasing
    order of expected runs, so the hot ones are derived from the cold ones
    and their bytes are the ones left out.  DERIVED gets, by map number,
