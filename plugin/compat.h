@@ -52,6 +52,8 @@
 #include "gtype-desc.h"
 #include "rtl.h"
 #include "emit-rtl.h"
+#include "insn-config.h"
+#include "recog.h"
 
 /* The version the headers describe.  plugin-version.h defines it as a static
    in every file that includes it; this keeps it from being "unused".  */

@@ -266,6 +266,161 @@ tally_build_increment (function *fun, tree array, unsigned k, location_t loc,
   gimple_seq_add_stmt (seq, g);
 }
 
+/* The counter update ending in STORE, "OLD = ARRAY[K]; NEW = OLD + N;
+   ARRAY[K] = NEW" as tally_build_increment and blocks.cc's build_add
+   make it, three statements of one block with NEW and OLD used once:
+   *LOAD and *ADD are its first two.  */
+static bool
+counter_update_p (gimple *store, tree array, gimple **load, gimple **add)
+{
+  if (!gimple_assign_single_p (store))
+    return false;
+  tree lhs = gimple_assign_lhs (store), nv = gimple_assign_rhs1 (store);
+  if (TREE_CODE (lhs) != ARRAY_REF || TREE_OPERAND (lhs, 0) != array
+      || TREE_CODE (nv) != SSA_NAME || !has_single_use (nv))
+    return false;
+  gimple *a = SSA_NAME_DEF_STMT (nv);
+  if (!is_gimple_assign (a) || gimple_assign_rhs_code (a) != PLUS_EXPR
+      || gimple_bb (a) != gimple_bb (store))
+    return false;
+  tree ov = gimple_assign_rhs1 (a), n = gimple_assign_rhs2 (a);
+  if (TREE_CODE (ov) != SSA_NAME || !has_single_use (ov)
+      || (TREE_CODE (n) != INTEGER_CST && TREE_CODE (n) != SSA_NAME))
+    return false;
+  gimple *l = SSA_NAME_DEF_STMT (ov);
+  if (!gimple_assign_single_p (l) || gimple_bb (l) != gimple_bb (store)
+      || !operand_equal_p (gimple_assign_rhs1 (l), lhs, 0))
+    return false;
+  *load = l;
+  *add = a;
+  return true;
+}
+
+/* The template of a counter update's asm statement (AT&T and Intel
+   dialects), which counter_asms_to_insns looks for.  */
+static const char counter_asm[] = "add{q} {%1, %0|%0, %1}";
+
+/* x86-64, update=single|tls, FUN in SSA form (at=late): each counter
+   update left in memory after the pass (a promoted loop's counters are
+   registers, their exit adds are updates too) becomes one asm statement,
+   "addq N, ARRAY[K]" with the counter an in-out memory operand.  The
+   instructions are what GCC makes of the three statements (combine
+   fuses them), but the RTL passes see one insn instead of a load, an
+   add, a store and two pseudos: RTL PRE no longer treats every counter
+   as a load expression it could move, and the dataflow and register
+   allocation passes have fewer pseudos (doc/benchmarks.md, compile
+   time).  */
+void
+tally_updates_to_asm (function *fun, tree array)
+{
+  if (!array || !tally_target_x86_64 () || !gimple_in_ssa_p (fun)
+      || tally_opts.update == TALLY_UPDATE_ATOMIC || tally_opts.mapped)
+    return;
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);)
+      {
+        gimple *store = gsi_stmt (gsi), *load, *add;
+        if (!counter_update_p (store, array, &load, &add))
+          {
+            gsi_next (&gsi);
+            continue;
+          }
+        tree ref = gimple_assign_lhs (store);
+        vec<tree, va_gc> *inputs = NULL, *outputs = NULL, *clobbers = NULL;
+        vec_safe_push (outputs, tally_asm_op ("+m", ref));
+        vec_safe_push (inputs, tally_asm_op ("er", gimple_assign_rhs2 (add)));
+        vec_safe_push (clobbers, tally_asm_str ("cc"));
+        gasm *a = gimple_build_asm_vec (ggc_strdup (counter_asm), inputs,
+                                        outputs, clobbers, NULL);
+        gimple_set_location (a, gimple_location (store));
+        gsi_insert_before (&gsi, a, GSI_SAME_STMT);
+        /* The store, then the add and the load (their SSA names die).  */
+        unlink_stmt_vdef (store);
+        gsi_remove (&gsi, true);
+        gimple_stmt_iterator g = gsi_for_stmt (add);
+        gsi_remove (&g, true);
+        release_defs (add);
+        g = gsi_for_stmt (load);
+        unlink_stmt_vdef (load);
+        gsi_remove (&g, true);
+        release_defs (load);
+      }
+}
+
+/* After reload (pass "pro_and_epilogue"): each counter update's asm
+   becomes the add instruction itself, "ADDR += N" with the flags
+   clobbered (x86's *adddi_1, memory destination), once the passes the
+   asm is there for have run.  The block reordering, the second scheduler
+   and the final output then see the instruction and its real length (an
+   asm counts as 16 bytes, which kept the tail duplication of short blocks
+   ending in an update from happening), and the assembly has no #APP
+   lines.  An asm whose replacement the target does not accept stays.  */
+static unsigned int
+counter_asms_to_insns (void)
+{
+#ifdef FLAGS_REG
+  unsigned made = 0;
+  for (rtx_insn *insn = get_insns (); insn; insn = NEXT_INSN (insn))
+    {
+      if (!NONJUMP_INSN_P (insn) || GET_CODE (PATTERN (insn)) != PARALLEL)
+        continue;
+      rtx set = XVECEXP (PATTERN (insn), 0, 0);
+      if (GET_CODE (set) != SET || GET_CODE (SET_SRC (set)) != ASM_OPERANDS)
+        continue;
+      rtx op = SET_SRC (set), mem = SET_DEST (set);
+      if (MEM_VOLATILE_P (op) || strcmp (ASM_OPERANDS_TEMPLATE (op), counter_asm)
+          || !MEM_P (mem) || GET_MODE (mem) != DImode
+          || ASM_OPERANDS_INPUT_LENGTH (op) != 2)
+        continue;
+      rtx n = ASM_OPERANDS_INPUT (op, 0);
+      if (!CONST_INT_P (n) && !REG_P (n))
+        continue;
+      rtx add = gen_rtx_SET (copy_rtx (mem),
+                             gen_rtx_PLUS (DImode, copy_rtx (mem), n));
+      rtx clobber = gen_rtx_CLOBBER (VOIDmode, gen_rtx_REG (CCmode, FLAGS_REG));
+      if (validate_change (insn, &PATTERN (insn),
+                           gen_rtx_PARALLEL (VOIDmode, gen_rtvec (2, add, clobber)),
+                           0))
+        made++;
+    }
+  if (dump_file)
+    fprintf (dump_file, "tally: %u counter updates made instructions\n", made);
+#endif
+  return 0;
+}
+
+namespace {
+
+const pass_data tally_counter_insn_pass_data = {
+  RTL_PASS,
+  "tally_addq", /* -fdump-rtl-tally_addq */
+  OPTGROUP_NONE,
+  TV_NONE,
+  0, 0, 0, 0, 0
+};
+
+class tally_counter_insn_pass : public rtl_opt_pass
+{
+public:
+  tally_counter_insn_pass (gcc::context *ctx)
+      : rtl_opt_pass (tally_counter_insn_pass_data, ctx)
+  {
+  }
+  unsigned int execute (function *) final override
+  {
+    return counter_asms_to_insns ();
+  }
+};
+
+} // namespace
+
+opt_pass *
+tally_make_counter_insn_pass (gcc::context *ctx)
+{
+  return new tally_counter_insn_pass (ctx);
+}
+
 void
 tally_add_call_edge (function *fun, gcall *call, profile_count count)
 {
@@ -649,6 +804,10 @@ instrument_function (function *fun)
         fprintf (dump_file, "tally: %s: no attach test, its callers have "
                  "it\n", IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)));
     }
+
+  /* 8. Last (after the promotion of loop counters, which needs the
+     three-statement form): the updates left in memory as one asm each.  */
+  tally_updates_to_asm (fun, fn.counters);
 
   if (dump_file)
     fprintf (dump_file, "tally: %s instrumented as function %u, %u exits, "

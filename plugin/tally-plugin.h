@@ -215,6 +215,12 @@ tree tally_make_temp (function *fun, tree type);
    form (update=atomic).  */
 void tally_build_increment (function *fun, tree array, unsigned k,
                             location_t loc, gimple_seq *seq);
+/* x86-64 at=late, update=single|tls: the counter updates of ARRAY left
+   in FUN's memory after the pass become one "addq" asm statement each.  */
+void tally_updates_to_asm (function *fun, tree array);
+/* ... and after reload the RTL pass that makes each such asm the add
+   instruction itself.  */
+opt_pass *tally_make_counter_insn_pass (gcc::context *ctx);
 opt_pass *tally_make_hooks_pass (gcc::context *ctx);
 /* hooks=call on x86-64: the RTL pass that calls __tally_count without the
    red-zone step where nothing is kept below the stack pointer.  */

@@ -476,6 +476,11 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
       && !tally_opts.mapped)
     insert_pass_after (info->base_name, tally_make_red_zone_pass (g),
                        "pro_and_epilogue");
+  /* Counter updates made one asm each at=late on x86-64 (hooks.cc): the
+     add instruction again once register allocation is done.  */
+  if (late_slot && tally_target_x86_64 ())
+    insert_pass_after (info->base_name, tally_make_counter_insn_pass (g),
+                       "pro_and_epilogue");
   if (tally_opts.hooks == TALLY_HOOKS_USER)
     tally_user_register (info->base_name);
   /* exit=frames: every body of the unit is looked at before the first is
