@@ -1052,7 +1052,8 @@ promote_loop (class loop *loop, tree counters)
     for (gimple_stmt_iterator gsi = gsi_start_bb (body[i]); !gsi_end_p (gsi);)
       {
         gimple *store = gsi_stmt (gsi), *load, *add;
-        if (!counter_update (store, counters, &load, &add))
+        if (body[i]->loop_father != loop
+            || !counter_update (store, counters, &load, &add))
           {
             gsi_next (&gsi);
             continue;
@@ -1124,13 +1125,29 @@ sink_exit_values (class loop *loop)
   for (edge x : get_loop_exit_edges (loop))
     {
       basic_block dest = x->dest, src = x->src;
-      if (!single_pred_p (dest))
+      bool any = false;
+      for (gphi_iterator psi = gsi_start_phis (dest); !gsi_end_p (psi);
+           gsi_next (&psi))
+        {
+          tree res = gimple_phi_result (psi.phi ());
+          any |= !virtual_operand_p (res) && SSA_NAME_VAR (res)
+                 && get_name (res)
+                 && strncmp (get_name (res), "tally_loop", 10) == 0;
+        }
+      if (!any)
         continue;
+      /* Moved into a block of the edge's own when DEST has other
+         predecessors; DEST's PHIs then stay, with their argument now
+         defined in that block.  */
+      basic_block to_bb = dest;
+      if (!single_pred_p (dest))
+        to_bb = split_edge (x);
       for (gphi_iterator psi = gsi_start_phis (dest); !gsi_end_p (psi);)
         {
           gphi *phi = psi.phi ();
           tree res = gimple_phi_result (phi);
-          tree arg = PHI_ARG_DEF_FROM_EDGE (phi, x);
+          tree arg = PHI_ARG_DEF_FROM_EDGE (phi, to_bb == dest ? x
+                                                 : single_succ_edge (to_bb));
           if (virtual_operand_p (res) || TREE_CODE (arg) != SSA_NAME
               || !SSA_NAME_VAR (res)
               || strncmp (get_name (res) ? get_name (res) : "", "tally_loop",
@@ -1139,9 +1156,14 @@ sink_exit_values (class loop *loop)
               gsi_next (&psi);
               continue;
             }
-          /* The PHI is a copy: its result becomes ARG.  */
-          replace_uses_by (res, arg);
-          remove_phi_node (&psi, true);
+          if (to_bb == dest)
+            {
+              /* The PHI is a copy: its result becomes ARG.  */
+              replace_uses_by (res, arg);
+              remove_phi_node (&psi, true);
+            }
+          else
+            gsi_next (&psi);
           auto_vec<tree> work;
           work.safe_push (arg);
           while (!work.is_empty ())
@@ -1156,13 +1178,17 @@ sink_exit_values (class loop *loop)
               imm_use_iterator it;
               use_operand_p use;
               FOR_EACH_IMM_USE_FAST (use, it, name)
-                if (gimple_bb (USE_STMT (use)) != dest
-                    || gimple_code (USE_STMT (use)) == GIMPLE_PHI)
-                  outside = false;
+                {
+                  gimple *u = USE_STMT (use);
+                  if (gimple_code (u) == GIMPLE_PHI
+                      ? gimple_bb (u) != dest || to_bb == dest
+                      : gimple_bb (u) != to_bb)
+                    outside = false;
+                }
               if (!outside)
                 continue;
               gimple_stmt_iterator from = gsi_for_stmt (def);
-              gimple_stmt_iterator to = gsi_after_labels (dest);
+              gimple_stmt_iterator to = gsi_after_labels (to_bb);
               gsi_move_before (&from, &to);
               ssa_op_iter oi;
               tree op;
@@ -1173,23 +1199,38 @@ sink_exit_values (class loop *loop)
     }
 }
 
-/* Promote the counters of the outermost loops that can take it.  */
+/* Promote the counters of every loop that can take it, each loop its own
+   (those of the blocks of no inner loop: an inner loop's counters are
+   added at its own exits, which keeps the registers held across a loop
+   few).  The outermost loops promoted go to *DONE.  */
 static bool
-promote_loops (function *fun, class loop *loop, tree counters)
+promote_loops (function *fun, tree counters, vec<class loop *> *done)
 {
   bool any = false;
-  for (class loop *l = loop->inner; l; l = l->next)
+  auto_vec<class loop *> all;
+  for (auto l : loops_list (fun, 0))
     {
       const char *why = promote_blocker (fun, l);
-      if (!why)
-        any |= promote_loop (l, counters);
-      else
+      if (why)
         {
           if (dump_file)
             fprintf (dump_file, "tally: loop %d: counters in memory: %s\n",
                      l->num, why);
-          any |= promote_loops (fun, l, counters);
+          continue;
         }
+      if (promote_loop (l, counters))
+        {
+          all.safe_push (l);
+          any = true;
+        }
+    }
+  for (class loop *l : all)
+    {
+      bool inner = false;
+      for (class loop *o : all)
+        inner |= o != l && flow_loop_nested_p (o, l);
+      if (!inner)
+        done->safe_push (l);
     }
   return any;
 }
@@ -1206,19 +1247,39 @@ tally_blocks_promote (function *fun, const tally_fn_info &fn)
   mark_virtual_operands_for_renaming (fun);
   update_ssa (TODO_update_ssa_only_virtuals);
   loop_optimizer_init (LOOPS_NORMAL | LOOPS_HAVE_RECORDED_EXITS);
+  auto_vec<class loop *> done;
   if (number_of_loops (fun) > 1
-      && promote_loops (fun, current_loops->tree_root, fn.counters))
+      && promote_loops (fun, fn.counters, &done))
     {
       gsi_commit_edge_inserts ();
       mark_virtual_operands_for_renaming (fun);
       update_ssa (TODO_update_ssa);
       rewrite_into_loop_closed_ssa (NULL, TODO_update_ssa);
+      /* The optimiser walks the loop tree from its root: for the time of
+         the call the root's children are the promoted loops (with the
+         loops inside them), so that the program's other loops, optimised
+         once already, are left as they are (a second run made some of
+         them dearer).  Each loop keeps its superloops, which is what the
+         optimiser asks about nesting.  */
+      class loop *root = current_loops->tree_root;
+      class loop *saved_inner = root->inner;
+      auto_vec<class loop *> saved_next;
+      for (class loop *l : done)
+        saved_next.safe_push (l->next);
+      for (unsigned i = 0; i < done.length (); i++)
+        done[i]->next = i + 1 < done.length () ? done[i + 1] : NULL;
+      root->inner = done[0];
       scev_initialize ();
       tree_ssa_iv_optimize ();
       scev_finalize ();
+      root->inner = saved_inner;
+      for (unsigned i = 0; i < done.length (); i++)
+        done[i]->next = saved_next[i];
       update_ssa (TODO_update_ssa);
-      for (auto loop : loops_list (fun, 0))
-        sink_exit_values (loop);
+      for (auto l : loops_list (fun, 0))
+        for (class loop *d : done)
+          if (l == d || flow_loop_nested_p (d, l))
+            sink_exit_values (l);
     }
   loop_optimizer_finalize ();
 }
