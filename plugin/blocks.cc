@@ -58,6 +58,9 @@
  *   6. Every edge off the tree gets a counter.  Flow conservation at each
  *      node then determines every tree edge, hence every block, exactly
  *      (the Knuth-Stevenson / Ball-Larus result that gcov relies on).
+ *   7. At late placement, update=single, the counters of loops without
+ *      calls or asm are held in registers across the loop and added at its
+ *      exits (tally_blocks_promote, after every update is in place).
  * Locations are recorded as gcov records them (each statement's line once
  * per block, the function's own line in its first block, the goto locus of a
  * block's only successor unless a statement had that location), on the
