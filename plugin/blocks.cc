@@ -1044,7 +1044,36 @@ promote_blocker (function *fun, class loop *loop)
   return why;
 }
 
-/* Hold LOOP's counter updates in registers; true if there were any.  */
+/* Whether LOOP's counters are worth holding in registers: a register add
+   costs what a memory add does, so the gain is only where the induction-
+   variable optimiser can compute a counter's exit value from another
+   induction variable instead (the loop has one: a header PHI with a
+   constant step), and where the loop is expected to go round often
+   enough to pay for the 0 on entry and the add at each exit (GCC's
+   estimate: 3 latch runs per entry; a loop that goes round once or twice
+   pays more than it saves, measured on bzip2's decoder and gzip's
+   longest_match).  */
+static bool
+promote_worth (class loop *loop)
+{
+  if (expected_loop_iterations_unbounded (loop) < 8)
+    return false;
+  for (gphi_iterator psi = gsi_start_phis (loop->header); !gsi_end_p (psi);
+       gsi_next (&psi))
+    {
+      tree res = gimple_phi_result (psi.phi ());
+      affine_iv iv;
+      if (!virtual_operand_p (res)
+          && simple_iv (loop, loop, res, &iv, false)
+          && TREE_CODE (iv.step) == INTEGER_CST && !integer_zerop (iv.step))
+        return true;
+    }
+  return false;
+}
+
+/* Hold LOOP's counter updates in registers: those of blocks run at every
+   iteration (they dominate the latch), which are then induction variables
+   of the loop; true if there were any.  */
 static bool
 promote_loop (class loop *loop, tree counters)
 {
@@ -1056,6 +1085,7 @@ promote_loop (class loop *loop, tree counters)
       {
         gimple *store = gsi_stmt (gsi), *load, *add;
         if (body[i]->loop_father != loop
+            || !dominated_by_p (CDI_DOMINATORS, loop->latch, body[i])
             || !counter_update (store, counters, &load, &add))
           {
             gsi_next (&gsi);
@@ -1214,6 +1244,9 @@ promote_loops (function *fun, tree counters, vec<class loop *> *done)
   for (auto l : loops_list (fun, 0))
     {
       const char *why = promote_blocker (fun, l);
+      if (!why && !promote_worth (l))
+        why = "expected to go round less than 3 times, or no induction "
+              "variable to derive the counts from";
       if (why)
         {
           if (dump_file)
@@ -1252,8 +1285,15 @@ tally_blocks_promote (function *fun, const tally_fn_info &fn)
   update_ssa (TODO_update_ssa_only_virtuals);
   loop_optimizer_init (LOOPS_NORMAL | LOOPS_HAVE_RECORDED_EXITS);
   auto_vec<class loop *> done;
-  if (number_of_loops (fun) > 1
-      && promote_loops (fun, fn.counters, &done))
+  bool any = false;
+  if (number_of_loops (fun) > 1)
+    {
+      calculate_dominance_info (CDI_DOMINATORS);
+      scev_initialize ();
+      any = promote_loops (fun, fn.counters, &done);
+      scev_finalize ();
+    }
+  if (any)
     {
       gsi_commit_edge_inserts ();
       mark_virtual_operands_for_renaming (fun);
