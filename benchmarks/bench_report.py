@@ -18,6 +18,7 @@ import time
 
 from bench_common import *  # noqa: F401,F403
 from bench_setup import *  # noqa: F401,F403
+from bench_events import events_tables
 
 
 # ---------------------------------------------------------------- report
@@ -148,7 +149,8 @@ def write_report(ctx, workloads, modes, results_dir):
                 row[c] = r.get(c)
                 row[c + "_ratio"] = q.get(c)
             row.update(size=r.get("size"), size_ratio=q.get("size"),
-                       compile_cpu_s=r.get("compile_cpu"), compile_ratio=q.get("compile_cpu"))
+                       compile_cpu_s=r.get("compile_cpu"), compile_ratio=q.get("compile_cpu"),
+                       calls=r.get("calls"), counted_edges=r.get("edges"), executed_blocks=r.get("blocks"))
             csv_rows.append(row)
         md.append("")
     # Average row, like LOPI's Table 2: the arithmetic mean of the ratios
@@ -187,6 +189,7 @@ def write_report(ctx, workloads, modes, results_dir):
                 cells += [fmt_ratio(q["Ir"]) if ok else "FAIL", fmt_ratio(q["wall_ratio"], 2) if ok else "FAIL"]
             md.append("| `%s` | %s |" % (m.name, " | ".join(cells)))
         md.append("")
+    md += events_tables(ctx, workloads, modes)
     tm = [m for m in modes if m.tally is not None and m.name not in ctx.na]
     if tm:
         md += ["## tally options as built", ""]

@@ -18,6 +18,7 @@ import time
 
 from bench_common import *  # noqa: F401,F403
 from bench_setup import *  # noqa: F401,F403
+from bench_events import cg_env, count_events
 
 
 # ---------------------------------------------------------------- sources
@@ -377,7 +378,7 @@ def cachegrind(ctx, wl, mode_name):
     steps = wl.steps(ctx, size)
     digest = hashlib.sha256()
     prev = None
-    env = run_env(d)
+    env = cg_env(run_env(d), d)
     for i, (args, stdin) in enumerate(steps):
         cgout = os.path.join(cgdir, "%s.step%d.cg" % (mode_name, i))
         argv = ["valgrind", "-q", "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
@@ -409,6 +410,7 @@ def cachegrind(ctx, wl, mode_name):
     r = ctx.results.setdefault((wl.name, mode_name), {})
     for col, _, events in CG_COLUMNS:
         r[col] = sum(totals.get(e, 0) for e in events)
+    count_events(ctx, wl, mode_name, d, len(steps))
     return None
 
 

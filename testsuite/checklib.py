@@ -81,6 +81,38 @@ static double want (long i)
 """
 
 
+def regs_body_c(attrs=""):
+    """The thread body of the programs around REGS_LEAF_C's leaf:
+    body (base) calls leaf for i = base .. base + 999 and counts in bad
+    the results that differ from want (i); body_threads () runs it in
+    four threads, from 0, 100000, 200000 and 300000.  ATTRS (with its
+    trailing space) come before both definitions."""
+    return r"""
+static long bad;
+%sstatic void *body (void *arg)
+{
+  long base = (long) arg;
+  for (long i = base; i < base + 1000; i++)
+    {
+      double d = (double) i;
+      double r = leaf (i, i + 1, i + 2, i + 3, i + 4, i + 5, d, d + .5, d + 1,
+                       d + 1.5, d + 2, d + 2.5, d + 3, d + 3.5);
+      if (r != want (i))
+        __atomic_fetch_add (&bad, 1, __ATOMIC_RELAXED);
+    }
+  return 0;
+}
+%sstatic void body_threads (void)
+{
+  pthread_t t[4];
+  for (long k = 0; k < 4; k++)
+    pthread_create (&t[k], 0, body, (void *) (k * 100000));
+  for (int k = 0; k < 4; k++)
+    pthread_join (t[k], 0);
+}
+""" % (attrs, attrs)
+
+
 # The registry of named cases: {meson case name: function(a, work)}.
 CASES = {}
 

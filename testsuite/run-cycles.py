@@ -27,7 +27,7 @@ import os
 import re
 import sys
 
-from checklib import LEAF_C, REGS_LEAF_C, build, case, expect, main, report_rows, run, run_data, tally_opts, write_file
+from checklib import LEAF_C, REGS_LEAF_C, build, case, expect, main, regs_body_c, report_rows, run, run_data, tally_opts, write_file
 from measurelib import check_structure, check_sums, x86_64
 
 # The most instructions the inline hooks may add to a leaf's fast path
@@ -102,20 +102,7 @@ rec (long n, double x)
   double r = rec (n - 1, x + 1.0);
   return r * 0.5 + x + (double) (n & 7);
 }
-static long bad;
-__attribute__ ((no_instrument_function)) static void *body (void *arg)
-{
-  long base = (long) arg;
-  for (long i = base; i < base + 1000; i++)
-    {
-      double d = (double) i;
-      double r = leaf (i, i + 1, i + 2, i + 3, i + 4, i + 5, d, d + .5, d + 1,
-                       d + 1.5, d + 2, d + 2.5, d + 3, d + 3.5);
-      if (r != want (i))
-        __atomic_fetch_add (&bad, 1, __ATOMIC_RELAXED);
-    }
-  return 0;
-}
+""" + regs_body_c("__attribute__ ((no_instrument_function)) ") + r"""
 __attribute__ ((no_instrument_function)) static double
 rec_plain (long n, double x)
 {
@@ -133,11 +120,7 @@ __attribute__ ((no_instrument_function)) static void *deep (void *arg)
 }
 int main (void)
 {
-  pthread_t t[4];
-  for (long k = 0; k < 4; k++)
-    pthread_create (&t[k], 0, body, (void *) (k * 100000));
-  for (int k = 0; k < 4; k++)
-    pthread_join (t[k], 0);
+  body_threads ();
   pthread_attr_t attr;
   pthread_attr_init (&attr);
   pthread_attr_setstacksize (&attr, (size_t) 1 << 30);

@@ -17,7 +17,7 @@ import platform
 import re
 import sys
 
-from checklib import LEAF_C, REGS_LEAF_C, Failure, Skip, case, expect, main, run
+from checklib import LEAF_C, REGS_LEAF_C, Failure, Skip, case, expect, main, regs_body_c, run
 
 
 LIB_C = r"""
@@ -29,28 +29,10 @@ int lentry (int a) { return lleaf (a, a + 1); }
 # registers) are all live across the entry hook and, in a new thread, the
 # attach: any register the runtime's entry points failed to keep changes
 # the result.
-REGS_C = REGS_LEAF_C + r"""
-static long bad;
-static void *body (void *arg)
-{
-  long base = (long) arg;
-  for (long i = base; i < base + 1000; i++)
-    {
-      double d = (double) i;
-      double r = leaf (i, i + 1, i + 2, i + 3, i + 4, i + 5, d, d + .5, d + 1,
-                       d + 1.5, d + 2, d + 2.5, d + 3, d + 3.5);
-      if (r != want (i))
-        __atomic_fetch_add (&bad, 1, __ATOMIC_RELAXED);
-    }
-  return 0;
-}
+REGS_C = REGS_LEAF_C + regs_body_c() + r"""
 int main (void)
 {
-  pthread_t t[4];
-  for (long k = 0; k < 4; k++)
-    pthread_create (&t[k], 0, body, (void *) (k * 100000));
-  for (int k = 0; k < 4; k++)
-    pthread_join (t[k], 0);
+  body_threads ();
   body ((void *) 900000L);
   printf ("bad %ld\n", bad);
   return bad != 0;

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "blockmap.h"
+#include "freeall.h"
 #include "tally/format.h"
 
 #include "datafile.h"
@@ -249,6 +250,14 @@ bad:
 }
 
 int
+tally_fn_map_decode (const struct tally_data_fn *f,
+                     struct tally_blockmap *out, char *err, size_t errlen)
+{
+  return tally_map_decode (f->map, f->map_size, f->ncounters, out, err,
+                           errlen);
+}
+
+int
 tally_data_check_maps (const struct tally_data *d, char *err, size_t errlen)
 {
   for (uint32_t i = 0; i < d->nmodules; i++)
@@ -259,8 +268,7 @@ tally_data_check_maps (const struct tally_data *d, char *err, size_t errlen)
         char why[200];
         if (!f->map_size)
           continue;
-        if (tally_map_decode (f->map, f->map_size, f->ncounters, &bm, why,
-                              sizeof why) != 0)
+        if (tally_fn_map_decode (f, &bm, why, sizeof why) != 0)
           return fail (err, errlen, "module %lu (%s) function %lu (%s): bad "
                        "block map: %s: file is corrupt", (unsigned long) i,
                        d->modules[i].source, (unsigned long) j, f->symbol,
@@ -276,10 +284,7 @@ tally_map_free (struct tally_blockmap *m)
   if (m->files)
     for (uint32_t i = 0; i < m->nfiles; i++)
       free (m->files[i]);
-  free (m->files);
-  free (m->blocks);
-  free (m->edges);
-  free (m->locs_);
+  free_all (m->files, m->blocks, m->edges, m->locs_);
   memset (m, 0, sizeof *m);
 }
 

@@ -54,6 +54,12 @@ struct tally_blockmap
 int tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
                       struct tally_blockmap *out, char *err, size_t errlen);
 
+/* The same for the block map of the function record F (its map, map_size
+   and ncounters).  */
+struct tally_data_fn;
+int tally_fn_map_decode (const struct tally_data_fn *f,
+                         struct tally_blockmap *out, char *err, size_t errlen);
+
 /* Decode every block map of the data file D: 0, or -1 with "module M (SRC)
    function F (SYM): bad block map: WHY: file is corrupt" in ERR.  Whatever
    reads, merges or copies a file's maps checks them so first (tally report

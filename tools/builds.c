@@ -2,22 +2,21 @@
  * (builds.h).
  *
  * A source is its module record's source file made absolute against the
- * compiler's directory.  The first setting seen for a source and the file
- * it came from are kept; the first other setting of each source is the
- * conflict reported.  */
+ * compiler's directory (a tally_fileset of hide.h numbers them).  The
+ * first setting seen for a source and the file it came from are kept; the
+ * first other setting of each source is the conflict reported.  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "builds.h"
 #include "cli.h"
-#include "coverage.h"
+#include "hide.h"
 #include "tally/abi.h"
 
 struct build_slot
 {
-  char *source;           /* NULL: empty slot */
+  const char *source;     /* the fileset's */
   uint32_t flags, kind;   /* first seen */
   const char *path;       /* its data file (the caller's string) */
   int conflict;           /* another kind was seen: */
@@ -28,7 +27,8 @@ struct build_slot
 
 struct tally_builds
 {
-  struct build_slot *slots;
+  struct tally_fileset *sources;
+  struct build_slot *slots; /* by the source's number in SOURCES */
   size_t cap, used, conflicts;
 };
 
@@ -48,40 +48,8 @@ struct tally_builds *
 tally_builds_new (void)
 {
   struct tally_builds *b = xcalloc (1, sizeof *b);
-  b->cap = 64;
-  b->slots = xcalloc (b->cap, sizeof *b->slots);
+  b->sources = tally_fileset_new ();
   return b;
-}
-
-static uint64_t
-hash_str (const char *s)
-{
-  uint64_t h = 14695981039346656037ull;
-  for (; *s; s++)
-    h = (h ^ (unsigned char) *s) * 1099511628211ull;
-  return h;
-}
-
-static struct build_slot *
-find (struct build_slot *slots, size_t cap, const char *source)
-{
-  size_t i = (size_t) hash_str (source) & (cap - 1);
-  while (slots[i].source && strcmp (slots[i].source, source) != 0)
-    i = (i + 1) & (cap - 1);
-  return &slots[i];
-}
-
-static void
-grow (struct tally_builds *b)
-{
-  size_t cap = b->cap * 2;
-  struct build_slot *slots = xcalloc (cap, sizeof *slots);
-  for (size_t i = 0; i < b->cap; i++)
-    if (b->slots[i].source)
-      *find (slots, cap, b->slots[i].source) = b->slots[i];
-  free (b->slots);
-  b->slots = slots;
-  b->cap = cap;
 }
 
 void
@@ -91,20 +59,20 @@ tally_builds_add (struct tally_builds *b, const char *path,
   for (uint32_t i = 0; i < d->nmodules; i++)
     {
       const struct tally_data_module *m = &d->modules[i];
-      char *source = cov_resolve_path (m->directory, m->source);
-      struct build_slot *s = find (b->slots, b->cap, source);
+      int added;
+      size_t k = tally_fileset_put (b->sources, m->directory, m->source,
+                                    &added);
       uint32_t kind = tally_builds_kind (m->flags);
-      if (!s->source)
+      if (added)
         {
-          s->source = source;
-          s->flags = m->flags;
-          s->kind = kind;
-          s->path = path;
-          if (++b->used * 2 > b->cap)
-            grow (b);
+          b->slots = xgrow (b->slots, &b->cap, k + 1, sizeof *b->slots);
+          b->slots[k] = (struct build_slot) {
+            .source = tally_fileset_path (b->sources, k),
+            .flags = m->flags, .kind = kind, .path = path };
+          b->used = k + 1;
           continue;
         }
-      free (source);
+      struct build_slot *s = &b->slots[k];
       if (s->kind != kind && !s->conflict)
         {
           s->conflict = 1;
@@ -143,8 +111,8 @@ tally_builds_check (const struct tally_builds *b, const char *what, int force)
     return 0;
   const struct build_slot **list = xcalloc (b->conflicts, sizeof *list);
   size_t n = 0;
-  for (size_t i = 0; i < b->cap; i++)
-    if (b->slots[i].source && b->slots[i].conflict)
+  for (size_t i = 0; i < b->used; i++)
+    if (b->slots[i].conflict)
       list[n++] = &b->slots[i];
   qsort (list, n, sizeof *list, by_order);
   /* The first few, in the order they were met; the rest counted.  */
@@ -177,8 +145,7 @@ tally_builds_free (struct tally_builds *b)
 {
   if (!b)
     return;
-  for (size_t i = 0; i < b->cap; i++)
-    free (b->slots[i].source);
+  tally_fileset_free (b->sources);
   free (b->slots);
   free (b);
 }

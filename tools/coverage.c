@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "coverage.h"
+#include "freeall.h"
 #include "tally/format.h"
 
 /* gcov never attaches its last block to a line (step 1).  */
@@ -231,10 +232,7 @@ build_adjacency (const struct tally_blockmap *m, struct adjacency *adj)
 static void
 free_adjacency (struct adjacency *adj)
 {
-  free (adj->succ_start);
-  free (adj->succ);
-  free (adj->pred_start);
-  free (adj->pred);
+  free_all (adj->succ_start, adj->succ, adj->pred_start, adj->pred);
 }
 
 /* The blocks attached to one line, and the cycle search over them.  */
@@ -415,14 +413,9 @@ attached_count (const struct cov_body *bodies, const struct adjacency *adjs,
         }
       for (uint32_t i = 0; i < g->n; i++)
         free (g->blist[i]);
-      free (g->blocked);
-      free (g->blist);
-      free (g->blist_n);
-      free (g->blist_cap);
-      free (g->path);
+      free_all (g->blocked, g->blist, g->blist_n, g->blist_cap, g->path);
     }
-  free (g->arc_start);
-  free (g->arcs);
+  free_all (g->arc_start, g->arcs);
   return count;
 }
 

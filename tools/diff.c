@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "coverage.h"
 #include "datafile.h"
+#include "freeall.h"
 #include "hide.h"
 #include "print.h"
 #include "tally/abi.h"
@@ -159,8 +160,7 @@ read_side (struct diff *df, struct input *in, int k)
           if (f->map_size)
             {
               size_t b = in->nbodies;
-              if (tally_map_decode (f->map, f->map_size, f->ncounters,
-                                    &in->maps[b], err, sizeof err) != 0)
+              if (tally_fn_map_decode (f, &in->maps[b], err, sizeof err) != 0)
                 {
                   fprintf (stderr, "tally: %s: module %lu (%s) function %lu "
                            "(%s): bad block map: %s: file is corrupt\n",
@@ -701,12 +701,8 @@ out:
   for (int k = 0; k < 2; k++)
     free_side (&in[k]);
   for (size_t i = 0; i < df.nrows; i++)
-    {
-      free (df.rows[i].name);
-      free (df.rows[i].file);
-    }
-  free (df.rows);
-  free (df.slots);
+    free_all (df.rows[i].name, df.rows[i].file);
+  free_all (df.rows, df.slots);
   return status;
 }
 

@@ -193,8 +193,7 @@ dump_map (const struct tally_data_fn *f)
 {
   struct tally_blockmap m;
   char err[256];
-  if (tally_map_decode (f->map, f->map_size, f->ncounters, &m, err,
-                        sizeof err) != 0)
+  if (tally_fn_map_decode (f, &m, err, sizeof err) != 0)
     {
       printf ("    map %lu bytes: bad: ", (unsigned long) f->map_size);
       put_text (err);

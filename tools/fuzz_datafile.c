@@ -34,8 +34,7 @@ check_map (const struct tally_data_fn *f)
   char err[256];
   if (!f->map_size)
     return;
-  if (tally_map_decode (f->map, f->map_size, f->ncounters, &m, err,
-                        sizeof err) != 0)
+  if (tally_fn_map_decode (f, &m, err, sizeof err) != 0)
     {
       if (!memchr (err, 0, sizeof err) || !err[0])
         abort ();

@@ -40,18 +40,21 @@ tally_system_fn (uint32_t mod_flags, uint32_t fn_flags,
 
 struct tally_fileset
 {
-  char **slots; /* open addressing, NULL empty */
-  size_t cap, used;
+  char **paths;  /* in the order they were added */
+  size_t n, paths_cap;
+  size_t *slots; /* open addressing: 1 + the index into paths, 0 empty */
+  size_t cap;
 };
 
 static size_t
-slot_of (char *const *slots, size_t cap, const char *path)
+slot_of (const struct tally_fileset *s, const size_t *slots, size_t cap,
+         const char *path)
 {
   size_t h = 5381;
   for (const char *p = path; *p; p++)
     h = h * 33 + (unsigned char) *p;
   size_t i = h & (cap - 1);
-  while (slots[i] && strcmp (slots[i], path) != 0)
+  while (slots[i] && strcmp (s->paths[slots[i] - 1], path) != 0)
     i = (i + 1) & (cap - 1);
   return i;
 }
@@ -65,34 +68,52 @@ tally_fileset_new (void)
   return s;
 }
 
+size_t
+tally_fileset_put (struct tally_fileset *s, const char *directory,
+                   const char *file, int *added)
+{
+  char *path = cov_resolve_path (directory, file);
+  size_t i = slot_of (s, s->slots, s->cap, path);
+  *added = !s->slots[i];
+  if (!*added)
+    {
+      free (path);
+      return s->slots[i] - 1;
+    }
+  s->paths = xgrow (s->paths, &s->paths_cap, s->n + 1, sizeof *s->paths);
+  s->paths[s->n] = path;
+  s->slots[i] = ++s->n;
+  if (s->n * 2 > s->cap)
+    {
+      size_t cap = s->cap * 2;
+      size_t *slots = xcalloc (cap, sizeof *slots);
+      for (size_t k = 0; k < s->n; k++)
+        slots[slot_of (s, slots, cap, s->paths[k])] = k + 1;
+      free (s->slots);
+      s->slots = slots;
+      s->cap = cap;
+    }
+  return s->n - 1;
+}
+
 void
 tally_fileset_add (struct tally_fileset *s, const char *directory,
                    const char *file)
 {
-  char *path = cov_resolve_path (directory, file);
-  size_t i = slot_of (s->slots, s->cap, path);
-  if (s->slots[i])
-    {
-      free (path);
-      return;
-    }
-  s->slots[i] = path;
-  if (++s->used * 2 <= s->cap)
-    return;
-  size_t cap = s->cap * 2;
-  char **slots = xcalloc (cap, sizeof *slots);
-  for (size_t k = 0; k < s->cap; k++)
-    if (s->slots[k])
-      slots[slot_of (slots, cap, s->slots[k])] = s->slots[k];
-  free (s->slots);
-  s->slots = slots;
-  s->cap = cap;
+  int added;
+  tally_fileset_put (s, directory, file, &added);
+}
+
+const char *
+tally_fileset_path (const struct tally_fileset *s, size_t index)
+{
+  return s->paths[index];
 }
 
 int
 tally_fileset_has (const struct tally_fileset *s, const char *path)
 {
-  return s->slots[slot_of (s->slots, s->cap, path)] != NULL;
+  return s->slots[slot_of (s, s->slots, s->cap, path)] != 0;
 }
 
 void
@@ -100,8 +121,9 @@ tally_fileset_free (struct tally_fileset *s)
 {
   if (!s)
     return;
-  for (size_t i = 0; i < s->cap; i++)
-    free (s->slots[i]);
+  for (size_t i = 0; i < s->n; i++)
+    free (s->paths[i]);
+  free (s->paths);
   free (s->slots);
   free (s);
 }

@@ -20,11 +20,18 @@ int tally_system_path (const char *path);
 int tally_system_fn (uint32_t mod_flags, uint32_t fn_flags,
                      const char *directory, const char *file);
 
-/* A set of absolute file names.  */
+/* A set of absolute file names (FILE made absolute against DIRECTORY),
+   numbered from 0 in the order they were added.  */
 struct tally_fileset;
 struct tally_fileset *tally_fileset_new (void);
 void tally_fileset_add (struct tally_fileset *s, const char *directory,
                         const char *file);
+/* The same, returning the file's number; *ADDED says whether it was
+   new.  */
+size_t tally_fileset_put (struct tally_fileset *s, const char *directory,
+                          const char *file, int *added);
+/* The absolute name of the file numbered INDEX, S's own.  */
+const char *tally_fileset_path (const struct tally_fileset *s, size_t index);
 int tally_fileset_has (const struct tally_fileset *s, const char *path);
 void tally_fileset_free (struct tally_fileset *s);
 

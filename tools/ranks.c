@@ -25,6 +25,7 @@
 #include "blockmap.h"
 #include "cli.h"
 #include "datafile.h"
+#include "freeall.h"
 #include "print.h"
 #include "ranks.h"
 
@@ -163,8 +164,7 @@ fn_calls (const struct tally_data_fn *f)
   struct tally_blockmap bm;
   struct tally_flow flow;
   char err[256];
-  if (tally_map_decode (f->map, f->map_size, f->ncounters, &bm, err,
-                        sizeof err) != 0)
+  if (tally_fn_map_decode (f, &bm, err, sizeof err) != 0)
     return -1;
   int64_t calls = -1;
   if (bm.kind != TALLY_MAP_VISITED)
@@ -511,12 +511,8 @@ tally_ranks_report (const struct ranks_opts *opts)
       print_table (&t, &o, what, n);
     }
   for (size_t i = 0; i < t.n; i++)
-    {
-      free (t.rows[i].name);
-      free (t.rows[i].file);
-    }
-  free (t.rows);
-  free (t.mods);
+    free_all (t.rows[i].name, t.rows[i].file);
+  free_all (t.rows, t.mods);
   return status;
 }
 

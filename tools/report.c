@@ -64,6 +64,22 @@ compare_rows (const void *pa, const void *pb)
   return c;
 }
 
+/* R's clone symbols, ", " between them: JSON strings with JSON, else as
+   text.  */
+static void
+put_clones (const struct row *r, int json)
+{
+  for (size_t k = 0; k < r->nclones; k++)
+    {
+      if (k)
+        fputs (", ", stdout);
+      if (json)
+        put_json (r->clones[k]);
+      else
+        put_text (r->clones[k]);
+    }
+}
+
 static void
 print_text (const struct merge *m, struct row **rows, size_t n)
 {
@@ -157,12 +173,7 @@ print_text (const struct merge *m, struct row **rows, size_t n)
       if (r->nclones)
         {
           fputs ("  (clones: ", stdout);
-          for (size_t k = 0; k < r->nclones; k++)
-            {
-              if (k)
-                fputs (", ", stdout);
-              put_text (r->clones[k]);
-            }
+          put_clones (r, 0);
           putchar (')');
         }
       putchar ('\n');
@@ -474,12 +485,7 @@ print_json (const struct merge *m, struct row **rows, size_t n,
           putchar ('}');
         }
       fputs (", \"clones\": [", stdout);
-      for (size_t k = 0; k < r->nclones; k++)
-        {
-          if (k)
-            fputs (", ", stdout);
-          put_json (r->clones[k]);
-        }
+      put_clones (r, 1);
       putchar (']');
       if (o->blocks)
         put_json_blocks (m, r);

@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "coverage.h"
 #include "datafile.h"
+#include "freeall.h"
 #include "hide.h"
 #include "output.h"
 #include "paths.h"
@@ -360,15 +361,10 @@ merge_finish (struct merge *m, int by_body)
 static void
 row_free (struct row *r)
 {
-  free (r->name);
-  free (r->symbol);
-  free (r->origin);
-  free (r->file);
-  free (r->directory);
+  free_all (r->name, r->symbol, r->origin, r->file, r->directory);
   for (size_t k = 0; k < r->nclones; k++)
     free (r->clones[k]);
-  free (r->clones);
-  free (r->bodies);
+  free_all (r->clones, r->bodies);
 }
 
 void
@@ -379,26 +375,16 @@ merge_free (struct merge *m)
   for (size_t i = 0; i < m->nbodies; i++)
     {
       struct body *b = &m->bodies[i];
-      free (b->name);
-      free (b->symbol);
-      free (b->origin);
-      free (b->file);
-      free (b->source);
-      free (b->ckey);
-      free (b->directory);
-      free (b->counters);
-      free (b->map);
+      free_all (b->name, b->symbol, b->origin, b->file, b->source, b->ckey,
+                b->directory, b->counters, b->map);
       if (b->solved)
         {
           tally_map_free (&b->bm);
           tally_flow_free (&b->flow);
         }
     }
-  free (m->bodies);
-  free (m->body_key.slots);
-  free (m->rows);
-  free (m->by_key.slots);
-  free (m->clone_set.slots);
+  free_all (m->bodies, m->body_key.slots, m->rows, m->by_key.slots,
+            m->clone_set.slots);
   for (size_t i = 0; i < m->nfiles; i++)
     free (m->files[i].program);
   for (unsigned e = 0; e < m->nev; e++)

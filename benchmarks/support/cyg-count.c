@@ -22,26 +22,31 @@ struct slot
 /* Calls dropped because the table was full.  */
 static uint64_t lost;
 
+/* Count an entry (EXIT 0) or an exit of FN, in both hooks' own bodies.  */
+NOINSTR static inline __attribute__ ((always_inline)) void
+count (void *fn, int exit)
+{
+  struct slot *s = lookup (fn);
+  if (!s)
+    lost++;
+  else if (exit)
+    s->exits++;
+  else
+    s->entries++;
+}
+
 NOINSTR void
 __cyg_profile_func_enter (void *fn, void *site)
 {
   (void) site;
-  struct slot *s = lookup (fn);
-  if (s)
-    s->entries++;
-  else
-    lost++;
+  count (fn, 0);
 }
 
 NOINSTR void
 __cyg_profile_func_exit (void *fn, void *site)
 {
   (void) site;
-  struct slot *s = lookup (fn);
-  if (s)
-    s->exits++;
-  else
-    lost++;
+  count (fn, 1);
 }
 
 NOINSTR __attribute__ ((destructor)) static void

@@ -1,0 +1,168 @@
+"""bench_events.py - how many events each cachegrind run counted, and the
+report's "Instructions per event" tables: the instructions a mode adds
+(its Ir less its baseline's, start-up and exit dump included) divided by
+the events it pays for, so that the floor each technique sits above is
+visible.
+
+The events are read from what the cachegrind runs themselves wrote (their
+own data file, .gcda files and stderr), never typed in:
+- calls: a tally build's `tally report --json` total; for
+  -finstrument-functions the `cyg-count` build's "cyg: calls=N" (the
+  `cyg-empty` build instruments the same functions);
+- counted edges: the sum of a blocks=count build's counters (every value
+  after a function's first two) or of gcov's arc counters (`gcov-dump`);
+- executed blocks: the sum of the block counts `tally report --blocks`
+  gives for the `tally-blocks-count` build, the same -O2 control flow
+  graphs every late block mode instruments.  gcov and clang instrument
+  other graphs (before optimisation, or clang's), so their "per executed
+  block" is per block of tally's graph: a common yardstick, not their own
+  count."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+from bench_common import log
+from bench_setup import MODE
+
+# The files a cachegrind run writes its counts to, apart from the wall runs'.
+CG_TALLY = "cg.tally.data"
+CG_GCOV = "cg-gcov"
+
+
+def cg_env(env, d):
+    """Point the runtime's and gcov's output of a cachegrind run at files of
+    its own (removed first), so that its events are its own."""
+    data, gcov = os.path.join(d, CG_TALLY), os.path.join(d, CG_GCOV)
+    if os.path.exists(data):
+        os.unlink(data)
+    shutil.rmtree(gcov, ignore_errors=True)
+    env.update(TALLY_OUTPUT=data, GCOV_PREFIX=gcov)
+    return env
+
+
+def _tally(ctx, *args):
+    tool = os.path.join(ctx.tally, "build", "tools", "tally")
+    return subprocess.run([tool] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True, check=True).stdout
+
+
+def _tally_events(ctx, mode, data, r):
+    if not os.path.exists(data):
+        return
+    r["calls"] = json.loads(_tally(ctx, "report", "--json", data))["totals"]["calls"]
+    if any(o.startswith("blocks=count") for o in mode.tally):
+        edges = 0
+        for m in re.finditer(r"\bcounters=\d+: ([0-9 ]*)", _tally(ctx, "dump", data)):
+            edges += sum(int(v) for v in m.group(1).split()[2:])
+        r["edges"] = edges
+    if mode.name == "tally-blocks-count":
+        rep = json.loads(_tally(ctx, "report", "--blocks", "--json", data))
+        r["blocks"] = sum(b["count"] for f in rep["functions"]
+                          for body in f.get("blocks", []) for b in body["blocks"])
+
+
+def _gcov_edges(d):
+    edges, seen = 0, False
+    for root, _, files in os.walk(os.path.join(d, CG_GCOV)):
+        for f in files:
+            if not f.endswith(".gcda"):
+                continue
+            out = subprocess.run(["gcov-dump", "-l", os.path.join(root, f)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True, check=True).stdout
+            arcs = False
+            for line in out.splitlines():
+                body = line.split(":", 1)[1] if ":" in line else line
+                if "COUNTERS" in body:
+                    arcs = "COUNTERS arcs" in body
+                    continue
+                m = re.match(r"\s+\d+:((?: \d+)+)\s*$", body)
+                if arcs and m:
+                    edges += sum(int(v) for v in m.group(1).split())
+                    seen = True
+    return edges if seen else None
+
+
+def count_events(ctx, wl, mode_name, d, steps):
+    """After a good cachegrind run of wl in mode_name (scratch directory d,
+    `steps` of them): its events, in ctx.results."""
+    mode = MODE[mode_name]
+    r = ctx.results.setdefault((wl.name, mode_name), {})
+    try:
+        _events(ctx, wl, mode, d, steps, r)
+    except (OSError, ValueError, KeyError, subprocess.CalledProcessError) as e:
+        log("  %s %s: no event counts (%s); its per-event cells stay empty" % (wl.name, mode_name, e))
+
+
+def _events(ctx, wl, mode, d, steps, r):
+    mode_name = mode.name
+    if mode.tally is not None:
+        _tally_events(ctx, mode, os.path.join(d, CG_TALLY), r)
+    elif mode_name.startswith("gcov"):
+        e = _gcov_edges(d)
+        if e is not None:
+            r["edges"] = e
+    elif mode_name == "cyg-count":
+        calls = 0
+        for i in range(steps):
+            with open(os.path.join(d, "cg.%d.err" % i), errors="replace") as f:
+                calls += sum(int(m.group(1)) for m in re.finditer(r"cyg: calls=(\d+)", f.read()))
+        r["calls"] = calls
+
+
+def _per(ctx, wl, mode, events):
+    r = ctx.results.get((wl.name, mode.name), {})
+    b = ctx.results.get((wl.name, mode.baseline), {})
+    if not ctx.ok(wl.name, mode.name) or not r.get("Ir") or not b.get("Ir") or not events:
+        return "-"
+    return "%.2f" % ((r["Ir"] - b["Ir"]) / events)
+
+
+def events_tables(ctx, workloads, modes):
+    """The report's "Instructions per event" section (markdown lines)."""
+    res = ctx.results
+    md = ["## Instructions per event", "",
+          "Instructions a mode adds (its Ir less its baseline's, on the cachegrind input, start-up "
+          "and exit dump included) ÷ the events it counted in the same run (benchmarks/bench_events.py "
+          "says where each count comes from).", ""]
+
+    def table(title, rows, head):
+        rows = [(m, cells) for m, cells in rows if any(c != "-" for c in cells)]
+        if not rows:
+            return []
+        t = ["### " + title, "", "| mode | " + " | ".join(w.name for w in workloads) + " |",
+             "|---|" + "---:|" * len(workloads)]
+        t += ["| `%s` | %s |" % (m.name, " | ".join(cells)) for m, cells in rows]
+        t += ["", "Events: " + " · ".join("%s %s" % (w.name, head(w)) for w in workloads), ""]
+        return t
+
+    live = [m for m in modes if not m.is_baseline and m.name not in ctx.na]
+
+    def calls_of(w, m):
+        src = "cyg-count" if m.name.startswith("cyg-") else m.name
+        return res.get((w.name, src), {}).get("calls")
+    call_modes = [m for m in live if m.name.startswith("cyg-") or
+                  (m.tally is not None and not any(o.startswith("blocks=") for o in m.tally))]
+    md += table("Per call (function hooks)",
+                [(m, [_per(ctx, w, m, calls_of(w, m)) for w in workloads]) for m in call_modes],
+                lambda w: ", ".join("%s %s calls" % (m, format(res[(w.name, m)]["calls"], ","))
+                                    for m in ("tally-inline", "cyg-count")
+                                    if res.get((w.name, m), {}).get("calls") is not None))
+
+    def blocks_of(w):
+        return res.get((w.name, "tally-blocks-count"), {}).get("blocks")
+    block_modes = [m for m in live if m.name.startswith(("gcov", "clang-")) or
+                   (m.tally is not None and any(o.startswith("blocks=") for o in m.tally))]
+    md += table("Per executed block (the blocks of `tally-blocks-count`'s graphs)",
+                [(m, [_per(ctx, w, m, blocks_of(w)) for w in workloads]) for m in block_modes],
+                lambda w: "%s blocks" % format(blocks_of(w) or 0, ","))
+    edge_modes = [m for m in block_modes if any(res.get((w.name, m.name), {}).get("edges")
+                                                for w in workloads)]
+    md += table("Per counted edge (each mode's own counters)",
+                [(m, [_per(ctx, w, m, res.get((w.name, m.name), {}).get("edges")) for w in workloads])
+                 for m in edge_modes],
+                lambda w: ", ".join("%s %s" % (m.name, format(res.get((w.name, m.name), {}).get("edges") or 0, ","))
+                                    for m in edge_modes))
+    return md
