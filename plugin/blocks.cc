@@ -1056,7 +1056,8 @@ promote_blocker (function *fun, class loop *loop)
 static bool
 promote_worth (class loop *loop)
 {
-  if (expected_loop_iterations_unbounded (loop) < 8)
+  if (expected_loop_iterations_unbounded (loop) < 8
+      || get_loop_exit_edges (loop).length () > 2)
     return false;
   for (gphi_iterator psi = gsi_start_phis (loop->header); !gsi_end_p (psi);
        gsi_next (&psi))
