@@ -656,6 +656,10 @@ instrument_function (function *fun)
              IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)), fn.id,
              returns.length (), layout.ncounters);
 
+  /* 8. Counters held in registers across call-free loops (blocks.cc).  */
+  if (plan)
+    tally_blocks_promote (fun, fn);
+
   if (gimple_in_ssa_p (fun))
     {
       mark_virtual_operands_for_renaming (fun);

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Counters held in registers across call-free loops (issue 16):
+plugin/blocks.cc's tally_blocks_promote, checked on
+testsuite/promote/loops.c (pointer walks, early returns and breaks, nested
+loops left by a goto, a wrapping unsigned char, a negative step, a loop
+with a call).
+
+Checks (one per run, named on the command line):
+  exact           -O0 to -O3 and -Os: every block count of every function
+                  with the default placement equals placement=block's and
+                  update=atomic's (neither promotes), for N = 0, 1, 100.
+  in-registers    x86-64, -O2: the loops of mtf and walk update no counter
+                  in memory; with_call's loop (a call) and, with
+                  update=atomic and counters=mapped, mtf's and walk's
+                  loops still do.
+  signal-boundary a dump made by a SIGSEGV handler in the middle of walk's
+                  loop (N iterations done) lacks the loop's iterations
+                  (they are in a register: doc/guarantees.md), while
+                  counters=mapped's continuous output, killed by SIGKILL
+                  at the same point, has all N.
+
+Exit status: 0 pass, 1 fail, 77 skipped.
+"""
+import json
+import os
+import platform
+import re
+import signal
+import sys
+
+from checklib import Skip, case, expect, main, run
+
+LEVELS = ["O0", "O1", "O2", "O3", "Os"]
+INPUTS = ["0", "1", "100"]
+
+
+def program(args):
+    return os.path.join(args.srcdir, "promote", "loops.c")
+
+
+def build(args, work, name, opt, opts):
+    exe = os.path.join(work, name)
+    inc = os.path.join(os.path.dirname(args.srcdir), "include")
+    cmd = [args.cc, "-" + opt, "-I" + inc, "-fplugin=" + args.plugin]
+    cmd += ["-fplugin-arg-tally-" + o for o in opts]
+    cmd += [program(args), "-o", exe, args.runtime]
+    run(cmd)
+    return exe
+
+
+def report(args, data):
+    """{symbol: [block, ...]} of DATA (each block a dict of the JSON)."""
+    out = run([args.tally, "report", "--json", "--blocks", data]).stdout
+    got = {}
+    for fn in json.loads(out)["functions"]:
+        for body in fn.get("blocks", []):
+            got[body["symbol"]] = body["blocks"]
+    expect(got, "no block counts in %s" % data)
+    return got
+
+
+def blocks(args, exe, work, n):
+    data = os.path.join(work, os.path.basename(exe) + "-" + n + ".data")
+    if os.path.exists(data):
+        os.unlink(data)
+    run([exe, n], env={"TALLY_OUTPUT": data})
+    return {s: [b.get("count") for b in bs]
+            for s, bs in report(args, data).items()}
+
+
+def same_counts(what, got, want):
+    expect(set(got) == set(want), "%s: functions %s, the oracle has %s"
+           % (what, sorted(got), sorted(want)))
+    for sym in sorted(want):
+        expect(got[sym] == want[sym], "%s: %s counts %s, the oracle "
+               "counts %s" % (what, sym, got[sym], want[sym]))
+
+
+@case("exact")
+def check_exact(args, work):
+    for opt in LEVELS:
+        ref = build(args, work, "block-" + opt, opt,
+                    ["blocks=count", "placement=block"])
+        atomic = build(args, work, "atomic-" + opt, opt,
+                       ["blocks=count", "update=atomic"])
+        tree = build(args, work, "tree-" + opt, opt, ["blocks=count"])
+        for n in INPUTS:
+            want = blocks(args, ref, work, n)
+            same_counts("-%s update=atomic, N=%s" % (opt, n),
+                        blocks(args, atomic, work, n), want)
+            same_counts("-%s default placement, N=%s" % (opt, n),
+                        blocks(args, tree, work, n), want)
+
+
+def loop_lines(exe, func):
+    """The instructions of FUNC's loops in EXE's disassembly: those between
+    a conditional backward jump and its target."""
+    dis = run(["objdump", "-d", "--no-show-raw-insn", exe]).stdout
+    m = re.search(r"^[0-9a-f]+ <%s>:\n(.*?)\n\n" % re.escape(func), dis,
+                  re.S | re.M)
+    expect(m, "no function %s in the disassembly of %s" % (func, exe))
+    insns = []
+    for line in m.group(1).splitlines():
+        a = re.match(r"\s*([0-9a-f]+):\s*(.*)", line)
+        if a:
+            insns.append((int(a.group(1), 16), a.group(2)))
+    loops = []
+    for addr, text in insns:
+        j = re.match(r"j(?!mp)\w+\s+([0-9a-f]+) <", text)
+        if j and int(j.group(1), 16) <= addr:
+            lo = int(j.group(1), 16)
+            loops.append([t for a, t in insns if lo <= a <= addr])
+    expect(loops, "%s has no loop in %s" % (func, exe))
+    return loops
+
+
+def memory_updates(body):
+    """The instructions of BODY that update a counter in memory: a
+    __tally.c. operand, or (counters=mapped) an add to memory."""
+    return [t for t in body if "<__tally.c." in t
+            or re.match(r"(lock )?addq?\s+\$0x1,.*\(", t)]
+
+
+@case("in-registers")
+def check_in_registers(args, work):
+    if platform.machine() not in ("x86_64", "amd64"):
+        raise Skip("(reads x86-64 disassembly)")
+    tree = build(args, work, "tree", "O2", ["blocks=count"])
+    for func in ("mtf", "walk"):
+        for body in loop_lines(tree, func):
+            hits = memory_updates(body)
+            expect(not hits, "the loop of %s updates a counter in memory at "
+                   "every iteration:\n  %s" % (func, "\n  ".join(hits)))
+    expect(any(memory_updates(b) for b in loop_lines(tree, "with_call")),
+           "with_call's loop updates no counter in memory: the call in it "
+           "may dump the counters")
+    for opts in (["update=atomic"], ["counters=mapped"]):
+        exe = build(args, work, opts[0].replace("=", "-"), "O2",
+                    ["blocks=count"] + opts)
+        for func in ("mtf", "walk"):
+            expect(any(memory_updates(b) for b in loop_lines(exe, func)),
+                   "%s: the loop of %s updates no counter in memory"
+                   % (opts[0], func))
+
+
+@case("signal-boundary")
+def check_signal_boundary(args, work):
+    n = 100
+    src = open(program(args)).read().splitlines()
+    line = 1 + next(i for i, l in enumerate(src) if "s += *p;" in l)
+
+    def body_count(data):
+        for b in report(args, data)["walk"]:
+            if line in block_lines(b):
+                return b.get("count")
+        expect(False, "no block of walk with line %d in %s" % (line, data))
+
+    tree = build(args, work, "tree", "O2", ["blocks=count"])
+    data = os.path.join(work, "tree-fault.data")
+    r = run([tree, str(n), "fault"], env={"TALLY_OUTPUT": data}, check=False)
+    expect(r.returncode == 3, "the fault run exited with %s, not 3 (the "
+           "handler's exit)" % r.returncode)
+    got = body_count(data)
+    expect(got == 0, "a dump in the middle of walk's loop counts %s for its "
+           "body: the iterations since the loop's entry are in a register "
+           "and not yet in memory (doc/guarantees.md says so), 0 expected"
+           % got)
+    mapped = build(args, work, "mapped", "O2",
+                   ["blocks=count", "counters=mapped"])
+    data = os.path.join(work, "mapped-fault.data")
+    r = run([mapped, str(n), "fault"], check=False,
+            env={"TALLY_OUTPUT": os.path.join(work, "mapped-fault%c.data"),
+                 "LOOPS_KILL": "1"})
+    expect(r.returncode == -signal.SIGKILL, "the counters=mapped fault run "
+           "ended with %s, not SIGKILL" % r.returncode)
+    got = body_count(data)
+    expect(got == n, "counters=mapped, killed in walk's loop after %d "
+           "iterations: its body counts %s in the continuous file" % (n, got))
+
+
+def block_lines(b):
+    return [loc.get("line") for loc in b.get("locations", [])]
+
+
+if __name__ == "__main__":
+    sys.exit(main("tally-promote-"))
