@@ -656,7 +656,7 @@ instrument_function (function *fun)
              IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)), fn.id,
              returns.length (), layout.ncounters);
 
-  /* 8. Counters held in registers across call-free loops (blocks.cc).  */
+  /* 8. Counters held in registers across call-free loops (promote.cc).  */
   if (plan)
     tally_blocks_promote (fun, fn);
 

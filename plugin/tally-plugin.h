@@ -197,7 +197,7 @@ tally_block_plan *tally_blocks_plan (function *fun, tally_fn_layout *layout);
 void tally_blocks_insert (function *fun, tally_block_plan *plan,
                           const tally_fn_info &fn);
 /* blocks=count at=late, update=single: the counters of loops without calls
-   or asm held in registers across the loop (blocks.cc).  Last, when every
+   or asm held in registers across the loop (promote.cc).  Last, when every
    update of FN's counters is in place.  */
 void tally_blocks_promote (function *fun, const tally_fn_info &fn);
 

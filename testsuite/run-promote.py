@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Counters held in registers across call-free loops (issue 16):
-plugin/blocks.cc's tally_blocks_promote, checked on
+plugin/promote.cc's tally_blocks_promote, checked on
 testsuite/promote/loops.c (pointer walks, early returns and breaks, nested
 loops left by a goto, a wrapping unsigned char, a negative step, a loop
 with a call).
