@@ -13,6 +13,10 @@ Checks (one per run, named on the command line):
                   in memory; with_call's loop (a call) and, with
                   update=atomic and counters=mapped, mtf's and walk's
                   loops still do.
+  large-function  x86-64, -O2: a function of more than 1000 blocks (a
+                  switch of 1200 calls) keeps its loop's counter updates in
+                  memory, a small one with the same loop does not; counts
+                  equal placement=block's.
   signal-boundary a dump made by a SIGSEGV handler in the middle of walk's
                   loop (N iterations done) lacks the loop's iterations
                   (they are in a register: doc/guarantees.md), while
@@ -176,6 +180,96 @@ def check_signal_boundary(args, work):
     got = body_count(data)
     expect(got == n, "counters=mapped, killed in walk's loop after %d "
            "iterations: its body counts %s in the continuous file" % (n, got))
+
+
+BIG_CASES = 1200
+
+
+def big_program(work):
+    """A C program whose function big has a switch of BIG_CASES cases, each
+    a call (well over the 1000 blocks promote.cc allows a function), and
+    the same call-free walk as loops.c's walk; small has that walk only."""
+    cases = "".join("    case %d: s += sink (%d, s); break;\n" % (i, i * 7 + 1)
+                    for i in range(BIG_CASES))
+    src = os.path.join(work, "big.c")
+    with open(src, "w") as f:
+        f.write("""#include <stdlib.h>
+#include <stdio.h>
+__attribute__ ((noinline)) long sink (long a, long b) { return a ^ b; }
+__attribute__ ((noinline)) long
+walk_loop (const unsigned char *p)
+{
+  long s = 0;
+  while (*p != 0xff)
+    {
+      s += *p;
+      p++;
+    }
+  return s;
+}
+__attribute__ ((noinline)) long
+small (const unsigned char *p)
+{
+  return walk_loop (p);
+}
+__attribute__ ((noinline)) long
+big (int k, const unsigned char *p)
+{
+  long s = 0;
+  while (*p != 0xff)
+    {
+      s += *p;
+      p++;
+    }
+  switch (k)
+    {
+%s    }
+  return s;
+}
+int
+main (int argc, char **argv)
+{
+  int n = argc > 1 ? atoi (argv[1]) : 100;
+  unsigned char buf[300];
+  for (int i = 0; i < n && i < 299; i++)
+    buf[i] = (unsigned char) i;
+  buf[n < 299 ? n : 299] = 0xff;
+  long s = small (buf);
+  for (int k = 0; k < n; k++)
+    s += big (k, buf + k %% 7);
+  printf ("%%ld\\n", s);
+  return 0;
+}
+""" % cases)
+    return src
+
+
+@case("large-function")
+def check_large_function(args, work):
+    if platform.machine() not in ("x86_64", "amd64"):
+        raise Skip("(reads x86-64 disassembly)")
+    src = big_program(work)
+    inc = os.path.join(os.path.dirname(args.srcdir), "include")
+
+    def build_big(name, opts):
+        exe = os.path.join(work, name)
+        run([args.cc, "-O2", "-I" + inc, "-fplugin=" + args.plugin]
+            + ["-fplugin-arg-tally-" + o for o in opts]
+            + [src, "-o", exe, args.runtime])
+        return exe
+
+    tree = build_big("big-tree", ["blocks=count"])
+    expect(not any(memory_updates(b) for b in loop_lines(tree, "walk_loop")),
+           "walk_loop (a function of a few blocks) updates a counter in "
+           "memory in its loop")
+    expect(any(memory_updates(b) for b in loop_lines(tree, "big")),
+           "big (%d cases, each a call) holds its loop's counters in "
+           "registers: functions of more than 1000 blocks keep them in "
+           "memory (plugin/promote.cc, TALLY_PROMOTE_MAX_BLOCKS)" % BIG_CASES)
+    ref = build_big("big-block", ["blocks=count", "placement=block"])
+    for n in INPUTS:
+        same_counts("big.c -O2, N=%s" % n, blocks(args, tree, work, n),
+                    blocks(args, ref, work, n))
 
 
 def block_lines(b):
