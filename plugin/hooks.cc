@@ -805,15 +805,20 @@ instrument_function (function *fun)
                  "it\n", IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)));
     }
 
-  /* 8. Last (after the promotion of loop counters, which needs the
-     three-statement form): the updates left in memory as one asm each.  */
-  tally_updates_to_asm (fun, fn.counters);
-
   if (dump_file)
     fprintf (dump_file, "tally: %s instrumented as function %u, %u exits, "
              "%u counters\n",
              IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)), fn.id,
              returns.length (), layout.ncounters);
+
+  /* 8. Counters held in registers across call-free loops (promote.cc).  */
+  if (plan)
+    tally_blocks_promote (fun, fn);
+
+  /* 9. Last (after the promotion of loop counters, which needs the
+     three-statement form): the updates left in memory, the promoted
+     loops' exit adds among them, as one asm each.  */
+  tally_updates_to_asm (fun, fn.counters);
 
   if (gimple_in_ssa_p (fun))
     {

@@ -196,6 +196,10 @@ struct tally_block_plan;
 tally_block_plan *tally_blocks_plan (function *fun, tally_fn_layout *layout);
 void tally_blocks_insert (function *fun, tally_block_plan *plan,
                           const tally_fn_info &fn);
+/* blocks=count at=late, update=single: the counters of loops without calls
+   or asm held in registers across the loop (promote.cc).  Last, when every
+   update of FN's counters is in place.  */
+void tally_blocks_promote (function *fun, const tally_fn_info &fn);
 
 /* hooks.cc: the entry/exit instrumentation pass.  */
 /* An external runtime function NAME of TYPE: nothrow and leaf (the runtime
