@@ -168,7 +168,7 @@ put_module (struct tally_rt_writer *w, const struct tally_module *m)
       put_str (w, f->origin);
       put_str (w, f->file);
       tally_rt_put_u32 (w, f->line);
-      tally_rt_put_u32 (w, f->flags);
+      tally_rt_put_u32 (w, f->flags & ~TALLY_FN_TLS_ARMED);
       uint32_t nv = tally_rt_fn_nvalues (f);
       tally_rt_put_u32 (w, nv);
       tally_rt_put_u32 (w, 0);
