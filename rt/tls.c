@@ -257,25 +257,39 @@ void
 tally_rt_tls_add (const struct tally_module *m, uint32_t fn, uint32_t k,
                   uint32_t n, uint64_t *out)
 {
+  if (!n)
+    return;
+  int fix = k == 0 && armed (m->fns[fn], 0);
   for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
        a = a->next)
     if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
-      for (uint32_t i = 0; i < n; i++)
-        out[i] += count_of (m->fns[fn], k + i,
-                            __atomic_load_n (&a->copies[fn][k + i],
-                                             __ATOMIC_RELAXED));
+      {
+        const uint64_t *c = a->copies[fn] + k;
+        /* An armed entry at -1 reads as 0: -1 + 1.  */
+        uint64_t v0 = __atomic_load_n (&c[0], __ATOMIC_RELAXED);
+        out[0] += v0 + (fix && v0 == UINT64_MAX);
+        for (uint32_t i = 1; i < n; i++)
+          out[i] += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+      }
 }
 
 uint64_t
 tally_rt_tls_sum (const struct tally_module *m, uint32_t fn, uint32_t n)
 {
   uint64_t sum = 0;
+  if (!n)
+    return 0;
+  int fix = armed (m->fns[fn], 0);
   for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
        a = a->next)
     if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
-      for (uint32_t i = 0; i < n; i++)
-        sum += count_of (m->fns[fn], i,
-                         __atomic_load_n (&a->copies[fn][i], __ATOMIC_RELAXED));
+      {
+        const uint64_t *c = a->copies[fn];
+        uint64_t v0 = __atomic_load_n (&c[0], __ATOMIC_RELAXED);
+        sum += v0 + (fix && v0 == UINT64_MAX); /* -1 reads as 0 */
+        for (uint32_t i = 1; i < n; i++)
+          sum += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+      }
   return sum;
 }
 
