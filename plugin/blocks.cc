@@ -83,6 +83,7 @@
 #define TALLY_MAP_VISITED 3u
 #define TALLY_MAP_NONE 0xffffffffu
 #define TALLY_MAP_VISITED_DERIVED 4u
+#define TALLY_MAP_VISITED_EDGES 5u
 #define TALLY_BLOCK_CALL 0x1u
 #define TALLY_BLOCK_ANY_SUCC 0x2u
 #define TALLY_BLOCK_ANY_PRED 0x4u
@@ -120,6 +121,9 @@ struct plan_edge
                            (cheapest_member), if not this block */
   edge mark_on;        /* visited: the byte is stored on this edge instead
                           (hoist_visited) */
+  bool mark_visited;   /* visited: a CFG edge with a byte of its own, that
+                          a derived block's value comes from
+                          (derive_visited) */
 };
 
 struct block_loc
@@ -282,7 +286,8 @@ push_edge (tally_block_plan *plan, int src, int dst, int map_src, int map_dst,
                    .map_dst = map_dst, .flags = flags, .e = e, .bb = bb,
                    .cost = cost, .can_count = can_count, .on_tree = false,
                    .implied = false, .value = TALLY_MAP_NONE, .derived = NULL,
-                   .store_bb = NULL, .mark_on = NULL };
+                   .store_bb = NULL, .mark_on = NULL,
+                   .mark_visited = false };
   plan->edges.safe_push (pe);
 }
 
@@ -366,10 +371,12 @@ note_returning (function *fun)
    it dominates, C's (every path into C passes it, and every path from it
    reaches C).  Postdominance is computed with a fake edge to EXIT from
    every block with a call that may not return, so a block is never
-   implied across one.  IMPLIED[i] is the map number, by block index.  */
+   implied across one.  IMPLIED[i] is the map number, by block index.
+   PDOM_EDGES gets the normal edges whose destination postdominates their
+   source (derive_visited's rule P).  */
 static void
 find_implied (function *fun, const vec<int> &map_of, vec<int> *implied,
-              vec<bool> *pdom_preds)
+              hash_set<edge> *pdom_edges)
 {
   basic_block bb;
   FOR_EACH_BB_FN (bb, fun)
@@ -408,16 +415,17 @@ find_implied (function *fun, const vec<int> &map_of, vec<int> *implied,
         fprintf (dump_file, "tally: bb %d ran iff bb %d ran\n", bb->index,
                  c->index);
     }
-  /* derive_visited's rule P: BB postdominates every predecessor.  */
+  /* derive_visited's rule P: the edges whose destination postdominates
+     their source.  */
   FOR_EACH_BB_FN (bb, fun)
     {
-      bool all = EDGE_COUNT (bb->preds) > 0;
       edge e;
       edge_iterator ei;
       FOR_EACH_EDGE (e, ei, bb->preds)
-        all &= e->src != ENTRY_BLOCK_PTR_FOR_FN (fun)
-               && dominated_by_p (CDI_POST_DOMINATORS, e->src, bb);
-      (*pdom_preds)[bb->index] = all;
+        if (e->src != ENTRY_BLOCK_PTR_FOR_FN (fun)
+            && !(e->flags & EDGE_FAKE)
+            && dominated_by_p (CDI_POST_DOMINATORS, e->src, bb))
+          pdom_edges->add (e);
     }
   free_dominance_info (CDI_POST_DOMINATORS);
   remove_fake_edges ();
@@ -681,9 +689,22 @@ hoist_visited (function *fun, tally_block_plan *plan, const vec<int> &map_of,
    handler's, another thread's exit) may see a block derived by P as run
    before it has run, and miss one derived by D until its successor runs
    (doc/guarantees.md, "signals").
+   Where a neighbour does not tell (an edge out of B to a block B does
+   not dominate, or into B from a block B does not postdominate), the
+   edge can have a byte of its own, set when it is taken (map kind
+   TALLY_MAP_VISITED_EDGES): through it B's value is the edge's.  Then D
+   reads: B ran iff, for one of its normal edges out, the edge's byte is
+   set (it has one) or the block it leads to ran (it has none, and B
+   dominates that block); P likewise with the edges in.  The edge bytes
+   a rule needs are weighed by GCC's estimated profile (edge_weight, an
+   edge that needs a block of its own 1.5 times) against the byte of
+   the class (its member that runs least often): the cold branch of a
+   test into an interpreter loop's latch that every case reaches rather
+   than the latch.  Not P with counters=mapped (an edge byte is set
+   before B runs).
    Blocks that run exactly together (find_implied's classes, IMPLIED) get
    one byte or none: a class goes without when every member follows by D
-   or P.  The derived values must form no cycle (a block derived, through
+   or P, with edge bytes that together cost less than its byte.  The derived values must form no cycle (a block derived, through
    others, from itself would say nothing); classes are tried in decreasing
    order of expected runs, so the hot ones are derived from the cold ones
    and their bytes are the ones left out.  DERIVED gets, by map number,
@@ -719,10 +740,13 @@ cmp_class_weight (const void *a, const void *b)
 
 static void
 derive_visited (function *fun, tally_block_plan *plan,
-                const vec<int> &implied, const vec<bool> &pdom_preds,
+                const vec<int> &implied, hash_set<edge> &pdom_edges,
                 bool profile, vec<unsigned> *derived)
 {
   unsigned nb = plan->blocks.length ();
+  unsigned ne = plan->edges.length ();
+  /* D_OK, P_OK: whether M can be left (entered) by its normal edges only,
+     the precondition of rule D (P).  */
   auto_vec<bool> d_ok, p_ok;
   d_ok.safe_grow_cleared (nb);
   p_ok.safe_grow_cleared (nb);
@@ -734,7 +758,7 @@ derive_visited (function *fun, tally_block_plan *plan,
       d_ok[m] = true;
       /* counters=mapped: not P, which would put a block in the file
          before it ran (a process killed in between).  */
-      p_ok[m] = pdom_preds[plan->blocks[m]->index] && !tally_opts.mapped;
+      p_ok[m] = !tally_opts.mapped;
     }
   for (const plan_edge &pe : plan->edges)
     {
@@ -760,12 +784,13 @@ derive_visited (function *fun, tally_block_plan *plan,
         {
           nsucc[s]++;
           npred[d]++;
-          if (!dominated_by_p (CDI_DOMINATORS, plan->blocks[d],
-                               plan->blocks[s]))
-            d_ok[s] = false;
         }
     }
-  /* The normal edges between blocks, both ways (CSR).  */
+  /* The normal edges between blocks, both ways (CSR of indexes into
+     PLAN->edges), and per edge: whether its source dominates its
+     destination (a term of rule D without a byte), whether its
+     destination postdominates its source (rule P), whether a byte can be
+     stored on it, and whether one is.  */
   auto_vec<unsigned> so, po, sl, pl;
   so.safe_grow_cleared (nb + 1);
   po.safe_grow_cleared (nb + 1);
@@ -779,18 +804,37 @@ derive_visited (function *fun, tally_block_plan *plan,
   auto_vec<unsigned> fs, fp;
   fs.safe_grow_cleared (nb);
   fp.safe_grow_cleared (nb);
-  for (const plan_edge &pe : plan->edges)
-    if (!pe.bb && !(pe.flags & TALLY_EDGE_FAKE) && pe.map_src >= 2
-        && pe.map_dst >= 2)
-      {
-        sl[so[pe.map_src] + fs[pe.map_src]++] = pe.map_dst;
-        pl[po[pe.map_dst] + fp[pe.map_dst]++] = pe.map_src;
-      }
+  auto_vec<bool> dom, pdom, can_mark;
+  auto_vec<unsigned char> marked; /* 0 no, 1 tried for a class, 2 yes */
+  dom.safe_grow_cleared (ne);
+  pdom.safe_grow_cleared (ne);
+  can_mark.safe_grow_cleared (ne);
+  marked.safe_grow_cleared (ne);
+  for (unsigned i = 0; i < ne; i++)
+    {
+      const plan_edge &pe = plan->edges[i];
+      if (pe.bb || (pe.flags & TALLY_EDGE_FAKE) || pe.map_src < 2
+          || pe.map_dst < 2)
+        continue;
+      sl[so[pe.map_src] + fs[pe.map_src]++] = i;
+      pl[po[pe.map_dst] + fp[pe.map_dst]++] = i;
+      dom[i] = dominated_by_p (CDI_DOMINATORS, plan->blocks[pe.map_dst],
+                               plan->blocks[pe.map_src]);
+      pdom[i] = pe.e && pdom_edges.contains (pe.e);
+      /* Where a counter could go (not out of a setjmp block), on a
+         jump.  */
+      can_mark[i] = pe.e && pe.can_count && !(pe.e->flags & EDGE_COMPLEX);
+    }
   for (unsigned m = 2; m < nb; m++)
     {
       d_ok[m] = d_ok[m] && nsucc[m] > 0;
       p_ok[m] = p_ok[m] && npred[m] > 0;
     }
+  auto edge_cost = [&] (unsigned i) -> double {
+    edge e = plan->edges[i].e;
+    bool split = !single_pred_p (e->dest) && !single_succ_p (e->src);
+    return edge_weight (fun, e, profile) * (split ? 1.5 : 1.0);
+  };
 
   /* The classes, by representative, hottest first.  */
   auto_vec<unsigned> reps;
@@ -811,19 +855,33 @@ derive_visited (function *fun, tally_block_plan *plan,
     }
   order.qsort (cmp_class_weight);
 
-  /* Whether deriving M from its successors (D) or predecessors would make
-     M depend on itself, through the blocks derived so far.  */
+  /* The edges M's value would be derived through by rule D (or P): its
+     normal edges out (in).  Through edge I the value is the edge's byte
+     when it has one (MARKED 2, or 1 while a class is tried), else the
+     block at its other end.  */
+  auto dep = [&] (unsigned i, bool d) -> unsigned {
+    if (marked[i])
+      return 0;
+    const plan_edge &pe = plan->edges[i];
+    return d ? pe.map_dst : pe.map_src;
+  };
+  /* Whether deriving M by rule D (or P) would make M depend on itself,
+     through the blocks derived so far.  */
   auto_vec<unsigned> stamp;
   stamp.safe_grow_cleared (nb);
   unsigned now = 0;
   auto_vec<unsigned> stack;
+  auto push_deps = [&] (unsigned m, bool d) {
+    const vec<unsigned> &l = d ? sl : pl;
+    const vec<unsigned> &o = d ? so : po;
+    for (unsigned k = o[m]; k < o[m + 1]; k++)
+      if (unsigned n = dep (l[k], d))
+        stack.safe_push (n);
+  };
   auto cycle = [&] (unsigned m, bool d) -> bool {
     now++;
     stack.truncate (0);
-    const vec<unsigned> &l = d ? sl : pl;
-    const vec<unsigned> &o = d ? so : po;
-    for (unsigned i = o[m]; i < o[m + 1]; i++)
-      stack.safe_push (l[i]);
+    push_deps (m, d);
     while (!stack.is_empty ())
       {
         unsigned n = stack.pop ();
@@ -832,36 +890,111 @@ derive_visited (function *fun, tally_block_plan *plan,
         if (stamp[n] == now || !(*derived)[n])
           continue;
         stamp[n] = now;
-        bool nd = (*derived)[n] == TALLY_BLOCK_ANY_SUCC;
-        const vec<unsigned> &nl = nd ? sl : pl;
-        const vec<unsigned> &no = nd ? so : po;
-        for (unsigned i = no[n]; i < no[n + 1]; i++)
-          stack.safe_push (nl[i]);
+        push_deps (n, (*derived)[n] == TALLY_BLOCK_ANY_SUCC);
       }
     return false;
+  };
+  /* The bytes rule D (P) needs on M's edges for M's value: each edge
+     whose other end does not tell (does not dominate, postdominate) and
+     that has none yet, marked 1 into TRIED; their cost, or -1 if one
+     cannot have a byte.  */
+  auto_vec<unsigned> tried;
+  auto need = [&] (unsigned m, bool d) -> double {
+    const vec<unsigned> &l = d ? sl : pl;
+    const vec<unsigned> &o = d ? so : po;
+    double cost = 0;
+    unsigned first = tried.length ();
+    for (unsigned k = o[m]; k < o[m + 1]; k++)
+      {
+        unsigned i = l[k];
+        if (marked[i] || (d ? dom[i] : pdom[i]))
+          continue;
+        if (!can_mark[i])
+          {
+            while (tried.length () > first)
+              marked[tried.pop ()] = 0;
+            return -1;
+          }
+        marked[i] = 1;
+        tried.safe_push (i);
+        cost += edge_cost (i);
+      }
+    return cost;
+  };
+  auto undo = [&] (unsigned to) {
+    while (tried.length () > to)
+      marked[tried.pop ()] = 0;
   };
   for (const class_weight &c : order)
     {
       const vec<unsigned> &k = members[c.rep];
+      /* What the class's byte would cost: in its member that runs least
+         often.  */
+      double byte = 0;
+      for (unsigned j = 0; j < k.length (); j++)
+        {
+          double w = block_weight (fun, plan->blocks[k[j]], profile);
+          if (j == 0 || w < byte)
+            byte = w;
+        }
       bool all = true;
+      double spent = 0;
+      tried.truncate (0);
       for (unsigned m : k)
         {
-          if (d_ok[m] && !cycle (m, true))
-            (*derived)[m] = TALLY_BLOCK_ANY_SUCC;
-          else if (p_ok[m] && !cycle (m, false))
-            (*derived)[m] = TALLY_BLOCK_ANY_PRED;
-          else
+          /* Rules D and P through the blocks, with the bytes on edges
+             where a neighbour does not tell: the cheaper of the two
+             whose bytes cost less than the class's own byte.  */
+          unsigned best = 0;
+          double best_cost = 0;
+          for (int d = 1; d >= 0; d--)
+            {
+              if (!(d ? d_ok[m] : p_ok[m]))
+                continue;
+              unsigned at = tried.length ();
+              double cost = need (m, d);
+              bool ok = cost == 0 || (cost > 0 && cost < byte - spent);
+              ok = ok && !cycle (m, d);
+              undo (at);
+              if (ok && (!best || cost < best_cost))
+                {
+                  best = d ? TALLY_BLOCK_ANY_SUCC : TALLY_BLOCK_ANY_PRED;
+                  best_cost = cost;
+                }
+              if (best && best_cost == 0)
+                break;
+            }
+          if (best)
+            need (m, best == TALLY_BLOCK_ANY_SUCC);
+          if (!best)
             {
               all = false;
               break;
             }
+          (*derived)[m] = best;
+          spent += best_cost;
         }
       if (!all)
-        for (unsigned m : k)
-          (*derived)[m] = 0;
+        {
+          for (unsigned m : k)
+            (*derived)[m] = 0;
+          undo (0);
+          continue;
+        }
+      for (unsigned i : tried)
+        marked[i] = 2;
     }
   for (unsigned m = 0; m < nb; m++)
     members[m].release ();
+  for (unsigned i = 0; i < ne; i++)
+    if (marked[i] == 2)
+      {
+        plan->edges[i].mark_visited = true;
+        if (dump_file)
+          fprintf (dump_file, "tally: edge bb %d -> bb %d gets a visited "
+                   "byte\n", plan->edges[i].e->src->index,
+                   plan->edges[i].e->dest->index);
+      }
   if (dump_file)
     for (unsigned m = 2; m < nb; m++)
       if ((*derived)[m])
@@ -929,12 +1062,11 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
   map_of[EXIT_BLOCK] = TALLY_MAP_EXIT_NUM;
   unsigned nblocks = plan->blocks.length ();
   auto_vec<int> implied;
-  auto_vec<bool> pdom_preds;
+  hash_set<edge> pdom_edges;
   if (visited)
     {
       implied.safe_grow_cleared (last_basic_block_for_fn (fun));
-      pdom_preds.safe_grow_cleared (last_basic_block_for_fn (fun));
-      find_implied (fun, map_of, &implied, &pdom_preds);
+      find_implied (fun, map_of, &implied, &pdom_edges);
     }
   plan->block_flags.safe_grow_cleared (nblocks);
   plan->locs.safe_grow_cleared (nblocks);
@@ -1085,7 +1217,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
   derived.safe_grow_cleared (nblocks);
   if (visited)
     {
-      derive_visited (fun, plan, implied, pdom_preds, profile,
+      derive_visited (fun, plan, implied, pdom_edges, profile,
                       &derived);
       for (unsigned m = 2; m < nblocks; m++)
         if (derived[m])
@@ -1093,6 +1225,9 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
             plan->block_flags[m] |= derived[m];
             plan->kind = TALLY_MAP_VISITED_DERIVED;
           }
+      for (const plan_edge &pe : plan->edges)
+        if (pe.mark_visited)
+          plan->kind = TALLY_MAP_VISITED_EDGES;
     }
   unsigned next = 0;
   auto_vec<unsigned> value_of; /* visited: by map number */
@@ -1101,7 +1236,9 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
     {
       bool counted = per_block && !edges_too ? pe.bb != NULL
                                              : pe.can_count && !pe.on_tree;
-      if (visited && counted)
+      if (visited && pe.mark_visited)
+        counted = true;
+      else if (visited && counted)
         {
           /* Only blocks no other block implies get a byte.  */
           unsigned m = (pe.src + 2) / 2;

@@ -93,8 +93,8 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
   if (get (&c, 0xffffffffu, &x, "kind does not fit in 32 bits"))
     return -1;
   if (x != TALLY_MAP_BLOCK && x != TALLY_MAP_TREE && x != TALLY_MAP_VISITED
-      && x != TALLY_MAP_VISITED_DERIVED)
-    return stop (&c, 4, "unknown map kind (expected 1, 2, 3 or 4)");
+      && x != TALLY_MAP_VISITED_DERIVED && x != TALLY_MAP_VISITED_EDGES)
+    return stop (&c, 4, "unknown map kind (expected 1 to 5)");
   info->kind = (uint32_t) x;
   size_t at = c.pos;
   if (get (&c, 0xffffffffu, &x, "block count does not fit in 32 bits"))

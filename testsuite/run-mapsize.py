@@ -210,7 +210,7 @@ def v1_file(good):
 
 def dump_text(kind, files, blocks, edges):
     """The lines `tally dump` prints for a decoded map (tools/dump.c)."""
-    kinds = {1: "block", 2: "tree", 3: "visited", 4: "visited"}
+    kinds = {1: "block", 2: "tree", 3: "visited", 4: "visited", 5: "visited"}
     fmt_v = lambda v: "-" if v is None else str(v)
     out = ["kind=%s blocks=%d edges=%d files: %s"
            % (kinds[kind], len(blocks), len(edges),

@@ -20,7 +20,7 @@ Checks (one per run, named on the command line):
   bad-maps  a kind-4 map where a derived block has a value, both rules,
             is derived from EXIT, or two blocks are derived from each
             other is refused by tally report with a message saying which,
-            as is a map of unknown kind 5.
+            as is a map of unknown kind 6.
 
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
@@ -127,7 +127,7 @@ def refix(d):
 
 def parse_map(d, off):
     """(kind offset, [(block value offset, flags offset)], [(src, dst,
-    flags)]) of the map at OFF."""
+    flags, value)]) of the map at OFF."""
     u32 = lambda o: struct.unpack_from("<I", d, o)[0]
     nblocks, nedges, nfiles = u32(off + 8), u32(off + 12), u32(off + 16)
     pos = off + 20
@@ -139,7 +139,7 @@ def parse_map(d, off):
         pos += 12 + 8 * u32(pos + 8)
     edges = []
     for _ in range(nedges):
-        edges.append((u32(pos), u32(pos + 4), u32(pos + 8)))
+        edges.append((u32(pos), u32(pos + 4), u32(pos + 8), u32(pos + 12)))
         pos += 16
     return off + 4, blks, edges
 
@@ -149,7 +149,7 @@ def damage(d, how):
     u32 = lambda o: struct.unpack_from("<I", d, o)[0]
     for off, _ in block_maps(d):
         kind, blks, edges = parse_map(d, off)
-        if u32(kind) != 4:
+        if u32(kind) not in (4, 5):
             continue
         out = bytearray(d)
         put = lambda o, v: out.__setitem__(slice(o, o + 4), struct.pack("<I", v))
@@ -157,20 +157,22 @@ def damage(d, how):
         marked = [b for b in range(2, len(blks))
                   if u32(blks[b][0]) != 0xffffffff]
         if how == "kind":
-            put(kind, 5)
+            put(kind, 6)
         elif how == "value":
             put(blks[derived[0]][0], u32(blks[marked[0]][0]))
         elif how == "both":
             put(blks[derived[0]][1], u32(blks[derived[0]][1]) | 6)
         elif how == "exit":
-            src = [s for s, t, f in edges if t == 1 and not f & 1 and s >= 2]
+            src = [s for s, t, f, _ in edges if t == 1 and not f & 1 and s >= 2]
             if not src:
                 continue
             put(blks[src[0]][0], 0xffffffff)
             put(blks[src[0]][1], 2)
         elif how == "cycle":
-            pair = [(s, t) for s, t, f in edges
-                    if s >= 2 and t >= 2 and s != t and not f & 1]
+            # (an edge with a value of its own, kind 5, would not make one)
+            pair = [(s, t) for s, t, f, v in edges
+                    if s >= 2 and t >= 2 and s != t and not f & 1
+                    and v == 0xffffffff]
             if not pair:
                 continue
             s, t = pair[0]
@@ -183,7 +185,7 @@ def damage(d, how):
 
 
 BAD = {
-    "kind": r"unknown map kind 5 \(expected 1, 2, 3 or 4\)",
+    "kind": r"unknown map kind 6 \(expected 1 to 5\)",
     "value": r"block \d+: has a value and is derived too",
     "both": r"block \d+: derived from both its successors and its predecessors",
     "exit": r"block \d+ is derived from EXIT",

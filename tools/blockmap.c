@@ -93,8 +93,13 @@ derive_rule (const struct tally_blockmap *m, uint32_t b)
   return m->blocks[b].flags & (TALLY_BLOCK_ANY_SUCC | TALLY_BLOCK_ANY_PRED);
 }
 
+/* derive_source's answer for an edge whose own value gives B's value
+   (kind 5).  */
+#define FROM_EDGE 0xfffffffeu
+
 /* For derived block B and normal edge E, the block E gives B's value
-   from, or TALLY_MAP_NONE if E is not one of B's.  */
+   from, FROM_EDGE when E's own value gives it (kind 5: E has a value), or
+   TALLY_MAP_NONE if E is not one of B's.  */
 static uint32_t
 derive_source (const struct tally_blockmap *m, uint32_t b,
                const struct tally_map_edge *e)
@@ -102,16 +107,18 @@ derive_source (const struct tally_blockmap *m, uint32_t b,
   uint32_t rule = derive_rule (m, b);
   if (e->flags & TALLY_EDGE_FAKE)
     return TALLY_MAP_NONE;
-  if (rule == TALLY_BLOCK_ANY_SUCC && e->src == b)
-    return e->dst;
-  if (rule == TALLY_BLOCK_ANY_PRED && e->dst == b)
-    return e->src;
-  return TALLY_MAP_NONE;
+  if (!(rule == TALLY_BLOCK_ANY_SUCC && e->src == b)
+      && !(rule == TALLY_BLOCK_ANY_PRED && e->dst == b))
+    return TALLY_MAP_NONE;
+  if (m->edge_values && e->value != TALLY_MAP_NONE)
+    return FROM_EDGE;
+  return rule == TALLY_BLOCK_ANY_SUCC ? e->dst : e->src;
 }
 
 /* Steps *POS (2 × edge + end, from 0) to the next derived block *A that
    an end of an edge is, with a block the edge gives its value from;
-   returns that block, or TALLY_MAP_NONE when the edges are done.  */
+   returns that block, FROM_EDGE for the edge's own value (the edge is
+   then (*POS - 1) / 2), or TALLY_MAP_NONE when the edges are done.  */
 static uint32_t
 next_derivation (const struct tally_blockmap *m, uint32_t *pos, uint32_t *a)
 {
@@ -162,7 +169,8 @@ derive_order (const struct tally_blockmap *m, uint32_t *order, uint32_t *bad)
             if (a < 2 || !derive_rule (m, a))
               continue;
             uint32_t from = derive_source (m, a, ed);
-            if (from == TALLY_MAP_NONE || from < 2 || !derive_rule (m, from))
+            if (from == TALLY_MAP_NONE || from == FROM_EDGE || from < 2
+                || !derive_rule (m, from))
               continue;
             if (pass == 0)
               {
@@ -202,27 +210,56 @@ done:
   return r;
 }
 
-/* Kind 4: every derived block has no value, one rule, at least one
-   block to derive from and neither ENTRY nor EXIT among them, and none
-   is derived from itself.  0, -1 (said in ERR) or -2 out of memory.  */
+/* Kinds 4 and 5: every derived block has no value, one rule, at least
+   one block or edge to derive from and neither ENTRY nor EXIT among them,
+   and none is derived from itself; kind 5: every edge with a value is a
+   normal edge between blocks that some derived block's value comes
+   through.  0, -1 (said in ERR) or -2 out of memory.  */
 static int
 check_derived (struct tally_blockmap *m, char *err, size_t errlen)
 {
   uint32_t *nsrc = alloc_array (m->nblocks, sizeof *nsrc);
-  if (!nsrc)
-    return -2;
+  unsigned char *used = alloc_array (m->nedges, 1);
+  if (!nsrc || !used)
+    {
+      free_all (nsrc, used);
+      return -2;
+    }
   uint32_t pos = 0, a, from;
   while ((from = next_derivation (m, &pos, &a)) != TALLY_MAP_NONE)
     {
       if (from < 2)
         {
-          free (nsrc);
+          free_all (nsrc, used);
           return fail (err, errlen, "block %lu is derived from %s, "
                        "which has no visited value", (unsigned long) a,
                        from == TALLY_MAP_ENTRY ? "ENTRY" : "EXIT");
         }
+      if (from == FROM_EDGE)
+        used[(pos - 1) / 2] = 1;
       nsrc[a]++;
     }
+  for (uint32_t e = 0; m->edge_values && e < m->nedges; e++)
+    {
+      const struct tally_map_edge *ed = &m->edges[e];
+      const char *why = NULL;
+      if (ed->value == TALLY_MAP_NONE)
+        continue;
+      if (ed->flags & TALLY_EDGE_FAKE)
+        why = "a fake edge has a visited value";
+      else if (ed->src < 2 || ed->dst < 2)
+        why = "an edge from ENTRY or to EXIT has a visited value";
+      else if (!used[e])
+        why = "has a visited value no derived block's value comes through";
+      if (why)
+        {
+          free_all (nsrc, used);
+          return fail (err, errlen, "edge %lu (block %lu to %lu): %s",
+                       (unsigned long) e, (unsigned long) ed->src,
+                       (unsigned long) ed->dst, why);
+        }
+    }
+  free (used);
   for (uint32_t b = 0; b < m->nblocks; b++)
     {
       uint32_t rule = derive_rule (m, b);
@@ -260,14 +297,18 @@ check_derived (struct tally_blockmap *m, char *err, size_t errlen)
   return r;
 }
 
-/* A decoded map M into *OUT; kind 4's derivations checked first (then
-   M is freed and -1 returned, the fault said in ERR).  */
+/* A decoded map M into *OUT; kinds 4 and 5's derivations checked first
+   (then M is freed and -1 returned, the fault said in ERR).  */
 static int
 map_finish (struct tally_blockmap *m, struct tally_blockmap *out, char *err,
             size_t errlen)
 {
-  if (m->kind == TALLY_MAP_VISITED_DERIVED)
+  if (m->kind == TALLY_MAP_VISITED_DERIVED
+      || m->kind == TALLY_MAP_VISITED_EDGES)
     {
+      if (m->kind == TALLY_MAP_VISITED_EDGES)
+        for (uint32_t e = 0; e < m->nedges; e++)
+          m->edge_values += m->edges[e].value != TALLY_MAP_NONE;
       m->kind = TALLY_MAP_VISITED;
       int r = check_derived (m, err, errlen);
       if (r)
@@ -379,8 +420,9 @@ tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
                  "%u and %u", (unsigned long) version, TALLY_MAP_VERSION,
                  TALLY_MAP_VERSION2);
   if (m.kind != TALLY_MAP_BLOCK && m.kind != TALLY_MAP_TREE
-      && m.kind != TALLY_MAP_VISITED && m.kind != TALLY_MAP_VISITED_DERIVED)
-    return fail (err, errlen, "unknown map kind %lu (expected 1, 2, 3 or 4)",
+      && m.kind != TALLY_MAP_VISITED && m.kind != TALLY_MAP_VISITED_DERIVED
+      && m.kind != TALLY_MAP_VISITED_EDGES)
+    return fail (err, errlen, "unknown map kind %lu (expected 1 to 5)",
                  (unsigned long) m.kind);
   if (m.nblocks < 2)
     return fail (err, errlen, "%lu blocks, at least 2 (ENTRY and EXIT) "
@@ -627,16 +669,19 @@ check_sign (const struct tally_blockmap *m, struct gedge *e, size_t k,
   e->count = 0;
 }
 
-/* Kind 4: the derived blocks' values, in derive_order's order: 1 if a
-   block derived from is known to have run, 0 if all are known not to,
-   unknown otherwise.  */
+/* Kinds 4 and 5: the derived blocks' values, in derive_order's order: 1
+   if a block (kind 5: or an edge's value) derived from is known to have
+   run, 0 if all are known not to, unknown otherwise.  */
 static void
-solve_derived (const struct tally_blockmap *m, struct tally_flow *out)
+solve_derived (const struct tally_blockmap *m, const uint64_t *values,
+               uint32_t nvalues, struct tally_flow *out)
 {
   uint32_t nb = m->nblocks;
   uint32_t *order = alloc_array (m->derived, sizeof *order);
   uint32_t *start = alloc_array ((size_t) nb + 1, sizeof *start);
-  uint32_t *list = alloc_array (m->nedges, sizeof *list);
+  /* An edge gives a value to each end at most (kind 5: an edge with a
+     value of its own may give it to both).  */
+  uint64_t *list = alloc_array ((size_t) m->nedges * 2, sizeof *list);
   uint32_t *fill = alloc_array (nb, sizeof *fill);
   uint32_t bad;
   if (!order || !start || !list || !fill)
@@ -654,7 +699,10 @@ solve_derived (const struct tally_blockmap *m, struct tally_flow *out)
             if (pass == 0)
               start[a + 1]++;
             else
-              list[start[a] + fill[a]++] = from;
+              /* A block, or (bit 32) the edge's own value.  */
+              list[start[a] + fill[a]++]
+                  = from == FROM_EDGE ? (uint64_t) 1 << 32 | (pos - 1) / 2
+                                      : from;
           if (pass == 0)
             for (uint32_t b = 0; b < nb; b++)
               start[b + 1] += start[b];
@@ -665,7 +713,16 @@ solve_derived (const struct tally_blockmap *m, struct tally_flow *out)
           int ran = 0, all_known = 1;
           for (uint32_t k = start[b]; k < start[b + 1]; k++)
             {
-              uint32_t from = list[k];
+              if (list[k] >> 32)
+                {
+                  uint32_t v = m->edges[(uint32_t) list[k]].value;
+                  if (v >= nvalues)
+                    all_known = 0;
+                  else if (values[v])
+                    ran = 1;
+                  continue;
+                }
+              uint32_t from = (uint32_t) list[k];
               if (!out->block_known[from])
                 all_known = 0;
               else if (out->block[from])
@@ -707,7 +764,7 @@ tally_flow_solve (const struct tally_blockmap *m, const uint64_t *values,
             out->block_known[b] = 1;
           }
       if (m->derived)
-        solve_derived (m, out);
+        solve_derived (m, values, nvalues, out);
       for (uint32_t b = 2; b < nb; b++)
         out->unknown_blocks += !out->block_known[b];
       return;

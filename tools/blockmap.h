@@ -37,9 +37,12 @@ struct tally_map_edge
 /* A decoded, checked map.  */
 struct tally_blockmap
 {
-  uint32_t kind; /* TALLY_MAP_BLOCK, _TREE or _VISITED (kind 4 too) */
-  uint32_t derived; /* kind 4 (TALLY_MAP_VISITED_DERIVED): blocks whose
-                       value comes from their neighbours' */
+  uint32_t kind; /* TALLY_MAP_BLOCK, _TREE or _VISITED (kinds 4, 5 too) */
+  uint32_t derived; /* kinds 4 and 5 (TALLY_MAP_VISITED_DERIVED, _EDGES):
+                       blocks whose value comes from their neighbours' */
+  uint32_t edge_values; /* kind 5: edges with a visited value of their own,
+                           which derived blocks take instead of the block
+                           at the edge's other end */
   uint32_t nblocks, nedges, nfiles;
   char **files;  /* NUL-terminated copies */
   struct tally_map_block *blocks;
@@ -52,9 +55,11 @@ struct tally_blockmap
    empty.  Besides the layout it checks that value indexes are below
    NVALUES, block numbers below the block count, file indexes below the
    file count, that no edge leaves EXIT or enters ENTRY, that ENTRY
-   and EXIT carry neither a value nor locations, and (kind 4) that every
-   derived block has neighbours to derive from and none is derived from
-   itself.  Kind 4 is decoded as kind VISITED with DERIVED set.  */
+   and EXIT carry neither a value nor locations, and (kinds 4 and 5) that
+   every derived block has neighbours to derive from and none is derived
+   from itself, and (kind 5) that every edge with a value is a normal edge
+   between two blocks that a derived block's value comes through.  Kinds 4
+   and 5 are decoded as kind VISITED with DERIVED (and EDGE_VALUES) set.  */
 int tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
                       struct tally_blockmap *out, char *err, size_t errlen);
 

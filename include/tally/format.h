@@ -162,6 +162,9 @@
 #define TALLY_MAP_VISITED 3u /* kind: a 0/1 value per block */
 #define TALLY_MAP_VISITED_DERIVED 4u /* kind: as 3, some blocks derived from
                                         their neighbours (TALLY_BLOCK_ANY_*) */
+#define TALLY_MAP_VISITED_EDGES 5u /* kind: as 4, and edges with a value of
+                                      their own that derived blocks take
+                                      instead of the block at the other end */
 #define TALLY_MAP_NONE 0xffffffffu
 #define TALLY_MAP_ENTRY 0u   /* block numbers of the entry and exit blocks */
 #define TALLY_MAP_EXIT 1u

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""blocks=visited with bytes on edges (issue 16 target 2): where the
+neighbours of a hot block do not tell whether it ran, plugin/blocks.cc's
+derive_visited stores a byte on the cold edge that makes the difference,
+and the block's value comes from its neighbours and those edges
+(doc/data-format.md "The block map", kind 5), on testsuite/visited3/edges.c
+(an interpreter loop's latch reached from its cases and from a test's
+branch; a hash chain's lookup).
+
+Checks (one per run, named on the command line):
+  exact     -O0, -O1, -O2, -O3 and -Os, and -O2 with counters=mapped: every
+            block blocks=visited reports as run is one placement=block
+            counts above 0, the others 0, for normal returns, a longjmp out
+            of the loop, exit() in a callee, tally_dump() mid-loop followed
+            by _exit, the loop left by a goto; and a merge (%m) of three
+            runs with different inputs marks the union of what placement=block
+            counts in the three.
+  latch     x86-64, -O2, valgrind: the interpreter's loop, 300 iterations
+            through one case, executes at most one visited store an
+            iteration (the case's; main: the case's and the latch's), and
+            its map has edges with values (kind 5).
+  bad-maps  a kind-5 map with a value on a fake edge, on an edge into EXIT,
+            on an edge no derived block's value comes through, is refused
+            by tally report with a message saying
+            which; a kind-5 map still says when a block is derived from
+            itself through edges without values.
+
+Exit status: 0 pass, 1 fail, 77 skipped.
+"""
+import importlib.util
+import os
+import platform
+import re
+import shutil
+import struct
+import sys
+import zlib
+
+from checklib import (Skip, block_counts, block_maps, case, disasm_function, expect, main, run, tally_opts)
+
+LEVELS = ["O0", "O1", "O2", "O3", "Os"]
+INPUTS = [["0", "10"], ["1", "30"], ["2", "5"], ["3", "20"], ["4", "40"],
+          ["5", "20"], ["6", "40"], ["0", "0"], ["1", "200"]]
+
+
+def load(name, file):
+    here = os.path.dirname(os.path.abspath(__file__))
+    mod = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, os.path.join(here, file)))
+    mod.__spec__.loader.exec_module(mod)
+    return mod
+
+
+def refix(d):
+    body = d[:-16]
+    return body + d[-16:-12] + struct.pack("<I", zlib.crc32(body)) + d[-8:]
+
+
+def parse_map(d, off):
+    """(kind offset, [(block value offset, flags offset)], [(src, dst,
+    flags, value)]) of the version 1 map at OFF."""
+    u32 = lambda o: struct.unpack_from("<I", d, o)[0]
+    nblocks, nedges, nfiles = u32(off + 8), u32(off + 12), u32(off + 16)
+    pos = off + 20
+    for _ in range(nfiles):
+        pos += 4 + u32(pos)
+    blks = []
+    for _ in range(nblocks):
+        blks.append((pos, pos + 4))
+        pos += 12 + 8 * u32(pos + 8)
+    edges = []
+    for _ in range(nedges):
+        edges.append((u32(pos), u32(pos + 4), u32(pos + 8), u32(pos + 12)))
+        pos += 16
+    return off + 4, blks, edges
+
+
+def source(a):
+    return os.path.join(a.srcdir, "visited3", "edges.c")
+
+
+def build(a, work, name, opt, opts):
+    exe = os.path.join(work, name)
+    run([a.cc, "-" + opt, "-fplugin=" + a.plugin, "-I", a.include,
+         *tally_opts(*opts), source(a), "-o", exe, a.runtime])
+    return exe
+
+
+def ran(a, exe, work, args):
+    return {s: [c is not None and c > 0 for c in cs]
+            for s, cs in block_counts(a, exe, work, args).items()}
+
+
+def compare(a, work, opt, opts, inputs):
+    tag = opt + "-" + "-".join(o.replace("=", "") for o in opts)
+    ref = build(a, work, "block-" + opt, opt, ["blocks=count", "placement=block"])
+    vis = build(a, work, "visited-" + tag, opt, ["blocks=visited", *opts])
+    for args in inputs:
+        want, got = ran(a, ref, work, args), ran(a, vis, work, args)
+        what = "edges.c -%s %s %s" % (opt, " ".join(opts), " ".join(args))
+        expect(set(got) == set(want), "%s: functions %s, placement=block has %s"
+               % (what, sorted(got), sorted(want)))
+        for sym in sorted(want):
+            expect(got[sym] == want[sym], "%s: %s visited %s, placement=block "
+                   "counts above 0 %s" % (what, sym, got[sym], want[sym]))
+    return ref, vis
+
+
+@case("exact")
+def check_exact(a, work):
+    for opt in LEVELS:
+        compare(a, work, opt, [], INPUTS)
+    compare(a, work, "O2", ["counters=mapped"], INPUTS)
+    # %m merges the runs' bytes; the union is what the three ran.
+    ref, vis = compare(a, work, "O3", [], [])
+    runs = [["1", "30"], ["6", "40"], ["3", "20"]]
+    merged = os.path.join(work, "merged.data")
+    for args in runs:
+        run([vis, *args], env={"TALLY_OUTPUT": os.path.join(work, "merged%m.data")})
+    got = None
+    for name in os.listdir(work):
+        if name.startswith("merged") and name.endswith(".data") and name != "merged.data":
+            shutil.move(os.path.join(work, name), merged)
+    out = run([a.tally, "report", "--json", "--blocks", merged]).stdout
+    import json
+    got = {}
+    for fn in json.loads(out)["functions"]:
+        for body in fn.get("blocks", []):
+            got[body["symbol"]] = [b.get("count") is not None and b.get("count") > 0
+                                   for b in body["blocks"]]
+    want = {}
+    for args in runs:
+        for s, r in ran(a, ref, work, args).items():
+            want[s] = [x or y for x, y in zip(want.get(s, r), r)]
+    for sym in sorted(want):
+        expect(got.get(sym) == want[sym], "merged (%%m) runs: %s visited %s, "
+               "placement=block's union %s" % (sym, got.get(sym), want[sym]))
+
+
+def store_addresses(exe, func):
+    return {int(x.group(1), 16) for x in
+            (re.match(r"\s*([0-9a-f]+):.*<__tally\.v\.", l)
+             for l in disasm_function(exe, func, clones=True)) if x}
+
+
+def executed(profile, addrs):
+    """How many times the instructions at ADDRS ran, from callgrind's
+    --dump-instr=yes output PROFILE (positions "instr line", compressed
+    as +N, -N, * or absolute; the line after calls= is a call's cost)."""
+    total, pos, after_call = 0, 0, False
+    for line in open(profile):
+        if line.startswith("calls="):
+            after_call = True
+            continue
+        if not line or line[0] not in "0123456789+-*":
+            continue
+        f = line.split()
+        p = f[0]
+        if p.startswith("0x"):
+            pos = int(p, 16)
+        elif p[0] == "+":
+            pos += int(p[1:])
+        elif p[0] == "-":
+            pos -= int(p[1:])
+        elif p != "*":
+            pos = int(p)
+        if after_call:
+            after_call = False
+            continue
+        if pos in addrs and len(f) > 2:
+            total += int(f[2])
+    return total
+
+
+@case("latch")
+def check_latch(a, work):
+    if platform.machine() not in ("x86_64", "amd64"):
+        raise Skip("(reads x86-64 disassembly)")
+    if not shutil.which("valgrind"):
+        raise Skip("(needs valgrind)")
+    exe = build(a, work, "visited-latch", "O2", ["blocks=visited"])
+    n = 300
+    profile = os.path.join(work, "callgrind.out")
+    run(["valgrind", "--tool=callgrind", "--dump-instr=yes",
+         "--callgrind-out-file=" + profile, exe, "2", str(n)],
+        env={"TALLY_OUTPUT": os.path.join(work, "latch.data")})
+    addrs = store_addresses(exe, "interp")
+    got = executed(profile, addrs)
+    # Mode 2 runs n iterations through case 0 (n capped at 256 by the
+    # program): the case's byte each time, the latch's none; a few more
+    # outside the loop.
+    iters = min(n, 256)
+    expect(got <= iters + 8, "interp executes %d visited stores for %d "
+           "iterations through one case, want at most %d (the case's byte; "
+           "the latch derived from the cases and the test's edge)"
+           % (got, iters, iters + 8))
+    kinds = edge_values(a, os.path.join(work, "latch.data"))
+    expect(any(k.startswith("interp") and v for k, v in kinds.items()),
+           "interp's map has no edge with a visited value: %s" % kinds)
+
+
+def edge_values(a, data):
+    """{symbol: number of edges with a value} of the visited maps in DATA."""
+    out, sym = {}, None
+    for line in run([a.tally, "dump", data]).stdout.splitlines():
+        f = re.match(r"\s*fn \d+ .*symbol=\"([^\"]*)\"", line)
+        if f:
+            sym = f.group(1)
+            out[sym] = 0
+        if sym and re.match(r"\s*edge \d+ \d+->\d+ flags=0x[0-9a-f]+ value=\d+", line):
+            out[sym] += 1
+    return out
+
+
+def damage(d, how):
+    """D with a kind-5 map (version 1) damaged as HOW says, or None."""
+    u32 = lambda o: struct.unpack_from("<I", d, o)[0]
+    for off, _ in block_maps(d):
+        kind, blks, edges = parse_map(d, off)
+        if u32(kind) != 5:
+            continue
+        # parse_map gives each edge's (src, dst, flags, value); the offset
+        # of edge i's value: after the blocks.
+        first = blks[-1][0] + 12 + 8 * u32(blks[-1][0] + 8)
+        val = lambda i: first + 16 * i + 12
+        out = bytearray(d)
+        put = lambda o, v: out.__setitem__(slice(o, o + 4), struct.pack("<I", v))
+        marked = [i for i, e in enumerate(edges) if e[3] != 0xffffffff]
+        if not marked:
+            continue
+        v = edges[marked[0]][3]
+        if how == "fake":
+            fake = [i for i, e in enumerate(edges) if e[2] & 1]
+            if not fake:
+                continue
+            put(val(fake[0]), v)
+        elif how == "exit":
+            ex = [i for i, e in enumerate(edges) if e[1] == 1 and not e[2] & 1]
+            if not ex:
+                continue
+            put(val(ex[0]), v)
+        elif how == "unused":
+            derived = {b for b in range(2, len(blks)) if u32(blks[b][1]) & 6}
+            free = [i for i, e in enumerate(edges) if not e[2] & 1 and e[0] >= 2
+                    and e[1] >= 2 and e[0] not in derived and e[1] not in derived]
+            if not free:
+                continue
+            put(val(free[0]), v)
+        elif how == "cycle":
+            pair = [(s, t) for s, t, f, x in edges if s >= 2 and t >= 2
+                    and s != t and not f & 1 and x == 0xffffffff]
+            if not pair:
+                continue
+            s, t = pair[0]
+            put(blks[s][0], 0xffffffff)
+            put(blks[s][1], 2)
+            put(blks[t][0], 0xffffffff)
+            put(blks[t][1], 4)
+        return refix(bytes(out))
+    return None
+
+
+BAD = {
+    "fake": r"edge \d+ \(block \d+ to \d+\): a fake edge has a visited value",
+    "exit": r"edge \d+ \(block \d+ to 1\): an edge from ENTRY or to EXIT has a visited value",
+    "unused": r"edge \d+ \(block \d+ to \d+\): has a visited value no derived block's value comes through",
+    "cycle": r"block \d+: its visited value is derived from itself",
+}
+
+
+@case("bad-maps")
+def check_bad_maps(a, work):
+    exe = build(a, work, "visited-bad", "O2", ["blocks=visited"])
+    good_path = os.path.join(work, "good.data")
+    run([exe, "1", "30"], env={"TALLY_OUTPUT": good_path})
+    good = mapsize.v1_file(open(good_path, "rb").read())
+    v1 = os.path.join(work, "good-v1.data")
+    open(v1, "wb").write(good)
+    run([a.tally, "report", v1])
+    for how, want in BAD.items():
+        bad = damage(good, how)
+        expect(bad is not None, "%s: no kind-5 map to damage" % how)
+        path = os.path.join(work, how + ".data")
+        open(path, "wb").write(bad)
+        p = run([a.tally, "report", path], check=False)
+        expect(p.returncode != 0 and "bad block map" in p.stderr
+               and re.search(want, p.stderr),
+               "%s: tally report exit %d, %r; want /%s/" % (how, p.returncode,
+                                                           p.stderr, want))
+
+
+mapsize = load("mapsize", "run-mapsize.py")
+
+if __name__ == "__main__":
+    sys.exit(main("tally-visited3-"))
