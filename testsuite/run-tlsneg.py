@@ -87,6 +87,10 @@ def check_hot_path(a, work):
         rows = report_calls(a, data)
         expect(rows.get("leaf") == (2000, 2000) and rows.get("mid") == (1000, 1000),
                "%s: leaf %s, mid %s, want 2000 and 1000" % (opt, rows.get("leaf"), rows.get("mid")))
+        # TALLY_FN_TLS_ARMED (0x10) is the runtime's: never in the file.
+        flags = re.findall(r"^\s*fn \d+ .* flags=0x([0-9a-f]+)", run([a.tally, "dump", data]).stdout, re.M)
+        expect(flags and all(int(f, 16) & 0x10 == 0 for f in flags),
+               "%s: function flags in the data file: %s" % (opt, flags))
 
 
 def counts(a, data):
