@@ -10,14 +10,22 @@
  * Before:                          After (roughly, as C):
  *   int f (int x) { ... }            static uint64_t __tally.c.0[2];
  *                                    int f (int x) { __tally.c.0[0]++; ... }
+ *                                    static const char __tally.blob[]
+ *                                      = { the module record: "f", "f",
+ *                                          "f", "x.c", 1, 0, ..., map };
  *                                    static struct tally_fn __tally.d.0
- *                                      = { "f", "f", "f", "x.c", __tally.c.0,
- *                                          1, 0, 2, 0 };
+ *                                      = { __tally.c.0, 0, 0, REC, MAP,
+ *                                          MAPSIZE, 2, 0, 0, 1, 0 };
  *                                    static struct tally_fn *const __tally.fns[1]
  *                                      = { &__tally.d.0 };
  *                                    static struct tally_module __tally.module
  *                                      = { MAGIC, ABI, checksum, "x.c", cwd,
- *                                          __tally.fns, 1, flags };
+ *                                          __tally.fns, 1, flags, ...,
+ *                                          __tally.blob };
+ *
+ * REC and MAP are offsets into the blob (ABI 4): the descriptor's only
+ * pointers are to what the program writes (counters, visited bytes), so
+ * a PIE relocates two words a function (that and the table's entry).
  *
  * Like __tally.module, each __tally.d.N is created when the function is
  * instrumented (hooks=call and hooks=user code refers to it) but only given
@@ -70,8 +78,10 @@ static GTY (()) tree module_decl;
 static GTY (()) tree register_decl;
 static GTY (()) tree unregister_decl;
 
-/* struct tally_fn as a GCC type, built on first use.  */
+/* struct tally_fn and struct tally_fn_names as GCC types, built on first
+   use.  */
 static GTY (()) tree fn_type_node;
+static GTY (()) tree names_type_node;
 
 static const struct ggc_root_tab tally_descriptor_roots[]
     = { TALLY_GC_VEC (counter_decls),
@@ -84,6 +94,7 @@ static const struct ggc_root_tab tally_descriptor_roots[]
         TALLY_GC_TREE (register_decl),
         TALLY_GC_TREE (unregister_decl),
         TALLY_GC_TREE (fn_type_node),
+        TALLY_GC_TREE (names_type_node),
         LAST_GGC_ROOT_TAB };
 
 const struct ggc_root_tab *
@@ -145,6 +156,22 @@ tally_finish_struct (const char *name, tree fields, unsigned expected_size)
   return type;
 }
 
+/* struct tally_fn_names (include/tally/abi.h): hooks=user only.  */
+static tree
+names_type (void)
+{
+  if (names_type_node)
+    return names_type_node;
+  tree fields = NULL_TREE;
+  tally_add_field (&fields, "name", const_char_ptr ());
+  tally_add_field (&fields, "symbol", const_char_ptr ());
+  tally_add_field (&fields, "origin", const_char_ptr ());
+  tally_add_field (&fields, "file", const_char_ptr ());
+  names_type_node = tally_finish_struct ("tally_fn_names", fields,
+                                         sizeof (struct tally_fn_names));
+  return names_type_node;
+}
+
 /* struct tally_fn (include/tally/abi.h).  */
 static tree
 fn_type (void)
@@ -152,20 +179,17 @@ fn_type (void)
   if (fn_type_node)
     return fn_type_node;
   tree fields = NULL_TREE;
-  tally_add_field (&fields, "name", const_char_ptr ());
-  tally_add_field (&fields, "symbol", const_char_ptr ());
-  tally_add_field (&fields, "origin", const_char_ptr ());
-  tally_add_field (&fields, "file", const_char_ptr ());
   tally_add_field (&fields, "counters", pointer_to (uint64_type_node));
-  tally_add_field (&fields, "line", uint32_type_node);
-  tally_add_field (&fields, "flags", uint32_type_node);
-  tally_add_field (&fields, "ncounters", uint32_type_node);
-  tally_add_field (&fields, "id", uint32_type_node);
-  tally_add_field (&fields, "map_size", uint32_type_node);
-  tally_add_field (&fields, "nvisited", uint32_type_node);
-  tally_add_field (&fields, "map", pointer_to (build_qualified_type (
-                                 unsigned_char_type_node, TYPE_QUAL_CONST)));
   tally_add_field (&fields, "visited", pointer_to (unsigned_char_type_node));
+  tally_add_field (&fields, "names", pointer_to (names_type ()));
+  tally_add_field (&fields, "record", uint32_type_node);
+  tally_add_field (&fields, "map", uint32_type_node);
+  tally_add_field (&fields, "map_size", uint32_type_node);
+  tally_add_field (&fields, "ncounters", uint32_type_node);
+  tally_add_field (&fields, "nvisited", uint32_type_node);
+  tally_add_field (&fields, "flags", uint32_type_node);
+  tally_add_field (&fields, "line", uint32_type_node);
+  tally_add_field (&fields, "id", uint32_type_node);
   fn_type_node = tally_finish_struct ("tally_fn", fields, sizeof (struct tally_fn));
   return fn_type_node;
 }
@@ -614,10 +638,12 @@ blob_str (vec<unsigned char> *b, const char *s)
 }
 
 /* Builds the blob of the module with checksum H and flags MFLAGS into
-   *OUT; MAP_AT[i] is where function i's map starts in it.  */
+   *OUT; MAP_AT[i] is where function i's map starts in it, REC_AT[i] where
+   its record (its name's length) does.  */
 static void
 build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
-            const char *source, const char *directory, vec<unsigned> *map_at)
+            const char *source, const char *directory, vec<unsigned> *map_at,
+            vec<unsigned> *rec_at)
 {
   unsigned n = records.length ();
   unsigned nseg = n + 1;
@@ -644,6 +670,7 @@ build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
       if (i < n)
         {
           const fn_record &r = records[i];
+          rec_at->safe_push (head + data.length ());
           blob_str (&data, r.name);
           blob_str (&data, r.symbol);
           blob_str (&data, r.origin);
@@ -727,8 +754,8 @@ tally_emit_module (void *, void *)
   const char *source = main_input_filename ? main_input_filename : "";
   const char *directory = getpwd ();
   auto_vec<unsigned char> bytes;
-  auto_vec<unsigned> map_at;
-  build_blob (&bytes, h, mflags, source, directory, &map_at);
+  auto_vec<unsigned> map_at, rec_at;
+  build_blob (&bytes, h, mflags, source, directory, &map_at, &rec_at);
   tree blob_type = build_array_type_nelts (unsigned_char_type_node,
                                            bytes.length ());
   tree blob_decl = make_static_var ("__tally.blob", blob_type);
@@ -742,6 +769,10 @@ tally_emit_module (void *, void *)
   tree map_ptr = pointer_to (build_qualified_type (unsigned_char_type_node,
                                                    TYPE_QUAL_CONST));
 
+  /* ABI 4: the descriptors point at nothing read-only (their strings and
+     maps are offsets into the blob), so a PIE relocates only `counters`
+     (and `visited`) of each; hooks=user alone gets the strings as C
+     strings too, for the hooks (struct tally_fn_names).  */
   tree desc_ptr = pointer_to (fn_type ());
   vec<constructor_elt, va_gc> *table = NULL;
   for (unsigned i = 0; i < n; i++)
@@ -749,26 +780,39 @@ tally_emit_module (void *, void *)
       const fn_record &r = records[i];
       tree desc = (*desc_decls)[i];
       ctor_builder b;
+      tree names = null_pointer_node;
+      if (tally_opts.hooks == TALLY_HOOKS_USER)
+        {
+          char nname[32];
+          snprintf (nname, sizeof nname, "__tally.n.%u", i);
+          tree ndecl = make_static_var (nname, names_type ());
+          TREE_READONLY (ndecl) = 1;
+          ctor_builder nb;
+          ctor_begin (&nb, names_type ());
+          ctor_add (&nb, string_ptr (r.name));
+          ctor_add (&nb, string_ptr (r.symbol));
+          ctor_add (&nb, string_ptr (r.origin));
+          ctor_add (&nb, string_ptr (r.file));
+          DECL_INITIAL (ndecl) = build_constructor (names_type (), nb.elts);
+          TREE_CONSTANT (DECL_INITIAL (ndecl)) = 1;
+          TREE_STATIC (DECL_INITIAL (ndecl)) = 1;
+          varpool_node::finalize_decl (ndecl);
+          names = build_fold_addr_expr (ndecl);
+        }
       ctor_begin (&b, fn_type ());
-      ctor_add (&b, string_ptr (r.name));
-      ctor_add (&b, string_ptr (r.symbol));
-      ctor_add (&b, string_ptr (r.origin));
-      ctor_add (&b, string_ptr (r.file));
       ctor_add (&b, build_fold_addr_expr ((*counter_decls)[i]));
-      ctor_add (&b, u32 (r.line));
-      ctor_add (&b, u32 (r.flags));
-      ctor_add (&b, u32 (r.ncounters));
-      ctor_add (&b, u32 (0));
-      ctor_add (&b, u32 (r.map.length ()));
-      ctor_add (&b, u32 (r.nvisited));
-      ctor_add (&b, r.map.is_empty ()
-                        ? null_pointer_node
-                        : fold_convert (map_ptr, fold_build_pointer_plus_hwi (
-                                            build_fold_addr_expr (blob_decl),
-                                            map_at[i])));
       ctor_add (&b, (*visited_decls)[i]
                         ? build_fold_addr_expr ((*visited_decls)[i])
                         : null_pointer_node);
+      ctor_add (&b, names);
+      ctor_add (&b, u32 (rec_at[i]));
+      ctor_add (&b, u32 (r.map.is_empty () ? 0 : map_at[i]));
+      ctor_add (&b, u32 (r.map.length ()));
+      ctor_add (&b, u32 (r.ncounters));
+      ctor_add (&b, u32 (r.nvisited));
+      ctor_add (&b, u32 (r.flags));
+      ctor_add (&b, u32 (r.line));
+      ctor_add (&b, u32 (0));
       DECL_INITIAL (desc) = build_constructor (fn_type (), b.elts);
       TREE_STATIC (DECL_INITIAL (desc)) = 1;
       varpool_node::finalize_decl (desc);

@@ -88,7 +88,7 @@ tally_rt_expand_path (char *path, size_t cap, const char *pattern,
           {
             struct utsname u;
             if (uname (&u) != 0)
-              strcpy (u.nodename, "unknown-host");
+              memcpy (u.nodename, "unknown-host", sizeof "unknown-host");
             pos = tally_rt_append (path, pos, cap, u.nodename);
             p++;
             break;

@@ -163,12 +163,11 @@ put_module (struct tally_rt_writer *w, const struct tally_module *m)
   for (uint32_t i = 0; i < m->nfns; i++)
     {
       const struct tally_fn *f = m->fns[i];
-      put_str (w, f->name);
-      put_str (w, f->symbol);
-      put_str (w, f->origin);
-      put_str (w, f->file);
-      tally_rt_put_u32 (w, f->line);
-      tally_rt_put_u32 (w, f->flags & ~TALLY_FN_TLS_ARMED);
+      /* ABI 4: the strings, line and flags as the blob has them.  */
+      const unsigned char *r = m->blob + f->record, *e = r;
+      for (int k = 0; k < 4; k++)
+        e += 4 + tally_le_get32 (e);
+      tally_rt_put (w, r, (size_t) (e + 8 - r));
       uint32_t nv = tally_rt_fn_nvalues (f);
       tally_rt_put_u32 (w, nv);
       tally_rt_put_u32 (w, 0);
@@ -176,7 +175,7 @@ put_module (struct tally_rt_writer *w, const struct tally_module *m)
         tally_rt_put_u64 (w, tally_rt_fn_value (m, i, k));
       tally_rt_put_u32 (w, f->map ? f->map_size : 0);
       if (f->map)
-        tally_rt_put (w, f->map, f->map_size);
+        tally_rt_put (w, m->blob + f->map, f->map_size);
     }
 }
 

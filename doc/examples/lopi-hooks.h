@@ -109,7 +109,7 @@ lopi_report (void)
     if (lopi_calls[i])
       __builtin_printf ("%6u %12llu %14llu  %s\n", (unsigned) i,
                         (unsigned long long) lopi_calls[i],
-                        (unsigned long long) lopi_total[i], lopi_fn[i]->name);
+                        (unsigned long long) lopi_total[i], lopi_fn[i]->names->name);
   __builtin_printf ("lopi: overflow (ids >= %u): %llu calls, total %llu\n",
                     (unsigned) LOPI_MAX_FNS,
                     (unsigned long long) lopi_calls[LOPI_MAX_FNS],

@@ -85,7 +85,7 @@ rdtsc_report (void)
                         (unsigned long long) rdtsc_calls[i],
                         (unsigned long long) rdtsc_cycles[i],
                         (unsigned long long) (rdtsc_cycles[i] / rdtsc_calls[i]),
-                        rdtsc_fn[i]->name);
+                        rdtsc_fn[i]->names->name);
   __builtin_printf ("rdtsc: overflow (ids >= %u): %llu calls, %llu cycles\n",
                     (unsigned) RDTSC_MAX_FNS,
                     (unsigned long long) rdtsc_calls[RDTSC_MAX_FNS],

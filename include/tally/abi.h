@@ -18,10 +18,13 @@
 #ifndef TALLY_ABI_H
 #define TALLY_ABI_H
 
-#define TALLY_ABI_VERSION 3u
-/* The oldest module ABI this runtime still registers: an ABI 2 module is
-   the same record without `bias` (and never has TALLY_MOD_COUNTERS_MAPPED).  */
-#define TALLY_ABI_VERSION_MIN 2u
+#define TALLY_ABI_VERSION 4u
+/* The oldest module ABI this runtime still registers.  ABI 4 changed
+   struct tally_fn (offsets into the blob instead of pointers), so modules
+   of ABI 2 and 3 are refused with a message; struct tally_module's first
+   fields (magic, abi_version, checksum, source) are the same in every ABI,
+   so the message can name the module.  */
+#define TALLY_ABI_VERSION_MIN 4u
 #define TALLY_MODULE_MAGIC 0x4d594c54u /* "TLYM" little-endian */
 
 /* Indexes into struct tally_fn.counters.  */
@@ -82,26 +85,46 @@ enum tally_counter
                                       plugin and runtime only, never
                                       written into a data file */
 
-/* One instrumented function body.  Emitted writable by the plugin (the
-   runtime fills in `id`); hooks=user hooks receive a pointer to it.  */
-struct tally_fn
+/* hooks=user: what tally_fn.names points to.  */
+struct tally_fn_names
 {
   const char *name;   /* printable source name: "main", "ns::f(int)" */
   const char *symbol; /* assembler name of this body: "f.constprop.0" */
   const char *origin; /* assembler name of the source function: "f" */
   const char *file;   /* source file the function is written in */
+};
+
+/* One instrumented function body.  Emitted writable by the plugin (the
+   runtime fills in `id`); hooks=user hooks receive a pointer to it.
+
+   ABI 4: the descriptor holds no pointer the linker must relocate in a
+   position-independent program but `counters` (and `visited`, and
+   `names`, where they are not 0): the function's strings, line and flags
+   and its block map are in the unit's record blob (below), which the
+   data file needs anyway, and the descriptor gives their offsets in it.
+   ABI 3's descriptor had seven pointers (each a 24-byte R_X86_64_RELATIVE
+   relocation in a PIE) and its own copies of the four strings.  */
+struct tally_fn
+{
   __UINT64_TYPE__ *counters; /* ncounters values, TALLY_C_* first */
-  __UINT32_TYPE__ line;      /* line of the function's opening */
-  __UINT32_TYPE__ flags;     /* TALLY_FN_* */
+  unsigned char *visited;    /* blocks=visited: set to 1 when a block runs */
+  /* hooks=user only (0 in every other mode): the function's strings as C
+     strings, for the hooks.  */
+  const struct tally_fn_names *names;
+  __UINT32_TYPE__ record;    /* offset in the module's blob of the
+                                function's record (str name, str symbol,
+                                str origin, str file, u32 line, u32 flags:
+                                tally/format.h) */
+  __UINT32_TYPE__ map;       /* offset in the module's blob of its block map
+                                (tally/format.h "block map"), 0: none; copied
+                                verbatim into the data file */
+  __UINT32_TYPE__ map_size;  /* bytes of the map */
   __UINT32_TYPE__ ncounters; /* at least TALLY_C_CORE */
+  __UINT32_TYPE__ nvisited;  /* bytes at `visited` */
+  __UINT32_TYPE__ flags;     /* TALLY_FN_* */
+  __UINT32_TYPE__ line;      /* line of the function's opening */
   __UINT32_TYPE__ id;        /* process-wide number, set at registration: unique
                          over all registered functions, dense from 0 */
-  __UINT32_TYPE__ map_size;  /* bytes at `map` */
-  __UINT32_TYPE__ nvisited;  /* bytes at `visited` */
-  const unsigned char *map;  /* block map (tally/format.h "block map"), or 0:
-                                the blocks and edges and which value counts
-                                each; copied verbatim into the data file */
-  unsigned char *visited;    /* blocks=visited: set to 1 when a block runs */
 };
 
 /* One instrumented translation unit.  The runtime links registered modules
@@ -131,7 +154,8 @@ struct tally_module
      arrays and visited bytes are in one section (".bss.tally.cnt"), so
      they make one span.  0 without counters=mapped.  */
   __INTPTR_TYPE__ *bias;
-  /* With TALLY_MOD_BLOB: the unit's record blob, below.  */
+  /* The unit's record blob, below (ABI 4: always; ABI 3 with
+     TALLY_MOD_BLOB).  */
   const unsigned char *blob;
 };
 
@@ -152,7 +176,8 @@ struct tally_module
        crc32_combine), and the same two for the segment followed by the
        next function's values all 0 (for the last segment: the same
        values again),
-     then the segments' bytes.  Each function's `map` points into it.  */
+     then the segments' bytes.  Each function's `record` and `map` are
+   offsets from the blob's start.  */
 #define TALLY_BLOB_MAGIC 0x42594c54u /* "TLYB" little-endian */
 
 /* measure=cycles (rt/shadow.c).  Every thread has a shadow stack of the

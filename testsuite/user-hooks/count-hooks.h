@@ -25,5 +25,5 @@ cnt_report (void)
 {
   for (int i = 0; i < 4096; i++)
     if (cnt_in[i])
-      __builtin_printf ("CNT %lu %lu %s\n", cnt_in[i], cnt_out[i], cnt_fn[i]->name);
+      __builtin_printf ("CNT %lu %lu %s\n", cnt_in[i], cnt_out[i], cnt_fn[i]->names->name);
 }
