@@ -351,6 +351,13 @@ tally_add_function (tree fndecl, const tally_fn_layout &layout)
       snprintf (name, sizeof name, "__tally.t.%u", info.id);
       tls = make_static_var (name, type);
       make_thread_local (tls);
+      /* The entry's first count in a thread makes it 0: the attach
+         (hooks.cc, insert_tls_fold).  Set before finalizing: at -O0 the
+         variable is written out at once.  */
+      if (layout.flags & TALLY_FN_TLS_ARMED)
+        DECL_INITIAL (tls) = build_constructor_single (
+            type, size_int (TALLY_C_ENTRIES),
+            build_int_cst (uint64_type_node, -1));
       varpool_node::finalize_decl (tls);
       info.counters = tls;
     }
@@ -669,7 +676,7 @@ build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
           blob_str (&data, r.origin);
           blob_str (&data, r.file);
           blob_u32 (&data, r.line);
-          blob_u32 (&data, r.flags);
+          blob_u32 (&data, r.flags & ~TALLY_FN_TLS_ARMED);
           blob_u32 (&data, r.ncounters + r.nvisited);
           blob_u32 (&data, 0);
           nvalues += r.ncounters + r.nvisited;

@@ -558,13 +558,10 @@ redirect_exec_calls (function *fun)
   return changed;
 }
 
-/* update=tls: put "if (__tally.tlive == 0) __tally_tls_attach
-   (&__tally.module);" on the edge out of the entry block:
-
-     ENTRY -> COND -> JOIN -> (old first block)
-                \-> CALL -/                                            */
+/* update=tls: append to CALL_BB (new, empty) the cold call
+   "__tally_tls_attach (&__tally.module)".  */
 static void
-insert_tls_attach (function *fun, location_t loc)
+build_attach_call (function *fun, basic_block call_bb, location_t loc)
 {
   if (!attach_decl)
     {
@@ -574,32 +571,7 @@ insert_tls_attach (function *fun, location_t loc)
       DECL_ATTRIBUTES (attach_decl) = tree_cons (get_identifier ("cold"), NULL_TREE,
                                                  DECL_ATTRIBUTES (attach_decl));
     }
-  edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
-  basic_block cond_bb = split_edge (e);
-  basic_block join_bb = split_edge (single_succ_edge (cond_bb));
-  basic_block call_bb = create_empty_bb (cond_bb);
-  if (current_loops)
-    add_bb_to_loop (call_bb, cond_bb->loop_father);
-  edge skip = single_succ_edge (cond_bb);
-  skip->flags = (skip->flags & ~EDGE_FALLTHRU) | EDGE_FALSE_VALUE;
-  edge take = make_edge (cond_bb, call_bb, EDGE_TRUE_VALUE);
-  take->probability = profile_probability::very_unlikely ();
-  skip->probability = take->probability.invert ();
-  edge back = make_edge (call_bb, join_bb, EDGE_FALLTHRU);
-  back->probability = profile_probability::always ();
-  call_bb->count = take->count ();
-
-  gimple_stmt_iterator gsi = gsi_start_bb (cond_bb);
-  tree live = tally_make_temp (fun, uint64_type_node);
-  gimple *g = gimple_build_assign (live, tally_tls_live_decl ());
-  gimple_set_location (g, loc);
-  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
-  g = gimple_build_cond (EQ_EXPR, live, build_int_cst (uint64_type_node, 0),
-                         NULL_TREE, NULL_TREE);
-  gimple_set_location (g, loc);
-  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
-
-  gsi = gsi_start_bb (call_bb);
+  gimple_stmt_iterator gsi = gsi_start_bb (call_bb);
   if (preserving_calls_p ())
     {
       /* Not a call GCC sees (build_preserving_call): the function stays a
@@ -627,12 +599,152 @@ insert_tls_attach (function *fun, location_t loc)
     }
   else
     {
-      g = gimple_build_call (attach_decl, 1, tally_module_address ());
+      gimple *g = gimple_build_call (attach_decl, 1, tally_module_address ());
       gimple_set_location (g, loc);
       gsi_insert_after (&gsi, g, GSI_NEW_STMT);
       gimple_seq one = g;
       tally_add_call_edges (fun, one, call_bb);
     }
+}
+
+/* A new block on the edge FROM -> (nothing yet), taken with probability
+   "very unlikely", in FROM's loop.  */
+static basic_block
+cold_block (basic_block from, edge *take)
+{
+  basic_block b = create_empty_bb (from);
+  if (current_loops)
+    add_bb_to_loop (b, from->loop_father);
+  edge skip = single_succ_edge (from);
+  skip->flags = (skip->flags & ~EDGE_FALLTHRU) | EDGE_FALSE_VALUE;
+  *take = make_edge (from, b, EDGE_TRUE_VALUE);
+  (*take)->probability = profile_probability::very_unlikely ();
+  skip->probability = (*take)->probability.invert ();
+  b->count = (*take)->count ();
+  return b;
+}
+
+/* update=tls: put "if (__tally.tlive == 0) __tally_tls_attach
+   (&__tally.module);" on the edge out of the entry block:
+
+     ENTRY -> COND -> JOIN -> (old first block)
+                \-> CALL -/                                            */
+static void
+insert_tls_attach (function *fun, location_t loc)
+{
+  edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
+  basic_block cond_bb = split_edge (e);
+  basic_block join_bb = split_edge (single_succ_edge (cond_bb));
+  edge take;
+  basic_block call_bb = cold_block (cond_bb, &take);
+  edge back = make_edge (call_bb, join_bb, EDGE_FALLTHRU);
+  back->probability = profile_probability::always ();
+
+  gimple_stmt_iterator gsi = gsi_start_bb (cond_bb);
+  tree live = tally_make_temp (fun, uint64_type_node);
+  gimple *g = gimple_build_assign (live, tally_tls_live_decl ());
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+  g = gimple_build_cond (EQ_EXPR, live, build_int_cst (uint64_type_node, 0),
+                         NULL_TREE, NULL_TREE);
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+
+  build_attach_call (fun, call_bb, loc);
+  free_dominance_info (CDI_DOMINATORS);
+  free_dominance_info (CDI_POST_DOMINATORS);
+}
+
+/* update=tls, the attach test folded into the entry count (the function's
+   thread-local counters[ENTRIES] starts at -1, TALLY_FN_TLS_ARMED): on
+   the edge out of the entry block,
+
+     ENTRY -> COND: if (++t[0] == 0)  ------------------> JOIN -> (old first)
+                \-> LIVE: if (__tally.tlive == 0) -> FIX -/
+                            \-> CALL: attach ------/
+                                          FIX: ++t[0]
+
+   The hot path is "addq $1, %fs:t; je" (GCC combines the increment and
+   the test); the count is 0 only on the function's first call in a
+   thread (and after a thread's exit flush put -1 back, rt/tls.c), and the
+   cold path attaches the thread to the unit if it is not yet and adds the
+   call the -1 took.  */
+static void
+insert_tls_fold (function *fun, const tally_fn_info &fn, location_t loc)
+{
+  edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
+  basic_block cond_bb = split_edge (e);
+  basic_block join_bb = split_edge (single_succ_edge (cond_bb));
+  edge take;
+  basic_block live_bb = cold_block (cond_bb, &take);
+  basic_block fix_bb = split_edge (make_edge (live_bb, join_bb, EDGE_FALLTHRU));
+  single_succ_edge (fix_bb)->probability = profile_probability::always ();
+  single_pred_edge (fix_bb)->probability = profile_probability::always ();
+  fix_bb->count = live_bb->count;
+  basic_block call_bb = cold_block (live_bb, &take);
+  take->probability = profile_probability::even ();
+  single_succ_edge (live_bb)->probability = take->probability.invert ();
+  call_bb->count = take->count ();
+  edge back = make_edge (call_bb, fix_bb, EDGE_FALLTHRU);
+  back->probability = profile_probability::always ();
+
+  /* COND: t[0] = t[0] + 1; if (t[0] == 0).  */
+  tree ref = build4 (ARRAY_REF, uint64_type_node, fn.counters,
+                     build_int_cst (integer_type_node, TALLY_C_ENTRIES),
+                     NULL_TREE, NULL_TREE);
+  tree old_val = tally_make_temp (fun, uint64_type_node);
+  tree new_val = tally_make_temp (fun, uint64_type_node);
+  gimple_stmt_iterator gsi = gsi_start_bb (cond_bb);
+  gimple *g = gimple_build_assign (old_val, ref);
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+  g = gimple_build_assign (new_val, PLUS_EXPR, old_val,
+                           build_int_cst (uint64_type_node, 1));
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+  g = gimple_build_assign (unshare_expr (ref), new_val);
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+  g = gimple_build_cond (EQ_EXPR, new_val, build_int_cst (uint64_type_node, 0),
+                         NULL_TREE, NULL_TREE);
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+
+  /* LIVE: if (__tally.tlive == 0).  */
+  gsi = gsi_start_bb (live_bb);
+  tree live = tally_make_temp (fun, uint64_type_node);
+  g = gimple_build_assign (live, tally_tls_live_decl ());
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+  g = gimple_build_cond (EQ_EXPR, live, build_int_cst (uint64_type_node, 0),
+                         NULL_TREE, NULL_TREE);
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+
+  build_attach_call (fun, call_bb, loc);
+
+  /* FIX: the call the -1 took, a volatile access: a plain one would let
+     GCSE take the count COND stored instead of loading it again, and the
+     copy that needs keeps combine from making COND one "addq; je".  (A
+     signal handler may have counted calls in between: it is loaded.)  */
+  tree vref = build4 (ARRAY_REF, uint64_type_node, fn.counters,
+                      build_int_cst (integer_type_node, TALLY_C_ENTRIES),
+                      NULL_TREE, NULL_TREE);
+  TREE_THIS_VOLATILE (vref) = 1;
+  TREE_SIDE_EFFECTS (vref) = 1;
+  tree fix_old = tally_make_temp (fun, uint64_type_node);
+  tree fix_new = tally_make_temp (fun, uint64_type_node);
+  gsi = gsi_start_bb (fix_bb);
+  g = gimple_build_assign (fix_old, vref);
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+  g = gimple_build_assign (fix_new, PLUS_EXPR, fix_old,
+                           build_int_cst (uint64_type_node, 1));
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+  g = gimple_build_assign (unshare_expr (vref), fix_new);
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
   free_dominance_info (CDI_DOMINATORS);
   free_dominance_info (CDI_POST_DOMINATORS);
 }
@@ -738,6 +850,21 @@ instrument_function (function *fun)
   if (derived)
     layout.flags |= TALLY_FN_CALLS_DERIVED;
   bool hooks = !derived && tally_opts.hooks != TALLY_HOOKS_NONE;
+  /* update=tls: the attach test, where one is needed, before anything
+     else; folded into the inline entry count where there is one.  */
+  bool tls_test = tally_opts.update == TALLY_UPDATE_TLS && (hooks || plan)
+                  && tally_opts.hooks != TALLY_HOOKS_CALL && !user;
+  if (tls_test && tls_attach_implied (fndecl))
+    {
+      tls_test = false;
+      if (dump_file)
+        fprintf (dump_file, "tally: %s: no attach test, its callers have "
+                 "it\n", IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)));
+    }
+  bool tls_fold = tls_test && hooks && tally_opts.hooks == TALLY_HOOKS_INLINE
+                  && tally_opts.measure == TALLY_MEASURE_COUNT;
+  if (tls_fold)
+    layout.flags |= TALLY_FN_TLS_ARMED;
   tally_fn_info fn = tally_add_function (fndecl, layout);
   layout.map.release ();
 
@@ -775,7 +902,7 @@ instrument_function (function *fun)
   /* 6. The entry hook, on the edge out of the entry block; the push
      after the count, in a block of its own that its branch can end.  */
   gimple_seq seq = NULL;
-  if (count_hooks)
+  if (count_hooks && !tls_fold)
     build_hook (fun, fn, TALLY_C_ENTRIES, user, DECL_SOURCE_LOCATION (fndecl),
                 &seq);
   edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
@@ -787,7 +914,7 @@ instrument_function (function *fun)
       tally_add_call_edges (fun, seq, b);
       tally_measure_entry (fun, fn, b, frames);
     }
-  else if (count_hooks)
+  else if (count_hooks && !tls_fold)
     {
       tally_add_call_edges (fun, seq, e->dest);
       gsi_insert_seq_on_edge_immediate (e, seq);
@@ -795,15 +922,10 @@ instrument_function (function *fun)
 
   /* 7. update=tls: before anything else, attach the thread to this unit's
      counters the first time one of its functions runs in it.  */
-  if (tally_opts.update == TALLY_UPDATE_TLS && (hooks || plan)
-      && tally_opts.hooks != TALLY_HOOKS_CALL && !user)
-    {
-      if (!tls_attach_implied (fndecl))
-        insert_tls_attach (fun, DECL_SOURCE_LOCATION (fndecl));
-      else if (dump_file)
-        fprintf (dump_file, "tally: %s: no attach test, its callers have "
-                 "it\n", IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)));
-    }
+  if (tls_fold)
+    insert_tls_fold (fun, fn, DECL_SOURCE_LOCATION (fndecl));
+  else if (tls_test)
+    insert_tls_attach (fun, DECL_SOURCE_LOCATION (fndecl));
 
   if (dump_file)
     fprintf (dump_file, "tally: %s instrumented as function %u, %u exits, "

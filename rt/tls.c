@@ -6,13 +6,22 @@
  * exact.  The module's ordinary counters (struct tally_fn.counters) receive
  * each thread's counts when the thread exits.
  *
- * The first instrumented function of a module that runs in a thread finds
- * the module's thread-local word __tally.tlive at 0 and calls
+ * The first instrumented function of a module that runs in a thread calls
  * __tally_tls_attach, which records an "attachment": the module, the
  * addresses of this thread's copies (the module's tls_locate function says
- * where they are) and the thread.  Then:
+ * where they are) and the thread, and sets the module's thread-local word
+ * __tally.tlive.  A function whose entry count is inline tests its own
+ * count (TALLY_FN_TLS_ARMED): its thread-local counters[ENTRIES] starts
+ * at -1 in the TLS image, so that "addq $1; je" finds 0 on its first call
+ * in the thread only, and the cold path attaches the thread if
+ * __tally.tlive is 0 and adds the call the -1 took.  A copy at -1 is a
+ * function not called in that thread: it reads as 0.  Other functions
+ * test __tally.tlive (block counters; measure; hooks=call counts in the
+ * runtime and attaches nothing).  Then:
  *   - thread exit (a pthread key destructor): the thread's attachments are
- *     added to the module's counters and released for reuse;
+ *     added to the module's counters and released for reuse, each armed
+ *     entry copy back at -1 and __tally.tlive at 0, so that instrumented
+ *     code a later destructor runs attaches again;
  *   - a dump: each value written is the module's counter plus the copies of
  *     every live attachment (tally_rt_tls_add, tally_rt_tls_sum), so
  *     threads still running and the main thread (whose key destructors
@@ -59,10 +68,10 @@ static int key_state; /* 0 none, 1 being made, 2 made, 3 failed */
 
 /* Its address tells threads apart (unique among live threads).  */
 static __thread char self_tag;
-/* Set while this thread is inside attach: a signal handler's instrumented
-   code must not recurse into it (its counts go to the copies, which the
+/* The module this thread is attaching: a signal handler's instrumented
+   code must not attach it again (its counts go to the copies, which the
    interrupted attach is about to publish, or was: nothing is lost).  */
-static __thread int attaching;
+static __thread struct tally_module *attaching;
 
 /* Bump allocator over mmap'ed chunks; lock-free.  Each chunk starts with
    its header; `chunk` is the one being bumped.  */
@@ -107,7 +116,22 @@ alloc (size_t size)
     }
 }
 
-/* Add the copies of A into its module's counters and zero them.  */
+/* Whether counter K of F's thread-local copies starts at -1.  */
+static inline int
+armed (const struct tally_fn *f, uint32_t k)
+{
+  return k == TALLY_C_ENTRIES && (f->flags & TALLY_FN_TLS_ARMED);
+}
+
+/* Copy value V of counter K of F as a count.  */
+static inline uint64_t
+count_of (const struct tally_fn *f, uint32_t k, uint64_t v)
+{
+  return v == UINT64_MAX && armed (f, k) ? 0 : v;
+}
+
+/* Add the copies of A into its module's counters and put them back at
+   their start (0, -1 for an armed entry).  */
 static void
 flush (struct attachment *a)
 {
@@ -117,7 +141,9 @@ flush (struct attachment *a)
       uint64_t *c = a->copies[i];
       for (uint32_t k = 0; k < f->ncounters; k++)
         {
-          uint64_t v = __atomic_exchange_n (&c[k], 0, __ATOMIC_RELAXED);
+          uint64_t v = count_of (
+              f, k, __atomic_exchange_n (&c[k], armed (f, k) ? UINT64_MAX : 0,
+                                         __ATOMIC_RELAXED));
           if (v)
             __atomic_fetch_add (&f->counters[k], v, __ATOMIC_RELAXED);
         }
@@ -174,10 +200,11 @@ __tally_tls_attach (struct tally_module *m)
 void
 tally_rt_tls_attach_local (struct tally_module *m)
 {
-  if (!m->tls_locate || attaching)
+  if (!m->tls_locate || attaching == m)
     return;
   int saved = errno;
-  attaching = 1;
+  struct tally_module *outer = attaching;
+  attaching = m;
   struct attachment *a = NULL;
   /* Reuse a free attachment of this module...  */
   for (struct attachment *p = __atomic_load_n (&all, __ATOMIC_ACQUIRE); p;
@@ -202,7 +229,7 @@ tally_rt_tls_attach_local (struct tally_module *m)
           if (!__atomic_exchange_n (&said, 1, __ATOMIC_RELAXED))
             tally_rt_error ("no memory for a thread's counters (update=tls); "
                             "its counts are not kept");
-          attaching = 0;
+          attaching = outer;
           errno = saved;
           return;
         }
@@ -222,7 +249,7 @@ tally_rt_tls_attach_local (struct tally_module *m)
     pthread_setspecific (exit_key, &self_tag);
   __atomic_store_n (a->live, 1, __ATOMIC_RELAXED);
   __atomic_store_n (&a->state, ATT_LIVE, __ATOMIC_RELEASE);
-  attaching = 0;
+  attaching = outer;
   errno = saved;
 }
 
@@ -230,22 +257,39 @@ void
 tally_rt_tls_add (const struct tally_module *m, uint32_t fn, uint32_t k,
                   uint32_t n, uint64_t *out)
 {
+  if (!n)
+    return;
+  int fix = k == 0 && armed (m->fns[fn], 0);
   for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
        a = a->next)
     if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
-      for (uint32_t i = 0; i < n; i++)
-        out[i] += __atomic_load_n (&a->copies[fn][k + i], __ATOMIC_RELAXED);
+      {
+        const uint64_t *c = a->copies[fn] + k;
+        /* An armed entry at -1 reads as 0: -1 + 1.  */
+        uint64_t v0 = __atomic_load_n (&c[0], __ATOMIC_RELAXED);
+        out[0] += v0 + (fix && v0 == UINT64_MAX);
+        for (uint32_t i = 1; i < n; i++)
+          out[i] += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+      }
 }
 
 uint64_t
 tally_rt_tls_sum (const struct tally_module *m, uint32_t fn, uint32_t n)
 {
   uint64_t sum = 0;
+  if (!n)
+    return 0;
+  int fix = armed (m->fns[fn], 0);
   for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
        a = a->next)
     if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
-      for (uint32_t i = 0; i < n; i++)
-        sum += __atomic_load_n (&a->copies[fn][i], __ATOMIC_RELAXED);
+      {
+        const uint64_t *c = a->copies[fn];
+        uint64_t v0 = __atomic_load_n (&c[0], __ATOMIC_RELAXED);
+        sum += v0 + (fix && v0 == UINT64_MAX); /* -1 reads as 0 */
+        for (uint32_t i = 1; i < n; i++)
+          sum += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+      }
   return sum;
 }
 
@@ -268,6 +312,8 @@ tally_rt_tls_module_gone (struct tally_module *m)
     }
 }
 
+/* tally_reset (and fork's child): an attached thread's copies go to 0,
+   armed entries too (the thread is attached: no cold path needed).  */
 void
 tally_rt_tls_zero (void)
 {

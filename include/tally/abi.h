@@ -47,6 +47,11 @@ enum tally_counter
 #define TALLY_FN_ARTIFICIAL 0x8u /* made by the compiler (C++ implicit
                                     members, a unit's initializer function):
                                     like gcov, line coverage leaves it out */
+#define TALLY_FN_TLS_ARMED 0x10u /* update=tls: the thread-local copies of
+                                    counters[ENTRIES] start at -1 (the attach
+                                    test folded into the count, rt/tls.c);
+                                    plugin and runtime only, never written
+                                    into a data file */
 
 /* struct tally_module.flags */
 #define TALLY_MOD_HOOKS_INLINE 0x1u /* counters updated by inline code */
