@@ -11,15 +11,55 @@ Exit status: 0 pass, 1 fail, 77 skip.
 import concurrent.futures
 import os
 import re
+import select
 import shutil
 import socket
 import stat
 import subprocess
 import sys
 import tempfile
-import threading
+import time
 
-from checklib import build_abc, case, expect, main, run, Skip, write_file
+from checklib import build_abc, case, expect, Failure, main, run, Skip, write_file
+
+
+def read_fifo_while(fifo, cmd, env):
+    """Run CMD with ENV while reading FIFO; return what was read.  The read
+    end is open before CMD starts (the runtime opens a FIFO with O_NONBLOCK
+    and gives up when nobody reads: a reader thread that the scheduler had
+    not yet run made this case hang), and is read until CMD has exited and
+    the FIFO is empty."""
+    full = dict(os.environ)
+    full.pop("TALLY_OUTPUT", None)
+    full.pop("TALLY_DUMP_ON", None)
+    full.update(env)
+    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    chunks = []
+    try:
+        p = subprocess.Popen(cmd, env=full, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while True:
+            exited = p.poll() is not None
+            ready, _, _ = select.select([rfd], [], [], 0.05)
+            got = os.read(rfd, 1 << 16) if ready else b""
+            if got:
+                chunks.append(got)
+                continue
+            if exited:
+                break
+            if time.monotonic() > deadline:
+                p.kill()
+                raise Failure("%s did not finish writing the FIFO" % cmd[0])
+            if ready:
+                time.sleep(0.01)   # no writer yet: select reports EOF at once
+        err = p.stderr.read().decode(errors="replace")
+        p.stderr.close()
+        expect(p.wait() == 0, "writing to a FIFO: exit status %d: %s"
+               % (p.returncode, err))
+    finally:
+        os.close(rfd)
+    return b"".join(chunks)
 
 
 @case("output-path")
@@ -54,15 +94,11 @@ def check_output_path(a, work):
     # character device like /dev/null.
     fifo = os.path.join(work, "pipe")
     os.mkfifo(fifo)
-    got = {}
-    reader = threading.Thread(target=lambda: got.setdefault("data", open(fifo, "rb").read()))
-    reader.start()
-    p = run([exe], env={"TALLY_OUTPUT": fifo})
-    reader.join(30)
+    data = read_fifo_while(fifo, [exe], {"TALLY_OUTPUT": fifo})
     expect(stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO was replaced")
     copy = os.path.join(work, "from-pipe.data")
     with open(copy, "wb") as f:
-        f.write(got.get("data", b""))
+        f.write(data)
     expect(re.search(r"^1,1,main,", run([a.tally, "report", "--csv", copy]).stdout, re.M),
            "the data read from the FIFO is not a valid report")
     dev = os.path.join(work, "null")
