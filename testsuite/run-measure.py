@@ -77,9 +77,13 @@ def check_inlined(a, work):
 
 def skipped_frames(what, rows, chain, after):
     """The frames of CHAIN, skipped by a jump, are closed at the next hook
-    (AFTER's entry), so AFTER's 200000-iteration loop is not in them."""
+    (AFTER's entry), so AFTER's 200000-iteration loop is not in them.  Left
+    open, CHAIN's first frame would hold all of AFTER's cycles; closed, it
+    holds the jump or the throw and unwind.  The bound is AFTER's whole
+    total, not half of it: time-stamp cycles count preemptions too, and on
+    a loaded machine those in the unwinder once exceeded half."""
     first = rows[chain[0]]["incl_cycles"]
-    expect(first < rows[after]["incl_cycles"] // 2,
+    expect(first < rows[after]["incl_cycles"],
            "%s: %s has %d inclusive cycles, %s only %d: the skipped frames "
            "were not closed at the next hook" % (what, chain[0], first, after,
                                                   rows[after]["incl_cycles"]))
