@@ -49,6 +49,8 @@ uint32_t
 tally_rt_crc_mulmod (uint32_t a, uint32_t b)
 {
   uint32_t t[16];
+  if (tally_crc32_mulmod_fast (a, b, &t[0]))
+    return t[0]; /* crc32.c: a carry-less multiplication */
   uint32_t b1 = times_x (b), b2 = times_x (b1), b3 = times_x (b2);
   t[0] = 0;
   t[1] = b3;
@@ -139,8 +141,23 @@ tally_rt_fn_value (const struct tally_module *m, uint32_t fn, uint32_t k)
   uint64_t v = __atomic_load_n (&tally_rt_live_counters (m, f->counters)[k],
                                 __ATOMIC_RELAXED);
   if (m->flags & TALLY_MOD_UPDATE_TLS)
-    tally_rt_tls_add (m, fn, k, 1, &v);
+    tally_rt_tls_add (m, NULL, 0, fn, k, 1, &v);
   return v;
+}
+
+/* update=tls: the attachments of the module being read, gathered once
+   per module (the dump lock is held); NULL when it has more than fit, and
+   then each function walks all of them.  */
+#define TLS_ATT 64u
+static const void *tls_att[TLS_ATT];
+static const void *const *tls_list;
+static uint32_t tls_n;
+
+static void
+tls_gather (const struct tally_module *m)
+{
+  tls_n = tally_rt_tls_of (m, tls_att, TLS_ATT);
+  tls_list = tls_n <= TLS_ATT ? tls_att : NULL;
 }
 
 /* V in the file's byte order, for a store of 8 aligned bytes.  */
@@ -174,7 +191,7 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
         {
           for (uint32_t i = 0; i < cn; i++)
             out[i] = __atomic_load_n (&c[i], __ATOMIC_RELAXED);
-          tally_rt_tls_add (m, fn, k, cn, out);
+          tally_rt_tls_add (m, tls_list, tls_n, fn, k, cn, out);
           for (uint32_t i = 0; i < cn; i++)
             {
               or |= out[i];
@@ -207,25 +224,58 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
   return n;
 }
 
+/* The sum of N counters at C, and the number of the N bytes at V that
+   are not 0: unrolled, each value read once as the dump reads it.  */
+static uint64_t
+sum_counters (const uint64_t *c, uint32_t n)
+{
+  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  uint32_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    {
+      s0 += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+      s1 += __atomic_load_n (&c[i + 1], __ATOMIC_RELAXED);
+      s2 += __atomic_load_n (&c[i + 2], __ATOMIC_RELAXED);
+      s3 += __atomic_load_n (&c[i + 3], __ATOMIC_RELAXED);
+    }
+  for (; i < n; i++)
+    s0 += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+  return s0 + s1 + s2 + s3;
+}
+
+static uint64_t
+count_set (const unsigned char *v, uint32_t n)
+{
+  uint64_t s0 = 0, s1 = 0;
+  uint32_t i = 0;
+  for (; i + 2 <= n; i += 2)
+    {
+      s0 += __atomic_load_n (&v[i], __ATOMIC_RELAXED) != 0;
+      s1 += __atomic_load_n (&v[i + 1], __ATOMIC_RELAXED) != 0;
+    }
+  if (i < n)
+    s0 += __atomic_load_n (&v[i], __ATOMIC_RELAXED) != 0;
+  return s0 + s1;
+}
+
 uint64_t
 tally_rt_values_sum (const struct tally_module *m)
 {
   uint64_t sum = 0;
+  intptr_t bias = tally_rt_bias (m);
+  int tls = (m->flags & TALLY_MOD_UPDATE_TLS) != 0;
+  if (tls)
+    tls_gather (m);
   for (uint32_t i = 0; i < m->nfns; i++)
     {
       const struct tally_fn *f = m->fns[i];
-      uint32_t nv = tally_rt_fn_nvalues (f);
-      if (m->flags & TALLY_MOD_UPDATE_TLS)
-        sum += tally_rt_tls_sum (m, i, f->ncounters);
-      const uint64_t *c = tally_rt_live_counters (m, f->counters);
-      for (uint32_t k = 0; k < f->ncounters; k++)
-        sum += __atomic_load_n (&c[k], __ATOMIC_RELAXED);
-      if (nv > f->ncounters)
-        {
-          const unsigned char *v = tally_rt_live_visited (m, f->visited);
-          for (uint32_t k = 0; k < nv - f->ncounters; k++)
-            sum += __atomic_load_n (&v[k], __ATOMIC_RELAXED) != 0;
-        }
+      if (tls)
+        sum += tally_rt_tls_sum (m, tls_list, tls_n, i, f->ncounters);
+      sum += sum_counters ((const uint64_t *) (const void *) ((const char *) f->counters
+                                                              + bias),
+                           f->ncounters);
+      if (f->visited && f->nvisited)
+        sum += count_set (f->visited + bias, f->nvisited);
     }
   return sum;
 }
@@ -277,6 +327,8 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
       s->total += tally_le_get64 (b + 16) + 8 * nvalues;
       return 1;
     }
+  if (m->flags & TALLY_MOD_UPDATE_TLS)
+    tls_gather (m);
   if (s->mem)
     {
       unsigned char *out = s->mem + s->total;

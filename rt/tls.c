@@ -14,7 +14,8 @@
  *   - thread exit (a pthread key destructor): the thread's attachments are
  *     added to the module's counters and released for reuse;
  *   - a dump: each value written is the module's counter plus the copies of
- *     every live attachment (tally_rt_tls_add, tally_rt_tls_sum), so
+ *     every live attachment (tally_rt_tls_add, tally_rt_tls_sum, over the
+ *     module's attachments gathered once by tally_rt_tls_of), so
  *     threads still running and the main thread (whose key destructors
  *     never run) are counted;
  *   - a module going away (dlclose, or the end of the process): its live
@@ -226,23 +227,49 @@ tally_rt_tls_attach_local (struct tally_module *m)
   errno = saved;
 }
 
-void
-tally_rt_tls_add (const struct tally_module *m, uint32_t fn, uint32_t k,
-                  uint32_t n, uint64_t *out)
+uint32_t
+tally_rt_tls_of (const struct tally_module *m, const void **att, uint32_t max)
 {
+  uint32_t n = 0;
   for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
        a = a->next)
+    if (a->m == m && n++ < max)
+      att[n - 1] = a;
+  return n;
+}
+
+/* The next attachment of a walk: of the N in ATT (tally_rt_tls_of), or of
+   all of them if ATT is NULL.  */
+static const struct attachment *
+walk (const void *const *att, uint32_t n, uint32_t *j,
+      const struct attachment *a)
+{
+  if (att)
+    return *j < n ? (const struct attachment *) att[(*j)++] : NULL;
+  return a ? a->next : __atomic_load_n (&all, __ATOMIC_ACQUIRE);
+}
+
+void
+tally_rt_tls_add (const struct tally_module *m, const void *const *att,
+                  uint32_t natt, uint32_t fn, uint32_t k, uint32_t n,
+                  uint64_t *out)
+{
+  uint32_t j = 0;
+  for (const struct attachment *a = walk (att, natt, &j, NULL); a;
+       a = walk (att, natt, &j, a))
     if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
       for (uint32_t i = 0; i < n; i++)
         out[i] += __atomic_load_n (&a->copies[fn][k + i], __ATOMIC_RELAXED);
 }
 
 uint64_t
-tally_rt_tls_sum (const struct tally_module *m, uint32_t fn, uint32_t n)
+tally_rt_tls_sum (const struct tally_module *m, const void *const *att,
+                  uint32_t natt, uint32_t fn, uint32_t n)
 {
   uint64_t sum = 0;
-  for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
-       a = a->next)
+  uint32_t j = 0;
+  for (const struct attachment *a = walk (att, natt, &j, NULL); a;
+       a = walk (att, natt, &j, a))
     if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
       for (uint32_t i = 0; i < n; i++)
         sum += __atomic_load_n (&a->copies[fn][i], __ATOMIC_RELAXED);
