@@ -42,17 +42,14 @@ crc_bitwise (uint32_t crc, const unsigned char *p, size_t len)
   return crc;
 }
 
-/* Whether the tables can be used; fills them if nobody has started.  */
-static int
-tables_ready (void)
+/* Fills the tables if nobody has started; whether they can be used.  */
+static __attribute__ ((noinline)) int
+tables_fill (void)
 {
-  int state = __atomic_load_n (&table_state, __ATOMIC_ACQUIRE);
-  if (state == 2)
-    return 1;
-  if (state == 1
-      || !__atomic_compare_exchange_n (&table_state, &state, 1, 0,
-                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-    return 0;
+  int state = 0;
+  if (!__atomic_compare_exchange_n (&table_state, &state, 1, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return state == 2;
   for (uint32_t i = 0; i < 256; i++)
     {
       unsigned char b = (unsigned char) i;
@@ -63,6 +60,13 @@ tables_ready (void)
       table[k][i] = (table[k - 1][i] >> 8) ^ table[0][table[k - 1][i] & 0xff];
   __atomic_store_n (&table_state, 2, __ATOMIC_RELEASE);
   return 1;
+}
+
+/* Whether the tables can be used (filling them on first use).  */
+static inline int
+tables_ready (void)
+{
+  return __atomic_load_n (&table_state, __ATOMIC_ACQUIRE) == 2 || tables_fill ();
 }
 
 static uint32_t
@@ -83,17 +87,20 @@ times_x32 (uint32_t c)
 
 static int clmul_state; /* 0 not asked yet, 1 present, 2 absent */
 
-static int
+static __attribute__ ((noinline)) int
+clmul_ask (void)
+{
+  unsigned a, b, c, d;
+  int s = __get_cpuid (1, &a, &b, &c, &d) && (c & bit_PCLMUL) ? 1 : 2;
+  __atomic_store_n (&clmul_state, s, __ATOMIC_RELAXED);
+  return s == 1;
+}
+
+static inline int
 clmul_present (void)
 {
   int s = __atomic_load_n (&clmul_state, __ATOMIC_RELAXED);
-  if (!s)
-    {
-      unsigned a, b, c, d;
-      s = __get_cpuid (1, &a, &b, &c, &d) && (c & bit_PCLMUL) ? 1 : 2;
-      __atomic_store_n (&clmul_state, s, __ATOMIC_RELAXED);
-    }
-  return s == 1;
+  return s ? s == 1 : clmul_ask ();
 }
 
 /* CRC (not inverted) advanced over LEN bytes at P, LEN >= 16 and a
@@ -120,14 +127,17 @@ crc_fold (uint32_t crc, const unsigned char *p, size_t len)
   return (uint32_t) _mm_cvtsi128_si32 (_mm_srli_si128 (_mm_xor_si128 (x, t), 4));
 }
 
-/* The 63-bit carry-less product of A and B, in the CRC's bit order
-   shifted to 64 (x^63 is bit 0).  */
-__attribute__ ((target ("pclmul,sse2"))) static uint64_t
-clmul32 (uint32_t a, uint32_t b)
+/* A times B modulo the polynomial: their 63-bit carry-less product, in
+   the CRC's bit order (x^62 is bit 0) and shifted to 64 bits, has the
+   terms x^63..x^32 in its low half, which four zero bytes through the
+   tables reduce, and x^31..x^0 in its high half.  */
+__attribute__ ((target ("pclmul,sse2"))) static uint32_t
+clmul_mulmod (uint32_t a, uint32_t b)
 {
   __m128i p = _mm_clmulepi64_si128 (_mm_cvtsi32_si128 ((int) a),
                                     _mm_cvtsi32_si128 ((int) b), 0x00);
-  return (uint64_t) _mm_cvtsi128_si64 (p) << 1;
+  uint64_t q = (uint64_t) _mm_cvtsi128_si64 (p) << 1;
+  return (uint32_t) (q >> 32) ^ times_x32 ((uint32_t) q);
 }
 #endif
 
@@ -172,8 +182,7 @@ tally_crc32_mulmod_fast (uint32_t a, uint32_t b, uint32_t *out)
 #ifdef TALLY_CRC_CLMUL
   if (clmul_present () && tables_ready ())
     {
-      uint64_t p = clmul32 (a, b);
-      *out = (uint32_t) (p >> 32) ^ times_x32 ((uint32_t) p);
+      *out = clmul_mulmod (a, b);
       return 1;
     }
 #else

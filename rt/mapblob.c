@@ -153,11 +153,19 @@ static const void *tls_att[TLS_ATT];
 static const void *const *tls_list;
 static uint32_t tls_n;
 
+/* And where its code updates its counters (tally_rt_bias).  */
+static intptr_t cur_bias;
+
+/* Before reading M's values.  */
 static void
-tls_gather (const struct tally_module *m)
+module_begin (const struct tally_module *m)
 {
-  tls_n = tally_rt_tls_of (m, tls_att, TLS_ATT);
-  tls_list = tls_n <= TLS_ATT ? tls_att : NULL;
+  cur_bias = tally_rt_bias (m);
+  if (m->flags & TALLY_MOD_UPDATE_TLS)
+    {
+      tls_n = tally_rt_tls_of (m, tls_att, TLS_ATT);
+      tls_list = tls_n <= TLS_ATT ? tls_att : NULL;
+    }
 }
 
 /* V in the file's byte order, for a store of 8 aligned bytes.  */
@@ -185,7 +193,8 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
   uint64_t or = 0;
   if (k < nc)
     {
-      const uint64_t *c = tally_rt_live_counters (m, f->counters) + k;
+      const uint64_t *c
+          = (const uint64_t *) (const void *) ((const char *) f->counters + cur_bias) + k;
       uint32_t cn = (end < nc ? end : nc) - k;
       if (m->flags & TALLY_MOD_UPDATE_TLS)
         {
@@ -193,10 +202,11 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
             out[i] = __atomic_load_n (&c[i], __ATOMIC_RELAXED);
           tally_rt_tls_add (m, tls_list, tls_n, fn, k, cn, out);
           for (uint32_t i = 0; i < cn; i++)
-            {
-              or |= out[i];
-              out[i] = le64 (out[i]);
-            }
+            or |= out[i];
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+          for (uint32_t i = 0; i < cn; i++)
+            out[i] = le64 (out[i]);
+#endif
         }
       else
         for (uint32_t i = 0; i < cn; i++)
@@ -210,7 +220,7 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
     }
   if (k < end)
     {
-      const unsigned char *v = tally_rt_live_visited (m, f->visited) + (k - nc);
+      const unsigned char *v = f->visited + cur_bias + (k - nc);
       uint32_t vn = end - k;
       for (uint32_t i = 0; i < vn; i++)
         {
@@ -262,10 +272,9 @@ uint64_t
 tally_rt_values_sum (const struct tally_module *m)
 {
   uint64_t sum = 0;
-  intptr_t bias = tally_rt_bias (m);
   int tls = (m->flags & TALLY_MOD_UPDATE_TLS) != 0;
-  if (tls)
-    tls_gather (m);
+  module_begin (m);
+  intptr_t bias = cur_bias;
   for (uint32_t i = 0; i < m->nfns; i++)
     {
       const struct tally_fn *f = m->fns[i];
@@ -327,8 +336,7 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
       s->total += tally_le_get64 (b + 16) + 8 * nvalues;
       return 1;
     }
-  if (m->flags & TALLY_MOD_UPDATE_TLS)
-    tls_gather (m);
+  module_begin (m);
   if (s->mem)
     {
       unsigned char *out = s->mem + s->total;

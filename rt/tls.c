@@ -258,8 +258,11 @@ tally_rt_tls_add (const struct tally_module *m, const void *const *att,
   for (const struct attachment *a = walk (att, natt, &j, NULL); a;
        a = walk (att, natt, &j, a))
     if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
-      for (uint32_t i = 0; i < n; i++)
-        out[i] += __atomic_load_n (&a->copies[fn][k + i], __ATOMIC_RELAXED);
+      {
+        const uint64_t *c = a->copies[fn] + k;
+        for (uint32_t i = 0; i < n; i++)
+          out[i] += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+      }
 }
 
 uint64_t
@@ -271,8 +274,11 @@ tally_rt_tls_sum (const struct tally_module *m, const void *const *att,
   for (const struct attachment *a = walk (att, natt, &j, NULL); a;
        a = walk (att, natt, &j, a))
     if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
-      for (uint32_t i = 0; i < n; i++)
-        sum += __atomic_load_n (&a->copies[fn][i], __ATOMIC_RELAXED);
+      {
+        const uint64_t *c = a->copies[fn];
+        for (uint32_t i = 0; i < n; i++)
+          sum += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+      }
   return sum;
 }
 
