@@ -31,10 +31,12 @@ struct exit_sum
 {
   struct tally_module *m;
   uint64_t sum;
+  int pending; /* the sum comes from the dump's reading: 1 to come, 2 come */
 };
 static struct exit_sum *exit_sums; /* guarded by the dump lock */
 static size_t exit_sums_len, exit_sums_cap, exit_sums_cursor;
 static int exit_written; /* the last at-exit dump succeeded */
+static int noting; /* the at-exit dump is writing: tally_rt_written_sum */
 static int exit_dump_off; /* tally_exit_dump_off: no file at exit */
 
 /* The data file of this process as a dump and tally_image write it: what
@@ -184,10 +186,57 @@ note_exit_sums_locked (void)
     }
   exit_sums_len = 0;
   exit_sums_cursor = 0;
+  /* A module written from its blob has its sum taken as the dump reads
+     its values (tally_rt_written_sum): one pass over them, not two.  */
   for (struct tally_module *m = head; m && exit_sums && exit_sums_len < n;
        m = m->next)
     if (tally_rt_module_live (m))
-      exit_sums[exit_sums_len++] = (struct exit_sum){ m, module_sum (m) };
+      {
+        int pending = tally_rt_module_written (m) && tally_rt_blob_usable (m);
+        exit_sums[exit_sums_len++]
+            = (struct exit_sum){ m, pending ? 0 : module_sum (m), pending };
+      }
+}
+
+/* The exit dump's entry for M (the cursor follows the list order).  */
+static struct exit_sum *
+exit_sum_of (const struct tally_module *m)
+{
+  for (size_t k = 0; k < exit_sums_len; k++)
+    {
+      size_t i = (exit_sums_cursor + k) % exit_sums_len;
+      if (exit_sums[i].m == m)
+        {
+          exit_sums_cursor = i + 1;
+          return &exit_sums[i];
+        }
+    }
+  return NULL;
+}
+
+void
+tally_rt_written_sum (const struct tally_module *m, uint64_t sum)
+{
+  struct exit_sum *e = noting && exit_sums ? exit_sum_of (m) : NULL;
+  if (e && e->pending)
+    {
+      e->sum = sum;
+      e->pending = 2;
+    }
+}
+
+/* After the exit dump: a module it did not write from its blob (which a
+   successful dump does) is read now.  */
+static void
+exit_sums_done_locked (void)
+{
+  for (size_t i = 0; exit_sums && i < exit_sums_len; i++)
+    {
+      if (exit_sums[i].pending == 1)
+        exit_sums[i].sum = module_sum (exit_sums[i].m);
+      exit_sums[i].pending = 0;
+    }
+  exit_sums_cursor = 0;
 }
 
 /* Whether the counters of M moved since the exit dump.  */
@@ -198,16 +247,8 @@ moved_locked (struct tally_module *m)
   if (!exit_sums || tally_rt_cont_mapped (m))
     return 0;
   uint64_t sum = module_sum (m);
-  for (size_t k = 0; k < exit_sums_len; k++)
-    {
-      size_t i = (exit_sums_cursor + k) % exit_sums_len;
-      if (exit_sums[i].m == m)
-        {
-          exit_sums_cursor = i + 1;
-          return sum != exit_sums[i].sum;
-        }
-    }
-  return sum != 0; /* registered after the exit dump */
+  struct exit_sum *e = exit_sum_of (m);
+  return e ? sum != e->sum : sum != 0; /* 0: registered after the exit dump */
 }
 
 /* The at-exit dump, and its repetitions for late counts.  */
@@ -217,7 +258,10 @@ exit_dump_locked (void)
   if (__atomic_load_n (&exit_dump_off, __ATOMIC_ACQUIRE))
     return 0; /* exit_written stays 0: no late repeats either */
   note_exit_sums_locked ();
+  noting = 1;
   int rc = dump_locked (1);
+  noting = 0;
+  exit_sums_done_locked ();
   exit_written = rc == 0;
   return rc;
 }

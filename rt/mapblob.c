@@ -153,14 +153,18 @@ static const void *tls_att[TLS_ATT];
 static const void *const *tls_list;
 static uint32_t tls_n;
 
-/* And where its code updates its counters (tally_rt_bias).  */
+/* And where its code updates its counters (tally_rt_bias), and the sum
+   of the values read (for dump.c's watch of counts made after the exit
+   dump: tally_rt_written_sum).  */
 static intptr_t cur_bias;
+static uint64_t cur_sum;
 
 /* Before reading M's values.  */
 static void
 module_begin (const struct tally_module *m)
 {
   cur_bias = tally_rt_bias (m);
+  cur_sum = 0;
   if (m->flags & TALLY_MOD_UPDATE_TLS)
     {
       tls_n = tally_rt_tls_of (m, tls_att, TLS_ATT);
@@ -190,7 +194,7 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
   const struct tally_fn *f = m->fns[fn];
   uint32_t nv = tally_rt_fn_nvalues (f), nc = f->ncounters, n = 0;
   uint32_t end = nv - k < max ? nv : k + max;
-  uint64_t or = 0;
+  uint64_t or = 0, sum = 0;
   if (k < nc)
     {
       const uint64_t *c
@@ -202,7 +206,10 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
             out[i] = __atomic_load_n (&c[i], __ATOMIC_RELAXED);
           tally_rt_tls_add (m, tls_list, tls_n, fn, k, cn, out);
           for (uint32_t i = 0; i < cn; i++)
-            or |= out[i];
+            {
+              or |= out[i];
+              sum += out[i];
+            }
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
           for (uint32_t i = 0; i < cn; i++)
             out[i] = le64 (out[i]);
@@ -213,6 +220,7 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
           {
             uint64_t v = __atomic_load_n (&c[i], __ATOMIC_RELAXED);
             or |= v;
+            sum += v;
             out[i] = le64 (v);
           }
       n = cn;
@@ -226,11 +234,13 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
         {
           uint64_t x = __atomic_load_n (&v[i], __ATOMIC_RELAXED) != 0;
           or |= x;
+          sum += x;
           out[n + i] = le64 (x);
         }
       n += vn;
     }
   *any |= or;
+  cur_sum += sum;
   return n;
 }
 
@@ -359,6 +369,7 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
             }
         }
       s->total = (uint64_t) (out - s->mem);
+      tally_rt_written_sum (m, cur_sum);
       return 1;
     }
 
@@ -426,5 +437,6 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
   if (niov && !s->failed)
     s->failed = write_all (s->fd, iov, (int) niov);
   s->crc = crc;
+  tally_rt_written_sum (m, cur_sum);
   return 1;
 }

@@ -214,5 +214,46 @@ def check_tls_units(a, work):
     expect(ratio <= 1.4, "update=tls's dump costs %.2f times single's" % ratio)
 
 
+LATE = r"""
+#include <stdio.h>
+volatile int sink;
+__attribute__ ((noinline)) void late_fn (int n)
+{ for (int i = 0; i < n; i++) if (i & 1) sink += i; else sink -= 1; }
+__attribute__ ((destructor)) static void late_dtor (void) { late_fn (7); }
+int main (void) { late_fn (3); puts ("ok"); return 0; }
+"""
+
+
+@case("late-blocks")
+def check_late_blocks(a, work):
+    """Counts made after the exit dump (an ELF destructor) are in the file
+    with block counters (count, visited, update=tls), written plainly and
+    merged (%m): the exit dump takes the sums it watches from the values it
+    writes, and the destructor's counts move them."""
+    src = os.path.join(work, "late.c")
+    with open(src, "w") as f:
+        f.write(LATE)
+    for mode in (["blocks=count"], ["blocks=visited"], ["blocks=count", "update=tls"]):
+        exe = os.path.join(work, "late-" + "-".join(x.replace("=", "_") for x in mode))
+        run([a.cc, "-O2", "-fplugin=" + a.plugin,
+             *["-fplugin-arg-tally-" + x for x in mode], src, "-o", exe,
+             a.runtime, "-lpthread", "-ldl"])
+        for how, out in (("plain", exe + ".data"), ("merged", exe + "-%m.data")):
+            p = run([exe], env={"TALLY_OUTPUT": out})
+            expect(p.stdout == "ok\n", "%s: printed %r" % (exe, p.stdout))
+            path = out.replace("%m", "")
+            if how == "merged":
+                names = [n for n in os.listdir(work)
+                         if n.startswith(os.path.basename(exe) + "-") and n.endswith(".data")]
+                expect(len(names) == 1, "%%m made %s" % names)
+                path = os.path.join(work, names[0])
+            rep = run([a.tally, "report", path]).stdout
+            calls = {l.split()[-2]: int(l.split()[0]) for l in rep.splitlines()
+                     if l.strip() and l.split()[0].isdigit() and len(l.split()) >= 4}
+            expect(calls.get("late_fn") == 2 and calls.get("late_dtor") == 1,
+                   "%s, %s: calls %s, want late_fn 2 and late_dtor 1:\n%s"
+                   % (" ".join(mode), how, calls, rep))
+
+
 if __name__ == "__main__":
     sys.exit(main("tally-dumpcost-"))
