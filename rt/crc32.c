@@ -166,8 +166,6 @@ tally_crc32 (uint32_t crc, const void *buf, size_t len)
                 ^ table[3][two & 0xff] ^ table[2][(two >> 8) & 0xff]
                 ^ table[1][(two >> 16) & 0xff] ^ table[0][two >> 24];
         }
-      for (; len; len--)
-        crc = (crc >> 8) ^ table[0][(crc ^ *p++) & 0xff];
     }
   return ~crc_bitwise (crc, p, len);
 }

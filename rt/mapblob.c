@@ -249,33 +249,25 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
 static uint64_t
 sum_counters (const uint64_t *c, uint32_t n)
 {
-  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  uint64_t s0 = 0, s1 = 0;
   uint32_t i = 0;
-  for (; i + 4 <= n; i += 4)
+  for (; i + 2 <= n; i += 2)
     {
       s0 += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
       s1 += __atomic_load_n (&c[i + 1], __ATOMIC_RELAXED);
-      s2 += __atomic_load_n (&c[i + 2], __ATOMIC_RELAXED);
-      s3 += __atomic_load_n (&c[i + 3], __ATOMIC_RELAXED);
     }
-  for (; i < n; i++)
+  if (i < n)
     s0 += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
-  return s0 + s1 + s2 + s3;
+  return s0 + s1;
 }
 
 static uint64_t
 count_set (const unsigned char *v, uint32_t n)
 {
-  uint64_t s0 = 0, s1 = 0;
-  uint32_t i = 0;
-  for (; i + 2 <= n; i += 2)
-    {
-      s0 += __atomic_load_n (&v[i], __ATOMIC_RELAXED) != 0;
-      s1 += __atomic_load_n (&v[i + 1], __ATOMIC_RELAXED) != 0;
-    }
-  if (i < n)
-    s0 += __atomic_load_n (&v[i], __ATOMIC_RELAXED) != 0;
-  return s0 + s1;
+  uint64_t s = 0;
+  for (uint32_t i = 0; i < n; i++)
+    s += __atomic_load_n (&v[i], __ATOMIC_RELAXED) != 0;
+  return s;
 }
 
 uint64_t
