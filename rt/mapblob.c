@@ -155,9 +155,39 @@ static uint32_t tls_n;
 
 /* And where its code updates its counters (tally_rt_bias), and the sum
    of the values read (for dump.c's watch of counts made after the exit
-   dump: tally_rt_written_sum).  */
+   dump: tally_rt_blob_sums).  */
 static intptr_t cur_bias;
 static uint64_t cur_sum;
+static struct tally_rt_sum *sums;
+static size_t nsums, sums_cursor;
+
+void
+tally_rt_blob_sums (struct tally_rt_sum *table, size_t n)
+{
+  sums = table;
+  nsums = n;
+  sums_cursor = 0;
+}
+
+/* M's values are written: their sum into its pending entry, if any.  */
+static void
+module_end (const struct tally_module *m)
+{
+  for (size_t k = 0; sums && k < nsums; k++)
+    {
+      struct tally_rt_sum *e = &sums[(sums_cursor + k) % nsums];
+      if (e->m == m)
+        {
+          sums_cursor = (sums_cursor + k + 1) % nsums;
+          if (e->pending)
+            {
+              e->sum = cur_sum;
+              e->pending = 2;
+            }
+          return;
+        }
+    }
+}
 
 /* Before reading M's values.  */
 static void
@@ -361,7 +391,7 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
             }
         }
       s->total = (uint64_t) (out - s->mem);
-      tally_rt_written_sum (m, cur_sum);
+      module_end (m);
       return 1;
     }
 
@@ -429,6 +459,6 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
   if (niov && !s->failed)
     s->failed = write_all (s->fd, iov, (int) niov);
   s->crc = crc;
-  tally_rt_written_sum (m, cur_sum);
+  module_end (m);
   return 1;
 }

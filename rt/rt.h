@@ -502,9 +502,17 @@ int tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *sink)
 /* The sum of all of M's values, as tally_rt_fn_value reads them (dump.c's
    watch for counts made after the exit dump).  */
 uint64_t tally_rt_values_sum (const struct tally_module *m) TALLY_HIDDEN;
-/* dump.c: the sum of the values of M that the blob writer just read and
-   wrote, for that watch (at the exit dump; ignored otherwise).  */
-void tally_rt_written_sum (const struct tally_module *m, uint64_t sum) TALLY_HIDDEN;
+/* For that watch at the exit dump (dump.c): while a table of N is given
+   (NULL: none), the blob writer stores the sum of the values of M it reads
+   and writes in M's entry if that is pending (1; then 2).  The entries are
+   in the order the dump writes the modules.  */
+struct tally_rt_sum
+{
+  struct tally_module *m;
+  uint64_t sum;
+  int pending;
+};
+void tally_rt_blob_sums (struct tally_rt_sum *table, size_t n) TALLY_HIDDEN;
 /* CRC-32 arithmetic: A times B modulo the polynomial, and x^(8N) mod it
    (appending N bytes of CRC C to a CRC R: mulmod (shift (N), R) ^ C).  */
 uint32_t tally_rt_crc_mulmod (uint32_t a, uint32_t b) TALLY_HIDDEN;
