@@ -26,13 +26,9 @@
 #include "tally/tally.h"
 
 /* Each live module's counter sum at the last at-exit dump, in list order
-   (see "Counts made after the exit dump" below); guarded by the dump lock.  */
-struct exit_sum
-{
-  struct tally_module *m;
-  uint64_t sum;
-};
-static struct exit_sum *exit_sums; /* guarded by the dump lock */
+   (see "Counts made after the exit dump" below; struct tally_rt_sum: rt.h);
+   guarded by the dump lock.  */
+static struct tally_rt_sum *exit_sums; /* guarded by the dump lock */
 static size_t exit_sums_len, exit_sums_cap, exit_sums_cursor;
 static int exit_written; /* the last at-exit dump succeeded */
 static int exit_dump_off; /* tally_exit_dump_off: no file at exit */
@@ -149,10 +145,13 @@ dump_locked (int at_exit)
  * point its counters can be read) the sums are compared again, and if one
  * moved the file is written again (atomically replaced) with everything.
  * Sums only grow, except across tally_reset, which is just as much a
- * change.  The sums are taken before the dump reads the counters, so a
- * count racing with the dump is caught by the next check, never missed.
- * Modules unregister in list order, so a rolling cursor finds each one in
- * O(1) and the whole exit costs O(counters) once.  */
+ * change.  A module written from its blob gets as its sum that of the
+ * values the dump read and wrote (mapblob.c puts it in the table that
+ * tally_rt_blob_sums gives it: no pass over the counters of its own); any other
+ * module is summed before the dump reads it.  Either way a count racing
+ * with the dump is caught by the next check, never missed.  Modules are
+ * written and unregister in list order, so a rolling cursor finds each one
+ * in O(1) and the whole exit costs O(counters) once.  */
 
 static uint64_t
 module_sum (const struct tally_module *m)
@@ -176,7 +175,7 @@ note_exit_sums_locked (void)
         munmap (exit_sums, exit_sums_cap);
       void *p = mmap (NULL, need, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      exit_sums = p == MAP_FAILED ? NULL : (struct exit_sum *) p;
+      exit_sums = p == MAP_FAILED ? NULL : (struct tally_rt_sum *) p;
       exit_sums_cap = exit_sums ? need : 0;
       if (!exit_sums)
         tally_rt_error ("no memory to watch for counts made after the exit "
@@ -184,10 +183,46 @@ note_exit_sums_locked (void)
     }
   exit_sums_len = 0;
   exit_sums_cursor = 0;
+  /* A module written from its blob has its sum taken as the dump reads
+     its values (tally_rt_blob_sums): one pass over them, not two.  */
   for (struct tally_module *m = head; m && exit_sums && exit_sums_len < n;
        m = m->next)
     if (tally_rt_module_live (m))
-      exit_sums[exit_sums_len++] = (struct exit_sum){ m, module_sum (m) };
+      {
+        int pending = tally_rt_module_written (m) && tally_rt_blob_usable (m);
+        exit_sums[exit_sums_len++]
+            = (struct tally_rt_sum){ m, pending ? 0 : module_sum (m), pending };
+      }
+}
+
+/* The exit dump's entry for M (the cursor follows the list order).  */
+static struct tally_rt_sum *
+exit_sum_of (const struct tally_module *m)
+{
+  for (size_t k = 0; k < exit_sums_len; k++)
+    {
+      size_t i = (exit_sums_cursor + k) % exit_sums_len;
+      if (exit_sums[i].m == m)
+        {
+          exit_sums_cursor = i + 1;
+          return &exit_sums[i];
+        }
+    }
+  return NULL;
+}
+
+/* After the exit dump: a module it did not write from its blob (which a
+   successful dump does) is read now.  */
+static void
+exit_sums_done_locked (void)
+{
+  for (size_t i = 0; exit_sums && i < exit_sums_len; i++)
+    {
+      if (exit_sums[i].pending == 1)
+        exit_sums[i].sum = module_sum (exit_sums[i].m);
+      exit_sums[i].pending = 0;
+    }
+  exit_sums_cursor = 0;
 }
 
 /* Whether the counters of M moved since the exit dump.  */
@@ -198,16 +233,8 @@ moved_locked (struct tally_module *m)
   if (!exit_sums || tally_rt_cont_mapped (m))
     return 0;
   uint64_t sum = module_sum (m);
-  for (size_t k = 0; k < exit_sums_len; k++)
-    {
-      size_t i = (exit_sums_cursor + k) % exit_sums_len;
-      if (exit_sums[i].m == m)
-        {
-          exit_sums_cursor = i + 1;
-          return sum != exit_sums[i].sum;
-        }
-    }
-  return sum != 0; /* registered after the exit dump */
+  struct tally_rt_sum *e = exit_sum_of (m);
+  return e ? sum != e->sum : sum != 0; /* 0: registered after the exit dump */
 }
 
 /* The at-exit dump, and its repetitions for late counts.  */
@@ -217,7 +244,10 @@ exit_dump_locked (void)
   if (__atomic_load_n (&exit_dump_off, __ATOMIC_ACQUIRE))
     return 0; /* exit_written stays 0: no late repeats either */
   note_exit_sums_locked ();
+  tally_rt_blob_sums (exit_sums, exit_sums_len);
   int rc = dump_locked (1);
+  tally_rt_blob_sums (NULL, 0);
+  exit_sums_done_locked ();
   exit_written = rc == 0;
   return rc;
 }

@@ -49,6 +49,8 @@ uint32_t
 tally_rt_crc_mulmod (uint32_t a, uint32_t b)
 {
   uint32_t t[16];
+  if (tally_crc32_mulmod_fast (a, b, &t[0]))
+    return t[0]; /* crc32.c: a carry-less multiplication */
   uint32_t b1 = times_x (b), b2 = times_x (b1), b3 = times_x (b2);
   t[0] = 0;
   t[1] = b3;
@@ -139,8 +141,65 @@ tally_rt_fn_value (const struct tally_module *m, uint32_t fn, uint32_t k)
   uint64_t v = __atomic_load_n (&tally_rt_live_counters (m, f->counters)[k],
                                 __ATOMIC_RELAXED);
   if (m->flags & TALLY_MOD_UPDATE_TLS)
-    tally_rt_tls_add (m, fn, k, 1, &v);
+    tally_rt_tls_add (m, NULL, 0, fn, k, 1, &v);
   return v;
+}
+
+/* update=tls: the attachments of the module being read, gathered once
+   per module (the dump lock is held); NULL when it has more than fit, and
+   then each function walks all of them.  */
+#define TLS_ATT 64u
+static const void *tls_att[TLS_ATT];
+static const void *const *tls_list;
+static uint32_t tls_n;
+
+/* And where its code updates its counters (tally_rt_bias), and the sum
+   of the values read (for dump.c's watch of counts made after the exit
+   dump: tally_rt_blob_sums).  */
+static intptr_t cur_bias;
+static uint64_t cur_sum;
+static struct tally_rt_sum *sums;
+static size_t nsums, sums_cursor;
+
+void
+tally_rt_blob_sums (struct tally_rt_sum *table, size_t n)
+{
+  sums = table;
+  nsums = n;
+  sums_cursor = 0;
+}
+
+/* M's values are written: their sum into its pending entry, if any.  */
+static void
+module_end (const struct tally_module *m)
+{
+  for (size_t k = 0; sums && k < nsums; k++)
+    {
+      struct tally_rt_sum *e = &sums[(sums_cursor + k) % nsums];
+      if (e->m == m)
+        {
+          sums_cursor = (sums_cursor + k + 1) % nsums;
+          if (e->pending)
+            {
+              e->sum = cur_sum;
+              e->pending = 2;
+            }
+          return;
+        }
+    }
+}
+
+/* Before reading M's values.  */
+static void
+module_begin (const struct tally_module *m)
+{
+  cur_bias = tally_rt_bias (m);
+  cur_sum = 0;
+  if (m->flags & TALLY_MOD_UPDATE_TLS)
+    {
+      tls_n = tally_rt_tls_of (m, tls_att, TLS_ATT);
+      tls_list = tls_n <= TLS_ATT ? tls_att : NULL;
+    }
 }
 
 /* V in the file's byte order, for a store of 8 aligned bytes.  */
@@ -165,27 +224,33 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
   const struct tally_fn *f = m->fns[fn];
   uint32_t nv = tally_rt_fn_nvalues (f), nc = f->ncounters, n = 0;
   uint32_t end = nv - k < max ? nv : k + max;
-  uint64_t or = 0;
+  uint64_t or = 0, sum = 0;
   if (k < nc)
     {
-      const uint64_t *c = tally_rt_live_counters (m, f->counters) + k;
+      const uint64_t *c
+          = (const uint64_t *) (const void *) ((const char *) f->counters + cur_bias) + k;
       uint32_t cn = (end < nc ? end : nc) - k;
       if (m->flags & TALLY_MOD_UPDATE_TLS)
         {
           for (uint32_t i = 0; i < cn; i++)
             out[i] = __atomic_load_n (&c[i], __ATOMIC_RELAXED);
-          tally_rt_tls_add (m, fn, k, cn, out);
+          tally_rt_tls_add (m, tls_list, tls_n, fn, k, cn, out);
           for (uint32_t i = 0; i < cn; i++)
             {
               or |= out[i];
-              out[i] = le64 (out[i]);
+              sum += out[i];
             }
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+          for (uint32_t i = 0; i < cn; i++)
+            out[i] = le64 (out[i]);
+#endif
         }
       else
         for (uint32_t i = 0; i < cn; i++)
           {
             uint64_t v = __atomic_load_n (&c[i], __ATOMIC_RELAXED);
             or |= v;
+            sum += v;
             out[i] = le64 (v);
           }
       n = cn;
@@ -193,39 +258,65 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
     }
   if (k < end)
     {
-      const unsigned char *v = tally_rt_live_visited (m, f->visited) + (k - nc);
+      const unsigned char *v = f->visited + cur_bias + (k - nc);
       uint32_t vn = end - k;
       for (uint32_t i = 0; i < vn; i++)
         {
           uint64_t x = __atomic_load_n (&v[i], __ATOMIC_RELAXED) != 0;
           or |= x;
+          sum += x;
           out[n + i] = le64 (x);
         }
       n += vn;
     }
   *any |= or;
+  cur_sum += sum;
   return n;
+}
+
+/* The sum of N counters at C, and the number of the N bytes at V that
+   are not 0: unrolled, each value read once as the dump reads it.  */
+static uint64_t
+sum_counters (const uint64_t *c, uint32_t n)
+{
+  uint64_t s0 = 0, s1 = 0;
+  uint32_t i = 0;
+  for (; i + 2 <= n; i += 2)
+    {
+      s0 += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+      s1 += __atomic_load_n (&c[i + 1], __ATOMIC_RELAXED);
+    }
+  if (i < n)
+    s0 += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+  return s0 + s1;
+}
+
+static uint64_t
+count_set (const unsigned char *v, uint32_t n)
+{
+  uint64_t s = 0;
+  for (uint32_t i = 0; i < n; i++)
+    s += __atomic_load_n (&v[i], __ATOMIC_RELAXED) != 0;
+  return s;
 }
 
 uint64_t
 tally_rt_values_sum (const struct tally_module *m)
 {
   uint64_t sum = 0;
+  int tls = (m->flags & TALLY_MOD_UPDATE_TLS) != 0;
+  module_begin (m);
+  intptr_t bias = cur_bias;
   for (uint32_t i = 0; i < m->nfns; i++)
     {
       const struct tally_fn *f = m->fns[i];
-      uint32_t nv = tally_rt_fn_nvalues (f);
-      if (m->flags & TALLY_MOD_UPDATE_TLS)
-        sum += tally_rt_tls_sum (m, i, f->ncounters);
-      const uint64_t *c = tally_rt_live_counters (m, f->counters);
-      for (uint32_t k = 0; k < f->ncounters; k++)
-        sum += __atomic_load_n (&c[k], __ATOMIC_RELAXED);
-      if (nv > f->ncounters)
-        {
-          const unsigned char *v = tally_rt_live_visited (m, f->visited);
-          for (uint32_t k = 0; k < nv - f->ncounters; k++)
-            sum += __atomic_load_n (&v[k], __ATOMIC_RELAXED) != 0;
-        }
+      if (tls)
+        sum += tally_rt_tls_sum (m, tls_list, tls_n, i, f->ncounters);
+      sum += sum_counters ((const uint64_t *) (const void *) ((const char *) f->counters
+                                                              + bias),
+                           f->ncounters);
+      if (f->visited && f->nvisited)
+        sum += count_set (f->visited + bias, f->nvisited);
     }
   return sum;
 }
@@ -277,6 +368,7 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
       s->total += tally_le_get64 (b + 16) + 8 * nvalues;
       return 1;
     }
+  module_begin (m);
   if (s->mem)
     {
       unsigned char *out = s->mem + s->total;
@@ -299,6 +391,7 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
             }
         }
       s->total = (uint64_t) (out - s->mem);
+      module_end (m);
       return 1;
     }
 
@@ -366,5 +459,6 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
   if (niov && !s->failed)
     s->failed = write_all (s->fd, iov, (int) niov);
   s->crc = crc;
+  module_end (m);
   return 1;
 }

@@ -181,13 +181,19 @@ void tally_rt_fork_child (void) TALLY_HIDDEN;
 /* tls.c: update=tls.  Init makes the thread-exit key (at the registration
    of a module built with update=tls).  Add adds the live threads' copies
    of counters K to K+N-1 of function FN of M to OUT[0..N-1]; sum returns
-   the sum of their copies of counters 0 to N-1; each walks the threads
-   once (a dump: a walk per function, not per counter).  */
+   the sum of their copies of counters 0 to N-1.  Both walk the NATT
+   attachments ATT that tally_rt_tls_of gathered (all of M's, live or not,
+   at most MAX of them; it returns how many M has), or every module's if
+   ATT is NULL: a dump gathers once per module and walks per function.  */
 void tally_rt_tls_init (void) TALLY_HIDDEN;
 void tally_rt_tls_attach_local (struct tally_module *m) TALLY_HIDDEN;
-void tally_rt_tls_add (const struct tally_module *m, uint32_t fn, uint32_t k,
-                       uint32_t n, uint64_t *out) TALLY_HIDDEN;
-uint64_t tally_rt_tls_sum (const struct tally_module *m, uint32_t fn,
+uint32_t tally_rt_tls_of (const struct tally_module *m, const void **att,
+                          uint32_t max) TALLY_HIDDEN;
+void tally_rt_tls_add (const struct tally_module *m, const void *const *att,
+                       uint32_t natt, uint32_t fn, uint32_t k, uint32_t n,
+                       uint64_t *out) TALLY_HIDDEN;
+uint64_t tally_rt_tls_sum (const struct tally_module *m,
+                           const void *const *att, uint32_t natt, uint32_t fn,
                            uint32_t n) TALLY_HIDDEN;
 void tally_rt_tls_module_gone (struct tally_module *m) TALLY_HIDDEN;
 void tally_rt_tls_zero (void) TALLY_HIDDEN;
@@ -496,10 +502,24 @@ int tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *sink)
 /* The sum of all of M's values, as tally_rt_fn_value reads them (dump.c's
    watch for counts made after the exit dump).  */
 uint64_t tally_rt_values_sum (const struct tally_module *m) TALLY_HIDDEN;
+/* For that watch at the exit dump (dump.c): while a table of N is given
+   (NULL: none), the blob writer stores the sum of the values of M it reads
+   and writes in M's entry if that is pending (1; then 2).  The entries are
+   in the order the dump writes the modules.  */
+struct tally_rt_sum
+{
+  struct tally_module *m;
+  uint64_t sum;
+  int pending;
+};
+void tally_rt_blob_sums (struct tally_rt_sum *table, size_t n) TALLY_HIDDEN;
 /* CRC-32 arithmetic: A times B modulo the polynomial, and x^(8N) mod it
    (appending N bytes of CRC C to a CRC R: mulmod (shift (N), R) ^ C).  */
 uint32_t tally_rt_crc_mulmod (uint32_t a, uint32_t b) TALLY_HIDDEN;
 uint32_t tally_rt_crc_shift (uint64_t n) TALLY_HIDDEN;
+/* crc32.c: A times B as tally_rt_crc_mulmod, by carry-less multiplication;
+   0 if this machine has none.  */
+int tally_crc32_mulmod_fast (uint32_t a, uint32_t b, uint32_t *out) TALLY_HIDDEN;
 /* rank.c: the job rank and size from the launcher's environment (%r,
    %R), decimal into DIGITS; 0 outside a job.  */
 int tally_rt_job_rank (char digits[24]) TALLY_HIDDEN;

@@ -23,7 +23,8 @@
  *     entry copy back at -1 and __tally.tlive at 0, so that instrumented
  *     code a later destructor runs attaches again;
  *   - a dump: each value written is the module's counter plus the copies of
- *     every live attachment (tally_rt_tls_add, tally_rt_tls_sum), so
+ *     every live attachment (tally_rt_tls_add, tally_rt_tls_sum, over the
+ *     module's attachments gathered once by tally_rt_tls_of), so
  *     threads still running and the main thread (whose key destructors
  *     never run) are counted;
  *   - a module going away (dlclose, or the end of the process): its live
@@ -253,15 +254,39 @@ tally_rt_tls_attach_local (struct tally_module *m)
   errno = saved;
 }
 
+uint32_t
+tally_rt_tls_of (const struct tally_module *m, const void **att, uint32_t max)
+{
+  uint32_t n = 0;
+  for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
+       a = a->next)
+    if (a->m == m && n++ < max)
+      att[n - 1] = a;
+  return n;
+}
+
+/* The next attachment of a walk: of the N in ATT (tally_rt_tls_of), or of
+   all of them if ATT is NULL.  */
+static const struct attachment *
+walk (const void *const *att, uint32_t n, uint32_t *j,
+      const struct attachment *a)
+{
+  if (att)
+    return *j < n ? (const struct attachment *) att[(*j)++] : NULL;
+  return a ? a->next : __atomic_load_n (&all, __ATOMIC_ACQUIRE);
+}
+
 void
-tally_rt_tls_add (const struct tally_module *m, uint32_t fn, uint32_t k,
-                  uint32_t n, uint64_t *out)
+tally_rt_tls_add (const struct tally_module *m, const void *const *att,
+                  uint32_t natt, uint32_t fn, uint32_t k, uint32_t n,
+                  uint64_t *out)
 {
   if (!n)
     return;
   int fix = k == 0 && armed (m->fns[fn], 0);
-  for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
-       a = a->next)
+  uint32_t j = 0;
+  for (const struct attachment *a = walk (att, natt, &j, NULL); a;
+       a = walk (att, natt, &j, a))
     if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
       {
         const uint64_t *c = a->copies[fn] + k;
@@ -274,14 +299,16 @@ tally_rt_tls_add (const struct tally_module *m, uint32_t fn, uint32_t k,
 }
 
 uint64_t
-tally_rt_tls_sum (const struct tally_module *m, uint32_t fn, uint32_t n)
+tally_rt_tls_sum (const struct tally_module *m, const void *const *att,
+                  uint32_t natt, uint32_t fn, uint32_t n)
 {
   uint64_t sum = 0;
   if (!n)
     return 0;
   int fix = armed (m->fns[fn], 0);
-  for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
-       a = a->next)
+  uint32_t j = 0;
+  for (const struct attachment *a = walk (att, natt, &j, NULL); a;
+       a = walk (att, natt, &j, a))
     if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
       {
         const uint64_t *c = a->copies[fn];
