@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""compare.py - two runs of benchmarks/run side by side: for each mode
-both runs measured, a metric's ratio per workload as "before → after",
-and the geometric mean over the workloads both measured.
+"""compare.py - runs of benchmarks/run side by side: for each mode every
+run measured, a metric's ratio per workload as "before → after" (with
+more than two runs, "first → second → ..."), and the geometric mean over
+the workloads every run measured.
 
-Usage: benchmarks/compare.py [--metric COL] [--workloads LIST] BEFORE/results.csv AFTER/results.csv
+Usage: benchmarks/compare.py [--metric COL] [--workloads LIST] BEFORE/results.csv [MIDDLE/results.csv ...] AFTER/results.csv
 
 COL is a column of results.csv whose ratio to the baseline is wanted:
 Ir (default), size, compile, wall, or any NAME with a NAME_ratio column.
 LIST: the workloads to show, comma-separated (default: all both measured).
-A mode that failed or was not measured in either run shows "-".  Prints
+A mode that failed or was not measured in any of the runs shows "-".  Prints
 Markdown.
 """
 
@@ -36,36 +37,36 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--metric", default="Ir")
     ap.add_argument("--workloads")
-    ap.add_argument("before")
-    ap.add_argument("after")
+    ap.add_argument("runs", nargs="+", metavar="RESULTS.csv")
     a = ap.parse_args()
+    if len(a.runs) < 2:
+        ap.error("give at least two results.csv files")
     col = {"wall": "wall_ratio", "compile": "compile_ratio"}.get(a.metric, a.metric + "_ratio")
-    old, new = load(a.before, col), load(a.after, col)
+    runs = [load(path, col) for path in a.runs]
     workloads, modes = [], []
-    for w, m in new:
-        if (w, m) in old and (not a.workloads or w in a.workloads.split(",")):
+    for w, m in runs[-1]:
+        if all((w, m) in r for r in runs[:-1]) and (not a.workloads or w in a.workloads.split(",")):
             if w not in workloads:
                 workloads.append(w)
             if m not in modes:
                 modes.append(m)
     if not modes:
-        sys.exit("compare.py: the two runs share no (workload, mode)")
+        sys.exit("compare.py: the runs share no (workload, mode)")
     print("| mode | " + " | ".join(workloads) + " | geomean |")
     print("|---|" + "---|" * (len(workloads) + 1))
     for m in modes:
-        cells, both_o, both_n = [], [], []
+        cells, both = [], [[] for _ in runs]
         for w in workloads:
-            o, n = old.get((w, m)), new.get((w, m))
-            if o is None or n is None:
+            vs = [r.get((w, m)) for r in runs]
+            if any(v is None for v in vs):
                 cells.append("-")
                 continue
-            both_o.append(o)
-            both_n.append(n)
-            cells.append("%.3f → %.3f" % (o, n))
-        go, gn = geomean(both_o), geomean(both_n)
-        cells.append("-" if go is None else "%.3f → %.3f" % (go, gn))
+            for b, v in zip(both, vs):
+                b.append(v)
+            cells.append(" → ".join("%.3f" % v for v in vs))
+        gs = [geomean(b) for b in both]
+        cells.append("-" if gs[0] is None else " → ".join("%.3f" % g for g in gs))
         print("| `%s` | %s |" % (m, " | ".join(cells)))
-
 
 if __name__ == "__main__":
     main()
