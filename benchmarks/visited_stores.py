@@ -13,6 +13,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "testsuite"))
+from checklib import callgrind_executed  # noqa: E402
+
 
 def stores(exe):
     """{address: function} of the visited stores in EXE."""
@@ -27,35 +31,6 @@ def stores(exe):
         if x:
             out[int(x.group(1), 16)] = fn
     return out
-
-
-def executed(profile, addrs):
-    """{address: executions} from callgrind's --dump-instr=yes output
-    (positions "instr line", compressed as +N, -N, * or absolute; the
-    line after calls= is a call's inclusive cost, not an execution)."""
-    got, pos, after_call = {}, 0, False
-    for line in open(profile):
-        if line.startswith("calls="):
-            after_call = True
-            continue
-        if not line or line[0] not in "0123456789+-*":
-            continue
-        f = line.split()
-        p = f[0]
-        if p.startswith("0x"):
-            pos = int(p, 16)
-        elif p[0] == "+":
-            pos += int(p[1:])
-        elif p[0] == "-":
-            pos -= int(p[1:])
-        elif p != "*":
-            pos = int(p)
-        if after_call:
-            after_call = False
-            continue
-        if pos in addrs and len(f) > 2:
-            got[pos] = got.get(pos, 0) + int(f[2])
-    return got
 
 
 def main(argv):
@@ -74,7 +49,7 @@ def main(argv):
                         "--callgrind-out-file=" + profile, exe, *argv[2:]],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        env=env, check=True)
-        got = executed(profile, addrs)
+        got = callgrind_executed(profile, addrs)
     total = sum(got.values())
     print("%d visited stores in the code, %d executed" % (len(addrs), total))
     by_fn = {}

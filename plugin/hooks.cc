@@ -270,8 +270,9 @@ tally_build_increment (function *fun, tree array, unsigned k, location_t loc,
    ARRAY[K] = NEW" as tally_build_increment and blocks.cc's build_add
    make it, three statements of one block with NEW and OLD used once:
    *LOAD and *ADD are its first two.  */
-static bool
-counter_update_p (gimple *store, tree array, gimple **load, gimple **add)
+bool
+tally_counter_update_p (gimple *store, tree array, gimple **load,
+                        gimple **add)
 {
   if (!gimple_assign_single_p (store))
     return false;
@@ -321,7 +322,7 @@ tally_updates_to_asm (function *fun, tree array)
     for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);)
       {
         gimple *store = gsi_stmt (gsi), *load, *add;
-        if (!counter_update_p (store, array, &load, &add))
+        if (!tally_counter_update_p (store, array, &load, &add))
           {
             gsi_next (&gsi);
             continue;
@@ -390,7 +391,25 @@ counter_asms_to_insns (void)
   return 0;
 }
 
+/* An RTL pass of the plugin's: DATA names it, WORK is what it does.  */
 namespace {
+
+class tally_rtl_pass : public rtl_opt_pass
+{
+public:
+  tally_rtl_pass (gcc::context *ctx, const pass_data &data,
+                  unsigned int (*fn) (void))
+      : rtl_opt_pass (data, ctx), work (fn)
+  {
+  }
+  unsigned int execute (function *) final override
+  {
+    return work ();
+  }
+
+private:
+  unsigned int (*work) (void);
+};
 
 const pass_data tally_counter_insn_pass_data = {
   RTL_PASS,
@@ -400,25 +419,13 @@ const pass_data tally_counter_insn_pass_data = {
   0, 0, 0, 0, 0
 };
 
-class tally_counter_insn_pass : public rtl_opt_pass
-{
-public:
-  tally_counter_insn_pass (gcc::context *ctx)
-      : rtl_opt_pass (tally_counter_insn_pass_data, ctx)
-  {
-  }
-  unsigned int execute (function *) final override
-  {
-    return counter_asms_to_insns ();
-  }
-};
-
 } // namespace
 
 opt_pass *
 tally_make_counter_insn_pass (gcc::context *ctx)
 {
-  return new tally_counter_insn_pass (ctx);
+  return new tally_rtl_pass (ctx, tally_counter_insn_pass_data,
+                             counter_asms_to_insns);
 }
 
 void
@@ -1011,25 +1018,13 @@ const pass_data tally_red_zone_pass_data = {
   0, 0, 0, 0, 0
 };
 
-class tally_red_zone_pass : public rtl_opt_pass
-{
-public:
-  tally_red_zone_pass (gcc::context *ctx)
-      : rtl_opt_pass (tally_red_zone_pass_data, ctx)
-  {
-  }
-  unsigned int execute (function *) final override
-  {
-    return drop_red_zone_steps ();
-  }
-};
-
 } // namespace
 
 opt_pass *
 tally_make_red_zone_pass (gcc::context *ctx)
 {
-  return new tally_red_zone_pass (ctx);
+  return new tally_rtl_pass (ctx, tally_red_zone_pass_data,
+                             drop_red_zone_steps);
 }
 
 namespace {

@@ -45,34 +45,14 @@ build_add (tree array, unsigned k, tree n, gimple_seq *seq)
    as short as before.  */
 
 /* The counter update STORE ("COUNTERS[k] = NEW") of the triplet
-   tally_build_increment and build_add make: its load in *LOAD and its add
-   in *ADD, or false when STORE is not one.  */
+   tally_build_increment and build_add make, at a constant index: its load
+   in *LOAD and its add in *ADD, or false when STORE is not one.  */
 static bool
 counter_update (gimple *store, tree counters, gimple **load, gimple **add)
 {
-  if (!gimple_assign_single_p (store))
-    return false;
-  tree lhs = gimple_assign_lhs (store);
-  if (TREE_CODE (lhs) != ARRAY_REF || TREE_OPERAND (lhs, 0) != counters
-      || TREE_CODE (TREE_OPERAND (lhs, 1)) != INTEGER_CST)
-    return false;
-  tree nv = gimple_assign_rhs1 (store);
-  if (TREE_CODE (nv) != SSA_NAME || !has_single_use (nv))
-    return false;
-  gimple *a = SSA_NAME_DEF_STMT (nv);
-  if (!is_gimple_assign (a) || gimple_assign_rhs_code (a) != PLUS_EXPR
-      || gimple_bb (a) != gimple_bb (store))
-    return false;
-  tree ov = gimple_assign_rhs1 (a);
-  if (TREE_CODE (ov) != SSA_NAME || !has_single_use (ov))
-    return false;
-  gimple *l = SSA_NAME_DEF_STMT (ov);
-  if (!gimple_assign_single_p (l) || gimple_bb (l) != gimple_bb (store)
-      || !operand_equal_p (gimple_assign_rhs1 (l), lhs, 0))
-    return false;
-  *load = l;
-  *add = a;
-  return true;
+  return tally_counter_update_p (store, counters, load, add)
+         && TREE_CODE (TREE_OPERAND (gimple_assign_lhs (store), 1))
+            == INTEGER_CST;
 }
 
 /* Why LOOP's counters cannot be held in registers, or NULL.  */

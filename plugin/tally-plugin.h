@@ -219,6 +219,10 @@ tree tally_make_temp (function *fun, tree type);
    form (update=atomic).  */
 void tally_build_increment (function *fun, tree array, unsigned k,
                             location_t loc, gimple_seq *seq);
+/* STORE ends a counter update "OLD = ARRAY[K]; NEW = OLD + N; ARRAY[K] =
+   NEW" of one block: its load in *LOAD, its add in *ADD (hooks.cc).  */
+bool tally_counter_update_p (gimple *store, tree array, gimple **load,
+                             gimple **add);
 /* x86-64 at=late, update=single|tls: the counter updates of ARRAY left
    in FUN's memory after the pass become one "addq" asm statement each.  */
 void tally_updates_to_asm (function *fun, tree array);

@@ -388,3 +388,33 @@ def main(prefix, modes=None):
     if modes and a.check in modes:
         return modes[a.check](a)
     return run_check(CASES, a.check, a, prefix)
+
+
+def callgrind_executed(profile, addrs):
+    """{address: executions} of the instructions at ADDRS, from callgrind's
+    --dump-instr=yes output PROFILE (positions "instr line", compressed as
+    +N, -N, * or absolute; the line after calls= is a call's inclusive
+    cost, not an execution)."""
+    got, pos, after_call = {}, 0, False
+    for line in open(profile):
+        if line.startswith("calls="):
+            after_call = True
+            continue
+        if not line or line[0] not in "0123456789+-*":
+            continue
+        f = line.split()
+        p = f[0]
+        if p.startswith("0x"):
+            pos = int(p, 16)
+        elif p[0] == "+":
+            pos += int(p[1:])
+        elif p[0] == "-":
+            pos -= int(p[1:])
+        elif p != "*":
+            pos = int(p)
+        if after_call:
+            after_call = False
+            continue
+        if pos in addrs and len(f) > 2:
+            got[pos] = got.get(pos, 0) + int(f[2])
+    return got

@@ -36,7 +36,7 @@ import struct
 import sys
 import zlib
 
-from checklib import (Skip, block_counts, block_maps, case, disasm_function, expect, main, run, tally_opts)
+from checklib import (Skip, block_counts, callgrind_executed, block_maps, case, disasm_function, expect, main, run, tally_opts)
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 INPUTS = [["0", "10"], ["1", "30"], ["2", "5"], ["3", "20"], ["4", "40"],
@@ -142,35 +142,6 @@ def store_addresses(exe, func):
              for l in disasm_function(exe, func, clones=True)) if x}
 
 
-def executed(profile, addrs):
-    """How many times the instructions at ADDRS ran, from callgrind's
-    --dump-instr=yes output PROFILE (positions "instr line", compressed
-    as +N, -N, * or absolute; the line after calls= is a call's cost)."""
-    total, pos, after_call = 0, 0, False
-    for line in open(profile):
-        if line.startswith("calls="):
-            after_call = True
-            continue
-        if not line or line[0] not in "0123456789+-*":
-            continue
-        f = line.split()
-        p = f[0]
-        if p.startswith("0x"):
-            pos = int(p, 16)
-        elif p[0] == "+":
-            pos += int(p[1:])
-        elif p[0] == "-":
-            pos -= int(p[1:])
-        elif p != "*":
-            pos = int(p)
-        if after_call:
-            after_call = False
-            continue
-        if pos in addrs and len(f) > 2:
-            total += int(f[2])
-    return total
-
-
 @case("latch")
 def check_latch(a, work):
     if platform.machine() not in ("x86_64", "amd64"):
@@ -184,7 +155,7 @@ def check_latch(a, work):
          "--callgrind-out-file=" + profile, exe, "2", str(n)],
         env={"TALLY_OUTPUT": os.path.join(work, "latch.data")})
     addrs = store_addresses(exe, "interp")
-    got = executed(profile, addrs)
+    got = sum(callgrind_executed(profile, addrs).values())
     # Mode 2 runs n iterations through case 0 (n capped at 256 by the
     # program): the case's byte each time, the latch's none; a few more
     # outside the loop.
