@@ -349,14 +349,16 @@ tally_updates_to_asm (function *fun, tree array)
       }
 }
 
-/* After reload (pass "pro_and_epilogue"): each counter update's asm
-   becomes the add instruction itself, "ADDR += N" with the flags
-   clobbered (x86's *adddi_1, memory destination), once the passes the
-   asm is there for have run.  The block reordering, the second scheduler
-   and the final output then see the instruction and its real length (an
-   asm counts as 16 bytes, which kept the tail duplication of short blocks
-   ending in an update from happening), and the assembly has no #APP
-   lines.  An asm whose replacement the target does not accept stays.  */
+/* Right after reload, before the prologue is placed: each counter
+   update's asm becomes the add instruction itself, "ADDR += N" with the
+   flags clobbered (x86's *adddi_1, memory destination), once the passes
+   the asm is there for have run.  Shrink-wrapping, the block reordering,
+   the second scheduler and the final output then see the instruction and
+   its real length (an asm counts as 16 bytes, which kept the copying of
+   short blocks ending in an update from happening: a shared return block
+   not copied puts the prologue's pushes on a leaf's fast path), and the
+   assembly has no #APP lines.  An asm whose replacement the target does
+   not accept stays.  */
 static unsigned int
 counter_asms_to_insns (void)
 {

@@ -477,10 +477,13 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
     insert_pass_after (info->base_name, tally_make_red_zone_pass (g),
                        "pro_and_epilogue");
   /* Counter updates made one asm each at=late on x86-64 (hooks.cc): the
-     add instruction again once register allocation is done.  */
+     add instruction again once register allocation is done, and before
+     the prologue is placed: shrink-wrapping copies blocks by their size,
+     and an asm counts as a long one, so a leaf's fast path would have
+     pushed the callee-saved registers its slow path needs.  */
   if (late_slot && tally_target_x86_64 ())
     insert_pass_after (info->base_name, tally_make_counter_insn_pass (g),
-                       "pro_and_epilogue");
+                       "reload");
   if (tally_opts.hooks == TALLY_HOOKS_USER)
     tally_user_register (info->base_name);
   /* exit=frames: every body of the unit is looked at before the first is

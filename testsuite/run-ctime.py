@@ -5,7 +5,8 @@ x86-64 with update=single or tls, each counter update reaches RTL as one
 asm statement ("addq N, COUNTER", the counter an in-out memory operand)
 instead of a load, an add and a store, and after reload it is the add
 instruction again, so the assembly has no #APP.  update=atomic,
-counters=mapped and at=early keep their forms.  The counts stay those of
+counters=mapped and at=early keep their forms, and the add instructions
+are back before the prologue is placed, so shrink-wrapping still works.  The counts stay those of
 update=atomic (whose updates are left alone) on the same build.
 
 Usage: run-ctime.py CHECK --plugin P --runtime RT --tally T --cc CC
@@ -18,7 +19,8 @@ import platform
 import re
 import sys
 
-from checklib import Skip, block_counts, build, case, expect, main, run, tally_opts, write_file
+from checklib import (Skip, block_counts, build, case, disasm_insns, expect, main, run,
+                      tally_opts, write_file)
 
 # Branches, a switch, a loop with a call, a counted loop, an early return,
 # recursion: blocks and edges of every kind get counters.
@@ -155,6 +157,89 @@ def check_exact(a, work):
                 continue
             expect(got == want, "%s update=%s: block counts differ from update=atomic's:\n%s\n%s"
                    % (opt, upd, got, want))
+
+
+# A leaf shaped like bzip2's mainGtU: its fast path (the first bytes
+# differ) needs no callee-saved register, its slow path does, and both
+# end in the same return block.  GCC shrink-wraps it by copying that
+# block, which it does not when the block's exit count is an asm (it
+# counts an asm as 16 bytes): the pushes then move to the entry.
+SHRINK_C = r"""
+#include <stdio.h>
+#define STEP(b, i1, i2, c1, c2) \
+  c1 = b[i1]; c2 = b[i2]; if (c1 != c2) return c1 > c2; i1++; i2++;
+#define QSTEP(b, q, i1, i2, c1, c2, s1, s2) \
+  c1 = b[i1]; c2 = b[i2]; if (c1 != c2) return c1 > c2; \
+  s1 = q[i1]; s2 = q[i2]; if (s1 != s2) return s1 > s2; i1++; i2++;
+__attribute__ ((noinline)) int
+gt (unsigned i1, unsigned i2, const unsigned char *b, const unsigned short *q,
+    unsigned n, int *budget)
+{
+  unsigned char c1, c2;
+  unsigned short s1, s2;
+  STEP (b, i1, i2, c1, c2) STEP (b, i1, i2, c1, c2) STEP (b, i1, i2, c1, c2)
+  STEP (b, i1, i2, c1, c2) STEP (b, i1, i2, c1, c2) STEP (b, i1, i2, c1, c2)
+  int k = n + 8;
+  do
+    {
+      QSTEP (b, q, i1, i2, c1, c2, s1, s2) QSTEP (b, q, i1, i2, c1, c2, s1, s2)
+      QSTEP (b, q, i1, i2, c1, c2, s1, s2) QSTEP (b, q, i1, i2, c1, c2, s1, s2)
+      if (i1 >= n) i1 -= n;
+      if (i2 >= n) i2 -= n;
+      k -= 4;
+      (*budget)--;
+    }
+  while (k >= 0);
+  return 0;
+}
+int main (void)
+{
+  static unsigned char b[128];
+  static unsigned short q[128];
+  int budget = 0, t = 0;
+  for (int i = 0; i < 128; i++)
+    b[i] = (unsigned char) (i % 3 == 0), q[i] = (unsigned short) (i / 7);
+  for (unsigned i = 0; i < 100; i++)
+    t += gt (i, i + 3, b, q, 100, &budget);
+  printf ("%d %d\\n", t, budget);
+  return 0;
+}
+"""
+
+
+def entry_pushes(insns):
+    """The pushes before FUNC's first conditional jump: its entry block's."""
+    pushes = []
+    for text in insns:
+        if re.match(r"j(?!mp)\w+\s", text):
+            break
+        if text.startswith("push"):
+            pushes.append(text)
+    return pushes
+
+
+@case("shrink-wrap")
+def check_shrink_wrap(a, work):
+    """The add instructions are back before the prologue is placed: a leaf
+    GCC shrink-wraps without the plugin is shrink-wrapped with it (no push
+    before the first test), with hooks=inline and with blocks=count."""
+    need_x86_64()
+    src = write_file(os.path.join(work, "shrink.c"), SHRINK_C)
+    plain = os.path.join(work, "shrink-plain.o")
+    run([a.cc, "-O2", "-c", src, "-o", plain])
+    insns = disasm_insns(plain, "gt")
+    if entry_pushes(insns) or not any(t.startswith("push") for t in insns):
+        raise Skip("(this GCC does not shrink-wrap the test's leaf: %s)" % insns[:8])
+    for opts in (("hooks=inline",), ("blocks=count", "hooks=none"),
+                 ("blocks=count", "update=tls")):
+        tag = "-".join(o.replace("=", "_") for o in opts)
+        obj = os.path.join(work, "shrink-%s.o" % tag)
+        run([a.cc, "-O2", "-fplugin=" + a.plugin, *tally_opts(*opts), "-c", src, "-o", obj])
+        got = disasm_insns(obj, "gt")
+        expect(any(re.search(r"(addq|incq)\s.*(__tally|%fs:)", t) or "add" in t and "(%rip)" in t
+                   for t in got), "%s: no counter update in gt: %s" % (tag, got[:12]))
+        expect(not entry_pushes(got), "%s: gt pushes %s before its first test (not shrink-"
+               "wrapped; without the plugin it is): %s" % (tag, entry_pushes(got), got[:12]))
 
 
 if __name__ == "__main__":
