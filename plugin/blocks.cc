@@ -1338,11 +1338,7 @@ build_add (tree array, unsigned k, tree niter, gimple_seq *seq)
       gimple_seq_add_stmt (seq, g);
       return;
     }
-  tree old_val = make_ssa_name (uint64_type_node);
-  tree new_val = make_ssa_name (uint64_type_node);
-  gimple_seq_add_stmt (seq, gimple_build_assign (old_val, ref));
-  gimple_seq_add_stmt (seq, gimple_build_assign (new_val, PLUS_EXPR, old_val, n));
-  gimple_seq_add_stmt (seq, gimple_build_assign (unshare_expr (ref), new_val));
+  tally_build_add (cfun, ref, n, UNKNOWN_LOCATION, seq);
 }
 
 /* 5a. The update of a derived latch count D: its trip count on the

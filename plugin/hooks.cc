@@ -224,6 +224,24 @@ build_hook (function *fun, const tally_fn_info &fn, unsigned k,
   tally_build_increment (fun, fn.counters, k, loc, seq);
 }
 
+tree
+tally_build_add (function *fun, tree ref, tree n, location_t loc,
+                 gimple_seq *seq)
+{
+  tree old_val = tally_make_temp (fun, uint64_type_node);
+  tree new_val = tally_make_temp (fun, uint64_type_node);
+  gimple *g = gimple_build_assign (old_val, ref);
+  gimple_set_location (g, loc);
+  gimple_seq_add_stmt (seq, g);
+  g = gimple_build_assign (new_val, PLUS_EXPR, old_val, n);
+  gimple_set_location (g, loc);
+  gimple_seq_add_stmt (seq, g);
+  g = gimple_build_assign (unshare_expr (ref), new_val);
+  gimple_set_location (g, loc);
+  gimple_seq_add_stmt (seq, g);
+  return new_val;
+}
+
 void
 tally_build_increment (function *fun, tree array, unsigned k, location_t loc,
                        gimple_seq *seq)
@@ -252,18 +270,7 @@ tally_build_increment (function *fun, tree array, unsigned k, location_t loc,
       gimple_seq_add_stmt (seq, g);
       return;
     }
-  tree old_val = tally_make_temp (fun, uint64_type_node);
-  tree new_val = tally_make_temp (fun, uint64_type_node);
-  g = gimple_build_assign (old_val, ref);
-  gimple_set_location (g, loc);
-  gimple_seq_add_stmt (seq, g);
-  g = gimple_build_assign (new_val, PLUS_EXPR, old_val,
-                           build_int_cst (uint64_type_node, 1));
-  gimple_set_location (g, loc);
-  gimple_seq_add_stmt (seq, g);
-  g = gimple_build_assign (unshare_expr (ref), new_val);
-  gimple_set_location (g, loc);
-  gimple_seq_add_stmt (seq, g);
+  tally_build_add (fun, ref, build_int_cst (uint64_type_node, 1), loc, seq);
 }
 
 /* The counter update ending in STORE, "OLD = ARRAY[K]; NEW = OLD + N;
@@ -701,23 +708,16 @@ insert_tls_fold (function *fun, const tally_fn_info &fn, location_t loc)
   tree ref = build4 (ARRAY_REF, uint64_type_node, fn.counters,
                      build_int_cst (integer_type_node, TALLY_C_ENTRIES),
                      NULL_TREE, NULL_TREE);
-  tree old_val = tally_make_temp (fun, uint64_type_node);
-  tree new_val = tally_make_temp (fun, uint64_type_node);
+  tree one = build_int_cst (uint64_type_node, 1);
+  gimple_seq seq = NULL;
+  tree new_val = tally_build_add (fun, ref, one, loc, &seq);
+  gimple *g = gimple_build_cond (EQ_EXPR, new_val,
+                                 build_int_cst (uint64_type_node, 0),
+                                 NULL_TREE, NULL_TREE);
+  gimple_set_location (g, loc);
+  gimple_seq_add_stmt (&seq, g);
   gimple_stmt_iterator gsi = gsi_start_bb (cond_bb);
-  gimple *g = gimple_build_assign (old_val, ref);
-  gimple_set_location (g, loc);
-  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
-  g = gimple_build_assign (new_val, PLUS_EXPR, old_val,
-                           build_int_cst (uint64_type_node, 1));
-  gimple_set_location (g, loc);
-  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
-  g = gimple_build_assign (unshare_expr (ref), new_val);
-  gimple_set_location (g, loc);
-  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
-  g = gimple_build_cond (EQ_EXPR, new_val, build_int_cst (uint64_type_node, 0),
-                         NULL_TREE, NULL_TREE);
-  gimple_set_location (g, loc);
-  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+  gsi_insert_seq_after (&gsi, seq, GSI_NEW_STMT);
 
   /* LIVE: if (__tally.tlive == 0).  */
   gsi = gsi_start_bb (live_bb);
@@ -741,19 +741,10 @@ insert_tls_fold (function *fun, const tally_fn_info &fn, location_t loc)
                       NULL_TREE, NULL_TREE);
   TREE_THIS_VOLATILE (vref) = 1;
   TREE_SIDE_EFFECTS (vref) = 1;
-  tree fix_old = tally_make_temp (fun, uint64_type_node);
-  tree fix_new = tally_make_temp (fun, uint64_type_node);
+  seq = NULL;
+  tally_build_add (fun, vref, one, loc, &seq);
   gsi = gsi_start_bb (fix_bb);
-  g = gimple_build_assign (fix_old, vref);
-  gimple_set_location (g, loc);
-  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
-  g = gimple_build_assign (fix_new, PLUS_EXPR, fix_old,
-                           build_int_cst (uint64_type_node, 1));
-  gimple_set_location (g, loc);
-  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
-  g = gimple_build_assign (unshare_expr (vref), fix_new);
-  gimple_set_location (g, loc);
-  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+  gsi_insert_seq_after (&gsi, seq, GSI_NEW_STMT);
   free_dominance_info (CDI_DOMINATORS);
   free_dominance_info (CDI_POST_DOMINATORS);
 }

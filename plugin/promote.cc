@@ -22,11 +22,7 @@ build_add (tree array, unsigned k, tree n, gimple_seq *seq)
 {
   tree ref = build4 (ARRAY_REF, uint64_type_node, array,
                      build_int_cst (integer_type_node, k), NULL_TREE, NULL_TREE);
-  tree old_val = make_ssa_name (uint64_type_node);
-  tree new_val = make_ssa_name (uint64_type_node);
-  gimple_seq_add_stmt (seq, gimple_build_assign (old_val, ref));
-  gimple_seq_add_stmt (seq, gimple_build_assign (new_val, PLUS_EXPR, old_val, n));
-  gimple_seq_add_stmt (seq, gimple_build_assign (unshare_expr (ref), new_val));
+  tally_build_add (cfun, ref, n, UNKNOWN_LOCATION, seq);
 }
 
 /* At at=late GCC's loop optimisers have run, so a counter in a loop is a

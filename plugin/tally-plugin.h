@@ -215,6 +215,11 @@ void tally_add_call_edges (function *fun, gimple_seq seq, basic_block bb);
 /* A temporary of TYPE: an SSA name once FUN is in SSA form, else a
    register variable.  */
 tree tally_make_temp (function *fun, tree type);
+/* Append to *SEQ "OLD = REF; NEW = OLD + N; REF = NEW" at LOC, the
+   three statements of every update=single|tls counter update (the form
+   tally_counter_update_p recognises); returns NEW.  */
+tree tally_build_add (function *fun, tree ref, tree n, location_t loc,
+                      gimple_seq *seq);
 /* Append to *SEQ "ARRAY[K] += 1" (update=single|tls) or its relaxed atomic
    form (update=atomic).  */
 void tally_build_increment (function *fun, tree array, unsigned k,
