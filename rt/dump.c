@@ -195,22 +195,6 @@ note_exit_sums_locked (void)
       }
 }
 
-/* The exit dump's entry for M (the cursor follows the list order).  */
-static struct tally_rt_sum *
-exit_sum_of (const struct tally_module *m)
-{
-  for (size_t k = 0; k < exit_sums_len; k++)
-    {
-      size_t i = (exit_sums_cursor + k) % exit_sums_len;
-      if (exit_sums[i].m == m)
-        {
-          exit_sums_cursor = i + 1;
-          return &exit_sums[i];
-        }
-    }
-  return NULL;
-}
-
 /* After the exit dump: a module it did not write from its blob (which a
    successful dump does) is read now.  */
 static void
@@ -233,7 +217,8 @@ moved_locked (struct tally_module *m)
   if (!exit_sums || tally_rt_cont_mapped (m))
     return 0;
   uint64_t sum = module_sum (m);
-  struct tally_rt_sum *e = exit_sum_of (m);
+  struct tally_rt_sum *e
+      = tally_rt_sum_of (exit_sums, exit_sums_len, &exit_sums_cursor, m);
   return e ? sum != e->sum : sum != 0; /* 0: registered after the exit dump */
 }
 

@@ -169,23 +169,31 @@ tally_rt_blob_sums (struct tally_rt_sum *table, size_t n)
   sums_cursor = 0;
 }
 
+struct tally_rt_sum *
+tally_rt_sum_of (struct tally_rt_sum *table, size_t n, size_t *cursor,
+                 const struct tally_module *m)
+{
+  for (size_t k = 0; table && k < n; k++)
+    {
+      size_t i = (*cursor + k) % n;
+      if (table[i].m == m)
+        {
+          *cursor = (i + 1) % n;
+          return &table[i];
+        }
+    }
+  return NULL;
+}
+
 /* M's values are written: their sum into its pending entry, if any.  */
 static void
 module_end (const struct tally_module *m)
 {
-  for (size_t k = 0; sums && k < nsums; k++)
+  struct tally_rt_sum *e = tally_rt_sum_of (sums, nsums, &sums_cursor, m);
+  if (e && e->pending)
     {
-      struct tally_rt_sum *e = &sums[(sums_cursor + k) % nsums];
-      if (e->m == m)
-        {
-          sums_cursor = (sums_cursor + k + 1) % nsums;
-          if (e->pending)
-            {
-              e->sum = cur_sum;
-              e->pending = 2;
-            }
-          return;
-        }
+      e->sum = cur_sum;
+      e->pending = 2;
     }
 }
 

@@ -513,6 +513,13 @@ struct tally_rt_sum
   int pending;
 };
 void tally_rt_blob_sums (struct tally_rt_sum *table, size_t n) TALLY_HIDDEN;
+/* The entry of M among the N of TABLE, looked for from *CURSOR on, which
+   then points after it (the entries are in list order: O(1) a module when
+   they are taken in that order); NULL if M has none.  */
+struct tally_rt_sum *tally_rt_sum_of (struct tally_rt_sum *table, size_t n,
+                                      size_t *cursor,
+                                      const struct tally_module *m)
+    TALLY_HIDDEN;
 /* CRC-32 arithmetic: A times B modulo the polynomial, and x^(8N) mod it
    (appending N bytes of CRC C to a CRC R: mulmod (shift (N), R) ^ C).  */
 uint32_t tally_rt_crc_mulmod (uint32_t a, uint32_t b) TALLY_HIDDEN;

@@ -265,15 +265,23 @@ tally_rt_tls_of (const struct tally_module *m, const void **att, uint32_t max)
   return n;
 }
 
-/* The next attachment of a walk: of the N in ATT (tally_rt_tls_of), or of
-   all of them if ATT is NULL.  */
+/* The next live attachment of M after A (NULL: the first) of a walk: of
+   the N in ATT (tally_rt_tls_of; *J counts them), or of all of them if ATT
+   is NULL.  */
 static const struct attachment *
-walk (const void *const *att, uint32_t n, uint32_t *j,
-      const struct attachment *a)
+next_live (const struct tally_module *m, const void *const *att, uint32_t n,
+           uint32_t *j, const struct attachment *a)
 {
-  if (att)
-    return *j < n ? (const struct attachment *) att[(*j)++] : NULL;
-  return a ? a->next : __atomic_load_n (&all, __ATOMIC_ACQUIRE);
+  for (;;)
+    {
+      if (att)
+        a = *j < n ? (const struct attachment *) att[(*j)++] : NULL;
+      else
+        a = a ? a->next : __atomic_load_n (&all, __ATOMIC_ACQUIRE);
+      if (!a || (a->m == m
+                 && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE))
+        return a;
+    }
 }
 
 void
@@ -283,19 +291,17 @@ tally_rt_tls_add (const struct tally_module *m, const void *const *att,
 {
   if (!n)
     return;
-  int fix = k == 0 && armed (m->fns[fn], 0);
+  const struct tally_fn *f = m->fns[fn];
   uint32_t j = 0;
-  for (const struct attachment *a = walk (att, natt, &j, NULL); a;
-       a = walk (att, natt, &j, a))
-    if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
-      {
-        const uint64_t *c = a->copies[fn] + k;
-        /* An armed entry at -1 reads as 0: -1 + 1.  */
-        uint64_t v0 = __atomic_load_n (&c[0], __ATOMIC_RELAXED);
-        out[0] += v0 + (fix && v0 == UINT64_MAX);
-        for (uint32_t i = 1; i < n; i++)
-          out[i] += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
-      }
+  for (const struct attachment *a = next_live (m, att, natt, &j, NULL); a;
+       a = next_live (m, att, natt, &j, a))
+    {
+      const uint64_t *c = a->copies[fn] + k;
+      /* An armed entry at -1 (not called in that thread) reads as 0.  */
+      out[0] += count_of (f, k, __atomic_load_n (&c[0], __ATOMIC_RELAXED));
+      for (uint32_t i = 1; i < n; i++)
+        out[i] += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+    }
 }
 
 uint64_t
@@ -305,18 +311,16 @@ tally_rt_tls_sum (const struct tally_module *m, const void *const *att,
   uint64_t sum = 0;
   if (!n)
     return 0;
-  int fix = armed (m->fns[fn], 0);
+  const struct tally_fn *f = m->fns[fn];
   uint32_t j = 0;
-  for (const struct attachment *a = walk (att, natt, &j, NULL); a;
-       a = walk (att, natt, &j, a))
-    if (a->m == m && __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) == ATT_LIVE)
-      {
-        const uint64_t *c = a->copies[fn];
-        uint64_t v0 = __atomic_load_n (&c[0], __ATOMIC_RELAXED);
-        sum += v0 + (fix && v0 == UINT64_MAX); /* -1 reads as 0 */
-        for (uint32_t i = 1; i < n; i++)
-          sum += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
-      }
+  for (const struct attachment *a = next_live (m, att, natt, &j, NULL); a;
+       a = next_live (m, att, natt, &j, a))
+    {
+      const uint64_t *c = a->copies[fn];
+      sum += count_of (f, 0, __atomic_load_n (&c[0], __ATOMIC_RELAXED));
+      for (uint32_t i = 1; i < n; i++)
+        sum += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+    }
   return sum;
 }
 
