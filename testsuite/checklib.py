@@ -28,6 +28,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import zlib
 
 
 class Failure(Exception):
@@ -418,3 +419,50 @@ def callgrind_executed(profile, addrs):
         if pos in addrs and len(f) > 2:
             got[pos] = got.get(pos, 0) + int(f[2])
     return got
+
+
+# Damaging data files on purpose.
+
+def refix(d):
+    """Data file D with its trailer's CRC recomputed, so that only the
+    deliberate damage is seen."""
+    body = d[:-16]
+    return body + d[-16:-12] + struct.pack("<I", zlib.crc32(body)) + d[-8:]
+
+
+def parse_map_v1(d, off):
+    """(kind offset, [(block value offset, flags offset)], [(src, dst,
+    flags, value)]) of the version 1 block map at OFF of D."""
+    u32 = lambda o: struct.unpack_from("<I", d, o)[0]
+    nblocks, nedges, nfiles = u32(off + 8), u32(off + 12), u32(off + 16)
+    pos = off + 20
+    for _ in range(nfiles):
+        pos += 4 + u32(pos)
+    blks = []
+    for _ in range(nblocks):
+        blks.append((pos, pos + 4))
+        pos += 12 + 8 * u32(pos + 8)
+    edges = []
+    for _ in range(nedges):
+        edges.append((u32(pos), u32(pos + 4), u32(pos + 8), u32(pos + 12)))
+        pos += 16
+    return off + 4, blks, edges
+
+
+def derive_cycle(blks, edges, put):
+    """Damage a version 1 map (parse_map_v1's BLKS and EDGES; PUT (offset,
+    u32) writes): the two ends of its first normal edge between real
+    blocks without a value of its own (an edge with one, kind 5, would not
+    make a cycle) derived from each other, the source from its
+    successors, the destination from its predecessors.  False if it has
+    no such edge."""
+    pair = [(s, t) for s, t, f, v in edges
+            if s >= 2 and t >= 2 and s != t and not f & 1 and v == 0xffffffff]
+    if not pair:
+        return False
+    s, t = pair[0]
+    put(blks[s][0], 0xffffffff)
+    put(blks[s][1], 2)
+    put(blks[t][0], 0xffffffff)
+    put(blks[t][1], 4)
+    return True

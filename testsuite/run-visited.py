@@ -30,10 +30,9 @@ import platform
 import re
 import struct
 import sys
-import zlib
 
-from checklib import (Skip, block_counts, block_maps, case, disasm_function, disasm_loops, expect, main, run,
-                      tally_opts)
+from checklib import (block_counts, block_maps, case, derive_cycle, disasm_function, disasm_loops,
+                      expect, main, parse_map_v1, refix, run, Skip, tally_opts)
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 C_INPUTS = [["0", "0"], ["0", "1"], ["0", "5"], ["0", "64"], ["1", "5"],
@@ -120,35 +119,15 @@ def check_cost(a, work):
                "%s's map derives no block: %s" % (func, got))
 
 
-def refix(d):
-    body = d[:-16]
-    return body + d[-16:-12] + struct.pack("<I", zlib.crc32(body)) + d[-8:]
 
 
-def parse_map(d, off):
-    """(kind offset, [(block value offset, flags offset)], [(src, dst,
-    flags, value)]) of the map at OFF."""
-    u32 = lambda o: struct.unpack_from("<I", d, o)[0]
-    nblocks, nedges, nfiles = u32(off + 8), u32(off + 12), u32(off + 16)
-    pos = off + 20
-    for _ in range(nfiles):
-        pos += 4 + u32(pos)
-    blks = []
-    for _ in range(nblocks):
-        blks.append((pos, pos + 4))
-        pos += 12 + 8 * u32(pos + 8)
-    edges = []
-    for _ in range(nedges):
-        edges.append((u32(pos), u32(pos + 4), u32(pos + 8), u32(pos + 12)))
-        pos += 16
-    return off + 4, blks, edges
 
 
 def damage(d, how):
     """D with the first kind-4 map damaged as HOW says, or None."""
     u32 = lambda o: struct.unpack_from("<I", d, o)[0]
     for off, _ in block_maps(d):
-        kind, blks, edges = parse_map(d, off)
+        kind, blks, edges = parse_map_v1(d, off)
         if u32(kind) not in (4, 5):
             continue
         out = bytearray(d)
@@ -169,17 +148,8 @@ def damage(d, how):
             put(blks[src[0]][0], 0xffffffff)
             put(blks[src[0]][1], 2)
         elif how == "cycle":
-            # (an edge with a value of its own, kind 5, would not make one)
-            pair = [(s, t) for s, t, f, v in edges
-                    if s >= 2 and t >= 2 and s != t and not f & 1
-                    and v == 0xffffffff]
-            if not pair:
+            if not derive_cycle(blks, edges, put):
                 continue
-            s, t = pair[0]
-            put(blks[s][0], 0xffffffff)
-            put(blks[s][1], 2)
-            put(blks[t][0], 0xffffffff)
-            put(blks[t][1], 4)
         return refix(bytes(out))
     return None
 

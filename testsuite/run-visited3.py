@@ -34,9 +34,9 @@ import re
 import shutil
 import struct
 import sys
-import zlib
 
-from checklib import (Skip, block_counts, callgrind_executed, block_maps, case, disasm_function, expect, main, run, tally_opts)
+from checklib import (block_counts, block_maps, callgrind_executed, case, derive_cycle,
+                      disasm_function, expect, main, parse_map_v1, refix, run, Skip, tally_opts)
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 INPUTS = [["0", "10"], ["1", "30"], ["2", "5"], ["3", "20"], ["4", "40"],
@@ -50,28 +50,8 @@ def load(name, file):
     return mod
 
 
-def refix(d):
-    body = d[:-16]
-    return body + d[-16:-12] + struct.pack("<I", zlib.crc32(body)) + d[-8:]
 
 
-def parse_map(d, off):
-    """(kind offset, [(block value offset, flags offset)], [(src, dst,
-    flags, value)]) of the version 1 map at OFF."""
-    u32 = lambda o: struct.unpack_from("<I", d, o)[0]
-    nblocks, nedges, nfiles = u32(off + 8), u32(off + 12), u32(off + 16)
-    pos = off + 20
-    for _ in range(nfiles):
-        pos += 4 + u32(pos)
-    blks = []
-    for _ in range(nblocks):
-        blks.append((pos, pos + 4))
-        pos += 12 + 8 * u32(pos + 8)
-    edges = []
-    for _ in range(nedges):
-        edges.append((u32(pos), u32(pos + 4), u32(pos + 8), u32(pos + 12)))
-        pos += 16
-    return off + 4, blks, edges
 
 
 def source(a):
@@ -186,7 +166,7 @@ def damage(d, how):
     """D with a kind-5 map (version 1) damaged as HOW says, or None."""
     u32 = lambda o: struct.unpack_from("<I", d, o)[0]
     for off, _ in block_maps(d):
-        kind, blks, edges = parse_map(d, off)
+        kind, blks, edges = parse_map_v1(d, off)
         if u32(kind) != 5:
             continue
         # parse_map gives each edge's (src, dst, flags, value); the offset
@@ -217,15 +197,8 @@ def damage(d, how):
                 continue
             put(val(free[0]), v)
         elif how == "cycle":
-            pair = [(s, t) for s, t, f, x in edges if s >= 2 and t >= 2
-                    and s != t and not f & 1 and x == 0xffffffff]
-            if not pair:
+            if not derive_cycle(blks, edges, put):
                 continue
-            s, t = pair[0]
-            put(blks[s][0], 0xffffffff)
-            put(blks[s][1], 2)
-            put(blks[t][0], 0xffffffff)
-            put(blks[t][1], 4)
         return refix(bytes(out))
     return None
 
