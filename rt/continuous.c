@@ -488,8 +488,7 @@ map_module (struct tally_module *m, const char **what)
 void
 tally_rt_cont_register (struct tally_module *m)
 {
-  if (!(m->flags & TALLY_MOD_COUNTERS_MAPPED) || m->abi_version < 3
-      || !m->bias)
+  if (!(m->flags & TALLY_MOD_COUNTERS_MAPPED) || !m->bias)
     return;
   if (tally_rt_lock (1) != 0)
     {

@@ -99,7 +99,7 @@ blob_of (const struct tally_module *m, uint64_t *nvalues)
   (void) nvalues;
   return NULL;
 #else
-  if (m->abi_version < 3 || !(m->flags & TALLY_MOD_BLOB) || !m->blob)
+  if (!(m->flags & TALLY_MOD_BLOB) || !m->blob)
     return NULL;
   const unsigned char *b = m->blob;
   if (tally_le_get32 (b) != TALLY_BLOB_MAGIC

@@ -451,13 +451,11 @@ int tally_rt_frame_dumped (uint32_t id) TALLY_HIDDEN;
 int tally_rt_frame_get (uint32_t i, uint64_t *addr, const char **name,
                         uint32_t *len) TALLY_HIDDEN;
 
-/* counters=mapped: the bias of M's counters (0 for every other module, and
-   for ABI 2 modules, which have no bias field).  */
+/* counters=mapped: the bias of M's counters (0 for every other module).  */
 static inline intptr_t
 tally_rt_bias (const struct tally_module *m)
 {
-  if (!(m->flags & TALLY_MOD_COUNTERS_MAPPED) || m->abi_version < 3
-      || !m->bias)
+  if (!(m->flags & TALLY_MOD_COUNTERS_MAPPED) || !m->bias)
     return 0;
   return __atomic_load_n (m->bias, __ATOMIC_ACQUIRE);
 }
