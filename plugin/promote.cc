@@ -1,6 +1,6 @@
 /* promote.cc - counters held in registers across loops (blocks=count,
- * at=late, update=single): run by hooks.cc after blocks.cc has put every
- * counter update of a function in place.  */
+ * at=late, update=single|tls): run by hooks.cc after blocks.cc has put
+ * every counter update of a function in place.  */
 #include "tally-plugin.h"
 
 #include "tree-ssa-loop.h"
@@ -15,8 +15,9 @@
    (tally_blocks_promote).  bzip2's largest, BZ2_decompress, has 668.  */
 #define TALLY_PROMOTE_MAX_BLOCKS 1000
 
-/* Append to *SEQ "COUNTERS[K] += N" as update=single's load, add and
-   store (the only update mode promoted).  */
+/* Append to *SEQ "COUNTERS[K] += N" as a load, an add and a store: the
+   form of update=single's updates and of update=tls's, whose COUNTERS is
+   the function's thread-local copy (update=atomic is not promoted).  */
 static void
 build_add (tree array, unsigned k, tree n, gimple_seq *seq)
 {
@@ -332,7 +333,7 @@ tally_blocks_promote (function *fun, const tally_fn_info &fn)
   if (!optimize || tally_opts.at != TALLY_AT_LATE
       || tally_opts.blocks != TALLY_BLOCKS_COUNT
       || tally_opts.placement == TALLY_PLACE_BLOCK /* the tests' oracle */
-      || tally_opts.update != TALLY_UPDATE_SINGLE || tally_opts.mapped
+      || tally_opts.update == TALLY_UPDATE_ATOMIC || tally_opts.mapped
       || !gimple_in_ssa_p (fun) || !fn.counters)
     return;
   /* A function of more blocks than this (an interpreter's dispatch loop,
