@@ -28,10 +28,13 @@ build_add (tree array, unsigned k, tree n, gimple_seq *seq)
 
 /* At at=late GCC's loop optimisers have run, so a counter in a loop is a
    memory add at every iteration.  In a loop without calls or asm nothing
-   but the loop itself can read the counters (a signal handler aside: see
-   doc/guarantees.md), so each counter the loop updates becomes a register
-   T set to 0 on the loop's entry, "T += 1" where the counter was updated,
-   and "counter += T" on every exit edge.  A register add costs what the
+   but the loop itself can read the counters (a signal handler aside, and
+   with update=tls a dump by another thread, which reads this thread's
+   copies: see doc/guarantees.md), so each counter the loop updates becomes
+   a register T set to 0 on the loop's entry, "T += 1" where the counter
+   was updated, and "counter += T" on every exit edge (update=tls: the
+   running thread's copy, so each thread's counts stay its own and
+   exact).  A register add costs what the
    memory add did; the gain is GCC's induction-variable optimiser (run
    here again, on the loops with promoted counters): T is an induction
    variable of the loop, and where another one moves with it (a pointer
