@@ -33,16 +33,15 @@ build_add (tree array, unsigned k, tree n, gimple_seq *seq)
    copies: see doc/guarantees.md), so each counter the loop updates becomes
    a register T set to 0 on the loop's entry, "T += 1" where the counter
    was updated, and "counter += T" on every exit edge (update=tls: the
-   running thread's copy, so each thread's counts stay its own and
-   exact).  A register add costs what the
-   memory add did; the gain is GCC's induction-variable optimiser (run
-   here again, on the loops with promoted counters): T is an induction
-   variable of the loop, and where another one moves with it (a pointer
-   or an index), T's exit value is computed from that one at the exit and
-   the add leaves the loop, as gcov's counters do after GCC's own loop
-   invariant motion.  Adding at the exits (rather than loading on entry
-   and storing at the exits) keeps the read-modify-write of update=single
-   as short as before.  */
+   running thread's copy, so each thread's counts stay its own and exact).
+   A register add costs what the memory add did; the gain is GCC's
+   induction-variable optimiser (run here again, on the loops with promoted
+   counters): T is an induction variable of the loop, and where another one
+   moves with it (a pointer or an index), T's exit value is computed from
+   that one at the exit and the add leaves the loop, as gcov's counters do
+   after GCC's own loop invariant motion.  Adding at the exits (rather than
+   loading on entry and storing at the exits) keeps the read-modify-write
+   of update=single and tls as short as before.  */
 
 /* The counter update STORE ("COUNTERS[k] = NEW") of the triplet
    tally_build_increment and build_add make, at a constant index: its load
