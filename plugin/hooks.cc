@@ -307,6 +307,7 @@ tally_counter_update_p (gimple *store, tree array, gimple **load,
 /* The template of a counter update's asm statement (AT&T and Intel
    dialects), which counter_asms_to_insns looks for.  */
 static const char counter_asm[] = "add{q} {%1, %0|%0, %1}";
+const char *const tally_counter_asm_template = counter_asm;
 
 /* x86-64, update=single|tls, FUN in SSA form (at=late): each counter
    update left in memory after the pass (a promoted loop's counters are

@@ -400,3 +400,112 @@ tally_blocks_promote (function *fun, const tally_fn_info &fn)
     }
   loop_optimizer_finalize ();
 }
+
+/* update=tls in an executable (local-exec thread-locals, x86-64): GCC
+   expands a counter's address as "%fs:(R + K)" with R a pseudo set to the
+   copy's offset from the thread pointer (sym@tpoff), and CSE then shares
+   one R among every counter of the function: a register held across the
+   whole function, a callee-saved one where calls cross it (lua's
+   luaV_execute kept sym@tpoff in %r12, and a copy in %r11, and spilled
+   what no longer fitted: 2.3 M instructions more than update=single's
+   "addq $1, sym+K(%rip)", which takes no register).  Right after expand,
+   each counter update's asm (tally_updates_to_asm) gets the offset as a
+   constant in its address instead, "%fs:sym@tpoff+K", one instruction and
+   no register, as update=single's; the pseudo's set dies.  Initial-exec
+   offsets (-fPIC) are loads from the GOT, which sharing saves: left
+   alone.  */
+static unsigned int
+tls_counter_offsets (void)
+{
+  unsigned made = 0;
+#ifdef FLAGS_REG
+  for (rtx_insn *insn = get_insns (); insn; insn = NEXT_INSN (insn))
+    {
+      if (!NONJUMP_INSN_P (insn) || GET_CODE (PATTERN (insn)) != PARALLEL)
+        continue;
+      rtx set = XVECEXP (PATTERN (insn), 0, 0);
+      if (GET_CODE (set) != SET || GET_CODE (SET_SRC (set)) != ASM_OPERANDS
+          || !MEM_P (SET_DEST (set))
+          || strcmp (ASM_OPERANDS_TEMPLATE (SET_SRC (set)),
+                     tally_counter_asm_template))
+        continue;
+      rtx op = SET_SRC (set), mem = SET_DEST (set);
+      /* (plus (plus TP R) K) or (plus TP R).  */
+      rtx addr = XEXP (mem, 0);
+      HOST_WIDE_INT k = 0;
+      if (GET_CODE (addr) == PLUS && CONST_INT_P (XEXP (addr, 1)))
+        {
+          k = INTVAL (XEXP (addr, 1));
+          addr = XEXP (addr, 0);
+        }
+      if (GET_CODE (addr) != PLUS || GET_CODE (XEXP (addr, 0)) != UNSPEC
+          || XINT (XEXP (addr, 0), 1) != UNSPEC_TP || !REG_P (XEXP (addr, 1)))
+        continue;
+      rtx tp = XEXP (addr, 0), r = XEXP (addr, 1);
+      /* R's set, earlier in the block: the constant sym@tpoff.  */
+      rtx off = NULL_RTX;
+      for (rtx_insn *p = PREV_INSN (insn);
+           p && !NOTE_INSN_BASIC_BLOCK_P (p) && !LABEL_P (p);
+           p = PREV_INSN (p))
+        {
+          if (!INSN_P (p) || !reg_set_p (r, p))
+            continue;
+          rtx s = single_set (p);
+          if (s && SET_DEST (s) == r && GET_CODE (SET_SRC (s)) == CONST
+              && GET_CODE (XEXP (SET_SRC (s), 0)) == UNSPEC
+              && XINT (XEXP (SET_SRC (s), 0), 1) == UNSPEC_NTPOFF)
+            off = SET_SRC (s);
+          break;
+        }
+      if (!off)
+        continue;
+      rtx naddr = gen_rtx_PLUS (Pmode, tp, plus_constant (Pmode, off, k));
+      /* The output and its "0" input, the same memory (compared before
+         either changes).  */
+      for (int i = 0; i < ASM_OPERANDS_INPUT_LENGTH (op); i++)
+        {
+          rtx in = ASM_OPERANDS_INPUT (op, i);
+          if (MEM_P (in) && in != mem && rtx_equal_p (in, mem))
+            validate_change (insn, &XEXP (in, 0), copy_rtx (naddr), 1);
+        }
+      validate_change (insn, &XEXP (mem, 0), naddr, 1);
+      if (apply_change_group ())
+        made++;
+    }
+#endif
+  if (dump_file)
+    fprintf (dump_file, "tally: %u thread-local counter addresses with the "
+             "offset as a constant\n", made);
+  return 0;
+}
+
+namespace {
+
+const pass_data tls_offsets_pass_data = {
+  RTL_PASS,
+  "tally_tpoff", /* -fdump-rtl-tally_tpoff */
+  OPTGROUP_NONE,
+  TV_NONE,
+  0, 0, 0, 0, 0
+};
+
+class tls_offsets_pass : public rtl_opt_pass
+{
+public:
+  tls_offsets_pass (gcc::context *ctx)
+      : rtl_opt_pass (tls_offsets_pass_data, ctx)
+  {
+  }
+  unsigned int execute (function *) final override
+  {
+    return tls_counter_offsets ();
+  }
+};
+
+} // namespace
+
+opt_pass *
+tally_make_tls_offsets_pass (gcc::context *ctx)
+{
+  return new tls_offsets_pass (ctx);
+}

@@ -234,6 +234,12 @@ void tally_updates_to_asm (function *fun, tree array);
 /* ... and after reload the RTL pass that makes each such asm the add
    instruction itself.  */
 opt_pass *tally_make_counter_insn_pass (gcc::context *ctx);
+/* The template of those asm statements.  */
+extern const char *const tally_counter_asm_template;
+/* update=tls, x86-64: right after expand, the RTL pass that puts each
+   counter asm's thread-pointer offset in its address as a constant
+   (promote.cc).  */
+opt_pass *tally_make_tls_offsets_pass (gcc::context *ctx);
 opt_pass *tally_make_hooks_pass (gcc::context *ctx);
 /* hooks=call on x86-64: the RTL pass that calls __tally_count without the
    red-zone step where nothing is kept below the stack pointer.  */

@@ -484,6 +484,12 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
   if (late_slot && tally_target_x86_64 ())
     insert_pass_after (info->base_name, tally_make_counter_insn_pass (g),
                        "reload");
+  /* update=tls's counter addresses without a register for the offset
+     (promote.cc).  */
+  if (late_slot && tally_target_x86_64 ()
+      && tally_opts.update == TALLY_UPDATE_TLS)
+    insert_pass_after (info->base_name, tally_make_tls_offsets_pass (g),
+                       "expand");
   if (tally_opts.hooks == TALLY_HOOKS_USER)
     tally_user_register (info->base_name);
   /* exit=frames: every body of the unit is looked at before the first is

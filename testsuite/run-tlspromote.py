@@ -15,6 +15,11 @@ Checks (one per run, named on the command line):
   in-registers    x86-64, -O2 and -O3, an executable and -fPIC: the loops of
                   mtf and walk update no thread-local counter in memory;
                   with_call's loop (a call) still does.
+  tpoff           x86-64, -O2 and -O3: an interpreter-like loop with calls
+                  (tlspromote/dispatch.c) addresses every thread-local
+                  counter as %fs:constant in an executable, no register
+                  holding the offset (plugin/promote.cc, the tally_tpoff
+                  pass); -fPIC loads it from the GOT; counts exact.
   signal-boundary a dump made by a SIGSEGV handler in the middle of walk's
                   loop (N iterations done) lacks the loop's iterations, and
                   a tally_dump by the main thread while another thread goes
@@ -30,7 +35,7 @@ import platform
 import re
 import sys
 
-from checklib import Skip, case, disasm_loops, expect, main, run
+from checklib import Skip, case, disasm_insns, disasm_loops, expect, main, run
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 
@@ -187,6 +192,47 @@ def check_signal_boundary(args, work):
     got = block_with_line(report(args, last)["spin"], spin, last)
     expect(got == said, "update=tls: the exit dump counts %s for spin's body, "
            "the program counted %d" % (got, said))
+
+
+@case("tpoff")
+def check_tpoff(args, work):
+    """-O2 and -O3, an executable: every counter update of dispatch.c's run
+    (a loop with calls and a switch: many counters) addresses its
+    thread-local counter as %fs:constant, no register holding the offset
+    from the thread pointer; -fPIC (initial-exec) still loads the offset
+    from the GOT; counts equal update=atomic's with placement=block."""
+    if platform.machine() not in ("x86_64", "amd64"):
+        raise Skip("(reads x86-64 disassembly)")
+    prog = src(args, "tlspromote", "dispatch.c")
+    for opt in ("O2", "O3"):
+        ref = build(args, work, "dispatch-atomic-" + opt, opt, prog,
+                    ["blocks=count", "placement=block", "update=atomic"])
+        exe = build(args, work, "dispatch-" + opt, opt, prog,
+                    ["blocks=count", "update=tls"])
+        insns = disasm_insns(exe, "run")
+        adds = [t for t in insns if re.match(r"add\w*\s+\S+,%fs:", t)]
+        expect(len(adds) >= 8, "-%s: run has %d thread-local counter updates"
+               % (opt, len(adds)))
+        via = [t for t in adds if "(" in t]
+        expect(not via, "-%s: run's counter updates take the offset from "
+               "the thread pointer from a register:\n  %s"
+               % (opt, "\n  ".join(via)))
+        for n in ("0", "1", "1000"):
+            want_out, want = run_blocks(args, ref, n)
+            got_out, got = run_blocks(args, exe, n)
+            what = "dispatch.c -%s update=tls, N=%s" % (opt, n)
+            expect(got_out == want_out, "%s: output %r, update=atomic's %r"
+                   % (what, got_out, want_out))
+            same_counts(what, counts(got), counts(want))
+        so = os.path.join(work, "dispatch-%s.so" % opt)
+        run([args.cc, "-" + opt, "-fPIC", "-shared", "-fplugin=" + args.plugin,
+             "-fplugin-arg-tally-blocks=count", "-fplugin-arg-tally-update=tls",
+             prog, "-o", so])
+        pic = [t for t in disasm_insns(so, "run")
+               if re.match(r"add\w*\s+\S+,%fs:", t)]
+        expect(pic and all("(" in t for t in pic), "-%s -fPIC: run's counter "
+               "updates are not all %%fs:(reg) after a GOT load:\n  %s"
+               % (opt, "\n  ".join(pic)))
 
 
 if __name__ == "__main__":
