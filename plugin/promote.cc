@@ -459,7 +459,10 @@ tls_counter_offsets (void)
         }
       if (!off)
         continue;
-      rtx naddr = gen_rtx_PLUS (Pmode, tp, plus_constant (Pmode, off, k));
+      /* Fresh rtl: the set's constant, and the thread pointer, stay
+         unshared.  */
+      rtx naddr = gen_rtx_PLUS (Pmode, copy_rtx (tp),
+                                plus_constant (Pmode, copy_rtx (off), k));
       /* The output and its "0" input, the same memory (compared before
          either changes).  */
       for (int i = 0; i < ASM_OPERANDS_INPUT_LENGTH (op); i++)
