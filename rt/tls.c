@@ -131,29 +131,8 @@ count_of (const struct tally_fn *f, uint32_t k, uint64_t v)
   return v == UINT64_MAX && armed (f, k) ? 0 : v;
 }
 
-/* A relaxed load of a thread's copy (its owner may be adding to it).  */
-static inline uint64_t
-load (const uint64_t *c)
-{
-  return __atomic_load_n (c, __ATOMIC_RELAXED);
-}
-
-/* Move copy C (its start value START: 0, or -1 for an armed entry) into
-   counter *TO.  */
-static inline void
-move_copy (const struct tally_fn *f, uint32_t k, uint64_t *c, uint64_t start,
-           uint64_t *to)
-{
-  uint64_t v = count_of (f, k, __atomic_exchange_n (c, start, __ATOMIC_RELAXED));
-  if (v)
-    __atomic_fetch_add (to, v, __ATOMIC_RELAXED);
-}
-
 /* Add the copies of A into its module's counters and put them back at
-   their start (0, -1 for an armed entry).  Copies at 0 (most of a large
-   program's, in one thread) are skipped four at a time: a count the
-   owner adds after the test stays in its copy, as one added after the
-   exchange would.  */
+   their start (0, -1 for an armed entry).  */
 static void
 flush (struct attachment *a)
 {
@@ -161,23 +140,13 @@ flush (struct attachment *a)
     {
       struct tally_fn *f = a->m->fns[i];
       uint64_t *c = a->copies[i];
-      uint32_t n = f->ncounters, k = 0;
-      if (n && armed (f, 0))
+      for (uint32_t k = 0; k < f->ncounters; k++)
         {
-          move_copy (f, 0, &c[0], UINT64_MAX, &f->counters[0]);
-          k = 1;
-        }
-      for (; k < n; k++)
-        {
-          if (k + 4 <= n
-              && (load (&c[k]) | load (&c[k + 1]) | load (&c[k + 2])
-                  | load (&c[k + 3])) == 0)
-            {
-              k += 3;
-              continue;
-            }
-          if (load (&c[k]))
-            move_copy (f, k, &c[k], 0, &f->counters[k]);
+          uint64_t v = count_of (
+              f, k, __atomic_exchange_n (&c[k], armed (f, k) ? UINT64_MAX : 0,
+                                         __ATOMIC_RELAXED));
+          if (v)
+            __atomic_fetch_add (&f->counters[k], v, __ATOMIC_RELAXED);
         }
     }
 }
