@@ -118,13 +118,22 @@ def check_exact(args, work):
                 what = "%s -%s update=tls, N=%s" % (os.path.basename(prog),
                                                    opt, n)
                 want_out, want = run_blocks(args, ref, n)
-                got_out, got = run_blocks(args, tls, n)
+                got_out, got_blocks = run_blocks(args, tls, n)
                 expect(got_out == want_out, "%s: output %r, update=atomic's "
                        "%r" % (what, got_out, want_out))
-                same_counts(what, counts(got), counts(want))
+                got, want = counts(got_blocks), counts(want)
+                if prog == threads:
+                    # idle races on from the barrier into
+                    # pthread_mutex_lock while the main thread exits: its
+                    # last block's count at the exit dump depends on that
+                    # race (update=atomic's too).  walk, which idle ran
+                    # before the barrier, is compared.
+                    got.pop("idle", None)
+                    want.pop("idle", None)
+                same_counts(what, got, want)
                 if prog == threads:
                     said = int(re.search(r"walk (\d+)", got_out).group(1))
-                    body = block_with_line(got["walk"], walk_body, what)
+                    body = block_with_line(got_blocks["walk"], walk_body, what)
                     expect(body == said, "%s: walk's loop body counts %s, "
                            "the program counted %d" % (what, body, said))
 

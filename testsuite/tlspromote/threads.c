@@ -96,12 +96,14 @@ worker (void *arg)
 /* Alive, attached (it walked once), and waiting at the exit dump.  */
 static pthread_mutex_t hold = PTHREAD_MUTEX_INITIALIZER;
 static long idle_walked;
+static pthread_barrier_t walked_once;
 
 static void *
 idle (void *arg)
 {
   (void) arg;
   walk (buf + 990, &idle_walked);
+  pthread_barrier_wait (&walked_once);
   pthread_mutex_lock (&hold);
   return NULL;
 }
@@ -161,6 +163,7 @@ main (int argc, char **argv)
     }
   rounds = argc > 1 ? atoi (argv[1]) : 100;
   pthread_mutex_lock (&hold);
+  pthread_barrier_init (&walked_once, NULL, 2);
   pthread_t t[WORKERS], w;
   pthread_create (&w, NULL, idle, NULL);
   for (int k = 0; k < WORKERS; k++)
@@ -168,6 +171,7 @@ main (int argc, char **argv)
   work (0, rounds);
   for (int k = 0; k < WORKERS; k++)
     pthread_join (t[k], NULL);
+  pthread_barrier_wait (&walked_once);
   long wsum = idle_walked, ssum = 0, msum = 0;
   for (int k = 0; k <= WORKERS; k++)
     {
