@@ -228,6 +228,7 @@ exit_dump_locked (void)
 {
   if (__atomic_load_n (&exit_dump_off, __ATOMIC_ACQUIRE))
     return 0; /* exit_written stays 0: no late repeats either */
+  tally_rt_tls_exit_dump ();
   note_exit_sums_locked ();
   tally_rt_blob_sums (exit_sums, exit_sums_len);
   int rc = dump_locked (1);

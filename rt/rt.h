@@ -196,6 +196,11 @@ uint64_t tally_rt_tls_sum (const struct tally_module *m,
                            const void *const *att, uint32_t natt, uint32_t fn,
                            uint32_t n) TALLY_HIDDEN;
 void tally_rt_tls_module_gone (struct tally_module *m) TALLY_HIDDEN;
+/* The exit dump (not from a signal handler), before it reads: the calling
+   thread's copies join the counters and its attachments are released, as
+   at its exit (code it runs later attaches again), so that the dump and
+   the late checks read the counters alone, not its copies as well.  */
+void tally_rt_tls_exit_dump (void) TALLY_HIDDEN;
 void tally_rt_tls_zero (void) TALLY_HIDDEN;
 void tally_rt_tls_fork_child (void) TALLY_HIDDEN;
 

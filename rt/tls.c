@@ -151,12 +151,12 @@ flush (struct attachment *a)
     }
 }
 
-/* pthread key destructor: the thread is exiting.  */
+/* Flush this thread's live attachments into their modules' counters and
+   release them: its armed entries back at -1, its __tally.tlive words at
+   0, so that instrumented code it runs later attaches again.  */
 static void
-thread_exit (void *unused)
+detach_self (void)
 {
-  (void) unused;
-  int saved = errno;
   for (struct attachment *a = __atomic_load_n (&all, __ATOMIC_ACQUIRE); a;
        a = a->next)
     {
@@ -166,12 +166,26 @@ thread_exit (void *unused)
                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         continue;
       flush (a);
-      /* Instrumented code run by a later destructor attaches again.  */
       __atomic_store_n (a->live, 0, __ATOMIC_RELAXED);
       a->owner = NULL;
       __atomic_store_n (&a->state, ATT_FREE, __ATOMIC_RELEASE);
     }
+}
+
+/* pthread key destructor: the thread is exiting.  */
+static void
+thread_exit (void *unused)
+{
+  (void) unused;
+  int saved = errno;
+  detach_self ();
   errno = saved;
+}
+
+void
+tally_rt_tls_exit_dump (void)
+{
+  detach_self ();
 }
 
 void

@@ -20,6 +20,8 @@ Checks (one per run, named on the command line):
                   counter as %fs:constant in an executable, no register
                   holding the offset (plugin/promote.cc, the tally_tpoff
                   pass); -fPIC loads it from the GOT; counts exact.
+  exit-reads      the exit dump flushes the exiting thread's copies into
+                  the counters first and reads the counters alone.
   signal-boundary a dump made by a SIGSEGV handler in the middle of walk's
                   loop (N iterations done) lacks the loop's iterations, and
                   a tally_dump by the main thread while another thread goes
@@ -33,6 +35,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import sys
 
 from checklib import Skip, case, disasm_insns, disasm_loops, expect, main, run
@@ -242,6 +245,77 @@ def check_tpoff(args, work):
         expect(pic and all("(" in t for t in pic), "-%s -fPIC: run's counter "
                "updates are not all %%fs:(reg) after a GOT load:\n  %s"
                % (opt, "\n  ".join(pic)))
+
+
+BIG_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__ ((noinline)) long op (long a, long b) { return a * 3 + b; }
+__attribute__ ((noinline)) long
+big (int k, long s)
+{
+  switch (k %% %d)
+    {
+%s    }
+  return s;
+}
+int
+main (int argc, char **argv)
+{
+  int n = argc > 1 ? atoi (argv[1]) : 3000;
+  long s = 0;
+  for (int k = 0; k < n; k++)
+    s = big (k, s) %% 100003;
+  printf ("%%ld\n", s);
+  return 0;
+}
+"""
+
+
+def callgrind_self(exe, fns, work, env):
+    """Instructions of FNS (and what they call) in one run of EXE."""
+    out = exe + ".callgrind"
+    run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out]
+        + ["--toggle-collect=" + f for f in fns] + [exe], env=env)
+    for line in open(out):
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split()[1])
+    expect(False, "no totals in %s" % out)
+
+
+@case("exit-reads")
+def check_exit_reads(args, work):
+    """The exit dump flushes the exiting thread's copies into the counters
+    first (as at a thread's exit), then reads the counters alone: the
+    runtime's reads of thread copies (tally_rt_tls_add, tally_rt_tls_sum)
+    cost fewer instructions than the function has counters, where reading
+    every copy twice costs several a counter; the counts stay exact.
+    (Counts made after the exit dump, which attach again: dumpcost /
+    late-blocks, tlsneg / boundaries.)"""
+    if not shutil.which("valgrind"):
+        raise Skip("(no valgrind)")
+    cases = 1500
+    body = "".join("    case %d: s = op (s, %d); break;\n" % (i, i)
+                   for i in range(cases))
+    c = os.path.join(work, "big.c")
+    with open(c, "w") as f:
+        f.write(BIG_C % (cases, body))
+    exe = build(args, work, "big-tls", "O2", c, ["blocks=count", "update=tls"])
+    data = os.path.join(work, "big.data")
+    ir = callgrind_self(exe, ["tally_rt_tls_add", "tally_rt_tls_sum"], work,
+                        {"TALLY_OUTPUT": data})
+    print("reads of thread copies at exit: %d instructions, %d cases" % (ir, cases))
+    expect(ir < cases, "the exit dump's reads of thread copies cost %d "
+           "instructions for a function of over %d counters: it reads the "
+           "exiting thread's copies instead of flushing them first"
+           % (ir, cases))
+    ref = build(args, work, "big-atomic", "O2", c,
+                ["blocks=count", "placement=block", "update=atomic"])
+    for n in ("1", "3000"):
+        want_out, want = run_blocks(args, ref, n)
+        got_out, got = run_blocks(args, exe, n)
+        expect(got_out == want_out, "big.c N=%s: output differs" % n)
+        same_counts("big.c -O2 update=tls, N=%s" % n, counts(got), counts(want))
 
 
 if __name__ == "__main__":
