@@ -22,6 +22,9 @@
  *     added to the module's counters and released for reuse, each armed
  *     entry copy back at -1 and __tally.tlive at 0, so that instrumented
  *     code a later destructor runs attaches again;
+ *   - the exit dump: first the same as a thread exit for the thread that
+ *     makes it (tally_rt_tls_exit_dump), so that the dump and its late
+ *     checks read that thread's counts in the counters, not in its copies;
  *   - a dump: each value written is the module's counter plus the copies of
  *     every live attachment (tally_rt_tls_add, tally_rt_tls_sum, over the
  *     module's attachments gathered once by tally_rt_tls_of), so
