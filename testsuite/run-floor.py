@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""benchmarks/placement-floor.py (issue 16, target 1): the increments
+blocks=count's placement executes against the least any spanning-tree
+placement could execute with the true profile, checked on
+testsuite/floor/floor.c, whose floors follow by hand from the source.
+
+Checks (one per run, named on the command line):
+  hand   -O0, -O1, -O2, -O3 and -Os, N = 1000 and 31: pick's floor is N
+         (N calls through the arm __builtin_expect calls rare), walk's
+         N + 1 (one call, N rounds of a branching loop); each body's `ours`
+         is the sum of its counters in `tally dump` (and the total the sum
+         of every body's), no floor above `ours`, gap = ours - floor.
+  ir     --results: the Ir figures from a results.csv (gcc, tally-blocks-count
+         and gcov rows of the workload): the ratio, the mark (half of gcov's
+         overhead) and (Ir - gap) / Ir(gcc).
+
+Exit status: 0 pass, 1 fail, 77 skipped.
+"""
+import json
+import os
+import re
+import sys
+
+from checklib import build, case, expect, main, run, run_data, tally_opts
+
+LEVELS = ["-O0", "-O1", "-O2", "-O3", "-Os"]
+
+
+def script(a):
+    return os.path.join(os.path.dirname(a.srcdir), "benchmarks", "placement-floor.py")
+
+
+def floor_json(a, data, *extra):
+    out = run([sys.executable, script(a), "--tally", a.tally, "--json", *extra, data]).stdout
+    return json.loads(out)
+
+
+def counter_sums(a, data):
+    """{symbol: sum of its counters after the first two} from tally dump."""
+    sums = {}
+    for m in re.finditer(r'  fn \d+ name="[^"]*" symbol="([^"]*)" .*counters=\d+:((?: \d+)*)\n',
+                         run([a.tally, "dump", data]).stdout):
+        sums[m.group(1)] = sums.get(m.group(1), 0) + sum(int(v) for v in m.group(2).split()[2:])
+    return sums
+
+
+def build_floor(a, work, opt):
+    src = os.path.join(a.srcdir, "floor", "floor.c")
+    return build(a, os.path.join(work, "floor" + opt), src, opt=opt,
+                 flags=tally_opts("blocks=count", "hooks=inline"))
+
+
+@case("hand")
+def check_hand(a, work):
+    for opt in LEVELS:
+        exe = build_floor(a, work, opt)
+        for n in (1000, 31):
+            data = os.path.join(work, "floor%s.%d.data" % (opt, n))
+            run_data(exe, data, [str(n)])
+            res = floor_json(a, data)
+            rows = {r["symbol"]: r for r in res["functions"]}
+            where = "%s N=%d" % (opt, n)
+            expect("pick" in rows and "walk" in rows, "%s: pick and walk not both reported: %s" % (where, sorted(rows)))
+            expect(rows["pick"]["floor"] == n, "%s: pick's floor %d, by hand %d" % (where, rows["pick"]["floor"], n))
+            expect(rows["walk"]["floor"] == n + 1, "%s: walk's floor %d, by hand %d" % (where, rows["walk"]["floor"], n + 1))
+            sums = counter_sums(a, data)
+            for sym, r in rows.items():
+                expect(r["ours"] == sums[sym], "%s: %s: ours %d, its counters sum to %d" % (where, sym, r["ours"], sums[sym]))
+                expect(r["floor"] <= r["ours"], "%s: %s: floor %d above ours %d" % (where, sym, r["floor"], r["ours"]))
+                expect(r["gap"] == r["ours"] - r["floor"], "%s: %s: gap %d" % (where, sym, r["gap"]))
+                expect(r["floor_split"] <= r["ours_split"], "%s: %s: split-cost floor above ours" % (where, sym))
+            expect(res["total"]["ours"] == sum(sums.values()),
+                   "%s: total ours %d, counters %d" % (where, res["total"]["ours"], sum(sums.values())))
+            print("%s: pick ours %d floor %d; walk ours %d floor %d" % (
+                where, rows["pick"]["ours"], rows["pick"]["floor"], rows["walk"]["ours"], rows["walk"]["floor"]))
+
+
+@case("ir")
+def check_ir(a, work):
+    exe = build_floor(a, work, "-O2")
+    data = os.path.join(work, "floor.data")
+    run_data(exe, data, ["1000"])
+    gap = floor_json(a, data)["total"]["gap"]
+    csv_path = os.path.join(work, "results.csv")
+    with open(csv_path, "w") as f:
+        f.write("workload,mode,baseline,status,Ir\n"
+                "w,gcc,gcc,reference,1000000\n"
+                "w,tally-blocks-count,gcc,same,1100000\n"
+                "w,gcov,gcc,same,1300000\n"
+                "v,gcc,gcc,reference,5\n")
+    ir = floor_json(a, data, "--results", csv_path, "--workload", "w")["ir"]
+    expect(abs(ir["ratio"] - 1.1) < 1e-12, "ratio %r, not 1.1" % ir["ratio"])
+    expect(abs(ir["mark"] - 1.15) < 1e-12, "mark %r, not 1.15 (half of gcov's 0.3)" % ir["mark"])
+    want = (1100000 - gap) / 1000000
+    expect(abs(ir["ratio_at_floor"] - want) < 1e-12, "ratio at the floor %r, not %r" % (ir["ratio_at_floor"], want))
+
+
+if __name__ == "__main__":
+    sys.exit(main("tally-floor-"))
