@@ -38,8 +38,8 @@ such cost.  With
 gap into Ir: each increment left out is at least one instruction (`addq
 $1,counter(%rip)`), so with a perfect static guess the mode's Ir ratio
 would be at least (Ir - gap) / Ir(gcc); compared with the mark, half of
-gcov's overhead (gcov's row is taken from --gcov-results if the run has
-none).  --json prints one object instead (the test's interface,
+gcov's overhead (gcov's Ir ratio is taken from --gcov-results, against
+that run's own gcc row, if the run has no gcov row).  --json prints one object instead (the test's interface,
 testsuite/run-floor.py).
 """
 import argparse
@@ -165,9 +165,10 @@ def split_costs(body, g):
     return cost
 
 
-def tree_floor(g, counts, weight, nodes):
+def tree_floor(g, counts, weight, nodes, off=None):
     """The least sum of weight[i] * counts[i] over the edges a spanning tree
-    of G leaves off (forced edges on it first, EXIT joined to ENTRY)."""
+    of G leaves off (forced edges on it first, EXIT joined to ENTRY); the
+    indexes of those edges are added to OFF if given."""
     parent = list(range(nodes))
     parent[1] = 0
     floor = 0
@@ -179,7 +180,30 @@ def tree_floor(g, counts, weight, nodes):
             parent[a] = b
         elif not g[i][2]:
             floor += max(counts[i], 0) * weight[i]
+            if off is not None:
+                off.add(i)
     return floor
+
+
+def show_body(body):
+    """Every block and edge of BODY: its true count, whether our placement
+    counts it, whether the floor's tree leaves it off, and its split cost."""
+    g = graph(body)
+    counts = solve(body, g)
+    cost = split_costs(body, g)
+    off = set()
+    tree_floor(g, counts, [1] * len(g), 2 * len(body["blocks"]), off)
+    nb = len(g) - len(body["edges"])
+    print("%s (%s): %d blocks, %d edges" % (body["symbol"], body["kind"], len(body["blocks"]), len(body["edges"])))
+    print("| what | count | ours | floor | cost |")
+    print("|---|---:|---|---|---:|")
+    for i, (u, v, forced, value) in enumerate(g):
+        if counts[i] == 0 and value is None and i not in off:
+            continue
+        what = "block %d" % (u // 2) if i < nb else "edge %d->%d flags=0x%x" % body["edges"][i - nb][:3]
+        print("| %s%s | %s | %s | %s | %d |" % (what, " (uncountable)" if forced else "", format(counts[i], ","),
+                                                "counter" if value is not None else "",
+                                                "counter" if i in off else "", cost[i]))
 
 
 def floor_of(body):
@@ -198,17 +222,28 @@ def floor_of(body):
             ours_ir, tree_floor(g, counts, cost, nodes))
 
 
-def ir_figures(results, workload, gcov_results):
+def ir_rows(path, workload):
     rows = {}
-    for path in [p for p in (gcov_results, results) if p]:
-        with open(path) as f:
-            for r in csv.DictReader(f):
-                if r["workload"] == workload and r.get("Ir"):
-                    rows[r["mode"]] = int(r["Ir"])
-    need = ("gcc", "tally-blocks-count", "gcov")
-    if not all(m in rows for m in need):
-        sys.exit("placement-floor: %s: no Ir of %s for %s" % (results, ", ".join(m for m in need if m not in rows), workload))
-    return rows["gcc"], rows["tally-blocks-count"], rows["gcov"]
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if r["workload"] == workload and r.get("Ir"):
+                rows[r["mode"]] = int(r["Ir"])
+    return rows
+
+
+def ir_figures(results, workload, gcov_results):
+    """(Ir of gcc, Ir of tally-blocks-count, gcov's Ir ratio) of WORKLOAD in
+    RESULTS; gcov's ratio from GCOV_RESULTS (its own gcc row) when RESULTS
+    has no gcov row."""
+    rows = ir_rows(results, workload)
+    gcov = rows
+    if "gcov" not in rows and gcov_results:
+        gcov = ir_rows(gcov_results, workload)
+    missing = [m for m in ("gcc", "tally-blocks-count") if m not in rows] + \
+        [m for m in ("gcc", "gcov") if m not in gcov]
+    if missing:
+        sys.exit("placement-floor: %s: no Ir of %s for %s" % (results, ", ".join(missing), workload))
+    return rows["gcc"], rows["tally-blocks-count"], gcov["gcov"] / gcov["gcc"]
 
 
 def main():
@@ -221,7 +256,14 @@ def main():
     ap.add_argument("--results")
     ap.add_argument("--gcov-results")
     ap.add_argument("--workload")
+    ap.add_argument("--function", help="print this symbol's blocks and edges (those that ran or "
+                    "carry a counter): count, ours, the floor's")
     a = ap.parse_args()
+    if a.function:
+        for body in read_dump(a.tally, a.data).values():
+            if body["symbol"] == a.function:
+                show_body(body)
+        return 0
 
     rows = []
     undetermined = 0
@@ -240,8 +282,8 @@ def main():
     ir = None
     if a.results:
         base, tally, gcov = ir_figures(a.results, a.workload, a.gcov_results)
-        ir = {"Ir_gcc": base, "Ir_tally": tally, "Ir_gcov": gcov,
-              "ratio": tally / base, "mark": 1 + (gcov - base) / 2 / base,
+        ir = {"Ir_gcc": base, "Ir_tally": tally, "gcov_ratio": gcov,
+              "ratio": tally / base, "mark": 1 + (gcov - 1) / 2,
               "ratio_at_floor": (tally - total["gap"]) / base,
               "ratio_at_split_floor": (tally - total["gap_split"]) / base}
     if a.json:
@@ -255,10 +297,10 @@ def main():
           " floor %s, gap %s" % (format(total["ours_split"], ","), format(total["floor_split"], ","),
                                  format(total["gap_split"], ",")))
     if ir:
-        print("Ir: gcc %s, tally-blocks-count %s (%.4f), gcov %s; mark (half of gcov's overhead) %.4f;"
+        print("Ir: gcc %s, tally-blocks-count %s (%.4f), gcov %.4f; mark (half of gcov's overhead) %.4f;"
               " with a perfect static guess at least %.4f (increments) or %.4f (split-cost model)" % (
                   format(ir["Ir_gcc"], ","), format(ir["Ir_tally"], ","), ir["ratio"],
-                  format(ir["Ir_gcov"], ","), ir["mark"], ir["ratio_at_floor"],
+                  ir["gcov_ratio"], ir["mark"], ir["ratio_at_floor"],
                   ir["ratio_at_split_floor"]))
     print()
     print("| function | ours | floor | gap | gap, split-cost model |")

@@ -12,7 +12,8 @@ Checks (one per run, named on the command line):
          of every body's), no floor above `ours`, gap = ours - floor.
   ir     --results: the Ir figures from a results.csv (gcc, tally-blocks-count
          and gcov rows of the workload): the ratio, the mark (half of gcov's
-         overhead) and (Ir - gap) / Ir(gcc).
+         overhead) and (Ir - gap) / Ir(gcc); gcov's ratio from
+         --gcov-results against that file's own gcc row.
 
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
@@ -93,6 +94,19 @@ def check_ir(a, work):
     expect(abs(ir["mark"] - 1.15) < 1e-12, "mark %r, not 1.15 (half of gcov's 0.3)" % ir["mark"])
     want = (1100000 - gap) / 1000000
     expect(abs(ir["ratio_at_floor"] - want) < 1e-12, "ratio at the floor %r, not %r" % (ir["ratio_at_floor"], want))
+    # gcov from another run: its ratio against that run's own gcc row.
+    other = os.path.join(work, "other.csv")
+    with open(other, "w") as f:
+        f.write("workload,mode,baseline,status,Ir\n"
+                "w,gcc,gcc,reference,2000000\n"
+                "w,gcov,gcc,same,2400000\n")
+    mine = os.path.join(work, "mine.csv")
+    with open(mine, "w") as f:
+        f.write("workload,mode,baseline,status,Ir\n"
+                "w,gcc,gcc,reference,1000000\n"
+                "w,tally-blocks-count,gcc,same,1100000\n")
+    ir = floor_json(a, data, "--results", mine, "--gcov-results", other, "--workload", "w")["ir"]
+    expect(abs(ir["mark"] - 1.1) < 1e-12, "mark %r with gcov's ratio 1.2 from --gcov-results, not 1.1" % ir["mark"])
 
 
 if __name__ == "__main__":
