@@ -298,7 +298,7 @@ def main():
                                  format(total["gap_split"], ",")))
     if ir:
         print("Ir: gcc %s, tally-blocks-count %s (%.4f), gcov %.4f; mark (half of gcov's overhead) %.4f;"
-              " with a perfect static guess at least %.4f (increments) or %.4f (split-cost model)" % (
+              " with a perfect static guess about %.4f (an increment one Ir) or %.4f (split-cost model)" % (
                   format(ir["Ir_gcc"], ","), format(ir["Ir_tally"], ","), ir["ratio"],
                   ir["gcov_ratio"], ir["mark"], ir["ratio_at_floor"],
                   ir["ratio_at_split_floor"]))
