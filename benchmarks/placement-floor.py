@@ -28,6 +28,9 @@ function body it computes
     it.  This is the minimum over all spanning trees with those edges on
     it, by the matroid property of spanning trees;
   - gap: ours - floor.
+The floor's tree leaves off as many edges as our placement counts (the
+same graph, the same constraints; `counters` and `floor_counters` in
+--json).
 It prints the totals and the TOP (default 15) bodies by gap.  It also
 gives both in a split-cost model: a counter on an edge that needs a block
 of its own (source with other successors, destination with other
@@ -207,19 +210,22 @@ def show_body(body):
 
 
 def floor_of(body):
-    """(ours, floor, ours in the split-cost model, floor in it); the floors
-    None where the counts are not determined."""
+    """(ours, floor, ours in the split-cost model, floor in it, our
+    counters, the floor's); the floors None where the counts are not
+    determined."""
     g = graph(body)
     counts = solve(body, g)
     cost = split_costs(body, g)
     ours = sum(body["counters"][value] for (_, _, _, value) in g if value is not None)
     ours_ir = sum(body["counters"][value] * cost[i] for i, (_, _, _, value) in enumerate(g)
                   if value is not None)
+    ncounters = sum(1 for e in g if e[3] is not None)
     if any(c is None for c in counts[:-1]):
-        return ours, None, ours_ir, None
+        return ours, None, ours_ir, None, ncounters, None
     nodes = 2 * len(body["blocks"])
-    return (ours, tree_floor(g, counts, [1] * len(g), nodes),
-            ours_ir, tree_floor(g, counts, cost, nodes))
+    off = set()
+    floor = tree_floor(g, counts, [1] * len(g), nodes, off)
+    return ours, floor, ours_ir, tree_floor(g, counts, cost, nodes), ncounters, len(off)
 
 
 def ir_rows(path, workload):
@@ -268,12 +274,13 @@ def main():
     rows = []
     undetermined = 0
     for (checksum, source, index), body in read_dump(a.tally, a.data).items():
-        ours, floor, ours_ir, floor_ir = floor_of(body)
+        ours, floor, ours_ir, floor_ir, ncounters, floor_counters = floor_of(body)
         if floor is None:
             undetermined += 1
             continue
         rows.append({"symbol": body["symbol"], "source": source, "fn": index, "kind": body["kind"],
                      "ours": ours, "floor": floor, "gap": ours - floor,
+                     "counters": ncounters, "floor_counters": floor_counters,
                      "ours_split": ours_ir, "floor_split": floor_ir, "gap_split": ours_ir - floor_ir})
     rows.sort(key=lambda r: (-r["gap"], r["symbol"]))
     total = {k: sum(r[k] for r in rows) for k in ("ours", "floor", "gap", "ours_split",
@@ -312,4 +319,7 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # | head
+        sys.exit(0)

@@ -69,6 +69,8 @@ def check_hand(a, work):
                 expect(r["ours"] == sums[sym], "%s: %s: ours %d, its counters sum to %d" % (where, sym, r["ours"], sums[sym]))
                 expect(r["floor"] <= r["ours"], "%s: %s: floor %d above ours %d" % (where, sym, r["floor"], r["ours"]))
                 expect(r["gap"] == r["ours"] - r["floor"], "%s: %s: gap %d" % (where, sym, r["gap"]))
+                expect(r["counters"] == r["floor_counters"], "%s: %s: %d counters, the floor's tree leaves %d edges off"
+                       % (where, sym, r["counters"], r["floor_counters"]))
                 expect(r["floor_split"] <= r["ours_split"], "%s: %s: split-cost floor above ours" % (where, sym))
             expect(res["total"]["ours"] == sum(sums.values()),
                    "%s: total ours %d, counters %d" % (where, res["total"]["ours"], sum(sums.values())))
