@@ -200,11 +200,18 @@ def block_counts(a, exe, work, args):
     if os.path.exists(data):
         os.unlink(data)
     run([exe, *args], env={"TALLY_OUTPUT": data})
-    out = run([a.tally, "report", "--json", "--blocks", data]).stdout
+    return {sym: [b.get("count") for b in blocks]
+            for sym, blocks in block_report(a.tally, data).items()}
+
+
+def block_report(tally, data):
+    """{symbol: [block, ...]} of `tally report --json --blocks DATA` (each
+    block a dict of the JSON); a report without block counts fails."""
+    out = run([tally, "report", "--json", "--blocks", data]).stdout
     got = {}
     for fn in json.loads(out)["functions"]:
         for body in fn.get("blocks", []):
-            got[body["symbol"]] = [b.get("count") for b in body["blocks"]]
+            got[body["symbol"]] = body["blocks"]
     expect(got, "no block counts in %s" % data)
     return got
 

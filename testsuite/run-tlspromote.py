@@ -31,14 +31,13 @@ Checks (one per run, named on the command line):
 
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
-import json
 import os
 import platform
 import re
 import shutil
 import sys
 
-from checklib import Skip, case, disasm_insns, disasm_loops, expect, main, run
+from checklib import Skip, block_report, case, disasm_insns, disasm_loops, expect, main, run
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 
@@ -58,13 +57,7 @@ def build(args, work, name, opt, source, opts, extra=()):
 
 def report(args, data):
     """{symbol: [block, ...]} of DATA (each block a dict of the JSON)."""
-    out = run([args.tally, "report", "--json", "--blocks", data]).stdout
-    got = {}
-    for fn in json.loads(out)["functions"]:
-        for body in fn.get("blocks", []):
-            got[body["symbol"]] = body["blocks"]
-    expect(got, "no block counts in %s" % data)
-    return got
+    return block_report(args.tally, data)
 
 
 def counts(blocks):

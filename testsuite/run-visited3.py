@@ -35,8 +35,9 @@ import shutil
 import struct
 import sys
 
-from checklib import (block_counts, block_maps, callgrind_executed, case, derive_cycle,
-                      disasm_function, expect, main, parse_map_v1, refix, run, Skip, tally_opts)
+from checklib import (block_counts, block_maps, block_report, callgrind_executed, case,
+                      derive_cycle, disasm_function, expect, main, parse_map_v1, refix, run,
+                      Skip, tally_opts)
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 INPUTS = [["0", "10"], ["1", "30"], ["2", "5"], ["3", "20"], ["4", "40"],
@@ -100,13 +101,8 @@ def check_exact(a, work):
     for name in os.listdir(work):
         if name.startswith("merged") and name.endswith(".data") and name != "merged.data":
             shutil.move(os.path.join(work, name), merged)
-    out = run([a.tally, "report", "--json", "--blocks", merged]).stdout
-    import json
-    got = {}
-    for fn in json.loads(out)["functions"]:
-        for body in fn.get("blocks", []):
-            got[body["symbol"]] = [b.get("count") is not None and b.get("count") > 0
-                                   for b in body["blocks"]]
+    got = {sym: [b.get("count") is not None and b.get("count") > 0 for b in blocks]
+           for sym, blocks in block_report(a.tally, merged).items()}
     want = {}
     for args in runs:
         for s, r in ran(a, ref, work, args).items():
