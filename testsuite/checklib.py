@@ -204,6 +204,16 @@ def block_counts(a, exe, work, args):
             for sym, blocks in block_report(a.tally, data).items()}
 
 
+def same_counts(what, got, want):
+    """Fail unless GOT and WANT ({symbol: counts}) have the same functions
+    and the same counts in each; WANT is the oracle's."""
+    expect(set(got) == set(want), "%s: functions %s, the oracle has %s"
+           % (what, sorted(got), sorted(want)))
+    for sym in sorted(want):
+        expect(got[sym] == want[sym], "%s: %s counts %s, the oracle "
+               "counts %s" % (what, sym, got[sym], want[sym]))
+
+
 def block_report(tally, data):
     """{symbol: [block, ...]} of `tally report --json --blocks DATA` (each
     block a dict of the JSON); a report without block counts fails."""

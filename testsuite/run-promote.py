@@ -34,7 +34,7 @@ import re
 import signal
 import sys
 
-from checklib import Skip, block_report, case, expect, main, run
+from checklib import Skip, block_report, case, expect, main, run, same_counts
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 INPUTS = ["0", "1", "100"]
@@ -66,14 +66,6 @@ def blocks(args, exe, work, n):
     run([exe, n], env={"TALLY_OUTPUT": data})
     return {s: [b.get("count") for b in bs]
             for s, bs in report(args, data).items()}
-
-
-def same_counts(what, got, want):
-    expect(set(got) == set(want), "%s: functions %s, the oracle has %s"
-           % (what, sorted(got), sorted(want)))
-    for sym in sorted(want):
-        expect(got[sym] == want[sym], "%s: %s counts %s, the oracle "
-               "counts %s" % (what, sym, got[sym], want[sym]))
 
 
 @case("exact")

@@ -37,7 +37,8 @@ import re
 import shutil
 import sys
 
-from checklib import Skip, block_report, case, disasm_insns, disasm_loops, expect, main, run
+from checklib import (Skip, block_report, case, disasm_insns, disasm_loops, expect, main, run,
+                      same_counts)
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 
@@ -72,14 +73,6 @@ def run_blocks(args, exe, n, env=None):
     out = run([exe] + ([n] if n else []),
               env=dict(env or {}, TALLY_OUTPUT=data)).stdout
     return out, report(args, data)
-
-
-def same_counts(what, got, want):
-    expect(set(got) == set(want), "%s: functions %s, the oracle has %s"
-           % (what, sorted(got), sorted(want)))
-    for sym in sorted(want):
-        expect(got[sym] == want[sym], "%s: %s counts %s, the oracle "
-               "counts %s" % (what, sym, got[sym], want[sym]))
 
 
 def line_of(path, text):
