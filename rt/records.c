@@ -220,6 +220,17 @@ tally_rt_put_records (struct tally_rt_writer *w, struct tally_module *head,
   tally_rt_put (w, retained, retained_len);
 }
 
+/* An (inclusive, exclusive) pair of sums, the exclusive one written no
+   larger than the inclusive: threads of an update=single program may lose
+   adds to either (guarantees.md), and readers refuse a record whose
+   exclusive sum is above its inclusive one as corrupt.  */
+static void
+put_incl_excl (struct tally_rt_writer *w, uint64_t incl, uint64_t excl)
+{
+  tally_rt_put_u64 (w, incl);
+  tally_rt_put_u64 (w, excl < incl ? excl : incl);
+}
+
 /* The NEV PAPI event totals (inclusive, exclusive) of function ID.  */
 static void
 put_events (struct tally_rt_writer *w, uint32_t id, unsigned nev)
@@ -229,8 +240,7 @@ put_events (struct tally_rt_writer *w, uint32_t id, unsigned nev)
       uint64_t incl = 0, excl = 0;
       if (id != UINT32_MAX)
         tally_rt_papi_totals (id, e, &incl, &excl);
-      tally_rt_put_u64 (w, incl);
-      tally_rt_put_u64 (w, excl < incl ? excl : incl);
+      put_incl_excl (w, incl, excl);
     }
 }
 
@@ -271,8 +281,10 @@ put_meas (struct tally_rt_writer *w, struct tally_module *head, uint32_t nlive,
         for (uint32_t i = 0; i < m->nfns; i++)
           {
             uint32_t id = m->fns[i]->id;
-            tally_rt_put_u64 (w, id < cap ? meas[id].incl : 0);
-            tally_rt_put_u64 (w, id < cap ? meas[id].excl : 0);
+            if (id < cap)
+              put_incl_excl (w, meas[id].incl, meas[id].excl);
+            else
+              put_incl_excl (w, 0, 0);
             put_events (w, id, nev);
           }
       }
@@ -292,8 +304,10 @@ put_meas (struct tally_rt_writer *w, struct tally_module *head, uint32_t nlive,
                + (size_t) tally_le_get32 (p + TALLY_FNREC_NVALUES) * 8;
           p += TALLY_STR_FIXED + (size_t) tally_le_get32 (p); /* block map */
           uint64_t id = (uint64_t) base + i;
-          tally_rt_put_u64 (w, base != UINT32_MAX && id < cap ? meas[id].incl : 0);
-          tally_rt_put_u64 (w, base != UINT32_MAX && id < cap ? meas[id].excl : 0);
+          if (base != UINT32_MAX && id < cap)
+            put_incl_excl (w, meas[id].incl, meas[id].excl);
+          else
+            put_incl_excl (w, 0, 0);
           put_events (w, base != UINT32_MAX && id < UINT32_MAX ? (uint32_t) id
                                                                : UINT32_MAX,
                       nev);
@@ -344,8 +358,7 @@ put_paths (struct tally_rt_writer *w, struct tally_module *head, uint32_t nlive,
       uint64_t incl = fn1 ? __atomic_load_n (&nodes[i].incl, __ATOMIC_RELAXED) : 0;
       uint64_t excl = fn1 ? __atomic_load_n (&nodes[i].excl, __ATOMIC_RELAXED) : 0;
       tally_rt_put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].calls, __ATOMIC_RELAXED) : 0);
-      tally_rt_put_u64 (w, incl);
-      tally_rt_put_u64 (w, excl < incl ? excl : incl);
+      put_incl_excl (w, incl, excl);
     }
 }
 
@@ -372,8 +385,7 @@ put_path_events (struct tally_rt_writer *w, uint32_t n, unsigned nev)
         {
           uint64_t incl = have ? __atomic_load_n (&at[2 * k], __ATOMIC_RELAXED) : 0;
           uint64_t excl = have ? __atomic_load_n (&at[2 * k + 1], __ATOMIC_RELAXED) : 0;
-          tally_rt_put_u64 (w, incl);
-          tally_rt_put_u64 (w, excl < incl ? excl : incl);
+          put_incl_excl (w, incl, excl);
         }
     }
 }
