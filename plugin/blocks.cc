@@ -84,6 +84,7 @@
 #define TALLY_MAP_NONE 0xffffffffu
 #define TALLY_MAP_VISITED_DERIVED 4u
 #define TALLY_MAP_VISITED_EDGES 5u
+#define TALLY_MAP_TREE_CALLERS 6u
 #define TALLY_BLOCK_CALL 0x1u
 #define TALLY_BLOCK_ANY_SUCC 0x2u
 #define TALLY_BLOCK_ANY_PRED 0x4u
@@ -124,6 +125,8 @@ struct plan_edge
   bool mark_visited;   /* visited: a CFG edge with a byte of its own, that
                           a derived block's value comes from
                           (derive_visited) */
+  bool from_callers;   /* the normal edge out of ENTRY of a function whose
+                          entry count its callers' blocks give (kind 6) */
 };
 
 struct block_loc
@@ -135,6 +138,7 @@ struct tally_block_plan
 {
   auto_vec<plan_edge> edges;
   auto_vec<basic_block> blocks;      /* map number -> block (0, 1: NULL) */
+  auto_vec<int> map_of;              /* block index -> map number */
   auto_vec<unsigned> block_flags;    /* map number -> TALLY_BLOCK_* */
   auto_vec<vec<block_loc> > locs;    /* map number -> locations */
   auto_vec<const char *> files;
@@ -287,7 +291,7 @@ push_edge (tally_block_plan *plan, int src, int dst, int map_src, int map_dst,
                    .cost = cost, .can_count = can_count, .on_tree = false,
                    .implied = false, .value = TALLY_MAP_NONE, .derived = NULL,
                    .store_bb = NULL, .mark_on = NULL,
-                   .mark_visited = false };
+                   .mark_visited = false, .from_callers = false };
   plan->edges.safe_push (pe);
 }
 
@@ -1027,8 +1031,23 @@ resume_block (basic_block bb, const vec<int> &map_of)
   return map_of[bb->index];
 }
 
+bool
+tally_blocks_entry_from_callers (const tally_block_plan *plan)
+{
+  return plan->kind == TALLY_MAP_TREE_CALLERS;
+}
+
+int
+tally_blocks_map_block (const tally_block_plan *plan, basic_block bb)
+{
+  if (bb->index < 0 || (unsigned) bb->index >= plan->map_of.length ())
+    return -1;
+  return plan->map_of[bb->index];
+}
+
 tally_block_plan *
-tally_blocks_plan (function *fun, tally_fn_layout *layout)
+tally_blocks_plan (function *fun, tally_fn_layout *layout,
+                   bool entry_from_callers)
 {
   tally_block_plan *plan = new tally_block_plan;
   bool visited = tally_opts.blocks == TALLY_BLOCKS_VISITED;
@@ -1048,7 +1067,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
   tally_split_goto_edges (fun, call_ended);
 
   /* Number the blocks: ENTRY 0, EXIT 1, the others in layout order.  */
-  auto_vec<int> map_of;
+  auto_vec<int> &map_of = plan->map_of;
   map_of.safe_grow_cleared (last_basic_block_for_fn (fun));
   plan->blocks.safe_push (NULL);
   plan->blocks.safe_push (NULL);
@@ -1175,6 +1194,25 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
   bool edges_too = per_block && !visited;
   if (!per_block)
     derive_latches (fun, plan, call_ended, &plan->derived);
+  /* entries=callers (callers.cc): the normal edge out of ENTRY is known
+     without a counter, so it stays off the tree; the rest stays connected
+     through EXIT -> ENTRY.  */
+  if (entry_from_callers && !per_block)
+    {
+      plan_edge *entry = NULL;
+      unsigned normal = 0;
+      for (plan_edge &pe : plan->edges)
+        if (pe.map_src == TALLY_MAP_ENTRY_NUM && !(pe.flags & TALLY_EDGE_FAKE))
+          {
+            normal++;
+            entry = &pe;
+          }
+      if (normal == 1 && entry->can_count && !entry->derived)
+        {
+          entry->from_callers = true;
+          plan->kind = TALLY_MAP_TREE_CALLERS;
+        }
+    }
   if (!visited)
     {
       auto_vec<int> parent;
@@ -1191,7 +1229,8 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
           }
       auto_vec<plan_edge *> rest;
       for (plan_edge &pe : plan->edges)
-        if (pe.can_count && !(edges_too && pe.bb) && !pe.derived)
+        if (pe.can_count && !(edges_too && pe.bb) && !pe.derived
+            && !pe.from_callers)
           rest.safe_push (&pe);
       rest.qsort (cmp_cost);
       for (plan_edge *pe : rest)
@@ -1205,6 +1244,8 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
                      "block instead\n");
           per_block = true;
           plan->kind = TALLY_MAP_BLOCK;
+          for (plan_edge &pe : plan->edges)
+            pe.from_callers = false;
         }
       else if (stuck && dump_file)
         fprintf (dump_file, "tally: uncountable cycle, its edges are left "
@@ -1235,7 +1276,8 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout)
   for (plan_edge &pe : plan->edges)
     {
       bool counted = per_block && !edges_too ? pe.bb != NULL
-                                             : pe.can_count && !pe.on_tree;
+                                             : pe.can_count && !pe.on_tree
+                                                   && !pe.from_callers;
       if (visited && pe.mark_visited)
         counted = true;
       else if (visited && counted)

@@ -47,6 +47,8 @@ struct fn_record
   unsigned line, flags;
   unsigned ncounters, nvisited;
   vec<unsigned char> map;
+  vec<unsigned char> map_v1; /* a kind 6 map until the unit's end, when its
+                                callers trailer is known (callers.cc) */
 };
 
 /* Records in function-id order.  */
@@ -399,7 +401,14 @@ tally_add_function (tree fndecl, const tally_fn_layout &layout)
     r.flags |= TALLY_FN_ARTIFICIAL;
   r.ncounters = layout.ncounters;
   r.nvisited = layout.nvisited;
-  r.map = encode_map (layout.map);
+  /* Kind 6 (the u32 after the version): its trailer comes at the end.  */
+  r.map = vNULL;
+  r.map_v1 = vNULL;
+  if (layout.map.length () >= 8 && layout.map[4] == 6 && !layout.map[5]
+      && !layout.map[6] && !layout.map[7])
+    r.map_v1 = layout.map.copy ();
+  else
+    r.map = encode_map (layout.map);
   records.safe_push (r);
   return info;
 }
@@ -730,8 +739,18 @@ tally_emit_module (void *, void *)
      (a GC there freed the half-built module record: ICE on sqlite3.c).  */
   tree locate = tally_opts.update == TALLY_UPDATE_TLS ? build_tls_locate () : NULL_TREE;
 
-  /* 1. The function descriptors and the table of pointers to them.  */
+  /* 1. The function descriptors and the table of pointers to them.  First
+     the kind 6 maps get their callers (callers.cc).  */
   unsigned n = records.length ();
+  for (unsigned i = 0; i < n; i++)
+    if (!records[i].map_v1.is_empty ())
+      {
+        fn_record &r = records[i];
+        bool had = tally_callers_trailer (i, &r.map_v1);
+        gcc_assert (had);
+        r.map = encode_map (r.map_v1);
+        r.map_v1.release ();
+      }
   md5_ctx hctx;
   md5_init_ctx (&hctx);
   hash_str (&hctx, main_input_filename ? main_input_filename : "");

@@ -781,6 +781,14 @@ tls_attach_implied (tree fndecl)
   return true;
 }
 
+/* Whether FNDECL gets block counters when its turn comes: the tests of
+   instrument_function that need no body (callers.cc asks).  */
+static bool
+will_instrument (tree fndecl)
+{
+  return !skip_reason (fndecl) && !tally_filter_reason (fndecl, NULL);
+}
+
 static unsigned int
 instrument_function (function *fun)
 {
@@ -803,6 +811,8 @@ instrument_function (function *fun)
     tally_verbose_note (fndecl, why);
   if (why)
     {
+      /* The functions it calls cannot take their entries from it.  */
+      tally_callers_note_calls (fun, NULL, 0);
       if (dump_file)
         fprintf (dump_file, "tally: %s not instrumented: %s\n",
                  IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)), why);
@@ -843,7 +853,8 @@ instrument_function (function *fun)
   tally_fn_layout layout = tally_core_layout ();
   tally_block_plan *plan = NULL;
   if (tally_opts.blocks != TALLY_BLOCKS_NONE)
-    plan = tally_blocks_plan (fun, &layout);
+    plan = tally_blocks_plan (fun, &layout,
+                              tally_callers_entry_derived (fun, will_instrument));
   /* Entries and exits follow from exact block counts: no separate counter
      updates (hooks=call still calls the runtime, which counts them).  */
   bool derived = plan && tally_opts.blocks == TALLY_BLOCKS_COUNT
@@ -868,6 +879,15 @@ instrument_function (function *fun)
     layout.flags |= TALLY_FN_TLS_ARMED;
   tally_fn_info fn = tally_add_function (fndecl, layout);
   layout.map.release ();
+  if (plan && tally_blocks_entry_from_callers (plan))
+    {
+      tally_callers_set_derived (fndecl, fn.id);
+      if (dump_file)
+        fprintf (dump_file, "tally: %s: entry count from its callers\n",
+                 IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)));
+    }
+  /* Before the counters split edges: the calls by map block.  */
+  tally_callers_note_calls (fun, plan, fn.id);
 
   /* 4. Block counters.  */
   if (plan)

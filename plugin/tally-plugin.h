@@ -39,6 +39,7 @@ struct tally_options
   bool mapped; /* counters=mapped: updates go through the unit's bias */
   bool tls_dynamic; /* tls-model=dynamic: GCC's default model for
                        update=tls's variables (__tls_get_addr in -fPIC) */
+  bool entries_derived; /* entries=callers (callers.cc) */
 };
 extern struct tally_options tally_opts;
 
@@ -191,9 +192,28 @@ void tally_frames_scan_unit (void *, void *);
 void tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret);
 const struct ggc_root_tab *tally_measure_gc_roots (void);
 
-/* blocks.cc: blocks=count|visited.  */
+/* blocks.cc: blocks=count|visited.  With ENTRY_FROM_CALLERS the normal
+   edge out of ENTRY gets no counter and the map is kind 6 (callers.cc), if
+   the plan stays a spanning tree; tally_blocks_entry_from_callers says
+   whether it did.  The map block number of BB, or -1.  */
 struct tally_block_plan;
-tally_block_plan *tally_blocks_plan (function *fun, tally_fn_layout *layout);
+tally_block_plan *tally_blocks_plan (function *fun, tally_fn_layout *layout,
+                                     bool entry_from_callers);
+bool tally_blocks_entry_from_callers (const tally_block_plan *plan);
+int tally_blocks_map_block (const tally_block_plan *plan, basic_block bb);
+
+/* callers.cc: entries=callers.  Whether FUN's entry count can come from
+   its callers' blocks (INSTRUMENTED: whether a function will get block
+   counters); the direct calls of FUN, a function given block counters by
+   PLAN as function ID (PLAN NULL: a function left uninstrumented); that
+   FNDECL, function ID, has its entry from its callers; and, at the end of
+   the unit, the callers trailer of function ID's version 1 map appended to
+   *MAP (false if it has none).  */
+bool tally_callers_entry_derived (function *fun, bool (*instrumented) (tree));
+void tally_callers_note_calls (function *fun, const tally_block_plan *plan,
+                               unsigned id);
+void tally_callers_set_derived (tree fndecl, unsigned id);
+bool tally_callers_trailer (unsigned id, vec<unsigned char> *map);
 void tally_blocks_insert (function *fun, tally_block_plan *plan,
                           const tally_fn_info &fn);
 /* blocks=count at=late, update=single: the counters of loops without calls

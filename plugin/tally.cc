@@ -10,6 +10,10 @@
  *                        a byte per block set when it runs
  *   placement=tree|block where blocks=count puts its counters: on the edges
  *                        off a spanning tree (default) or one per block
+ *   entries=callers|counted
+ *                        blocks=count: a local function's entry count from
+ *                        its callers' blocks (default, callers.cc), or a
+ *                        counter in every function
  *   at=late|early        after IPA inlining (default) or before it
  *   update=single|atomic|tls
  *                        plain, relaxed-atomic or per-thread counters
@@ -45,7 +49,7 @@ int plugin_is_GPL_compatible;
 struct tally_options tally_opts
     = { TALLY_HOOKS_INLINE, TALLY_AT_LATE,     TALLY_UPDATE_SINGLE,
         NULL,               TALLY_BLOCKS_NONE, TALLY_PLACE_TREE,
-        TALLY_MEASURE_COUNT, false, false, false, false };
+        TALLY_MEASURE_COUNT, false, false, false, false, true };
 bool tally_emitting;
 
 static const char help_text[]
@@ -59,6 +63,9 @@ static const char help_text[]
       "counts, or a byte per block set when it runs (default none)\n"
       "  -fplugin-arg-tally-placement=tree|block  blocks=count counters on "
       "the edges off a spanning tree (default) or one per block\n"
+      "  -fplugin-arg-tally-entries=callers|counted  blocks=count: take a "
+      "local function's entry count from the blocks that call it (default; "
+      "placement=tree, at=late) or count it in the function\n"
       "  -fplugin-arg-tally-at=late|early       instrument after IPA inlining "
       "(default) or before it\n"
       "  -fplugin-arg-tally-update=single|atomic|tls  plain (default), "
@@ -149,6 +156,8 @@ static const struct choice blocks_choices[]
         { "count", TALLY_BLOCKS_COUNT },
         { "visited", TALLY_BLOCKS_VISITED },
         { NULL, 0 } };
+static const struct choice entries_choices[]
+    = { { "callers", 1 }, { "counted", 0 }, { NULL, 0 } };
 static const struct choice placement_choices[]
     = { { "tree", TALLY_PLACE_TREE }, { "block", TALLY_PLACE_BLOCK }, { NULL, 0 } };
 
@@ -182,6 +191,8 @@ static const struct choice_option choice_options[] = {
     [] (int v) { tally_opts.blocks = (enum tally_blocks) v; } },
   { "placement", placement_choices, "tree, block",
     [] (int v) { tally_opts.placement = (enum tally_placement) v; } },
+  { "entries", entries_choices, "callers, counted",
+    [] (int v) { tally_opts.entries_derived = v != 0; } },
 };
 
 static const struct choice_option *
@@ -195,7 +206,7 @@ find_choice_option (const char *key)
 
 /* The option keys, as the unknown-option message lists them.  */
 static const char *const option_keys[]
-    = { "hooks", "blocks", "placement", "at", "update", "tls-model", "counters",
+    = { "hooks", "blocks", "placement", "entries", "at", "update", "tls-model", "counters",
         "measure",
         "paths", "exit", "filter", "select", "verbose", "help" };
 
@@ -298,7 +309,7 @@ parse_options (const struct plugin_name_args *info)
       else
         {
           error ("unknown option %<-fplugin-arg-%s-%s%>; accepted "
-                 "options: hooks, blocks, placement, at, update, counters, "
+                 "options: hooks, blocks, placement, entries, at, update, counters, "
                  "measure, paths, exit, filter, select, verbose, help",
                  info->base_name, arg->key);
           ok = false;

@@ -408,6 +408,21 @@ def main(prefix, modes=None):
     return run_check(CASES, a.check, a, prefix)
 
 
+def callgrind_calls(out_file):
+    """Calls per callee symbol from an uncompressed callgrind output file."""
+    calls = {}
+    cfn = None
+    with open(out_file, errors="replace") as f:
+        for line in f:
+            if line.startswith("cfn="):
+                cfn = line[4:].strip()
+                cfn = re.sub(r"'\d+$", "", cfn)  # recursion level suffix
+            elif line.startswith("calls=") and cfn is not None:
+                calls[cfn] = calls.get(cfn, 0) + int(line[6:].split()[0])
+                cfn = None
+    return calls
+
+
 def callgrind_executed(profile, addrs):
     """{address: executions} of the instructions at ADDRS, from callgrind's
     --dump-instr=yes output PROFILE (positions "instr line", compressed as

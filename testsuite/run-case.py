@@ -20,7 +20,7 @@ import shutil
 import sys
 import tempfile
 
-from checklib import Failure, run
+from checklib import Failure, callgrind_calls, run
 
 SKIP = 77
 
@@ -65,21 +65,6 @@ def nm_functions(path):
         if len(parts) == 3 and parts[1] in "TtWw":
             syms.setdefault(int(parts[0], 16), set()).add(parts[2])
     return syms
-
-
-def callgrind_calls(out_file):
-    """Calls per callee symbol from an uncompressed callgrind output file."""
-    calls = {}
-    cfn = None
-    with open(out_file, errors="replace") as f:
-        for line in f:
-            if line.startswith("cfn="):
-                cfn = line[4:].strip()
-                cfn = re.sub(r"'\d+$", "", cfn)  # recursion level suffix
-            elif line.startswith("calls=") and cfn is not None:
-                calls[cfn] = calls.get(cfn, 0) + int(line[6:].split()[0])
-                cfn = None
-    return calls
 
 
 def compare(what, got, want, keys):
