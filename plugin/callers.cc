@@ -103,6 +103,7 @@ all_calls_known (cgraph_node *node)
 {
   tree d = node->decl;
   return node->local && !node->address_taken && !node->externally_visible
+         && !node->in_other_partition
          && !node->has_aliases_p () && !node->force_output && !node->thunk
          && !node->inlined_to && !DECL_PRESERVE_P (d)
          && !DECL_STATIC_CONSTRUCTOR (d) && !DECL_STATIC_DESTRUCTOR (d)
@@ -173,8 +174,10 @@ tally_callers_entry_derived (function *fun, bool (*instrumented) (tree))
   for (cgraph_edge *e = node->callers; e; e = e->next_caller)
     {
       cgraph_node *c = calling_body (e);
-      /* A thunk may be emitted as assembly, uninstrumented.  */
-      if (c == node || !c->definition || c->thunk || !instrumented (c->decl))
+      /* A thunk may be emitted as assembly, uninstrumented; a caller in
+         another LTO partition is another module.  */
+      if (c == node || !c->definition || c->thunk || c->in_other_partition
+          || !instrumented (c->decl))
         return false;
     }
   return !on_call_cycle (fun, node);

@@ -195,4 +195,4 @@ def check_option(a, work):
 
 
 if __name__ == "__main__":
-    sys.exit(main("tally-callers-"))
+    sys.exit(main("tally-entries-"))
