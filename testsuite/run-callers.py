@@ -316,20 +316,31 @@ def check_bad(a, work):
             p = run([a.tally_asan, "report", "--ranks", path], check=False)
             expect(p.returncode in (0, 1) and "ERROR" not in p.stderr,
                    "%s: ranks %d %r" % (what, p.returncode, p.stderr))
-    # The runtime's %m checks a map the same way (tally_map2_walk): a
-    # damaged trailer moves the file aside, and this run's counts are
-    # written.
+    # The runtime's %m checks a map the same way (tally_map2_walk) and the
+    # sites against their module record (rt/merge.c, callers_ok): the file
+    # is moved aside, and this run's counts are written.
     d = os.path.join(work, "m")
     os.mkdir(d)
     pattern = os.path.join(d, "%m.data")
     run([exe], env={"TALLY_OUTPUT": pattern})
-    target = os.path.join(d, os.listdir(d)[0])
-    damaged = with_maps(good, bad_cases(2, maps, sites)["complete-2"][0])
-    open(target, "wb").write(damaged)
+    target = os.path.join(d, next(n for n in os.listdir(d) if n.endswith(".data")))
+    bad = bad_cases(2, maps, sites)
+    for name in ("complete-2", "function-range", "visited-map", "block-exit", "block-range",
+                 "self-cycle", "cycle"):
+        damaged = with_maps(good, bad[name][0])
+        open(target, "wb").write(damaged)
+        p = run([exe], env={"TALLY_OUTPUT": pattern}, check=False)
+        expect(p.returncode == 0 and "corrupt block map" in p.stderr
+               and open(target + ".bad", "rb").read() == damaged,
+               "%%m over %s: exit %d, %r" % (name, p.returncode, p.stderr))
+        os.unlink(target + ".bad")
+    # A good kind 6 file is merged into, not moved aside.
+    open(target, "wb").write(with_maps(good, {CALLEE: kind6(2, maps[CALLEE], sites)}))
     p = run([exe], env={"TALLY_OUTPUT": pattern}, check=False)
-    expect(p.returncode == 0 and "corrupt block map" in p.stderr
-           and open(target + ".bad", "rb").read() == damaged,
-           "%%m over a damaged kind 6 map: exit %d, %r" % (p.returncode, p.stderr))
+    expect(p.returncode == 0 and not os.path.exists(target + ".bad")
+           and "corrupt" not in p.stderr,
+           "%%m over a good kind 6 file: exit %d, %r" % (p.returncode, p.stderr))
+    run([a.tally, "report", target])
 
 
 if __name__ == "__main__":
