@@ -330,7 +330,8 @@ by_module (const void *pa, const void *pb)
   if (!c)
     c = a->index < b->index ? -1 : a->index > b->index;
   if (!c)
-    c = *(const size_t *) pa < *(const size_t *) pb ? -1 : 1;
+    c = (*(const size_t *) pa > *(const size_t *) pb)
+        - (*(const size_t *) pa < *(const size_t *) pb);
   return c;
 }
 
