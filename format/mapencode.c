@@ -89,7 +89,21 @@ tally_map2_encode (const unsigned char *v1, size_t size, unsigned char *out,
         return 0;
       edges_at += 12 + (size_t) tally_le_get32 (v1 + edges_at + 8) * 8;
     }
-  if (nedges > (size - edges_at) / 16 || edges_at + nedges * 16ull != size)
+  uint32_t kind = tally_le_get32 (v1 + TALLY_MAP_KIND);
+  if (nedges > (size - edges_at) / 16)
+    return 0;
+  /* Kind 6's callers trailer: u32 complete, u32 site count, 2 u32 per
+     site, copied as varints after the edges.  */
+  size_t end = edges_at + nedges * (size_t) 16, nsites = 0;
+  if (kind == TALLY_MAP_TREE_CALLERS)
+    {
+      if (size - end < 8
+          || tally_le_get32 (v1 + end + 4) > (size - end - 8) / 8)
+        return 0;
+      nsites = tally_le_get32 (v1 + end + 4);
+      end += 8 + nsites * 8;
+    }
+  if (end != size)
     return 0;
   uint32_t table[TALLY_MAP2_MAX_FLAGS], nflags = 0;
   for (uint32_t e = 0; e < nedges; e++)
@@ -148,5 +162,8 @@ tally_map2_encode (const unsigned char *v1, size_t size, unsigned char *out,
         put_value (&s, value, &next);
       src = a;
     }
+  if (kind == TALLY_MAP_TREE_CALLERS)
+    for (size_t k = 0; k < 2 + 2 * nsites; k++, pos += 4)
+      put (&s, tally_le_get32 (v1 + pos));
   return pos == size ? s.n : 0;
 }

@@ -83,6 +83,7 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
   uint64_t x;
   info->kind = info->nblocks = info->nedges = info->nfiles = 0;
   info->nlocs = 0;
+  info->complete = info->nsites = 0;
   info->why = 0;
   info->at = 0;
   if (size < 4)
@@ -93,8 +94,9 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
   if (get (&c, 0xffffffffu, &x, "kind does not fit in 32 bits"))
     return -1;
   if (x != TALLY_MAP_BLOCK && x != TALLY_MAP_TREE && x != TALLY_MAP_VISITED
-      && x != TALLY_MAP_VISITED_DERIVED && x != TALLY_MAP_VISITED_EDGES)
-    return stop (&c, 4, "unknown map kind (expected 1 to 5)");
+      && x != TALLY_MAP_VISITED_DERIVED && x != TALLY_MAP_VISITED_EDGES
+      && x != TALLY_MAP_TREE_CALLERS)
+    return stop (&c, 4, "unknown map kind (expected 1 to 6)");
   info->kind = (uint32_t) x;
   size_t at = c.pos;
   if (get (&c, 0xffffffffu, &x, "block count does not fit in 32 bits"))
@@ -225,6 +227,7 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
   if ((uint64_t) info->nedges * 2 > c.size - c.pos)
     return stop (&c, c.pos, "edges cannot fit in the bytes left of the map");
   uint64_t src = 0;
+  uint32_t entry_edges = 0, entry_valued = 0; /* normal ones out of ENTRY */
   for (uint32_t e = 0; e < info->nedges; e++)
     {
       uint64_t h, d;
@@ -246,6 +249,11 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
         return stop (&c, at, "edge leaves EXIT or enters ENTRY");
       if ((h & 1) && get_value (&c, nvalues, &next, &value))
         return -1;
+      if (src == TALLY_MAP_ENTRY && !(fl & TALLY_EDGE_FAKE))
+        {
+          entry_edges++;
+          entry_valued += value != TALLY_MAP_NONE;
+        }
       if (out && out->edges)
         {
           out->edges[4 * e] = (uint32_t) src;
@@ -253,6 +261,51 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
           out->edges[4 * e + 2] = fl;
           out->edges[4 * e + 3] = value;
         }
+    }
+  if (info->kind == TALLY_MAP_TREE_CALLERS)
+    {
+      /* The entry's count is its callers': one edge for it to be, and
+         that edge not counted.  */
+      if (entry_edges != 1)
+        return stop (&c, c.pos, "kind 6 map without exactly one normal "
+                     "edge out of ENTRY");
+      if (entry_valued)
+        return stop (&c, c.pos, "kind 6 map whose edge out of ENTRY has a "
+                     "value");
+      at = c.pos;
+      if (get (&c, 0xffffffffu, &x, "callers complete flag does not fit in "
+               "32 bits"))
+        return -1;
+      if (x > 1)
+        return stop (&c, at, "callers complete flag above 1");
+      info->complete = (uint32_t) x;
+      at = c.pos;
+      if (get (&c, 0xffffffffu, &x, "call site count does not fit in 32 "
+               "bits"))
+        return -1;
+      /* A site takes at least 2 bytes.  */
+      if (x > (c.size - c.pos) / 2)
+        return stop (&c, at, "call sites cannot fit in the bytes left of the "
+                     "map");
+      info->nsites = (uint32_t) x;
+      for (uint32_t s = 0; s < info->nsites; s++)
+        {
+          uint64_t fn, blk;
+          if (get (&c, 0xffffffffu, &fn, "call site function does not fit in "
+                   "32 bits")
+              || get (&c, 0xffffffffu, &blk, "call site block does not fit "
+                      "in 32 bits"))
+            return -1;
+          if (out && out->sites)
+            {
+              out->sites[2 * s] = (uint32_t) fn;
+              out->sites[2 * s + 1] = (uint32_t) blk;
+            }
+        }
+      if (c.pos != c.size)
+        return stop (&c, c.pos, "unexpected bytes after the callers "
+                     "trailer");
+      return 0;
     }
   if (c.pos != c.size)
     return stop (&c, c.pos, "unexpected bytes after the last edge");

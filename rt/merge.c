@@ -45,14 +45,18 @@ str_size (const unsigned char *p, size_t avail)
    are, so a map the tools cannot decode would make the merged file
    unreadable for good.  */
 static int
-map_ok (const unsigned char *map, size_t size, uint32_t nvalues)
+map_ok (const unsigned char *map, size_t size, uint32_t nvalues,
+        uint64_t *nsites)
 {
   if (size == 0)
     return 1; /* no map */
   if (size >= 4 && tally_le_get32 (map) == TALLY_MAP_VERSION2)
     {
       struct tally_map2_info info;
-      return tally_map2_walk (map, size, nvalues, &info, NULL) == 0;
+      if (tally_map2_walk (map, size, nvalues, &info, NULL) != 0)
+        return 0;
+      *nsites += info.nsites;
+      return 1;
     }
   if (size < 20)
     return 0;
@@ -104,27 +108,148 @@ map_ok (const unsigned char *map, size_t size, uint32_t nvalues)
   return pos == size;
 }
 
+/* The map of the next function of a module record at *POS (the function
+   fields first): *MAP, its *SIZE and the function's *NVALUES; *POS moves
+   past it.  */
+static void
+next_map (const unsigned char *p, size_t *pos, const unsigned char **map,
+          uint32_t *size, uint32_t *nvalues)
+{
+  for (int s = 0; s < 4; s++)
+    *pos += TALLY_STR_FIXED + (size_t) tally_le_get32 (p + *pos);
+  *nvalues = tally_le_get32 (p + *pos + TALLY_FNREC_NVALUES);
+  *pos += TALLY_FNREC_FIXED + (size_t) *nvalues * 8;
+  *size = tally_le_get32 (p + *pos);
+  *map = p + *pos + 4;
+  *pos += 4 + (size_t) *size;
+}
+
+/* Offset of the first function of the module record at P.  */
+static size_t
+first_fn (const unsigned char *p)
+{
+  size_t pos = TALLY_MODREC_FIXED;
+  for (int s = 0; s < 2; s++)
+    pos += TALLY_STR_FIXED + (size_t) tally_le_get32 (p + pos);
+  return pos;
+}
+
+static void *
+scratch (size_t len)
+{
+  void *m = mmap (NULL, len ? len : 1, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return m == MAP_FAILED ? NULL : m;
+}
+
+/* Whether the call sites of the kind 6 maps of the module record at P
+   (NSITES in all, its maps checked one by one) pass the checks
+   tally_data_check_maps (tools/blockmap.c) makes with the module: each
+   names a function of the record whose map counts blocks (kind 1, 2 or
+   6) and one of its blocks but ENTRY and EXIT, and no kind 6 function's
+   entry depends on itself through sites of kind 6 functions (Kahn's
+   algorithm).  Scratch memory is mmap'ed, time linear in the sites.  */
+static int
+callers_ok (const unsigned char *p, uint64_t nsites)
+{
+  uint32_t n = tally_le_get32 (p + TALLY_MODREC_NFNS);
+  if (nsites > 0x3fffffffu)
+    return 0; /* not from a record under 4 GB */
+  /* Per function: kind, block count, pending dependencies, users filled,
+     first site, first user (n + 1 each); the sites (2 u32), the users,
+     the order.  */
+  size_t len = ((size_t) n * 6 + 2 + (size_t) nsites * 3 + n) * 4;
+  uint32_t *kind = scratch (len);
+  if (!kind)
+    return 0;
+  uint32_t *nblocks = kind + n, *deps = nblocks + n, *fill = deps + n;
+  uint32_t *first = fill + n, *start = first + n + 1;
+  uint32_t *sites = start + n + 1, *users = sites + 2 * nsites;
+  uint32_t *order = users + nsites;
+  size_t pos = first_fn (p);
+  uint32_t at = 0, n6 = 0;
+  int ok = 1;
+  for (uint32_t i = 0; i < n; i++)
+    {
+      const unsigned char *map;
+      uint32_t size, nvalues;
+      next_map (p, &pos, &map, &size, &nvalues);
+      first[i] = at;
+      if (!size)
+        continue;
+      if (tally_le_get32 (map) != TALLY_MAP_VERSION2)
+        {
+          /* Version 1: kinds 1 to 3 only (map_ok), no sites.  */
+          kind[i] = tally_le_get32 (map + 4);
+          nblocks[i] = tally_le_get32 (map + 8);
+          continue;
+        }
+      struct tally_map2_info info;
+      struct tally_map2_out out = { NULL, NULL, NULL, NULL, sites + 2 * at };
+      tally_map2_walk (map, size, nvalues, &info, &out); /* checked */
+      kind[i] = info.kind;
+      nblocks[i] = info.nblocks;
+      at += info.nsites;
+      n6 += info.kind == TALLY_MAP_TREE_CALLERS;
+    }
+  first[n] = at;
+  for (uint32_t f = 0; f < n && ok; f++)
+    for (uint32_t k = first[f]; k < first[f + 1] && ok; k++)
+      {
+        uint32_t g = sites[2 * k], b = sites[2 * k + 1];
+        ok = g < n
+             && (kind[g] == TALLY_MAP_BLOCK || kind[g] == TALLY_MAP_TREE
+                 || kind[g] == TALLY_MAP_TREE_CALLERS)
+             && b >= 2 && b < nblocks[g];
+        if (ok && kind[g] == TALLY_MAP_TREE_CALLERS)
+          {
+            deps[f]++;
+            start[g + 1]++;
+          }
+      }
+  if (ok)
+    {
+      for (uint32_t g = 0; g < n; g++)
+        start[g + 1] += start[g];
+      for (uint32_t f = 0; f < n; f++)
+        for (uint32_t k = first[f]; k < first[f + 1]; k++)
+          {
+            uint32_t g = sites[2 * k];
+            if (kind[g] == TALLY_MAP_TREE_CALLERS)
+              users[start[g] + fill[g]++] = f;
+          }
+      uint32_t done = 0;
+      for (uint32_t f = 0; f < n; f++)
+        if (kind[f] == TALLY_MAP_TREE_CALLERS && !deps[f])
+          order[done++] = f;
+      for (uint32_t head = 0; head < done; head++)
+        for (uint32_t k = start[order[head]]; k < start[order[head] + 1]; k++)
+          if (!--deps[users[k]])
+            order[done++] = users[k];
+      ok = done == n6;
+    }
+  munmap (kind, len ? len : 1);
+  return ok;
+}
+
 /* Whether every block map of the module record at P (checked by
-   tally_rt_rec_size) decodes.  */
+   tally_rt_rec_size) decodes, and kind 6's call sites fit the record.  */
 static int
 maps_ok (const unsigned char *p)
 {
   uint32_t nfns = tally_le_get32 (p + TALLY_MODREC_NFNS);
-  size_t pos = TALLY_MODREC_FIXED;
-  for (int s = 0; s < 2; s++)
-    pos += TALLY_STR_FIXED + (size_t) tally_le_get32 (p + pos);
+  size_t pos = first_fn (p);
+  uint64_t nsites = 0;
   for (uint32_t i = 0; i < nfns; i++)
     {
-      for (int s = 0; s < 4; s++)
-        pos += TALLY_STR_FIXED + (size_t) tally_le_get32 (p + pos);
-      uint32_t nc = tally_le_get32 (p + pos + TALLY_FNREC_NVALUES);
-      pos += TALLY_FNREC_FIXED + (size_t) nc * 8;
-      uint32_t map = tally_le_get32 (p + pos);
-      if (!map_ok (p + pos + 4, map, nc))
+      const unsigned char *map;
+      uint32_t size, nvalues;
+      next_map (p, &pos, &map, &size, &nvalues);
+      if (!map_ok (map, size, nvalues, &nsites))
         return 0;
-      pos += 4 + (size_t) map;
     }
-  return 1;
+  /* Without call sites there is nothing of the module to check.  */
+  return !nsites || callers_ok (p, nsites);
 }
 
 size_t

@@ -20,7 +20,7 @@ Checks (one per run, named on the command line):
   bad-maps  a kind-4 map where a derived block has a value, both rules,
             is derived from EXIT, or two blocks are derived from each
             other is refused by tally report with a message saying which,
-            as is a map of unknown kind 6.
+            as is a map of unknown kind 7.
 
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
@@ -136,7 +136,7 @@ def damage(d, how):
         marked = [b for b in range(2, len(blks))
                   if u32(blks[b][0]) != 0xffffffff]
         if how == "kind":
-            put(kind, 6)
+            put(kind, 7)
         elif how == "value":
             put(blks[derived[0]][0], u32(blks[marked[0]][0]))
         elif how == "both":
@@ -155,7 +155,7 @@ def damage(d, how):
 
 
 BAD = {
-    "kind": r"unknown map kind 6 \(expected 1 to 5\)",
+    "kind": r"unknown map kind 7 \(expected 1 to 6\)",
     "value": r"block \d+: has a value and is derived too",
     "both": r"block \d+: derived from both its successors and its predecessors",
     "exit": r"block \d+ is derived from EXIT",

@@ -297,12 +297,47 @@ check_derived (struct tally_blockmap *m, char *err, size_t errlen)
   return r;
 }
 
-/* A decoded map M into *OUT; kinds 4 and 5's derivations checked first
-   (then M is freed and -1 returned, the fault said in ERR).  */
+/* Kind 6 (doc/data-format.md "Entry counts from callers"): what is wrong
+   with M's entry edge or trailer flag, or NULL.  The entry's count is the
+   callers', so there must be one edge to give it to, counted by nothing
+   else.  */
+static const char *
+check_callers (const struct tally_blockmap *m)
+{
+  uint32_t n = 0, valued = 0;
+  if (m->complete > 1)
+    return "callers complete flag above 1";
+  for (uint32_t e = 0; e < m->nedges; e++)
+    if (m->edges[e].src == TALLY_MAP_ENTRY
+        && !(m->edges[e].flags & TALLY_EDGE_FAKE))
+      {
+        n++;
+        valued += m->edges[e].value != TALLY_MAP_NONE;
+      }
+  if (n != 1)
+    return "kind 6 map without exactly one normal edge out of ENTRY";
+  if (valued)
+    return "kind 6 map whose edge out of ENTRY has a value";
+  return NULL;
+}
+
+/* A decoded map M into *OUT; kinds 4 and 5's derivations and kind 6's
+   entry checked first (then M is freed and -1 returned, the fault said in
+   ERR).  */
 static int
 map_finish (struct tally_blockmap *m, struct tally_blockmap *out, char *err,
             size_t errlen)
 {
+  if (m->kind == TALLY_MAP_TREE_CALLERS)
+    {
+      const char *why = check_callers (m);
+      if (why)
+        {
+          fail (err, errlen, "%s", why);
+          tally_map_free (m);
+          return -1;
+        }
+    }
   if (m->kind == TALLY_MAP_VISITED_DERIVED
       || m->kind == TALLY_MAP_VISITED_EDGES)
     {
@@ -331,7 +366,7 @@ decode_v2 (const unsigned char *map, size_t size, uint32_t nvalues,
 {
   struct tally_map2_info info;
   struct tally_blockmap m;
-  struct tally_map2_out o = { NULL, NULL, NULL, NULL };
+  struct tally_map2_out o = { NULL, NULL, NULL, NULL, NULL };
   memset (&m, 0, sizeof m);
   if (tally_map2_walk (map, size, nvalues, &info, NULL) != 0)
     return fail (err, errlen, "version 2 map: %s at map byte %zu", info.why,
@@ -340,6 +375,8 @@ decode_v2 (const unsigned char *map, size_t size, uint32_t nvalues,
   m.nblocks = info.nblocks;
   m.nedges = info.nedges;
   m.nfiles = info.nfiles;
+  m.complete = info.complete;
+  m.nsites = info.nsites;
   m.files = alloc_array (m.nfiles, sizeof *m.files);
   m.blocks = alloc_array (m.nblocks, sizeof *m.blocks);
   m.edges = alloc_array (m.nedges, sizeof *m.edges);
@@ -348,8 +385,12 @@ decode_v2 (const unsigned char *map, size_t size, uint32_t nvalues,
   o.blocks = alloc_array (m.nblocks, 4 * sizeof *o.blocks);
   o.locs = alloc_array (info.nlocs, 2 * sizeof *o.locs);
   o.edges = alloc_array (m.nedges, 4 * sizeof *o.edges);
+  /* The sites are kept as the walk puts them.  */
+  if (m.kind == TALLY_MAP_TREE_CALLERS)
+    o.sites = m.sites = alloc_array (m.nsites, 2 * sizeof *m.sites);
   if (!m.files || !m.blocks || !m.edges || !m.locs_ || !o.files || !o.blocks
-      || !o.locs || !o.edges)
+      || !o.locs || !o.edges
+      || (m.kind == TALLY_MAP_TREE_CALLERS && !m.sites))
     goto oom;
   if (tally_map2_walk (map, size, nvalues, &info, &o) != 0)
     {
@@ -421,8 +462,9 @@ tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
                  TALLY_MAP_VERSION2);
   if (m.kind != TALLY_MAP_BLOCK && m.kind != TALLY_MAP_TREE
       && m.kind != TALLY_MAP_VISITED && m.kind != TALLY_MAP_VISITED_DERIVED
-      && m.kind != TALLY_MAP_VISITED_EDGES)
-    return fail (err, errlen, "unknown map kind %lu (expected 1 to 5)",
+      && m.kind != TALLY_MAP_VISITED_EDGES
+      && m.kind != TALLY_MAP_TREE_CALLERS)
+    return fail (err, errlen, "unknown map kind %lu (expected 1 to 6)",
                  (unsigned long) m.kind);
   if (m.nblocks < 2)
     return fail (err, errlen, "%lu blocks, at least 2 (ENTRY and EXIT) "
@@ -554,6 +596,23 @@ tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
       if (!value_ok (ed->value, nvalues, "edge", e, err, errlen))
         goto bad;
     }
+  if (m.kind == TALLY_MAP_TREE_CALLERS)
+    {
+      if (take (&c, &m.complete, "callers complete flag")
+          || take (&c, &m.nsites, "call site count"))
+        goto bad;
+      if (m.nsites > left (&c) / 8)
+        {
+          fail (err, errlen, "%lu call sites cannot fit in the %zu bytes "
+                "left of the map", (unsigned long) m.nsites, left (&c));
+          goto bad;
+        }
+      m.sites = alloc_array (m.nsites, 2 * sizeof *m.sites);
+      if (!m.sites)
+        goto oom;
+      for (uint32_t k = 0; k < 2 * m.nsites; k++)
+        take (&c, &m.sites[k], "call site");
+    }
   if (left (&c))
     {
       fail (err, errlen, "%zu unexpected bytes at the end of the map",
@@ -577,24 +636,212 @@ tally_fn_map_decode (const struct tally_data_fn *f,
                            errlen);
 }
 
+/* What kind 6's order needs of each function of a module.  */
+struct callers_fn
+{
+  uint32_t kind;  /* its map's (as decoded), 0 without a map */
+  uint32_t nblocks, nsites;
+  const uint32_t *sites; /* kind 6: 2 per site (function, block) */
+};
+
+static int
+counts_blocks (uint32_t kind)
+{
+  return kind == TALLY_MAP_BLOCK || kind == TALLY_MAP_TREE
+         || kind == TALLY_MAP_TREE_CALLERS;
+}
+
+static void
+out_of_memory (void)
+{
+  fputs ("tally: out of memory\n", stderr);
+  exit (1);
+}
+
+/* The kind 6 functions of the NFNS functions FNS in an order where each
+   comes after every kind 6 function one of its sites is in (Kahn's
+   algorithm, no recursion), into ORDER.  Returns how many there are; those
+   left out (on a cycle of sites, or after one) have DEPS (NFNS, out)
+   above 0.  Sites out of range are no dependency.  */
+static uint32_t
+callers_order (uint32_t nfns, const struct callers_fn *fns, uint32_t *order,
+               uint32_t *deps)
+{
+  size_t *start = alloc_array ((size_t) nfns + 1, sizeof *start);
+  size_t *fill = alloc_array (nfns, sizeof *fill);
+  size_t nusers = 0;
+  for (uint32_t f = 0; f < nfns; f++)
+    if (fns[f].kind == TALLY_MAP_TREE_CALLERS)
+      nusers += fns[f].nsites;
+  /* USERS[START[G] ..] lists F once per site of F in kind 6 function G.  */
+  uint32_t *users = alloc_array (nusers, sizeof *users);
+  if (!start || !fill || !users)
+    out_of_memory ();
+  memset (deps, 0, nfns * sizeof *deps);
+  for (int pass = 0; pass < 2; pass++)
+    {
+      for (uint32_t f = 0; f < nfns; f++)
+        for (uint32_t k = 0;
+             fns[f].kind == TALLY_MAP_TREE_CALLERS && k < fns[f].nsites; k++)
+          {
+            uint32_t g = fns[f].sites[2 * k];
+            if (g >= nfns || fns[g].kind != TALLY_MAP_TREE_CALLERS)
+              continue;
+            if (pass == 0)
+              {
+                deps[f]++;
+                start[g + 1]++;
+              }
+            else
+              users[start[g] + fill[g]++] = f;
+          }
+      if (pass == 0)
+        for (uint32_t g = 0; g < nfns; g++)
+          start[g + 1] += start[g];
+    }
+  uint32_t n = 0;
+  for (uint32_t f = 0; f < nfns; f++)
+    if (fns[f].kind == TALLY_MAP_TREE_CALLERS && !deps[f])
+      order[n++] = f;
+  for (uint32_t head = 0; head < n; head++)
+    {
+      uint32_t g = order[head];
+      for (size_t k = start[g]; k < start[g + 1]; k++)
+        if (!--deps[users[k]])
+          order[n++] = users[k];
+    }
+  free_all (start, fill, users);
+  return n;
+}
+
+/* A kind 6 function left out of callers_order's ORDER (DEPS above 0) that
+   is on a cycle itself, found from F: a function left out has a site in
+   one left out, so NFNS steps along such sites end on a cycle.  */
+static uint32_t
+on_cycle (uint32_t nfns, const struct callers_fn *fns, const uint32_t *deps,
+          uint32_t f)
+{
+  for (uint32_t step = 0; step < nfns; step++)
+    for (uint32_t k = 0; k < fns[f].nsites; k++)
+      {
+        uint32_t g = fns[f].sites[2 * k];
+        if (g < nfns && fns[g].kind == TALLY_MAP_TREE_CALLERS && deps[g])
+          {
+            f = g;
+            break;
+          }
+      }
+  return f;
+}
+
+/* Module I of D's kind 6 call sites against its functions FNS: 0, or -1
+   with the fault in ERR.  */
+static int
+check_module_callers (const struct tally_data *d, uint32_t i,
+                      const struct callers_fn *fns, char *err, size_t errlen)
+{
+  const struct tally_data_module *mod = &d->modules[i];
+  uint32_t nfns = mod->nfns, n6 = 0;
+  char why[200];
+  for (uint32_t j = 0; j < nfns; j++)
+    {
+      if (fns[j].kind != TALLY_MAP_TREE_CALLERS)
+        continue;
+      n6++;
+      for (uint32_t k = 0; k < fns[j].nsites; k++)
+        {
+          uint32_t g = fns[j].sites[2 * k], blk = fns[j].sites[2 * k + 1];
+          why[0] = 0;
+          if (g >= nfns)
+            snprintf (why, sizeof why, "function %lu, but the module has "
+                      "%lu functions", (unsigned long) g,
+                      (unsigned long) nfns);
+          else if (!fns[g].kind)
+            snprintf (why, sizeof why, "function %lu has no block map",
+                      (unsigned long) g);
+          else if (!counts_blocks (fns[g].kind))
+            snprintf (why, sizeof why, "function %lu's map is not of a "
+                      "kind that counts blocks (1, 2 or 6)",
+                      (unsigned long) g);
+          else if (blk < 2)
+            snprintf (why, sizeof why, "block %lu of function %lu is %s",
+                      (unsigned long) blk, (unsigned long) g,
+                      blk == TALLY_MAP_ENTRY ? "ENTRY" : "EXIT");
+          else if (blk >= fns[g].nblocks)
+            snprintf (why, sizeof why, "block %lu, but function %lu has %lu "
+                      "blocks", (unsigned long) blk, (unsigned long) g,
+                      (unsigned long) fns[g].nblocks);
+          if (why[0])
+            return fail (err, errlen, "module %lu (%s) function %lu (%s): "
+                         "bad block map: call site %lu: %s: file is corrupt",
+                         (unsigned long) i, mod->source, (unsigned long) j,
+                         mod->fns[j].symbol, (unsigned long) k, why);
+        }
+    }
+  if (!n6)
+    return 0;
+  uint32_t *order = alloc_array (nfns, sizeof *order);
+  uint32_t *deps = alloc_array (nfns, sizeof *deps);
+  if (!order || !deps)
+    out_of_memory ();
+  int r = 0;
+  if (callers_order (nfns, fns, order, deps) < n6)
+    {
+      uint32_t j = 0;
+      while (!(fns[j].kind == TALLY_MAP_TREE_CALLERS && deps[j]))
+        j++;
+      j = on_cycle (nfns, fns, deps, j);
+      r = fail (err, errlen, "module %lu (%s) function %lu (%s): bad block "
+                "map: its entry count depends, through call sites, on "
+                "itself (a cycle of kind 6 functions): file is corrupt",
+                (unsigned long) i, mod->source, (unsigned long) j,
+                mod->fns[j].symbol);
+    }
+  free_all (order, deps);
+  return r;
+}
+
 int
 tally_data_check_maps (const struct tally_data *d, char *err, size_t errlen)
 {
   for (uint32_t i = 0; i < d->nmodules; i++)
-    for (uint32_t j = 0; j < d->modules[i].nfns; j++)
-      {
-        const struct tally_data_fn *f = &d->modules[i].fns[j];
-        struct tally_blockmap bm;
-        char why[200];
-        if (!f->map_size)
-          continue;
-        if (tally_fn_map_decode (f, &bm, why, sizeof why) != 0)
-          return fail (err, errlen, "module %lu (%s) function %lu (%s): bad "
-                       "block map: %s: file is corrupt", (unsigned long) i,
-                       d->modules[i].source, (unsigned long) j, f->symbol,
-                       why);
-        tally_map_free (&bm);
-      }
+    {
+      const struct tally_data_module *mod = &d->modules[i];
+      /* What the module's call sites are checked against; the sites are
+         kept from the decoded maps.  */
+      struct callers_fn *fns = alloc_array (mod->nfns, sizeof *fns);
+      int r = 0;
+      if (!fns)
+        out_of_memory ();
+      for (uint32_t j = 0; j < mod->nfns && !r; j++)
+        {
+          const struct tally_data_fn *f = &mod->fns[j];
+          struct tally_blockmap bm;
+          char why[200];
+          if (!f->map_size)
+            continue;
+          if (tally_fn_map_decode (f, &bm, why, sizeof why) != 0)
+            {
+              r = fail (err, errlen, "module %lu (%s) function %lu (%s): bad "
+                        "block map: %s: file is corrupt", (unsigned long) i,
+                        mod->source, (unsigned long) j, f->symbol, why);
+              break;
+            }
+          fns[j].kind = bm.kind;
+          fns[j].nblocks = bm.nblocks;
+          fns[j].nsites = bm.nsites;
+          fns[j].sites = bm.sites;
+          bm.sites = NULL;
+          tally_map_free (&bm);
+        }
+      if (!r)
+        r = check_module_callers (d, i, fns, err, errlen);
+      for (uint32_t j = 0; j < mod->nfns; j++)
+        free ((void *) fns[j].sites);
+      free (fns);
+      if (r)
+        return r;
+    }
   return 0;
 }
 
@@ -604,7 +851,7 @@ tally_map_free (struct tally_blockmap *m)
   if (m->files)
     for (uint32_t i = 0; i < m->nfiles; i++)
       free (m->files[i]);
-  free_all (m->files, m->blocks, m->edges, m->locs_);
+  free_all (m->files, m->blocks, m->edges, m->locs_, m->sites);
   memset (m, 0, sizeof *m);
 }
 
@@ -742,6 +989,15 @@ void
 tally_flow_solve (const struct tally_blockmap *m, const uint64_t *values,
                   uint32_t nvalues, struct tally_flow *out)
 {
+  tally_flow_solve_entry (m, values, nvalues, 0, 0, out);
+}
+
+void
+tally_flow_solve_entry (const struct tally_blockmap *m,
+                        const uint64_t *values, uint32_t nvalues,
+                        uint64_t entry, int entry_known,
+                        struct tally_flow *out)
+{
   memset (out, 0, sizeof *out);
   uint32_t nb = m->nblocks;
   out->block = alloc_array (nb, sizeof *out->block);
@@ -822,6 +1078,13 @@ tally_flow_solve (const struct tally_blockmap *m, const uint64_t *values,
   for (uint32_t b = 2; b < nb; b++)
     if (m->blocks[b].value != TALLY_MAP_NONE)
       set_known (nodes, &edges[m->nedges + b - 2], values[m->blocks[b].value]);
+  /* Kind 6: the one normal edge out of ENTRY (map_finish checked it has no
+     value) takes its callers' count.  */
+  for (uint32_t e = 0; m->kind == TALLY_MAP_TREE_CALLERS && entry_known
+                       && e < m->nedges; e++)
+    if (m->edges[e].src == TALLY_MAP_ENTRY
+        && !(m->edges[e].flags & TALLY_EDGE_FAKE) && !edges[e].known)
+      set_known (nodes, &edges[e], entry);
 
   /* 3. */
   uint32_t nwork = 0;
@@ -901,4 +1164,66 @@ tally_flow_free (struct tally_flow *f)
   free (f->block_known);
   free (f->edge_known);
   memset (f, 0, sizeof *f);
+}
+
+/* The entry count of kind 6 function F of a module (tally_module_solve's
+   arguments) from the solved FLOWS of its sites' functions into *ENTRY:
+   1, or 0 when it is not determined.  */
+static int
+callers_entry (uint32_t nfns, const struct tally_blockmap *const *maps,
+               const struct tally_flow *flows, uint32_t f, uint64_t *entry)
+{
+  const struct tally_blockmap *m = maps[f];
+  uint64_t sum = 0;
+  if (!m->complete)
+    return 0;
+  for (uint32_t k = 0; k < m->nsites; k++)
+    {
+      uint32_t g = m->sites[2 * k], blk = m->sites[2 * k + 1];
+      /* Checked by tally_data_check_maps; a file that skipped it still
+         reads no memory but solved counts.  */
+      if (g >= nfns || !maps[g] || !counts_blocks (maps[g]->kind) || blk < 2
+          || blk >= maps[g]->nblocks || !flows[g].block_known
+          || !flows[g].block_known[blk])
+        return 0;
+      sum += flows[g].block[blk]; /* modulo 2^64, as all solving */
+    }
+  *entry = sum;
+  return 1;
+}
+
+void
+tally_module_solve (uint32_t nfns, const struct tally_blockmap *const *maps,
+                    const uint64_t *const *values, const uint32_t *nvalues,
+                    struct tally_flow *flows)
+{
+  struct callers_fn *fns = alloc_array (nfns, sizeof *fns);
+  uint32_t *order = alloc_array (nfns, sizeof *order);
+  uint32_t *deps = alloc_array (nfns, sizeof *deps);
+  if (!fns || !order || !deps)
+    out_of_memory ();
+  memset (flows, 0, nfns * sizeof *flows);
+  /* Every function but kind 6 first: those are what kind 6 sites read.  */
+  for (uint32_t i = 0; i < nfns; i++)
+    if (maps[i])
+      {
+        fns[i] = (struct callers_fn){ maps[i]->kind, maps[i]->nblocks,
+                                      maps[i]->nsites, maps[i]->sites };
+        if (maps[i]->kind != TALLY_MAP_TREE_CALLERS)
+          tally_flow_solve (maps[i], values[i], nvalues[i], &flows[i]);
+      }
+  uint32_t n = callers_order (nfns, fns, order, deps);
+  for (uint32_t k = 0; k < n; k++)
+    {
+      uint32_t f = order[k];
+      uint64_t entry = 0;
+      int known = callers_entry (nfns, maps, flows, f, &entry);
+      tally_flow_solve_entry (maps[f], values[f], nvalues[f], entry, known,
+                              &flows[f]);
+    }
+  /* Those on or after a cycle: their entries are unknown.  */
+  for (uint32_t i = 0; i < nfns; i++)
+    if (fns[i].kind == TALLY_MAP_TREE_CALLERS && deps[i])
+      tally_flow_solve (maps[i], values[i], nvalues[i], &flows[i]);
+  free_all (fns, order, deps);
 }

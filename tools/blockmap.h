@@ -6,7 +6,9 @@
  * every field against the bytes present and the function's value count,
  * so a damaged map gives a one-line message, never a crash.
  * tally_flow_solve derives every count the map leaves out from flow
- * conservation: exact for kind TREE, as far as determined for kind BLOCK.  */
+ * conservation: exact for kind TREE, as far as determined for kind BLOCK;
+ * tally_module_solve does so for a whole module, which kind TREE_CALLERS
+ * needs (its entry count is the sum of blocks of other functions).  */
 #ifndef TALLY_TOOLS_BLOCKMAP_H
 #define TALLY_TOOLS_BLOCKMAP_H
 
@@ -37,13 +39,19 @@ struct tally_map_edge
 /* A decoded, checked map.  */
 struct tally_blockmap
 {
-  uint32_t kind; /* TALLY_MAP_BLOCK, _TREE or _VISITED (kinds 4, 5 too) */
+  uint32_t kind; /* TALLY_MAP_BLOCK, _TREE, _TREE_CALLERS or _VISITED
+                    (kinds 4, 5 too) */
   uint32_t derived; /* kinds 4 and 5 (TALLY_MAP_VISITED_DERIVED, _EDGES):
                        blocks whose value comes from their neighbours' */
   uint32_t edge_values; /* kind 5: edges with a visited value of their own,
                            which derived blocks take instead of the block
                            at the edge's other end */
   uint32_t nblocks, nedges, nfiles;
+  uint32_t complete; /* kind 6: every call site listed (else the entry
+                        count is unknown) */
+  uint32_t nsites;   /* kind 6: call sites */
+  uint32_t *sites;   /* kind 6: 2 per site, the function's index in its
+                        module record and the block holding the call */
   char **files;  /* NUL-terminated copies */
   struct tally_map_block *blocks;
   struct tally_map_edge *edges;
@@ -58,8 +66,11 @@ struct tally_blockmap
    and EXIT carry neither a value nor locations, and (kinds 4 and 5) that
    every derived block has neighbours to derive from and none is derived
    from itself, and (kind 5) that every edge with a value is a normal edge
-   between two blocks that a derived block's value comes through.  Kinds 4
-   and 5 are decoded as kind VISITED with DERIVED (and EDGE_VALUES) set.  */
+   between two blocks that a derived block's value comes through, and
+   (kind 6) that ENTRY has exactly one normal edge out, without a value,
+   and a callers trailer follows the edges.  Kinds 4 and 5 are decoded as
+   kind VISITED with DERIVED (and EDGE_VALUES) set.  The call sites of
+   kind 6 are checked against the module by tally_data_check_maps.  */
 int tally_map_decode (const unsigned char *map, size_t size, uint32_t nvalues,
                       struct tally_blockmap *out, char *err, size_t errlen);
 
@@ -72,7 +83,10 @@ int tally_fn_map_decode (const struct tally_data_fn *f,
 /* Decode every block map of the data file D: 0, or -1 with "module M (SRC)
    function F (SYM): bad block map: WHY: file is corrupt" in ERR.  Whatever
    reads, merges or copies a file's maps checks them so first (tally report
-   and tally merge alike).  */
+   and tally merge alike).  Kind 6's call sites are checked against their
+   module too: each names a function of the module with a map of kind 1, 2
+   or 6 and one of its blocks other than ENTRY and EXIT, and no entry
+   count depends, through the sites of kind 6 functions, on itself.  */
 struct tally_data;
 int tally_data_check_maps (const struct tally_data *d, char *err,
                            size_t errlen);
@@ -101,6 +115,28 @@ struct tally_flow
    known.  */
 void tally_flow_solve (const struct tally_blockmap *m, const uint64_t *values,
                        uint32_t nvalues, struct tally_flow *out);
+
+/* The same, with the count of kind 6's edge out of ENTRY: ENTRY if
+   ENTRY_KNOWN, else unknown (as tally_flow_solve takes it).  Other kinds
+   ignore ENTRY.  */
+void tally_flow_solve_entry (const struct tally_blockmap *m,
+                             const uint64_t *values, uint32_t nvalues,
+                             uint64_t entry, int entry_known,
+                             struct tally_flow *out);
+
+/* Solve the NFNS functions of one module record (a build's functions in
+   the record's order, which kind 6's call sites index): MAPS[i] (NULL
+   where function i has no map) against VALUES[i] (NVALUES[i] of them),
+   into FLOWS[i] (zeroed where no map; tally_flow_free each).  Kind 6
+   functions are solved after the functions their sites are in, their
+   entry the sum of the sites' block counts; an entry stays unknown when
+   the trailer is not complete, a site's block is undetermined, or a site
+   is out of the module's range or on a cycle (which
+   tally_data_check_maps refuses: solving never loops nor fails on
+   them).  */
+void tally_module_solve (uint32_t nfns, const struct tally_blockmap *const *maps,
+                         const uint64_t *const *values,
+                         const uint32_t *nvalues, struct tally_flow *flows);
 
 void tally_flow_free (struct tally_flow *f);
 

@@ -148,9 +148,42 @@ read_side (struct diff *df, struct input *in, int k)
   in->bodies = xmalloc ((nfns ? nfns : 1) * sizeof *in->bodies);
   if (in->d.nmeas)
     df->measured = 1;
+  /* Every map checked first, kind 6's call sites against their module.  */
+  if (tally_data_check_maps (&in->d, err, sizeof err) != 0)
+    {
+      fprintf (stderr, "tally: %s: %s\n", in->path, err);
+      return -1;
+    }
   for (uint32_t i = 0; i < in->d.nmodules; i++)
     {
       const struct tally_data_module *m = &in->d.modules[i];
+      /* The module's maps solved together: kind 6 reads other functions'
+         blocks.  */
+      size_t first = in->nbodies;
+      const struct tally_blockmap **maps = xcalloc (m->nfns ? m->nfns : 1,
+                                                    sizeof *maps);
+      const uint64_t **values = xcalloc (m->nfns ? m->nfns : 1,
+                                         sizeof *values);
+      uint32_t *nvalues = xcalloc (m->nfns ? m->nfns : 1, sizeof *nvalues);
+      struct tally_flow *flows = xcalloc (m->nfns ? m->nfns : 1,
+                                          sizeof *flows);
+      for (uint32_t j = 0, b = (uint32_t) first; j < m->nfns; j++)
+        {
+          const struct tally_data_fn *f = &m->fns[j];
+          if (!f->map_size)
+            continue;
+          /* Checked above: this cannot fail.  */
+          if (tally_fn_map_decode (f, &in->maps[b], err, sizeof err) != 0)
+            {
+              fprintf (stderr, "tally: %s: internal error: %s\n", in->path,
+                       err);
+              exit (EXIT_BAD_DATA);
+            }
+          maps[j] = &in->maps[b++];
+          values[j] = f->counters;
+          nvalues[j] = f->ncounters;
+        }
+      tally_module_solve (m->nfns, maps, values, nvalues, flows);
       for (uint32_t j = 0; j < m->nfns; j++)
         {
           const struct tally_data_fn *f = &m->fns[j];
@@ -160,16 +193,7 @@ read_side (struct diff *df, struct input *in, int k)
           if (f->map_size)
             {
               size_t b = in->nbodies;
-              if (tally_fn_map_decode (f, &in->maps[b], err, sizeof err) != 0)
-                {
-                  fprintf (stderr, "tally: %s: module %lu (%s) function %lu "
-                           "(%s): bad block map: %s: file is corrupt\n",
-                           in->path, (unsigned long) i, m->source,
-                           (unsigned long) j, f->symbol, err);
-                  return -1;
-                }
-              tally_flow_solve (&in->maps[b], f->counters, f->ncounters,
-                                &in->flows[b]);
+              in->flows[b] = flows[j];
               if ((f->flags & TALLY_FN_CALLS_DERIVED)
                   && in->maps[b].kind != TALLY_MAP_VISITED)
                 {
@@ -199,6 +223,7 @@ read_side (struct diff *df, struct input *in, int k)
               s->excl = add_sat (s->excl, f->meas[1]);
             }
         }
+      free_all (maps, values, nvalues, flows);
     }
   return 0;
 }

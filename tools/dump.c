@@ -234,6 +234,14 @@ dump_map (const struct tally_data_fn *f)
       else
         printf ("%lu\n", (unsigned long) me->value);
     }
+  if (m.kind == TALLY_MAP_TREE_CALLERS)
+    {
+      printf ("    callers complete=%lu sites:", (unsigned long) m.complete);
+      for (uint32_t k = 0; k < m.nsites; k++)
+        printf (" %lu:%lu", (unsigned long) m.sites[2 * k],
+                (unsigned long) m.sites[2 * k + 1]);
+      putchar ('\n');
+    }
   tally_map_free (&m);
 }
 

@@ -2,8 +2,10 @@
  *
  * Built and run by `./dev fuzz [SECONDS]` with clang; the seed corpus is
  * tools/fuzz-corpus/.  Every block map of a file that parses is decoded
- * (blockmap.c), and those that decode are solved and turned into line
- * counts (coverage.c), so the fuzzer reaches the map reader too.
+ * (blockmap.c), those that decode are solved a module at a time
+ * (tally_module_solve) and turned into line counts (coverage.c), and the
+ * file's maps are checked as the tools check them (tally_data_check_maps),
+ * so the fuzzer reaches the map reader and kind 6's call sites too.
  *
  * Continuous files (version 3) are parsed as they are and with every module
  * chunk's checksum repaired, so the mutations reach the region checks.
@@ -24,28 +26,56 @@
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
-/* Decode, solve and count the lines of F's block map, if it has one.  */
+/* Decode, solve and count the lines of the block maps of module M, the
+   module solved together (kind 6 reads other functions' blocks) whether or
+   not D's check of its call sites passed: the solver must take a hostile
+   module too.  */
 static void
-check_map (const struct tally_data_fn *f)
+check_module (const struct tally_data_module *m)
 {
-  struct tally_blockmap m;
-  struct tally_flow flow;
-  struct cov_result cov;
+  size_t n = m->nfns ? m->nfns : 1;
+  struct tally_blockmap *bm = calloc (n, sizeof *bm);
+  const struct tally_blockmap **maps = calloc (n, sizeof *maps);
+  const uint64_t **values = calloc (n, sizeof *values);
+  uint32_t *nvalues = calloc (n, sizeof *nvalues);
+  struct tally_flow *flows = calloc (n, sizeof *flows);
   char err[256];
-  if (!f->map_size)
-    return;
-  if (tally_fn_map_decode (f, &m, err, sizeof err) != 0)
+  if (!bm || !maps || !values || !nvalues || !flows)
+    abort ();
+  for (uint32_t j = 0; j < m->nfns; j++)
     {
-      if (!memchr (err, 0, sizeof err) || !err[0])
-        abort ();
-      return;
+      const struct tally_data_fn *f = &m->fns[j];
+      if (!f->map_size)
+        continue;
+      if (tally_fn_map_decode (f, &bm[j], err, sizeof err) != 0)
+        {
+          if (!memchr (err, 0, sizeof err) || !err[0])
+            abort ();
+          continue;
+        }
+      maps[j] = &bm[j];
+      values[j] = f->counters;
+      nvalues[j] = f->ncounters;
     }
-  tally_flow_solve (&m, f->counters, f->ncounters, &flow);
-  struct cov_body body = { &m, &flow, "/d", f->file, f->line };
-  cov_compute (&body, 1, &cov);
-  cov_free (&cov);
-  tally_flow_free (&flow);
-  tally_map_free (&m);
+  tally_module_solve (m->nfns, maps, values, nvalues, flows);
+  for (uint32_t j = 0; j < m->nfns; j++)
+    {
+      if (maps[j])
+        {
+          struct cov_result cov;
+          struct cov_body body = { &bm[j], &flows[j], "/d", m->fns[j].file,
+                                   m->fns[j].line };
+          cov_compute (&body, 1, &cov);
+          cov_free (&cov);
+        }
+      tally_flow_free (&flows[j]);
+      tally_map_free (&bm[j]);
+    }
+  free (bm);
+  free (maps);
+  free (values);
+  free (nvalues);
+  free (flows);
 }
 
 /* Parse BUF and check what the reader promises: on success every string
@@ -77,9 +107,13 @@ parse_once (const unsigned char *buf, size_t len)
             abort ();
           for (uint32_t k = 0; k < f->ncounters; k++)
             sum += f->counters[k];
-          check_map (f);
         }
+      check_module (m);
     }
+  /* The module-level checks (kind 6's call sites) say why, or pass.  */
+  if (tally_data_check_maps (&d, err, sizeof err) != 0
+      && (!memchr (err, 0, sizeof err) || !err[0]))
+    abort ();
   /* Every string byte came from the input.  */
   if (total > len)
     abort ();

@@ -193,10 +193,12 @@ count_digits (uint64_t v)
   return n;
 }
 
-/* Name of a map kind, as the placement option spells it.  */
+/* Name of a map kind, as the placement option spells it (kind 6: the
+   tree with its entry counted by its callers).  */
 const char *
 kind_name (uint32_t kind)
 {
   return kind == TALLY_MAP_TREE ? "tree"
+         : kind == TALLY_MAP_TREE_CALLERS ? "tree-callers"
          : kind == TALLY_MAP_BLOCK ? "block" : "visited";
 }

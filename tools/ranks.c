@@ -154,28 +154,45 @@ cmp_paths (const void *x, const void *y)
   return c ? c : strcmp (*(char *const *) x, *(char *const *) y);
 }
 
-/* F's calls: counters[0], or derived from its block counts (-1 when
-   they do not determine it).  */
-static int64_t
-fn_calls (const struct tally_data_fn *f)
+/* The calls of every function of module M into CALLS (M->nfns):
+   counters[0], or derived from its block counts (-1 when they do not
+   determine it).  The module's maps are solved together: a kind 6
+   function's entry count is read from other functions' blocks.  */
+static void
+module_calls (const struct tally_data_module *m, int64_t *calls)
 {
-  if (!(f->flags & TALLY_FN_CALLS_DERIVED) || !f->map_size)
-    return (int64_t) f->counters[TALLY_C_ENTRIES];
-  struct tally_blockmap bm;
-  struct tally_flow flow;
+  size_t n = m->nfns ? m->nfns : 1;
+  struct tally_blockmap *bm = xcalloc (n, sizeof *bm);
+  const struct tally_blockmap **maps = xcalloc (n, sizeof *maps);
+  const uint64_t **values = xcalloc (n, sizeof *values);
+  uint32_t *nvalues = xcalloc (n, sizeof *nvalues);
+  struct tally_flow *flows = xcalloc (n, sizeof *flows);
   char err[256];
-  if (tally_fn_map_decode (f, &bm, err, sizeof err) != 0)
-    return -1;
-  int64_t calls = -1;
-  if (bm.kind != TALLY_MAP_VISITED)
+  for (uint32_t j = 0; j < m->nfns; j++)
     {
-      tally_flow_solve (&bm, f->counters, f->ncounters, &flow);
-      if (flow.entries_known)
-        calls = (int64_t) flow.entries;
-      tally_flow_free (&flow);
+      const struct tally_data_fn *f = &m->fns[j];
+      if (f->map_size && tally_fn_map_decode (f, &bm[j], err, sizeof err) == 0)
+        {
+          maps[j] = &bm[j];
+          values[j] = f->counters;
+          nvalues[j] = f->ncounters;
+        }
     }
-  tally_map_free (&bm);
-  return calls;
+  tally_module_solve (m->nfns, maps, values, nvalues, flows);
+  for (uint32_t j = 0; j < m->nfns; j++)
+    {
+      const struct tally_data_fn *f = &m->fns[j];
+      if (!(f->flags & TALLY_FN_CALLS_DERIVED) || !f->map_size)
+        calls[j] = (int64_t) f->counters[TALLY_C_ENTRIES];
+      else if (!maps[j] || bm[j].kind == TALLY_MAP_VISITED
+               || !flows[j].entries_known)
+        calls[j] = -1;
+      else
+        calls[j] = (int64_t) flows[j].entries;
+      tally_flow_free (&flows[j]);
+      tally_map_free (&bm[j]);
+    }
+  free_all (bm, maps, values, nvalues, flows);
 }
 
 static struct row *
@@ -257,18 +274,21 @@ fold_rank (struct table *t, const struct tally_data *d, uint32_t rank)
           for (uint32_t fi = 0; fi < m->nfns; fi++)
             add_row (t, &m->fns[fi]);
         }
+      int64_t *calls_of = xcalloc (m->nfns ? m->nfns : 1, sizeof *calls_of);
+      module_calls (m, calls_of);
       for (uint32_t fi = 0; fi < m->nfns; fi++)
         {
           const struct tally_data_fn *f = &m->fns[fi];
           struct row *r = &t->rows[a->first + fi];
           r->holders++;
-          int64_t calls = fn_calls (f);
+          int64_t calls = calls_of[fi];
           if (calls < 0)
             r->unknown = 1;
           stat_add (&r->calls, calls < 0 ? 0 : (uint64_t) calls, rank, first);
           stat_add (&r->incl, f->meas ? f->meas[0] : 0, rank, first);
           stat_add (&r->excl, f->meas ? f->meas[1] : 0, rank, first);
         }
+      free (calls_of);
     }
 }
 

@@ -192,14 +192,14 @@ xdup_bytes (const void *p, size_t n)
   return memcpy (xmalloc (n), p, n);
 }
 
-/* Add the record F of module MOD to the body of the same build, or start
-   a new body.  */
+/* Add the record F, function INDEX of module MOD, to the body of the same
+   build, or start a new body.  */
 static void add_body_meas (struct merge *m, struct body *b,
                            const struct tally_data_fn *f, unsigned nvalues);
 
 static void
 add_body (struct merge *m, const struct tally_data_module *mod,
-          const struct tally_data_fn *f, unsigned nvalues)
+          uint32_t index, const struct tally_data_fn *f, unsigned nvalues)
 {
   char ckey[17];
   snprintf (ckey, sizeof ckey, "%016" PRIx64, mod->checksum);
@@ -234,6 +234,7 @@ add_body (struct merge *m, const struct tally_data_module *mod,
   b->directory = xstrdup (mod->directory);
   b->ckey = xstrdup (ckey);
   b->line = f->line;
+  b->index = index;
   b->flags = f->flags;
   b->mod_flags = mod->flags;
   b->ncounters = f->ncounters;
@@ -309,24 +310,59 @@ merge_file (struct merge *m, const char *path, const struct tally_data *d)
     {
       m->user_modules += (d->modules[i].flags & TALLY_MOD_HOOKS_USER) != 0;
       for (uint32_t j = 0; j < d->modules[i].nfns; j++)
-        add_body (m, &d->modules[i], &d->modules[i].fns[j], d->nmeas);
+        add_body (m, &d->modules[i], j, &d->modules[i].fns[j], d->nmeas);
     }
   return 0;
 }
 
-/* Decode and solve every body's map, set its calls and exits (derived
-   from the blocks where the plugin did not count them), and fold the
-   bodies into rows.  */
-static void
-merge_finish (struct merge *m, int by_body)
+/* The bodies qsort orders (by_module).  */
+static const struct body *sorted_bodies;
+
+/* Bodies by module build (checksum, source), then function index.  */
+static int
+by_module (const void *pa, const void *pb)
 {
+  const struct body *a = &sorted_bodies[*(const size_t *) pa];
+  const struct body *b = &sorted_bodies[*(const size_t *) pb];
+  int c = strcmp (a->ckey, b->ckey);
+  if (!c)
+    c = strcmp (a->source, b->source);
+  if (!c)
+    c = a->index < b->index ? -1 : a->index > b->index;
+  if (!c)
+    c = (*(const size_t *) pa > *(const size_t *) pb)
+        - (*(const size_t *) pa < *(const size_t *) pb);
+  return c;
+}
+
+/* Decode and solve every body's map, the bodies of one module build
+   together: a kind 6 body's entry count is the sum of blocks of other
+   bodies of its build (tally_module_solve), found by their function index
+   in the module record.  */
+static void
+solve_bodies (struct merge *m)
+{
+  size_t *idx = xmalloc ((m->nbodies ? m->nbodies : 1) * sizeof *idx), n = 0;
   for (size_t i = 0; i < m->nbodies; i++)
+    if (m->bodies[i].map)
+      idx[n++] = i;
+  sorted_bodies = m->bodies;
+  qsort (idx, n, sizeof *idx, by_module);
+  for (size_t g = 0, h; g < n; g = h)
     {
-      struct body *b = &m->bodies[i];
-      b->calls = b->counters[TALLY_C_ENTRIES];
-      b->exits = b->counters[TALLY_C_EXITS];
-      if (b->map)
+      const struct body *first = &m->bodies[idx[g]];
+      for (h = g + 1; h < n; h++)
+        if (strcmp (m->bodies[idx[h]].ckey, first->ckey) != 0
+            || strcmp (m->bodies[idx[h]].source, first->source) != 0)
+          break;
+      uint32_t nfns = m->bodies[idx[h - 1]].index + 1;
+      const struct tally_blockmap **maps = xcalloc (nfns, sizeof *maps);
+      const uint64_t **values = xcalloc (nfns, sizeof *values);
+      uint32_t *nvalues = xcalloc (nfns, sizeof *nvalues);
+      struct tally_flow *flows = xcalloc (nfns, sizeof *flows);
+      for (size_t k = g; k < h; k++)
         {
+          struct body *b = &m->bodies[idx[k]];
           char err[256];
           /* Checked when read: this cannot fail.  */
           if (tally_map_decode (b->map, b->map_size, b->ncounters, &b->bm,
@@ -335,8 +371,45 @@ merge_finish (struct merge *m, int by_body)
               error_msg ("internal error: %s: %s", b->symbol, err);
               exit (EXIT_BAD_DATA);
             }
-          tally_flow_solve (&b->bm, b->counters, b->ncounters, &b->flow);
+          if (!maps[b->index])
+            {
+              maps[b->index] = &b->bm;
+              values[b->index] = b->counters;
+              nvalues[b->index] = b->ncounters;
+            }
+        }
+      tally_module_solve (nfns, maps, values, nvalues, flows);
+      for (size_t k = g; k < h; k++)
+        {
+          struct body *b = &m->bodies[idx[k]];
+          if (maps[b->index] == &b->bm)
+            b->flow = flows[b->index];
+          else
+            /* Another body at the same index (a record of the same key
+               but other contents, kept apart): solved alone, its callers
+               unknown.  */
+            tally_flow_solve (&b->bm, b->counters, b->ncounters, &b->flow);
           b->solved = 1;
+        }
+      free_all (maps, values, nvalues, flows);
+    }
+  free (idx);
+}
+
+/* Solve every body's map, set its calls and exits (derived from the
+   blocks where the plugin did not count them), and fold the bodies into
+   rows.  */
+static void
+merge_finish (struct merge *m, int by_body)
+{
+  solve_bodies (m);
+  for (size_t i = 0; i < m->nbodies; i++)
+    {
+      struct body *b = &m->bodies[i];
+      b->calls = b->counters[TALLY_C_ENTRIES];
+      b->exits = b->counters[TALLY_C_EXITS];
+      if (b->solved)
+        {
           if (b->mod_flags & (TALLY_MOD_UPDATE_ATOMIC | TALLY_MOD_UPDATE_TLS))
             m->inconsistent += b->flow.negative;
           else

@@ -41,6 +41,8 @@ struct body
                                (its own allocation: the table keeps a
                                pointer, and the bodies array moves) */
   uint32_t line, flags, mod_flags, ncounters;
+  uint32_t index;           /* of its function in its module record, which
+                               kind 6 call sites name */
   uint64_t *counters;
   uint32_t map_size;
   unsigned char *map;       /* as stored, or NULL */

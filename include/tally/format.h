@@ -107,6 +107,11 @@
  *   per edge:  u32 source block, u32 destination block, u32 flags
  *              (TALLY_EDGE_*), u32 value (index into values, or
  *              TALLY_MAP_NONE)
+ *   kind TALLY_MAP_TREE_CALLERS only, the callers trailer: u32 complete
+ *              (0 or 1), u32 site count, (u32 function index in the
+ *              module record, u32 block) x site count; the one normal
+ *              edge out of ENTRY has no value and is taken the sum of
+ *              the sites' block counts
  * A block's value counts the times it started; an edge's value the times it
  * was taken.  Every count the map does not give is implied by flow
  * conservation (into a block = out of it, EXIT feeding back to ENTRY):
@@ -165,6 +170,9 @@
 #define TALLY_MAP_VISITED_EDGES 5u /* kind: as 4, and edges with a value of
                                       their own that derived blocks take
                                       instead of the block at the other end */
+#define TALLY_MAP_TREE_CALLERS 6u /* kind: as 2, the entry edge counted by
+                                     its callers' blocks (a callers trailer
+                                     after the edges) */
 #define TALLY_MAP_NONE 0xffffffffu
 #define TALLY_MAP_ENTRY 0u   /* block numbers of the entry and exit blocks */
 #define TALLY_MAP_EXIT 1u

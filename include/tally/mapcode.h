@@ -19,7 +19,9 @@
  *     * 2 + (file differs from the previous location's), [file index];
  *   per edge: (zigzag (source - previous edge's source) * F + index of its
  *     flags in the table) * 2 + (has a value), zigzag (destination -
- *     source), [value].
+ *     source), [value];
+ *   kind 6 (TALLY_MAP_TREE_CALLERS) only, the callers trailer: complete
+ *     (0 or 1), site count, per site: function index, block.
  * A value is zigzag (index - the previous value's index - 1), blocks' and
  * edges' in map order; the previous line, file, source and value + 1
  * start at 0.  zigzag (d) = 2d for d >= 0, -2d - 1 below.
@@ -42,6 +44,8 @@ struct tally_map2_info
 {
   uint32_t kind, nblocks, nedges, nfiles;
   uint64_t nlocs;   /* locations of all blocks */
+  uint32_t complete, nsites; /* kind 6: the callers trailer's flag and
+                                count of call sites (0 for other kinds) */
   const char *why;  /* a failed walk: what is wrong (a static string) */
   size_t at;        /* and the map byte where it was found */
 };
@@ -51,10 +55,11 @@ struct tally_map2_info
    the map, length), BLOCKS 4 per block (value or TALLY_MAP_NONE, flags,
    location count, index of its first location), LOCS 2 per location (file
    index, line), EDGES 4 per edge (source, destination, flags, value or
-   TALLY_MAP_NONE).  Sized from a first walk's counts.  */
+   TALLY_MAP_NONE), SITES 2 per call site of kind 6 (function index,
+   block).  Sized from a first walk's counts.  */
 struct tally_map2_out
 {
-  uint32_t *files, *blocks, *locs, *edges;
+  uint32_t *files, *blocks, *locs, *edges, *sites;
 };
 
 /* Check the SIZE bytes at MAP, a version 2 map of a function with NVALUES
@@ -64,7 +69,10 @@ struct tally_map2_out
    below NVALUES, file indexes below the file count, lines within 32 bits,
    blocks numbered below the block count, no edge leaving EXIT or entering
    ENTRY, ENTRY and EXIT without value or locations, no bytes after the
-   last edge.  Returns 0 (INFO has the counts, OUT if not NULL the fields)
+   last edge; kind 6: ENTRY with exactly one normal edge out and that
+   without a value, a callers trailer whose flag is 0 or 1 and whose sites
+   fit, no bytes after it.  The sites' function indexes and blocks are the
+   module's to check (tools/blockmap.c, tally_data_check_maps).  Returns 0 (INFO has the counts, OUT if not NULL the fields)
    or -1 (INFO->why and INFO->at say what and where).  */
 int tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
                      struct tally_map2_info *info,
