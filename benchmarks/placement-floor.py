@@ -61,6 +61,9 @@ def signed(v):
     return v - MOD if v >= 1 << 63 else v
 
 
+ENTRY = "entry from the callers"
+
+
 def read_dump(tally, paths):
     """{(checksum, source, fn index): body} summed over PATHS' dumps; body:
     symbol, kind, blocks [(value, flags)], edges [(src, dst, flags,
@@ -91,7 +94,7 @@ def read_dump(tally, paths):
                 continue
             if cur is None:
                 continue
-            m = re.match(r'    map \d+ bytes kind=(\w+) blocks=', line)
+            m = re.match(r'    map \d+ bytes kind=([\w-]+) blocks=', line)
             if m:
                 cur["kind"] = m.group(1)
                 continue
@@ -103,11 +106,49 @@ def read_dump(tally, paths):
             if m:
                 cur["edges"].append((int(m.group(2)), int(m.group(3)), int(m.group(4), 16),
                                      None if m.group(5) == "-" else int(m.group(5))))
-            # Anything else (kind 6's "    callers complete=C sites: F:B ..."
-            # line, doc/cli.md) is skipped for now, and so are kind 6
-            # ("tree-callers") bodies: their entry edge is counted by the
-            # callers, a constraint the floor's tree does not model yet.
-    return {k: b for k, b in bodies.items() if b["kind"] in ("tree", "block")}
+                continue
+            # Kind 6: the call sites its entry count is the sum of
+            # (doc/cli.md), functions of the same module.
+            m = re.match(r'    callers complete=(\d+) sites:((?: \d+:\d+)*)$', line)
+            if m:
+                cur["callers"] = (int(m.group(1)), [(module + (int(f),), int(b)) for f, b in
+                                                    (x.split(":") for x in m.group(2).split())])
+    bodies = {k: b for k, b in bodies.items() if b["kind"] in ("tree", "block", "tree-callers")}
+    derive_entries(bodies)
+    return bodies
+
+
+def derive_entries(bodies):
+    """Kind 6: each body's entry count (body["entry"]), the sum of its
+    call sites' block counts, solved callers first; None where undetermined
+    (an incomplete list, a site in an undetermined block or body)."""
+    todo = [b for b in bodies.values() if b["kind"] == "tree-callers"]
+    for b in todo:
+        b["entry"] = None
+    done = {id(b) for b in bodies.values() if b["kind"] != "tree-callers"}
+    counts = {}
+    while todo:
+        left = []
+        for b in todo:
+            complete, sites = b.get("callers", (0, []))
+            if any(id(bodies.get(k)) not in done for k, _ in sites if k in bodies):
+                left.append(b)
+                continue
+            total = 0 if complete else None
+            for k, block in sites:
+                caller = bodies.get(k)
+                if caller is None or total is None:
+                    total = None
+                    break
+                if id(caller) not in counts:
+                    counts[id(caller)] = solve(caller, graph(caller))
+                c = counts[id(caller)][block - 2] if block >= 2 else None
+                total = None if c is None else (total + c) % MOD
+            b["entry"] = total
+            done.add(id(b))
+        if len(left) == len(todo):  # a cycle: the reader refuses it
+            break
+        todo = left
 
 
 def graph(body):
@@ -120,14 +161,22 @@ def graph(body):
     for s, d, flags, value in body["edges"]:
         u = 0 if s == 0 else 2 * s + 1
         v = 1 if d == 1 else 2 * d
+        if body["kind"] == "tree-callers" and s == 0 and not flags & 1:
+            value = ENTRY  # kind 6: known from the callers, no counter
         g.append((u, v, bool(flags & 1) or d == 1, value))
     return g
+
+
+def counted(value):
+    """Whether an edge of value VALUE carries a counter of its own."""
+    return value is not None and value is not ENTRY
 
 
 def solve(body, g):
     """True count of every edge of G, by flow conservation from the counted
     ones (None where undetermined), EXIT -> ENTRY included as the last."""
-    counts = [None if value is None else body["counters"][value] for (_, _, _, value) in g]
+    counts = [None if value is None else body.get("entry") if value is ENTRY
+              else body["counters"][value] for (_, _, _, value) in g]
     edges = [(u, v) for (u, v, _, _) in g] + [(1, 0)]
     counts.append(None)
     at = {}
@@ -179,8 +228,10 @@ def tree_floor(g, counts, weight, nodes, off=None):
     parent = list(range(nodes))
     parent[1] = 0
     floor = 0
+    # A kind 6 entry edge is known without a counter: off every tree.
     order = [i for i, e in enumerate(g) if e[2]] + \
-        sorted((i for i, e in enumerate(g) if not e[2]), key=lambda i: -counts[i] * weight[i])
+        sorted((i for i, e in enumerate(g) if not e[2] and e[3] is not ENTRY),
+               key=lambda i: -counts[i] * weight[i])
     for i in order:
         a, b = find(parent, g[i][0]), find(parent, g[i][1])
         if a != b:
@@ -209,7 +260,8 @@ def show_body(body):
             continue
         what = "block %d" % (u // 2) if i < nb else "edge %d->%d flags=0x%x" % body["edges"][i - nb][:3]
         print("| %s%s | %s | %s | %s | %d |" % (what, " (uncountable)" if forced else "", format(counts[i], ","),
-                                                "counter" if value is not None else "",
+                                                "counter" if counted(value) else
+                                                "callers" if value is ENTRY else "",
                                                 "counter" if i in off else "", cost[i]))
 
 
@@ -220,10 +272,10 @@ def floor_of(body):
     g = graph(body)
     counts = solve(body, g)
     cost = split_costs(body, g)
-    ours = sum(body["counters"][value] for (_, _, _, value) in g if value is not None)
+    ours = sum(body["counters"][value] for (_, _, _, value) in g if counted(value))
     ours_ir = sum(body["counters"][value] * cost[i] for i, (_, _, _, value) in enumerate(g)
-                  if value is not None)
-    ncounters = sum(1 for e in g if e[3] is not None)
+                  if counted(value))
+    ncounters = sum(1 for e in g if counted(e[3]))
     if any(c is None for c in counts[:-1]):
         return ours, None, ours_ir, None, ncounters, None
     nodes = 2 * len(body["blocks"])

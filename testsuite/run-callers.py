@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Block maps of kind 6, "tree, entry from callers" (doc/data-format.md
-"Entry counts from callers"): the reader side, on maps made by hand from a
-build of callers/callers.c (a static callee called from two functions of
-its unit), in both map versions, until the plugin writes them.
+"Entry counts from callers"): the reader side, on maps made by hand from
+an entries=counted build of callers/callers.c (a static callee called from
+two functions of its unit), in both map versions, so that every good and
+bad shape can be made (run-entries.py checks the maps the plugin writes).
 
   read        the callee's calls and blocks come out of its callers' blocks
               in report, dump, diff and merge; a chain of two kind 6
@@ -114,7 +115,7 @@ def kind6(version, m, sites, complete=1, drop_value=True):
     """Kind 2 map M (version 2 bytes) as kind 6 with SITES: its entry edge
     is counted by the callers, so one counter the tree had (the first
     block with a value) is dropped to keep the rest a spanning tree."""
-    kind, files, blocks, edges = mapsize.decode_v2(m)
+    kind, files, blocks, edges, _ = mapsize.decode_v2(m)
     expect(kind == 2, "map of kind %d, want 2" % kind)
     entry = [e for e in edges if e[0] == 0 and not e[2] & 1]
     expect(len(entry) == 1 and entry[0][3] is None,
@@ -135,7 +136,7 @@ def line_of(src, text):
 
 def block_with(m, line):
     """The block of map M (version 2) whose locations have LINE."""
-    _, _, blocks, _ = mapsize.decode_v2(m)
+    _, _, blocks, _, _ = mapsize.decode_v2(m)
     got = [b for b, (_, _, locs) in enumerate(blocks) if any(l == line for _, l in locs)]
     expect(len(got) == 1, "blocks %s hold line %d, want one" % (got, line))
     return got[0]
@@ -146,7 +147,8 @@ def setup(a, work):
     [(fn, block)] and of twice, the callee's true calls, blocks)."""
     src = os.path.join(a.srcdir, "callers", "callers.c")
     exe = build(a, os.path.join(work, "callers"), src,
-                flags=["-fplugin-arg-tally-blocks=count"])
+                flags=["-fplugin-arg-tally-blocks=count",
+                       "-fplugin-arg-tally-entries=counted"])
     path = os.path.join(work, "good.data")
     run([exe], env={"TALLY_OUTPUT": path})
     good = open(path, "rb").read()
@@ -243,7 +245,7 @@ def check_incomplete(a, work):
 
 def bad_cases(version, maps, sites):
     """{name: ({fn: map}, message pattern)}."""
-    kind, files, blocks, edges = mapsize.decode_v2(maps[CALLEE])
+    kind, files, blocks, edges, _ = mapsize.decode_v2(maps[CALLEE])
     tree = [list(b) for b in blocks]
     valued = next(i for i, b in enumerate(tree) if b[0] is not None)
     value = tree[valued][0]
@@ -254,7 +256,7 @@ def bad_cases(version, maps, sites):
     ent_valued = [e if i != entry else e[:3] + (value,) for i, e in enumerate(edges)]
     ent_fake = [e if i != entry else (e[0], e[1], e[2] | 1, e[3]) for i, e in enumerate(edges)]
     k6 = lambda s, **kw: {CALLEE: kind6(version, maps[CALLEE], s, **kw)}
-    visited = mapsize.decode_v2(maps[LOOP])
+    visited = mapsize.decode_v2(maps[LOOP])[:4]
     out = {
         "entry-value": ({CALLEE: encode(version, 6, files, tree, ent_valued, t)},
                         r"kind 6 map whose edge out of ENTRY has a value"),

@@ -27,7 +27,7 @@ def check_plugin_errors(a, work):
     src = os.path.join(a.srcdir, "progs", "s-abc.c")
     cases = [
         (["-fplugin-arg-tally-colour=red"],
-         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, blocks, placement, at, update, counters, measure, paths, exit, filter, select, verbose, help"),
+         r"unknown option '-fplugin-arg-tally-colour'; accepted options: hooks, blocks, placement, entries, at, update, counters, measure, paths, exit, filter, select, verbose, help"),
         (["-fplugin-arg-tally-hooks=fast"],
          r"invalid value 'fast' for '-fplugin-arg-tally-hooks'; accepted values: inline, call"),
         (["-fplugin-arg-tally-at"],

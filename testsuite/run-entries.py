@@ -98,7 +98,7 @@ def check_which(a, work):
            "from their callers (%s, %s): a cycle"
            % (kinds.get("ping"), kinds.get("pong")))
     for s, (k, counters) in fns.items():
-        if origin(s) in ("twice", "loop_first", "in_cold"):
+        if origin(s) in ("twice", "in_cold"):
             expect(len(counters) == 2, "%s: %d counters, a leaf whose entry "
                    "comes from its callers needs none but the core two"
                    % (s, len(counters)))

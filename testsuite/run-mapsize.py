@@ -50,7 +50,8 @@ class Bad(Failure):
 
 def decode_v2(m):
     """(kind, files, blocks [(value, flags, [(file, line)])], edges [(src,
-    dst, flags, value)]) of version 2 map M, as the doc lays it out."""
+    dst, flags, value)], callers: kind 6's (complete, [(function, block)]),
+    else None) of version 2 map M, as the doc lays it out."""
     pos = [4]
 
     def varint():
@@ -105,12 +106,16 @@ def decode_v2(m):
         src += unzig(q // len(table))
         dst = src + unzig(varint())
         edges.append((src, dst, table[q % len(table)], value() if h & 1 else None))
+    callers = None
+    if kind == 6:
+        complete, nsites = varint(), varint()
+        callers = (complete, [(varint(), varint()) for _ in range(nsites)])
     if pos[0] != len(m):
         raise Bad("bytes after the edges")
-    return kind, files, blocks, edges
+    return kind, files, blocks, edges, callers
 
 
-def encode_v2(kind, files, blocks, edges):
+def encode_v2(kind, files, blocks, edges, callers=None):
     """Version 2 bytes of a decoded map (the shortest varints, as the doc
     says a writer must; the edge flag values in order of first use)."""
     out = bytearray(struct.pack("<I", 2))
@@ -162,18 +167,25 @@ def encode_v2(kind, files, blocks, edges):
         if v is not None:
             value(v)
         src = s
+    if callers is not None:
+        varint(callers[0])
+        varint(len(callers[1]))
+        for f, b in callers[1]:
+            varint(f)
+            varint(b)
     return bytes(out)
 
 
-def v1_size(files, blocks, edges):
+def v1_size(files, blocks, edges, callers=None):
     """Bytes of the same map in version 1 (doc/data-format.md)."""
     return (20 + sum(4 + len(f.encode()) for f in files)
-            + sum(12 + 8 * len(l) for _, _, l in blocks) + 16 * len(edges))
+            + sum(12 + 8 * len(l) for _, _, l in blocks) + 16 * len(edges)
+            + (8 + 8 * len(callers[1]) if callers is not None else 0))
 
 
 def v1_map(m):
     """Version 2 map M in version 1."""
-    kind, files, blocks, edges = decode_v2(m)
+    kind, files, blocks, edges, callers = decode_v2(m)
     v1 = struct.pack("<5I", 1, kind, len(blocks), len(edges), len(files))
     for f in files:
         v1 += struct.pack("<I", len(f.encode())) + f.encode()
@@ -184,7 +196,11 @@ def v1_map(m):
             v1 += struct.pack("<2I", fi, line)
     for s, t, fl, v in edges:
         v1 += struct.pack("<4I", s, t, fl, none(v))
-    expect(len(v1) == v1_size(files, blocks, edges), "v1 size")
+    if callers is not None:
+        v1 += struct.pack("<2I", callers[0], len(callers[1]))
+        for f, b in callers[1]:
+            v1 += struct.pack("<2I", f, b)
+    expect(len(v1) == v1_size(files, blocks, edges, callers), "v1 size")
     return v1
 
 
@@ -203,9 +219,10 @@ def v1_file(good):
     return refix(bytes(d))
 
 
-def dump_text(kind, files, blocks, edges):
+def dump_text(kind, files, blocks, edges, callers=None):
     """The lines `tally dump` prints for a decoded map (tools/dump.c)."""
-    kinds = {1: "block", 2: "tree", 3: "visited", 4: "visited", 5: "visited"}
+    kinds = {1: "block", 2: "tree", 3: "visited", 4: "visited", 5: "visited",
+             6: "tree-callers"}
     fmt_v = lambda v: "-" if v is None else str(v)
     out = ["kind=%s blocks=%d edges=%d files: %s"
            % (kinds[kind], len(blocks), len(edges),
@@ -215,6 +232,9 @@ def dump_text(kind, files, blocks, edges):
                     + "".join(" %d:%d" % l for l in locs)))
     for i, (s, d, fl, v) in enumerate(edges):
         out.append("edge %d %d->%d flags=0x%x value=%s" % (i, s, d, fl, fmt_v(v)))
+    if callers is not None:
+        out.append("callers complete=%d sites:%s"
+                   % (callers[0], "".join(" %d:%d" % x for x in callers[1])))
     return out
 
 
@@ -252,17 +272,17 @@ def check_decode(a, work):
             for (off, size, _), at in zip(maps, starts):
                 m = d[off:off + size]
                 try:
-                    kind, files, blocks, edges = decode_v2(m)
+                    kind, files, blocks, edges, callers = decode_v2(m)
                 except Bad as e:
                     raise Failure("%s: map at %d: %s" % (prog, off, e))
-                expect(encode_v2(kind, files, blocks, edges) == m,
+                expect(encode_v2(kind, files, blocks, edges, callers) == m,
                        "%s: map at %d is not the shortest encoding" % (prog, off))
-                want = dump_text(kind, files, blocks, edges)
+                want = dump_text(kind, files, blocks, edges, callers)
                 got = [l.strip() for l in dump[at:at + len(want)]]
                 got[0] = re.sub(r"^map \d+ bytes ", "", got[0])
                 expect(got == want, "%s: map at %d decodes to\n%s\nbut tally dump "
                        "prints\n%s" % (prog, off, "\n".join(want), "\n".join(got)))
-                total1 += v1_size(files, blocks, edges)
+                total1 += v1_size(files, blocks, edges, callers)
                 total2 += size
                 nmaps += 1
     print("%d maps: %d bytes, %d in version 1 (%.2f)"
@@ -291,10 +311,10 @@ def check_bad_v2(a, work):
     good = open(data, "rb").read()
     off, size, nvalues = max(block_maps(good), key=lambda t: t[1])
     m = good[off:off + size]
-    kind, files, blocks, edges = decode_v2(m)
+    kind, files, blocks, edges, callers = decode_v2(m)
     expect(len(files) == 1 and len(blocks) > 3 and blocks[2][2],
            "unexpected map %r" % ((files, blocks),))
-    expect(encode_v2(kind, files, blocks, edges) == m, "the map is not re-encoded")
+    expect(encode_v2(kind, files, blocks, edges, callers) == m, "the map is not re-encoded")
     # The header varints of this map (kind, blocks, edges, files) are one
     # byte each.
     expect(all(x < 128 for x in (kind, len(blocks), len(edges), len(files))),
@@ -307,7 +327,7 @@ def check_bad_v2(a, work):
         f0, l0 = locs[0]
         locs[0] = (f0 if file is None else file, l0 if line is None else line)
         b[2][2] = locs
-        return encode_v2(kind, files, [tuple(x) for x in b], edges)
+        return encode_v2(kind, files, [tuple(x) for x in b], edges, callers)
 
     bad = {
         # The last edge's value byte made to continue: it runs past the end.
@@ -328,7 +348,7 @@ def check_bad_v2(a, work):
         "line": (with_loc(line=-1), r"line out of range"),
         # A value index equal to the function's value count.
         "value index": (encode_v2(kind, files, blocks[:2] + [(nvalues,) + blocks[2][1:]]
-                                  + blocks[3:], edges), r"value index beyond"),
+                                  + blocks[3:], edges, callers), r"value index beyond"),
         "trailing": (m + b"\x00", r"unexpected bytes after the last edge"),
     }
     for name, (new, pattern) in bad.items():
