@@ -1123,7 +1123,15 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout,
   bool profile = ENTRY_BLOCK_PTR_FOR_FN (fun)->count.initialized_p ()
                  && ENTRY_BLOCK_PTR_FOR_FN (fun)->count.nonzero_p ();
 
-  /* 2, 3. The edges.  */
+  /* 2, 3. The edges.  placement=tree at=late: a block that ends with a
+     call to a function of the unit that always returns (returning_fns)
+     needs no fake edge to EXIT, which would take a counter of its own on
+     the cycle it closes: the rest of the block runs as often as the call
+     (a process killed, or a dump made, while the callee runs counts it
+     ahead; not with counters=mapped, whose files of killed processes
+     count only what ran).  The block still ends there, as gcov's do.  */
+  bool returns_known = !per_block && tally_opts.at == TALLY_AT_LATE
+                       && !tally_opts.mapped;
   auto_vec<unsigned> inject;
   inject.safe_grow_cleared (nblocks);
   FOR_ALL_BB_FN (bb, fun)
@@ -1166,7 +1174,8 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout,
         }
       if (bb == ENTRY_BLOCK_PTR_FOR_FN (fun))
         continue;
-      if ((bitmap_bit_p (call_ended, bb->index) && !setjmp_block)
+      if ((bitmap_bit_p (call_ended, bb->index) && !setjmp_block
+           && !(returns_known && !block_may_not_return (fun, bb)))
           || EDGE_COUNT (bb->succs) == 0)
         leak |= TALLY_EDGE_CALL;
       /* setjmp returns (twice), and never leaves by a longjmp itself,
@@ -1333,6 +1342,8 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout,
     }
   else
     layout->ncounters = TALLY_C_CORE + next;
+  if (returns_known)
+    note_returning (fun);
   serialize (plan, &layout->map);
 
   if (dump_file)
