@@ -26,6 +26,10 @@ Checks (one per run, named on the command line):
               and runs fewer counter increments (the counters' sum).
   option      a bad entries= value is a GCC error naming the option and the
               accepted values.
+  mid-dump    -O0 to -O3: a tally_dump() made inside the 51st of 100 calls
+              of a function whose entry comes from its caller's block
+              counts 50 or 51 calls of it (doc/guarantees.md: the running
+              call may be missing or counted ahead), the exit dump 100.
 
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
@@ -40,7 +44,7 @@ from checklib import (Skip, block_counts, callgrind_calls, case, expect, main,
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 INPUTS = ["0", "1", "100"]
 DERIVED = {"twice", "chain_b", "chain_c", "loop_first", "may_die", "in_cold",
-           "clone_me"}
+           "clone_me", "dumper"}
 COUNTED = {"leaf", "from_skipped", "chain_a", "main", "by_pointer", "kept"}
 
 
@@ -182,6 +186,25 @@ def check_fewer(a, work):
            "%d with entries=counted" % (inc_callers, inc_counted))
     print("counters %d -> %d, increments %d -> %d"
           % (n_counted, n_callers, inc_counted, inc_callers))
+
+
+@case("mid-dump")
+def check_mid_dump(a, work):
+    for opt in ("O0", "O1", "O2", "O3"):
+        exe = build(a, work, "mid-" + opt, opt, ["blocks=count"])
+        mid = os.path.join(work, "mid-%s.data" % opt)
+        final = os.path.join(work, "final-%s.data" % opt)
+        run([exe, "100"], env={"TALLY_OUTPUT": final, "SITES_MID": mid})
+        kinds = {s: k for s, (k, _) in dump_of(a, exe, work).items()}
+        expect(opt == "O0" or kinds.get("dumper") == "tree-callers",
+               "-%s: dumper's map is %s" % (opt, kinds.get("dumper")))
+        for path, want in ((mid, (50, 51)), (final, (100,))):
+            out = run([a.tally, "report", "--clones", "--csv", path]).stdout
+            rows = [dict(zip(out.splitlines()[0].split(","), l.split(",")))
+                    for l in out.splitlines()[1:]]
+            got = [int(r["calls"]) for r in rows if origin(r["symbol"]) == "dumper"]
+            expect(len(got) == 1 and got[0] in want, "-%s: %s: dumper's calls "
+                   "%s, want one of %s" % (opt, os.path.basename(path), got, want))
 
 
 @case("option")

@@ -4,13 +4,16 @@
 
    Derived at -O2 (every call known, every caller instrumented, no cycle):
    leaf, twice, chain_b, chain_c, loop_first, may_die, clone_me (as a
-   .constprop clone where GCC makes one), in_cold.
+   .constprop clone where GCC makes one), in_cold, dumper.
    Counted: chain_a and main (visible outside), rec (calls itself),
    ping and pong (call each other), by_pointer (address taken),
    from_skipped (a no_instrument_function caller), kept (`used`).  */
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "tally/tally.h"
 
 #define NOINLINE __attribute__ ((noinline, noclone))
 
@@ -126,6 +129,29 @@ in_cold (unsigned x)
   return x * 3;
 }
 
+/* With SITES_MID set, its call with I == AT writes a data file there
+   while it runs (tally_dump): a dump in the middle of a call of a function
+   whose entry count comes from its caller's block.  */
+NOINLINE static unsigned
+dumper (unsigned i, unsigned at)
+{
+  const char *mid = getenv ("SITES_MID");
+  if (i == at && mid)
+    {
+      char *final = getenv ("TALLY_OUTPUT");
+      final = final ? strdup (final) : NULL;
+      setenv ("TALLY_OUTPUT", mid, 1);
+      if (tally_dump () != 0)
+        abort ();
+      if (final)
+        setenv ("TALLY_OUTPUT", final, 1);
+      else
+        unsetenv ("TALLY_OUTPUT");
+      free (final);
+    }
+  return i + 1;
+}
+
 unsigned (*volatile fp) (unsigned) = by_pointer;
 
 int
@@ -136,7 +162,7 @@ main (int argc, char **argv)
   for (unsigned i = 0; i < n; i++)
     {
       s += leaf (i) + chain_a (i) + loop_first (i % 5 + 1);
-      s += clone_me (i, 3) + fp (i) + kept (i);
+      s += clone_me (i, 3) + fp (i) + kept (i) + dumper (i, n / 2);
       if (__builtin_expect (i % 31 == 30, 0))
         s += in_cold (i);
       if (i % 10 == 0)
