@@ -1227,3 +1227,37 @@ tally_module_solve (uint32_t nfns, const struct tally_blockmap *const *maps,
       tally_flow_solve (maps[i], values[i], nvalues[i], &flows[i]);
   free_all (fns, order, deps);
 }
+
+int
+tally_data_module_solve (const struct tally_data_module *m,
+                         struct tally_blockmap *bm, struct tally_flow *flows,
+                         char *err, size_t errlen)
+{
+  size_t n = m->nfns ? m->nfns : 1;
+  const struct tally_blockmap **maps = alloc_array (n, sizeof *maps);
+  const uint64_t **values = alloc_array (n, sizeof *values);
+  uint32_t *nvalues = alloc_array (n, sizeof *nvalues);
+  if (!maps || !values || !nvalues)
+    out_of_memory ();
+  int rc = 0;
+  char later[256]; /* the messages after the first */
+  for (uint32_t j = 0; j < m->nfns; j++)
+    {
+      const struct tally_data_fn *f = &m->fns[j];
+      memset (&bm[j], 0, sizeof bm[j]);
+      if (!f->map_size)
+        continue;
+      if (tally_fn_map_decode (f, &bm[j], rc ? later : err,
+                               rc ? sizeof later : errlen) != 0)
+        {
+          rc = -1;
+          continue;
+        }
+      maps[j] = &bm[j];
+      values[j] = f->counters;
+      nvalues[j] = f->ncounters;
+    }
+  tally_module_solve (m->nfns, maps, values, nvalues, flows);
+  free_all (maps, values, nvalues);
+  return rc;
+}

@@ -138,6 +138,18 @@ void tally_module_solve (uint32_t nfns, const struct tally_blockmap *const *maps
                          const uint64_t *const *values,
                          const uint32_t *nvalues, struct tally_flow *flows);
 
+/* The block maps of the functions of data module M decoded into BM and
+   solved together (tally_module_solve) into FLOWS, both arrays of
+   M->nfns.  A function without a map, or whose map does not decode, is
+   left zeroed in both (nblocks 0); 0 if every map decoded, else -1 with
+   the first one's message in ERR.  Release each with tally_map_free and
+   tally_flow_free.  */
+struct tally_data_module;
+int tally_data_module_solve (const struct tally_data_module *m,
+                             struct tally_blockmap *bm,
+                             struct tally_flow *flows, char *err,
+                             size_t errlen);
+
 void tally_flow_free (struct tally_flow *f);
 
 #endif /* TALLY_TOOLS_BLOCKMAP_H */

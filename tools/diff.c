@@ -159,31 +159,15 @@ read_side (struct diff *df, struct input *in, int k)
       const struct tally_data_module *m = &in->d.modules[i];
       /* The module's maps solved together: kind 6 reads other functions'
          blocks.  */
-      size_t first = in->nbodies;
-      const struct tally_blockmap **maps = xcalloc (m->nfns ? m->nfns : 1,
-                                                    sizeof *maps);
-      const uint64_t **values = xcalloc (m->nfns ? m->nfns : 1,
-                                         sizeof *values);
-      uint32_t *nvalues = xcalloc (m->nfns ? m->nfns : 1, sizeof *nvalues);
-      struct tally_flow *flows = xcalloc (m->nfns ? m->nfns : 1,
-                                          sizeof *flows);
-      for (uint32_t j = 0, b = (uint32_t) first; j < m->nfns; j++)
+      size_t n = m->nfns ? m->nfns : 1;
+      struct tally_blockmap *bm = xcalloc (n, sizeof *bm);
+      struct tally_flow *flows = xcalloc (n, sizeof *flows);
+      /* Checked above: this cannot fail.  */
+      if (tally_data_module_solve (m, bm, flows, err, sizeof err) != 0)
         {
-          const struct tally_data_fn *f = &m->fns[j];
-          if (!f->map_size)
-            continue;
-          /* Checked above: this cannot fail.  */
-          if (tally_fn_map_decode (f, &in->maps[b], err, sizeof err) != 0)
-            {
-              fprintf (stderr, "tally: %s: internal error: %s\n", in->path,
-                       err);
-              exit (EXIT_BAD_DATA);
-            }
-          maps[j] = &in->maps[b++];
-          values[j] = f->counters;
-          nvalues[j] = f->ncounters;
+          fprintf (stderr, "tally: %s: internal error: %s\n", in->path, err);
+          exit (EXIT_BAD_DATA);
         }
-      tally_module_solve (m->nfns, maps, values, nvalues, flows);
       for (uint32_t j = 0; j < m->nfns; j++)
         {
           const struct tally_data_fn *f = &m->fns[j];
@@ -193,6 +177,7 @@ read_side (struct diff *df, struct input *in, int k)
           if (f->map_size)
             {
               size_t b = in->nbodies;
+              in->maps[b] = bm[j];
               in->flows[b] = flows[j];
               if ((f->flags & TALLY_FN_CALLS_DERIVED)
                   && in->maps[b].kind != TALLY_MAP_VISITED)
@@ -223,7 +208,7 @@ read_side (struct diff *df, struct input *in, int k)
               s->excl = add_sat (s->excl, f->meas[1]);
             }
         }
-      free_all (maps, values, nvalues, flows);
+      free_all (bm, flows);
     }
   return 0;
 }

@@ -35,32 +35,17 @@ check_module (const struct tally_data_module *m)
 {
   size_t n = m->nfns ? m->nfns : 1;
   struct tally_blockmap *bm = calloc (n, sizeof *bm);
-  const struct tally_blockmap **maps = calloc (n, sizeof *maps);
-  const uint64_t **values = calloc (n, sizeof *values);
-  uint32_t *nvalues = calloc (n, sizeof *nvalues);
   struct tally_flow *flows = calloc (n, sizeof *flows);
   char err[256];
-  if (!bm || !maps || !values || !nvalues || !flows)
+  if (!bm || !flows)
+    abort ();
+  err[0] = 0;
+  if (tally_data_module_solve (m, bm, flows, err, sizeof err) != 0
+      && (!memchr (err, 0, sizeof err) || !err[0]))
     abort ();
   for (uint32_t j = 0; j < m->nfns; j++)
     {
-      const struct tally_data_fn *f = &m->fns[j];
-      if (!f->map_size)
-        continue;
-      if (tally_fn_map_decode (f, &bm[j], err, sizeof err) != 0)
-        {
-          if (!memchr (err, 0, sizeof err) || !err[0])
-            abort ();
-          continue;
-        }
-      maps[j] = &bm[j];
-      values[j] = f->counters;
-      nvalues[j] = f->ncounters;
-    }
-  tally_module_solve (m->nfns, maps, values, nvalues, flows);
-  for (uint32_t j = 0; j < m->nfns; j++)
-    {
-      if (maps[j])
+      if (bm[j].nblocks)
         {
           struct cov_result cov;
           struct cov_body body = { &bm[j], &flows[j], "/d", m->fns[j].file,
@@ -72,9 +57,6 @@ check_module (const struct tally_data_module *m)
       tally_map_free (&bm[j]);
     }
   free (bm);
-  free (maps);
-  free (values);
-  free (nvalues);
   free (flows);
 }
 

@@ -163,28 +163,15 @@ module_calls (const struct tally_data_module *m, int64_t *calls)
 {
   size_t n = m->nfns ? m->nfns : 1;
   struct tally_blockmap *bm = xcalloc (n, sizeof *bm);
-  const struct tally_blockmap **maps = xcalloc (n, sizeof *maps);
-  const uint64_t **values = xcalloc (n, sizeof *values);
-  uint32_t *nvalues = xcalloc (n, sizeof *nvalues);
   struct tally_flow *flows = xcalloc (n, sizeof *flows);
   char err[256];
-  for (uint32_t j = 0; j < m->nfns; j++)
-    {
-      const struct tally_data_fn *f = &m->fns[j];
-      if (f->map_size && tally_fn_map_decode (f, &bm[j], err, sizeof err) == 0)
-        {
-          maps[j] = &bm[j];
-          values[j] = f->counters;
-          nvalues[j] = f->ncounters;
-        }
-    }
-  tally_module_solve (m->nfns, maps, values, nvalues, flows);
+  tally_data_module_solve (m, bm, flows, err, sizeof err);
   for (uint32_t j = 0; j < m->nfns; j++)
     {
       const struct tally_data_fn *f = &m->fns[j];
       if (!(f->flags & TALLY_FN_CALLS_DERIVED) || !f->map_size)
         calls[j] = (int64_t) f->counters[TALLY_C_ENTRIES];
-      else if (!maps[j] || bm[j].kind == TALLY_MAP_VISITED
+      else if (!bm[j].nblocks || bm[j].kind == TALLY_MAP_VISITED
                || !flows[j].entries_known)
         calls[j] = -1;
       else
@@ -192,7 +179,7 @@ module_calls (const struct tally_data_module *m, int64_t *calls)
       tally_flow_free (&flows[j]);
       tally_map_free (&bm[j]);
     }
-  free_all (bm, maps, values, nvalues, flows);
+  free_all (bm, flows);
 }
 
 static struct row *
