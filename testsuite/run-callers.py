@@ -74,16 +74,7 @@ def with_maps(d, new):
     return refix(bytes(d))
 
 
-def varints(*xs):
-    out = bytearray()
-    for x in xs:
-        while True:
-            b = x & 0x7f
-            x >>= 7
-            out.append(b | (0x80 if x else 0))
-            if not x:
-                break
-    return bytes(out)
+varints = mapsize.varints
 
 
 def encode(version, kind, files, blocks, edges, trailer=b""):

@@ -115,19 +115,27 @@ def decode_v2(m):
     return kind, files, blocks, edges, callers
 
 
-def encode_v2(kind, files, blocks, edges, callers=None):
-    """Version 2 bytes of a decoded map (the shortest varints, as the doc
-    says a writer must; the edge flag values in order of first use)."""
-    out = bytearray(struct.pack("<I", 2))
-
-    def varint(x):
+def varints(*xs):
+    """The shortest unsigned LEB128 varints of XS, one after another."""
+    out = bytearray()
+    for x in xs:
         assert x >= 0
         while True:
             b = x & 0x7f
             x >>= 7
             out.append(b | (0x80 if x else 0))
             if not x:
-                return
+                break
+    return bytes(out)
+
+
+def encode_v2(kind, files, blocks, edges, callers=None):
+    """Version 2 bytes of a decoded map (the shortest varints, as the doc
+    says a writer must; the edge flag values in order of first use)."""
+    out = bytearray(struct.pack("<I", 2))
+
+    def varint(x):
+        out.extend(varints(x))
 
     zig = lambda d: 2 * d if d >= 0 else -2 * d - 1
     for x in (kind, len(blocks), len(edges), len(files)):
