@@ -1,7 +1,8 @@
-/* The block map, version 2: the checking walk (tally/mapcode.h; the
-   encoder, which only the plugin needs, is format/mapencode.c).  Shared by
-   the runtime and the format library (the `tally` command): calls nothing,
-   allocates nothing, reads every byte against the size first.  */
+/* The block map, version 2: the checking walk, and the derivation rules
+   of kinds 4 and 5 (tally/mapcode.h; the encoder, which only the plugin
+   needs, is format/mapencode.c).  Shared by the runtime and the format
+   library (the `tally` command): calls nothing, allocates nothing, reads
+   every byte against the size first.  */
 #include "tally/format.h"
 #include "tally/mapcode.h"
 
@@ -310,4 +311,193 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
   if (c.pos != c.size)
     return stop (&c, c.pos, "unexpected bytes after the last edge");
   return 0;
+}
+
+uint32_t
+tally_derive_rule (const struct tally_derive_map *m, uint32_t b)
+{
+  return m->blocks[4 * (size_t) b + 1]
+         & (TALLY_BLOCK_ANY_SUCC | TALLY_BLOCK_ANY_PRED);
+}
+
+/* For derived block B and edge ED (4 u32s), the block ED gives B's value
+   from, TALLY_DERIVE_FROM_EDGE when ED's own value gives it (kind 5), or
+   TALLY_MAP_NONE if ED is not one of B's: fake edges never are.  */
+static uint32_t
+derive_source (const struct tally_derive_map *m, uint32_t b,
+               const uint32_t *ed)
+{
+  uint32_t rule = tally_derive_rule (m, b);
+  if (ed[2] & TALLY_EDGE_FAKE)
+    return TALLY_MAP_NONE;
+  if (!(rule == TALLY_BLOCK_ANY_SUCC && ed[0] == b)
+      && !(rule == TALLY_BLOCK_ANY_PRED && ed[1] == b))
+    return TALLY_MAP_NONE;
+  if (m->edge_values && ed[3] != TALLY_MAP_NONE)
+    return TALLY_DERIVE_FROM_EDGE;
+  return rule == TALLY_BLOCK_ANY_SUCC ? ed[1] : ed[0];
+}
+
+uint32_t
+tally_derive_next (const struct tally_derive_map *m, uint32_t *pos,
+                   uint32_t *a)
+{
+  /* A map's edges take 2 bytes at least and its size is a u32, so 2 x
+     edges fits in 32 bits.  */
+  while (*pos < 2 * m->nedges)
+    {
+      const uint32_t *ed = m->edges + 4 * (size_t) (*pos / 2);
+      uint32_t b = *pos % 2 ? ed[1] : ed[0];
+      ++*pos;
+      uint32_t from = tally_derive_rule (m, b) ? derive_source (m, b, ed)
+                                               : TALLY_MAP_NONE;
+      if (from != TALLY_MAP_NONE)
+        {
+          *a = b;
+          return from;
+        }
+    }
+  return TALLY_MAP_NONE;
+}
+
+size_t
+tally_derive_scratch (uint32_t nblocks, uint32_t nedges)
+{
+  /* Per block: sources (then pending dependencies), first user, users
+     filled; one more first user; two users an edge (the first NEDGES
+     mark the edges used before).  */
+  return (size_t) nblocks * 3 + 1 + (size_t) nedges * 2;
+}
+
+int
+tally_derive_check (const struct tally_derive_map *m, uint32_t *scratch,
+                    uint32_t *order, uint32_t *nderived, uint32_t *at,
+                    uint32_t *from)
+{
+  uint32_t nb = m->nblocks, ne = m->nedges;
+  uint32_t *nsrc = scratch, *start = nsrc + nb, *fill = start + nb + 1;
+  uint32_t *users = fill + nb, *used = users;
+  size_t len = tally_derive_scratch (nb, ne);
+  for (size_t i = 0; i < len; i++)
+    scratch[i] = 0;
+
+  /* 1. Every derivation: none from ENTRY or EXIT, which have no visited
+     value; count each block's sources, mark the edges whose own values
+     are taken.  */
+  uint32_t pos = 0, a, f;
+  while ((f = tally_derive_next (m, &pos, &a)) != TALLY_MAP_NONE)
+    {
+      if (f < 2)
+        {
+          *at = a;
+          *from = f;
+          return TALLY_DERIVE_FROM_END;
+        }
+      if (f == TALLY_DERIVE_FROM_EDGE)
+        used[(pos - 1) / 2] = 1;
+      nsrc[a]++;
+    }
+
+  /* 2. Kind 5: a value only where a derivation takes it.  */
+  for (uint32_t e = 0; m->edge_values && e < ne; e++)
+    {
+      const uint32_t *ed = m->edges + 4 * (size_t) e;
+      int fault = TALLY_DERIVE_OK;
+      if (ed[3] == TALLY_MAP_NONE)
+        continue;
+      if (ed[2] & TALLY_EDGE_FAKE)
+        fault = TALLY_DERIVE_FAKE_VALUE;
+      else if (ed[0] < 2 || ed[1] < 2)
+        fault = TALLY_DERIVE_END_VALUE;
+      else if (!used[e])
+        fault = TALLY_DERIVE_UNUSED_VALUE;
+      if (fault)
+        {
+          *at = e;
+          return fault;
+        }
+    }
+
+  /* 3. Each derived block: one rule, no value, something to derive
+     from.  */
+  uint32_t derived = 0;
+  for (uint32_t b = 0; b < nb; b++)
+    {
+      uint32_t rule = tally_derive_rule (m, b);
+      int fault = TALLY_DERIVE_OK;
+      if (!rule)
+        continue;
+      if (b < 2)
+        fault = TALLY_DERIVE_END_DERIVED;
+      else if (rule == (TALLY_BLOCK_ANY_SUCC | TALLY_BLOCK_ANY_PRED))
+        fault = TALLY_DERIVE_BOTH;
+      else if (m->blocks[4 * (size_t) b] != TALLY_MAP_NONE)
+        fault = TALLY_DERIVE_VALUE;
+      else if (!nsrc[b])
+        fault = rule == TALLY_BLOCK_ANY_SUCC ? TALLY_DERIVE_NO_SUCC
+                                             : TALLY_DERIVE_NO_PRED;
+      if (fault)
+        {
+          *at = b;
+          return fault;
+        }
+      derived++;
+    }
+
+  /* 4. The order (Kahn's algorithm, no recursion): the derivation of
+     derived block A from derived block B, twice over: PENDING[A] counts,
+     USERS[START[B] ..] lists A.  What is left pending is on a cycle or
+     after one.  */
+  uint32_t *pending = nsrc;
+  for (uint32_t b = 0; b < nb; b++)
+    pending[b] = 0;
+  for (int pass = 0; pass < 2; pass++)
+    {
+      for (uint32_t e = 0; e < ne; e++)
+        {
+          const uint32_t *ed = m->edges + 4 * (size_t) e;
+          for (int k = 0; k < 2; k++)
+            {
+              a = ed[k];
+              if (a < 2 || !tally_derive_rule (m, a))
+                continue;
+              f = derive_source (m, a, ed);
+              if (f == TALLY_MAP_NONE || f == TALLY_DERIVE_FROM_EDGE || f < 2
+                  || !tally_derive_rule (m, f))
+                continue;
+              if (pass == 0)
+                {
+                  pending[a]++;
+                  start[f + 1]++;
+                }
+              else
+                users[start[f] + fill[f]++] = a;
+            }
+        }
+      if (pass == 0)
+        for (uint32_t b = 0; b < nb; b++)
+          start[b + 1] += start[b];
+    }
+  uint32_t n = 0;
+  for (uint32_t b = 2; b < nb; b++)
+    if (tally_derive_rule (m, b) && !pending[b])
+      order[n++] = b;
+  for (uint32_t head = 0; head < n; head++)
+    {
+      uint32_t b = order[head];
+      for (uint32_t i = start[b]; i < start[b + 1]; i++)
+        if (--pending[users[i]] == 0)
+          order[n++] = users[i];
+    }
+  if (n < derived)
+    {
+      for (uint32_t b = 2; b < nb; b++)
+        if (tally_derive_rule (m, b) && pending[b])
+          {
+            *at = b;
+            return TALLY_DERIVE_CYCLE;
+          }
+    }
+  *nderived = n;
+  return TALLY_DERIVE_OK;
 }

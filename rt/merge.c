@@ -38,15 +38,27 @@ str_size (const unsigned char *p, size_t avail)
   return 4 + (size_t) n;
 }
 
+/* The u32s of scratch derived_ok needs for a kind 4 or 5 map of NBLOCKS
+   and NEDGES: its blocks and edges as the walk decodes them, the rules'
+   scratch and their order.  */
+static size_t
+derive_need (uint32_t nblocks, uint32_t nedges)
+{
+  return ((size_t) nblocks + nedges) * 4
+         + tally_derive_scratch (nblocks, nedges) + nblocks;
+}
+
 /* Whether the block map of SIZE bytes at MAP, of a function with NVALUES
    values, is one tally_map_decode (tools/blockmap.c) accepts: the same
    checks, in one pass and without memory (version 2: the same walk,
-   rt/mapcode.c).  A merge copies maps as they
-   are, so a map the tools cannot decode would make the merged file
-   unreadable for good.  */
+   rt/mapcode.c), but for what needs memory: the derivations of kinds 4
+   and 5 (*NEED becomes the most scratch one takes, for derived_ok) and
+   kind 6's call sites (*NSITES counts them, for callers_ok).  A merge
+   copies maps as they are, so a map the tools cannot decode would make
+   the merged file unreadable for good.  */
 static int
 map_ok (const unsigned char *map, size_t size, uint32_t nvalues,
-        uint64_t *nsites)
+        uint64_t *nsites, size_t *need)
 {
   if (size == 0)
     return 1; /* no map */
@@ -56,6 +68,10 @@ map_ok (const unsigned char *map, size_t size, uint32_t nvalues,
       if (tally_map2_walk (map, size, nvalues, &info, NULL) != 0)
         return 0;
       *nsites += info.nsites;
+      if ((info.kind == TALLY_MAP_VISITED_DERIVED
+           || info.kind == TALLY_MAP_VISITED_EDGES)
+          && derive_need (info.nblocks, info.nedges) > *need)
+        *need = derive_need (info.nblocks, info.nedges);
       return 1;
     }
   if (size < 20)
@@ -142,13 +158,62 @@ scratch (size_t len)
   return m == MAP_FAILED ? NULL : m;
 }
 
+/* Whether the derivations of the kind 4 and 5 maps of the module record
+   at P (version 2, checked one by one by map_ok) pass the checks
+   tally_map_decode (tools/blockmap.c) makes, by the same code
+   (tally_derive_check, rt/mapcode.c): no block derived from ENTRY or
+   EXIT, with both rules, with a value too or with nothing to derive from,
+   no edge value on a fake edge, on an edge from ENTRY or into EXIT, or
+   where no derivation takes it, no cycle of derived blocks.  1, 0, or -1
+   if the NEED u32s of scratch (mmap'ed once for the record, map_ok's
+   largest) cannot be had: then the file is not merged, as unchecked.  */
+static int
+derived_ok (const unsigned char *p, size_t need)
+{
+  uint32_t n = tally_le_get32 (p + TALLY_MODREC_NFNS);
+  size_t len = need * 4;
+  uint32_t *mem = scratch (len);
+  if (!mem)
+    return -1;
+  size_t pos = first_fn (p);
+  int ok = 1;
+  for (uint32_t i = 0; i < n && ok; i++)
+    {
+      const unsigned char *map;
+      uint32_t size, nvalues;
+      next_map (p, &pos, &map, &size, &nvalues);
+      if (size < 4 || tally_le_get32 (map) != TALLY_MAP_VERSION2)
+        continue; /* version 1: kinds 1 to 3 only (map_ok) */
+      struct tally_map2_info info;
+      tally_map2_walk (map, size, nvalues, &info, NULL); /* checked */
+      if (info.kind != TALLY_MAP_VISITED_DERIVED
+          && info.kind != TALLY_MAP_VISITED_EDGES)
+        continue;
+      uint32_t *blocks = mem, *edges = blocks + 4 * (size_t) info.nblocks;
+      uint32_t *rules = edges + 4 * (size_t) info.nedges;
+      uint32_t *order = rules + tally_derive_scratch (info.nblocks,
+                                                      info.nedges);
+      struct tally_map2_out out = { NULL, blocks, NULL, edges, NULL };
+      tally_map2_walk (map, size, nvalues, &info, &out);
+      struct tally_derive_map m
+          = { info.nblocks, info.nedges, blocks, edges,
+              info.kind == TALLY_MAP_VISITED_EDGES };
+      uint32_t nderived, at, from;
+      ok = tally_derive_check (&m, rules, order, &nderived, &at, &from)
+           == TALLY_DERIVE_OK;
+    }
+  munmap (mem, len ? len : 1);
+  return ok;
+}
+
 /* Whether the call sites of the kind 6 maps of the module record at P
    (NSITES in all, its maps checked one by one) pass the checks
    tally_data_check_maps (tools/blockmap.c) makes with the module: each
    names a function of the record whose map counts blocks (kind 1, 2 or
    6) and one of its blocks but ENTRY and EXIT, and no kind 6 function's
    entry depends on itself through sites of kind 6 functions (Kahn's
-   algorithm).  Scratch memory is mmap'ed, time linear in the sites.  */
+   algorithm).  Scratch memory is mmap'ed, time linear in the sites.  1,
+   0, or -1 if the scratch cannot be had.  */
 static int
 callers_ok (const unsigned char *p, uint64_t nsites)
 {
@@ -161,7 +226,7 @@ callers_ok (const unsigned char *p, uint64_t nsites)
   size_t len = ((size_t) n * 6 + 2 + (size_t) nsites * 3 + n) * 4;
   uint32_t *kind = scratch (len);
   if (!kind)
-    return 0;
+    return -1;
   uint32_t *nblocks = kind + n, *deps = nblocks + n, *fill = deps + n;
   uint32_t *first = fill + n, *start = first + n + 1;
   uint32_t *sites = start + n + 1, *users = sites + 2 * nsites;
@@ -232,24 +297,33 @@ callers_ok (const unsigned char *p, uint64_t nsites)
   return ok;
 }
 
-/* Whether every block map of the module record at P (checked by
-   tally_rt_rec_size) decodes, and kind 6's call sites fit the record.  */
-static int
+/* What is wrong with the block maps of the module record at P (checked
+   by tally_rt_rec_size), or NULL: each must decode, kinds 4 and 5 with
+   their derivations, and kind 6's call sites fit the record.  Without
+   the scratch memory to check them the file is refused too, never
+   merged unchecked.  */
+static const char *
 maps_ok (const unsigned char *p)
 {
   uint32_t nfns = tally_le_get32 (p + TALLY_MODREC_NFNS);
-  size_t pos = first_fn (p);
+  size_t pos = first_fn (p), need = 0;
   uint64_t nsites = 0;
   for (uint32_t i = 0; i < nfns; i++)
     {
       const unsigned char *map;
       uint32_t size, nvalues;
       next_map (p, &pos, &map, &size, &nvalues);
-      if (!map_ok (map, size, nvalues, &nsites))
-        return 0;
+      if (!map_ok (map, size, nvalues, &nsites, &need))
+        return "corrupt block map";
     }
-  /* Without call sites there is nothing of the module to check.  */
-  return !nsites || callers_ok (p, nsites);
+  /* Without derived blocks or call sites there is nothing more to
+     check.  */
+  int ok = need ? derived_ok (p, need) : 1;
+  if (ok == 1 && nsites)
+    ok = callers_ok (p, nsites);
+  return ok == 1 ? NULL
+         : ok == 0 ? "corrupt block map"
+                   : "no memory to check its block maps";
 }
 
 size_t
@@ -571,8 +645,9 @@ tally_rt_check_file (const unsigned char *buf, size_t len, size_t *records,
       if (end - pos < 4 || tally_le_get32 (buf + pos) != TALLY_TAG_MODULE
           || !(k = tally_rt_rec_size (buf + pos, end - pos)))
         return "corrupt module record";
-      if (!maps_ok (buf + pos))
-        return "corrupt block map";
+      const char *why = maps_ok (buf + pos);
+      if (why)
+        return why;
       pos += k;
     }
   if (pos != end)

@@ -227,6 +227,66 @@ def v1_file(good):
     return refix(bytes(d))
 
 
+def v2_map(v1):
+    """Version 1 map V1 in version 2 (encode_v2): whatever its fields hold,
+    damage included, so that a test can damage the simple layout and
+    give the runtime (which takes kinds 4 to 6 in version 2 only) the
+    compact one."""
+    u32 = lambda o: struct.unpack_from("<I", v1, o)[0]
+    none = lambda v: None if v == 0xffffffff else v
+    kind, nblocks, nedges, nfiles = (u32(o) for o in (4, 8, 12, 16))
+    pos, files, blocks, edges = 20, [], [], []
+    for _ in range(nfiles):
+        files.append(v1[pos + 4:pos + 4 + u32(pos)].decode())
+        pos += 4 + u32(pos)
+    for _ in range(nblocks):
+        v, fl, n = struct.unpack_from("<3I", v1, pos)
+        pos += 12
+        blocks.append((none(v), fl, [struct.unpack_from("<2I", v1, pos + 8 * k)
+                                     for k in range(n)]))
+        pos += 8 * n
+    for _ in range(nedges):
+        s, t, fl, v = struct.unpack_from("<4I", v1, pos)
+        pos += 16
+        edges.append((s, t, fl, none(v)))
+    callers = None
+    if kind == 6:
+        complete, nsites = struct.unpack_from("<2I", v1, pos)
+        callers = (complete, [struct.unpack_from("<2I", v1, pos + 8 + 8 * k)
+                              for k in range(nsites)])
+    return encode_v2(kind, files, blocks, edges, callers)
+
+
+def v2_file(d):
+    """Data file D with every version 1 map rewritten in version 2 (sizes
+    and CRC fixed up): v1_file undone."""
+    for off, size, _ in reversed(block_maps(d)):
+        if struct.unpack_from("<I", d, off)[0] == 1:
+            d = damaged(d, off, size, v2_map(d[off:off + size]))
+    return d
+
+
+def merge_aside(a, work, exe, args, bad, name):
+    """The runtime's %m over data file BAD (bytes) with a damaged map: EXE
+    run with ARGS refuses it with "corrupt block map", moves it aside to
+    PATH.bad as it was, and writes this run's counts alone, as a run
+    without the file does."""
+    d = os.path.join(work, "m-" + name)
+    os.mkdir(d)
+    pattern = os.path.join(d, "%m.data")
+    run([exe, *args], env={"TALLY_OUTPUT": pattern})
+    target = os.path.join(d, [f for f in os.listdir(d) if f.endswith(".data")][0])
+    fresh = report_json(a, target)["functions"]
+    open(target, "wb").write(bad)
+    p = run([exe, *args], env={"TALLY_OUTPUT": pattern}, check=False)
+    expect(p.returncode == 0
+           and "corrupt block map; not merged, moved aside to " + target + ".bad" in p.stderr
+           and open(target + ".bad", "rb").read() == bad,
+           "%s: %%m over the damaged map: exit %d, %r" % (name, p.returncode, p.stderr))
+    expect(report_json(a, target)["functions"] == fresh,
+           "%s: %%m did not write this run's counts alone" % name)
+
+
 def dump_text(kind, files, blocks, edges, callers=None):
     """The lines `tally dump` prints for a decoded map (tools/dump.c)."""
     kinds = {1: "block", 2: "tree", 3: "visited", 4: "visited", 5: "visited",

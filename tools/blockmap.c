@@ -83,130 +83,58 @@ value_ok (uint32_t v, uint32_t nvalues, const char *what, uint32_t i,
   return 0;
 }
 
-/* Kind 4 (doc/data-format.md "The block map"): a block without a value
-   whose flags have TALLY_BLOCK_ANY_SUCC ran iff a block one of its normal
-   (not fake) edges leads to ran; with TALLY_BLOCK_ANY_PRED, iff a block
-   with a normal edge into it ran.  */
-static uint32_t
-derive_rule (const struct tally_blockmap *m, uint32_t b)
+/* Kinds 4 and 5 (doc/data-format.md "The block map"): M's blocks and
+   edges as the derivation rules shared with the runtime read them
+   (tally_derive_*, rt/mapcode.c), into *V; the storage returned (free it)
+   holds them, or NULL out of memory.  */
+static uint32_t *
+derive_view (const struct tally_blockmap *m, struct tally_derive_map *v)
 {
-  return m->blocks[b].flags & (TALLY_BLOCK_ANY_SUCC | TALLY_BLOCK_ANY_PRED);
-}
-
-/* derive_source's answer for an edge whose own value gives B's value
-   (kind 5).  */
-#define FROM_EDGE 0xfffffffeu
-
-/* For derived block B and normal edge E, the block E gives B's value
-   from, FROM_EDGE when E's own value gives it (kind 5: E has a value), or
-   TALLY_MAP_NONE if E is not one of B's.  */
-static uint32_t
-derive_source (const struct tally_blockmap *m, uint32_t b,
-               const struct tally_map_edge *e)
-{
-  uint32_t rule = derive_rule (m, b);
-  if (e->flags & TALLY_EDGE_FAKE)
-    return TALLY_MAP_NONE;
-  if (!(rule == TALLY_BLOCK_ANY_SUCC && e->src == b)
-      && !(rule == TALLY_BLOCK_ANY_PRED && e->dst == b))
-    return TALLY_MAP_NONE;
-  if (m->edge_values && e->value != TALLY_MAP_NONE)
-    return FROM_EDGE;
-  return rule == TALLY_BLOCK_ANY_SUCC ? e->dst : e->src;
-}
-
-/* Steps *POS (2 × edge + end, from 0) to the next derived block *A that
-   an end of an edge is, with a block the edge gives its value from;
-   returns that block, FROM_EDGE for the edge's own value (the edge is
-   then (*POS - 1) / 2), or TALLY_MAP_NONE when the edges are done.  */
-static uint32_t
-next_derivation (const struct tally_blockmap *m, uint32_t *pos, uint32_t *a)
-{
-  while (*pos < 2 * m->nedges)
+  uint32_t *flat = alloc_array ((size_t) m->nblocks + m->nedges,
+                                4 * sizeof *flat);
+  if (!flat)
+    return NULL;
+  for (uint32_t b = 0; b < m->nblocks; b++)
     {
-      const struct tally_map_edge *ed = &m->edges[*pos / 2];
-      uint32_t b = *pos % 2 ? ed->dst : ed->src;
-      ++*pos;
-      uint32_t from = derive_rule (m, b) ? derive_source (m, b, ed)
-                                         : TALLY_MAP_NONE;
-      if (from != TALLY_MAP_NONE)
-        {
-          *a = b;
-          return from;
-        }
+      flat[4 * (size_t) b] = m->blocks[b].value;
+      flat[4 * (size_t) b + 1] = m->blocks[b].flags;
     }
-  return TALLY_MAP_NONE;
+  uint32_t *ed = flat + 4 * (size_t) m->nblocks;
+  for (uint32_t e = 0; e < m->nedges; e++, ed += 4)
+    {
+      ed[0] = m->edges[e].src;
+      ed[1] = m->edges[e].dst;
+      ed[2] = m->edges[e].flags;
+      ed[3] = m->edges[e].value;
+    }
+  v->nblocks = m->nblocks;
+  v->nedges = m->nedges;
+  v->blocks = flat;
+  v->edges = flat + 4 * (size_t) m->nblocks;
+  v->edge_values = m->edge_values != 0;
+  return flat;
 }
 
-/* The derived blocks of M in an order where each comes after every
-   derived block it is derived from, into ORDER (M->derived entries).
-   Returns 0, -1 with *BAD a block derived (through others) from
-   itself, or -2 out of memory.  */
+/* The derived blocks of M in the order of tally_derive_check into ORDER
+   (M->nblocks entries), with the rules' view of M in *V and its storage
+   in *FLAT (free it).  Returns what tally_derive_check does (*AT and
+   *FROM as it sets them), or -2 out of memory.  */
 static int
-derive_order (const struct tally_blockmap *m, uint32_t *order, uint32_t *bad)
+derive_order (const struct tally_blockmap *m, uint32_t *order,
+              uint32_t *nderived, struct tally_derive_map *v, uint32_t **flat,
+              uint32_t *at, uint32_t *from)
 {
-  uint32_t nb = m->nblocks;
-  uint32_t *pending = alloc_array (nb, sizeof *pending);
-  uint32_t *start = alloc_array ((size_t) nb + 1, sizeof *start);
-  uint32_t *users = alloc_array ((size_t) m->nedges * 2, sizeof *users);
-  uint32_t *fill = alloc_array (nb, sizeof *fill);
-  int r = 0;
-  if (!pending || !start || !users || !fill)
+  *flat = derive_view (m, v);
+  uint32_t *scratch = alloc_array (tally_derive_scratch (m->nblocks,
+                                                         m->nedges),
+                                   sizeof *scratch);
+  if (!*flat || !scratch)
     {
-      r = -2;
-      goto done;
+      free (scratch);
+      return -2;
     }
-  /* The edge from derived block A to derived block B it is derived from,
-     twice over: PENDING[A] counts, USERS[B] lists A.  */
-  for (int pass = 0; pass < 2; pass++)
-    for (uint32_t e = 0; e < m->nedges; e++)
-      {
-        const struct tally_map_edge *ed = &m->edges[e];
-        uint32_t ends[2] = { ed->src, ed->dst };
-        for (int k = 0; k < 2; k++)
-          {
-            uint32_t a = ends[k];
-            if (a < 2 || !derive_rule (m, a))
-              continue;
-            uint32_t from = derive_source (m, a, ed);
-            if (from == TALLY_MAP_NONE || from == FROM_EDGE || from < 2
-                || !derive_rule (m, from))
-              continue;
-            if (pass == 0)
-              {
-                pending[a]++;
-                start[from + 1]++;
-              }
-            else
-              users[start[from] + fill[from]++] = a;
-          }
-        if (pass == 0 && e + 1 == m->nedges)
-          for (uint32_t b = 0; b < nb; b++)
-            start[b + 1] += start[b];
-      }
-  uint32_t n = 0, head = 0;
-  for (uint32_t b = 2; b < nb; b++)
-    if (derive_rule (m, b) && !pending[b])
-      order[n++] = b;
-  while (head < n)
-    {
-      uint32_t b = order[head++];
-      for (uint32_t i = start[b]; i < start[b + 1]; i++)
-        if (--pending[users[i]] == 0)
-          order[n++] = users[i];
-    }
-  if (n < m->derived)
-    {
-      for (uint32_t b = 2; b < nb; b++)
-        if (derive_rule (m, b) && pending[b])
-          {
-            *bad = b;
-            break;
-          }
-      r = -1;
-    }
-done:
-  free_all (pending, start, users, fill);
+  int r = tally_derive_check (v, scratch, order, nderived, at, from);
+  free (scratch);
   return r;
 }
 
@@ -214,87 +142,65 @@ done:
    one block or edge to derive from and neither ENTRY nor EXIT among them,
    and none is derived from itself; kind 5: every edge with a value is a
    normal edge between blocks that some derived block's value comes
-   through.  0, -1 (said in ERR) or -2 out of memory.  */
+   through.  The rules are tally_derive_check's; the messages are said
+   here.  0, -1 (said in ERR) or -2 out of memory.  */
 static int
 check_derived (struct tally_blockmap *m, char *err, size_t errlen)
 {
-  uint32_t *nsrc = alloc_array (m->nblocks, sizeof *nsrc);
-  unsigned char *used = alloc_array (m->nedges, 1);
-  if (!nsrc || !used)
-    {
-      free_all (nsrc, used);
-      return -2;
-    }
-  uint32_t pos = 0, a, from;
-  while ((from = next_derivation (m, &pos, &a)) != TALLY_MAP_NONE)
-    {
-      if (from < 2)
-        {
-          free_all (nsrc, used);
-          return fail (err, errlen, "block %lu is derived from %s, "
-                       "which has no visited value", (unsigned long) a,
-                       from == TALLY_MAP_ENTRY ? "ENTRY" : "EXIT");
-        }
-      if (from == FROM_EDGE)
-        used[(pos - 1) / 2] = 1;
-      nsrc[a]++;
-    }
-  for (uint32_t e = 0; m->edge_values && e < m->nedges; e++)
-    {
-      const struct tally_map_edge *ed = &m->edges[e];
-      const char *why = NULL;
-      if (ed->value == TALLY_MAP_NONE)
-        continue;
-      if (ed->flags & TALLY_EDGE_FAKE)
-        why = "a fake edge has a visited value";
-      else if (ed->src < 2 || ed->dst < 2)
-        why = "an edge from ENTRY or to EXIT has a visited value";
-      else if (!used[e])
-        why = "has a visited value no derived block's value comes through";
-      if (why)
-        {
-          free_all (nsrc, used);
-          return fail (err, errlen, "edge %lu (block %lu to %lu): %s",
-                       (unsigned long) e, (unsigned long) ed->src,
-                       (unsigned long) ed->dst, why);
-        }
-    }
-  free (used);
-  for (uint32_t b = 0; b < m->nblocks; b++)
-    {
-      uint32_t rule = derive_rule (m, b);
-      if (!rule)
-        continue;
-      const char *why = NULL;
-      if (b < 2)
-        why = "ENTRY and EXIT are never derived";
-      else if (rule == (TALLY_BLOCK_ANY_SUCC | TALLY_BLOCK_ANY_PRED))
-        why = "derived from both its successors and its predecessors";
-      else if (m->blocks[b].value != TALLY_MAP_NONE)
-        why = "has a value and is derived too";
-      else if (!nsrc[b])
-        why = rule == TALLY_BLOCK_ANY_SUCC
-                  ? "derived from its successors, but has no normal edge out"
-                  : "derived from its predecessors, but has no normal edge "
-                    "in";
-      if (why)
-        {
-          free (nsrc);
-          return fail (err, errlen, "block %lu: %s", (unsigned long) b, why);
-        }
-      m->derived++;
-    }
-  free (nsrc);
-  uint32_t *order = alloc_array (m->derived, sizeof *order);
+  struct tally_derive_map v;
+  uint32_t *flat = NULL, at = 0, from = 0, n = 0;
+  uint32_t *order = alloc_array (m->nblocks, sizeof *order);
   if (!order)
     return -2;
-  uint32_t bad = 0;
-  int r = derive_order (m, order, &bad);
-  free (order);
-  if (r == -1)
-    return fail (err, errlen, "block %lu: its visited value is derived from "
-                 "itself (a cycle of derived blocks)", (unsigned long) bad);
-  return r;
+  int r = derive_order (m, order, &n, &v, &flat, &at, &from);
+  free_all (order, flat);
+  if (r == -2)
+    return -2;
+  const char *why = NULL;
+  switch (r)
+    {
+    case TALLY_DERIVE_OK:
+      m->derived = n;
+      return 0;
+    case TALLY_DERIVE_FROM_END:
+      return fail (err, errlen, "block %lu is derived from %s, which has no "
+                   "visited value", (unsigned long) at,
+                   from == TALLY_MAP_ENTRY ? "ENTRY" : "EXIT");
+    case TALLY_DERIVE_FAKE_VALUE:
+      why = "a fake edge has a visited value";
+      break;
+    case TALLY_DERIVE_END_VALUE:
+      why = "an edge from ENTRY or to EXIT has a visited value";
+      break;
+    case TALLY_DERIVE_UNUSED_VALUE:
+      why = "has a visited value no derived block's value comes through";
+      break;
+    case TALLY_DERIVE_END_DERIVED:
+      why = "ENTRY and EXIT are never derived";
+      break;
+    case TALLY_DERIVE_BOTH:
+      why = "derived from both its successors and its predecessors";
+      break;
+    case TALLY_DERIVE_VALUE:
+      why = "has a value and is derived too";
+      break;
+    case TALLY_DERIVE_NO_SUCC:
+      why = "derived from its successors, but has no normal edge out";
+      break;
+    case TALLY_DERIVE_NO_PRED:
+      why = "derived from its predecessors, but has no normal edge in";
+      break;
+    default: /* TALLY_DERIVE_CYCLE */
+      return fail (err, errlen, "block %lu: its visited value is derived "
+                   "from itself (a cycle of derived blocks)",
+                   (unsigned long) at);
+    }
+  if (r == TALLY_DERIVE_FAKE_VALUE || r == TALLY_DERIVE_END_VALUE
+      || r == TALLY_DERIVE_UNUSED_VALUE)
+    return fail (err, errlen, "edge %lu (block %lu to %lu): %s",
+                 (unsigned long) at, (unsigned long) m->edges[at].src,
+                 (unsigned long) m->edges[at].dst, why);
+  return fail (err, errlen, "block %lu: %s", (unsigned long) at, why);
 }
 
 /* Kind 6 (doc/data-format.md "Entry counts from callers"): what is wrong
@@ -924,32 +830,37 @@ solve_derived (const struct tally_blockmap *m, const uint64_t *values,
                uint32_t nvalues, struct tally_flow *out)
 {
   uint32_t nb = m->nblocks;
-  uint32_t *order = alloc_array (m->derived, sizeof *order);
+  uint32_t *order = alloc_array (nb, sizeof *order);
   uint32_t *start = alloc_array ((size_t) nb + 1, sizeof *start);
   /* An edge gives a value to each end at most (kind 5: an edge with a
      value of its own may give it to both).  */
   uint64_t *list = alloc_array ((size_t) m->nedges * 2, sizeof *list);
   uint32_t *fill = alloc_array (nb, sizeof *fill);
-  uint32_t bad;
-  if (!order || !start || !list || !fill)
+  struct tally_derive_map v;
+  uint32_t *flat = NULL, n = 0, at, from;
+  int r = !order || !start || !list || !fill
+              ? -2
+              : derive_order (m, order, &n, &v, &flat, &at, &from);
+  if (r == -2)
     {
       fputs ("tally: out of memory\n", stderr);
       exit (1);
     }
-  if (derive_order (m, order, &bad) == 0)
+  if (r == TALLY_DERIVE_OK) /* always: the decoder checked */
     {
       /* The blocks each derived block is derived from (CSR).  */
       for (int pass = 0; pass < 2; pass++)
         {
-          uint32_t pos = 0, a, from;
-          while ((from = next_derivation (m, &pos, &a)) != TALLY_MAP_NONE)
+          uint32_t pos = 0, a;
+          while ((from = tally_derive_next (&v, &pos, &a)) != TALLY_MAP_NONE)
             if (pass == 0)
               start[a + 1]++;
             else
               /* A block, or (bit 32) the edge's own value.  */
               list[start[a] + fill[a]++]
-                  = from == FROM_EDGE ? (uint64_t) 1 << 32 | (pos - 1) / 2
-                                      : from;
+                  = from == TALLY_DERIVE_FROM_EDGE
+                        ? (uint64_t) 1 << 32 | (pos - 1) / 2
+                        : from;
           if (pass == 0)
             for (uint32_t b = 0; b < nb; b++)
               start[b + 1] += start[b];
@@ -962,17 +873,17 @@ solve_derived (const struct tally_blockmap *m, const uint64_t *values,
             {
               if (list[k] >> 32)
                 {
-                  uint32_t v = m->edges[(uint32_t) list[k]].value;
-                  if (v >= nvalues)
+                  uint32_t val = m->edges[(uint32_t) list[k]].value;
+                  if (val >= nvalues)
                     all_known = 0;
-                  else if (values[v])
+                  else if (values[val])
                     ran = 1;
                   continue;
                 }
-              uint32_t from = (uint32_t) list[k];
-              if (!out->block_known[from])
+              uint32_t src = (uint32_t) list[k];
+              if (!out->block_known[src])
                 all_known = 0;
-              else if (out->block[from])
+              else if (out->block[src])
                 ran = 1;
             }
           if (ran || all_known)
@@ -982,7 +893,7 @@ solve_derived (const struct tally_blockmap *m, const uint64_t *values,
             }
         }
     }
-  free_all (order, start, list, fill);
+  free_all (order, start, list, fill, flat);
 }
 
 void

@@ -78,6 +78,78 @@ int tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
                      struct tally_map2_info *info,
                      const struct tally_map2_out *out);
 
+/* Kinds 4 and 5 (doc/data-format.md "Derived visited blocks", "Visited
+   edges"): the derivation rules, one implementation for the runtime's
+   merge (which must refuse what the tools refuse, rt/merge.c) and the
+   tools' decoder and solver (tools/blockmap.c).  They read a map's blocks
+   and edges as tally_map2_walk's BLOCKS and EDGES lay them out, call
+   nothing and allocate nothing: scratch memory is the caller's.  */
+struct tally_derive_map
+{
+  uint32_t nblocks, nedges;
+  const uint32_t *blocks; /* 4 per block: value, flags, 2 not read */
+  const uint32_t *edges;  /* 4 per edge: source, destination, flags,
+                             value */
+  int edge_values;        /* kind 5: an edge's value, where it has one,
+                             is what a derived block takes through it */
+};
+
+/* tally_derive_next's answer for an edge whose own value gives a derived
+   block's (kind 5).  */
+#define TALLY_DERIVE_FROM_EDGE 0xfffffffeu
+
+/* What tally_derive_check found wrong; AT is a block or an edge as
+   said.  */
+enum tally_derive_fault
+{
+  TALLY_DERIVE_OK,
+  TALLY_DERIVE_FROM_END,     /* block AT derived from FROM: ENTRY or EXIT */
+  TALLY_DERIVE_FAKE_VALUE,   /* edge AT: fake, with a value */
+  TALLY_DERIVE_END_VALUE,    /* edge AT: from ENTRY or into EXIT, with a
+                                value */
+  TALLY_DERIVE_UNUSED_VALUE, /* edge AT: a value no derived block's value
+                                comes through */
+  TALLY_DERIVE_END_DERIVED,  /* block AT, ENTRY or EXIT, with a rule */
+  TALLY_DERIVE_BOTH,         /* block AT: both rules */
+  TALLY_DERIVE_VALUE,        /* block AT: a value and a rule */
+  TALLY_DERIVE_NO_SUCC,      /* block AT: derived from its successors, but
+                                no normal edge out */
+  TALLY_DERIVE_NO_PRED,      /* block AT: likewise from its predecessors,
+                                no normal edge in */
+  TALLY_DERIVE_CYCLE         /* block AT: derived (through others) from
+                                itself */
+};
+
+/* The rule of block B of M: TALLY_BLOCK_ANY_SUCC, _ANY_PRED, both (an
+   error) or 0 (not derived).  */
+uint32_t tally_derive_rule (const struct tally_derive_map *m, uint32_t b);
+
+/* Steps *POS (2 x edge + end, from 0) to the next block *A at an end of
+   an edge that is derived through that edge; returns the block *A takes
+   its value from, TALLY_DERIVE_FROM_EDGE for the edge's own value (the
+   edge is then (*POS - 1) / 2), or TALLY_MAP_NONE when the edges are
+   done.  */
+uint32_t tally_derive_next (const struct tally_derive_map *m, uint32_t *pos,
+                            uint32_t *a);
+
+/* The u32s of scratch tally_derive_check needs for a map of NBLOCKS and
+   NEDGES.  */
+size_t tally_derive_scratch (uint32_t nblocks, uint32_t nedges);
+
+/* Check the derivations of M, in this order (the first fault is the one
+   reported): no block derived from ENTRY or EXIT; kind 5 (EDGE_VALUES):
+   no value on a fake edge, on an edge from ENTRY or into EXIT, or on an
+   edge no derived block's value comes through; no ENTRY or EXIT derived,
+   no block with both rules, with a value and a rule, or with a rule and
+   nothing to derive from; no cycle of derived blocks.  SCRATCH holds
+   tally_derive_scratch (M) u32s (any contents), ORDER M->nblocks.
+   Returns TALLY_DERIVE_OK with the derived blocks in ORDER, each after
+   the blocks it is derived from, and their number in *NDERIVED; or the
+   fault, with *AT (and *FROM for TALLY_DERIVE_FROM_END).  */
+int tally_derive_check (const struct tally_derive_map *m, uint32_t *scratch,
+                        uint32_t *order, uint32_t *nderived, uint32_t *at,
+                        uint32_t *from);
+
 /* Encode the version 1 map of SIZE bytes at V1 as version 2 into OUT (CAP
    bytes).  Returns the bytes version 2 needs (nothing is written past
    CAP; call with CAP 0 to size OUT), or 0 if V1 is not a well-formed
