@@ -26,7 +26,10 @@ function body it computes
     edges and edges into EXIT, on the tree first) completed into a maximum
     spanning tree by true counts (Kruskal): the counts of the edges left off
     it.  This is the minimum over all spanning trees with those edges on
-    it, by the matroid property of spanning trees;
+    it, by the matroid property of spanning trees.  A kind 6 body's normal
+    edge out of ENTRY (entries=callers, plugin/callers.cc) is known from its
+    callers' blocks, solved first: it is on no tree and costs nothing, in
+    ours and in the floor alike;
   - gap: ours - floor.
 The floor's tree leaves off as many edges as our placement counts (the
 same graph, the same constraints; `counters` and `floor_counters` in

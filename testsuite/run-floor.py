@@ -10,6 +10,11 @@ Checks (one per run, named on the command line):
          N + 1 (one call, N rounds of a branching loop); each body's `ours`
          is the sum of its counters in `tally dump` (and the total the sum
          of every body's), no floor above `ours`, gap = ours - floor.
+  callers  -O2, callers/sites.c: kind 6 bodies (entries from the callers)
+         are read, their entry edge known without a counter: `twice`, a
+         leaf, has ours 0 and floor 0 (with entries=counted, floor = its
+         200 calls), every body determined, its counters as many as the
+         edges the floor's tree leaves off, no floor above ours.
   ir     --results: the Ir figures from a results.csv (gcc, tally-blocks-count
          and gcov rows of the workload): the ratio, the mark (half of gcov's
          overhead) and (Ir - gap) / Ir(gcc); gcov's ratio from
@@ -76,6 +81,38 @@ def check_hand(a, work):
                    "%s: total ours %d, counters %d" % (where, res["total"]["ours"], sum(sums.values())))
             print("%s: pick ours %d floor %d; walk ours %d floor %d" % (
                 where, rows["pick"]["ours"], rows["pick"]["floor"], rows["walk"]["ours"], rows["walk"]["floor"]))
+
+
+@case("callers")
+def check_callers(a, work):
+    src = os.path.join(a.srcdir, "callers", "sites.c")
+    got = {}
+    for entries in ("callers", "counted"):
+        exe = build(a, os.path.join(work, "sites-" + entries), src, opt="-O2",
+                    flags=["-I" + a.include] + tally_opts("blocks=count", "entries=" + entries))
+        data = os.path.join(work, "sites-%s.data" % entries)
+        run_data(exe, data, ["100"])
+        res = floor_json(a, data)
+        expect(res["total"]["undetermined"] == 0, "entries=%s: %d bodies undetermined"
+               % (entries, res["total"]["undetermined"]))
+        rows = {r["symbol"]: r for r in res["functions"]}
+        sums = counter_sums(a, data)
+        for sym, r in rows.items():
+            expect(r["ours"] == sums[sym], "entries=%s: %s: ours %d, its counters sum to %d"
+                   % (entries, sym, r["ours"], sums[sym]))
+            expect(r["floor"] <= r["ours"], "entries=%s: %s: floor %d above ours %d"
+                   % (entries, sym, r["floor"], r["ours"]))
+            expect(r["counters"] == r["floor_counters"], "entries=%s: %s: %d counters, the floor's "
+                   "tree leaves %d edges off" % (entries, sym, r["counters"], r["floor_counters"]))
+        got[entries] = rows
+    kinds = [r["kind"] for r in got["callers"].values()]
+    expect(kinds.count("tree-callers") >= 5, "kind 6 bodies: %d" % kinds.count("tree-callers"))
+    twice = got["callers"].get("twice")
+    expect(twice and twice["kind"] == "tree-callers" and twice["ours"] == 0 and twice["floor"] == 0,
+           "twice with entries=callers: %r" % twice)
+    twice = got["counted"].get("twice")
+    expect(twice and twice["kind"] == "tree" and twice["floor"] == 200,
+           "twice with entries=counted: %r (its 200 calls)" % twice)
 
 
 @case("ir")
