@@ -85,6 +85,7 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
   info->kind = info->nblocks = info->nedges = info->nfiles = 0;
   info->nlocs = 0;
   info->complete = info->nsites = 0;
+  info->trailer_at = 0;
   info->why = 0;
   info->at = 0;
   if (size < 4)
@@ -274,6 +275,7 @@ tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
         return stop (&c, c.pos, "kind 6 map whose edge out of ENTRY has a "
                      "value");
       at = c.pos;
+      info->trailer_at = at;
       if (get (&c, 0xffffffffu, &x, "callers complete flag does not fit in "
                "32 bits"))
         return -1;

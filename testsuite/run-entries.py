@@ -26,6 +26,11 @@ Checks (one per run, named on the command line):
               and runs fewer counter increments (the counters' sum).
   option      a bad entries= value is a GCC error naming the option and the
               accepted values.
+  merge-force tally merge --force of two builds whose main differs: main's
+              map is dropped, so the functions whose calls are all in main
+              get an incomplete callers trailer (calls undetermined, said),
+              the file stays readable, and a function whose callers did not
+              change keeps its calls summed.
   mid-dump    -O0 to -O3: a tally_dump() made inside the 51st of 100 calls
               of a function whose entry comes from its caller's block
               counts 50 or 51 calls of it (doc/guarantees.md: the running
@@ -205,6 +210,30 @@ def check_mid_dump(a, work):
             got = [int(r["calls"]) for r in rows if origin(r["symbol"]) == "dumper"]
             expect(len(got) == 1 and got[0] in want, "-%s: %s: dumper's calls "
                    "%s, want one of %s" % (opt, os.path.basename(path), got, want))
+
+
+@case("merge-force")
+def check_merge_force(a, work):
+    datas = []
+    for name, extra in (("a", ()), ("b", ("-DSITES_EXTRA",))):
+        exe = build(a, work, "force-" + name, "O2", ["blocks=count"], extra)
+        data = os.path.join(work, "force-%s.data" % name)
+        run([exe, "100"], env={"TALLY_OUTPUT": data})
+        datas.append(data)
+    merged = os.path.join(work, "merged.data")
+    r = run([a.tally, "merge", "--force", "-o", merged] + datas, check=False)
+    expect(r.returncode == 0, "merge --force failed:\n" + r.stderr)
+    expect("calls are undetermined" in r.stderr,
+           "merge --force said nothing of the callers:\n" + r.stderr)
+    r = run([a.tally, "report", "--clones", "--csv", merged], check=False)
+    expect(r.returncode == 0, "the merged file is not readable:\n" + r.stderr)
+    expect("cannot be derived" in r.stderr, "no warning for the undetermined "
+           "calls:\n" + r.stderr)
+    lines = r.stdout.splitlines()
+    calls = {row["symbol"]: int(row["calls"]) for row in
+             (dict(zip(lines[0].split(","), l.split(","))) for l in lines[1:])}
+    expect(calls.get("twice") == 400, "twice (callers unchanged): %s calls "
+           "in the merged file, not 2 x 200" % calls.get("twice"))
 
 
 @case("option")

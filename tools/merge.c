@@ -26,6 +26,7 @@
 #include "summed.h"
 #include "tally/abi.h"
 #include "tally/format.h"
+#include "tally/mapcode.h"
 
 /* tally merge: sum data files into one.
  *
@@ -73,6 +74,7 @@ struct acc_module
   size_t nfns, cap;
   size_t last_file; /* 1 + index of the input that last paired with it */
   int forced;       /* --force merged another build into it */
+  int reordered;    /* ... whose functions stood in another order */
 };
 
 /* A function of a frame outside instrumented code (FRMS).  */
@@ -230,6 +232,7 @@ acc_add_module (struct accumulator *acc, const struct tally_data_module *m,
               acc_fn_copy (&a->fns[a->nfns++], &m->fns[i]);
             }
           fnmap[i] = (uint32_t) j;
+          a->reordered |= j != i;
         }
       a->last_file = file + 1;
       a->forced = 1;
@@ -248,6 +251,65 @@ acc_add_module (struct accumulator *acc, const struct tally_data_module *m,
     acc_fn_copy (&a->fns[a->nfns++], &m->fns[i]);
   a->last_file = file + 1;
   return acc->n - 1;
+}
+
+/* --force: a kind 6 map (entries from the callers) names its call sites by
+   function index and block.  After a merge of other builds those can be
+   gone (a caller's map dropped above: its blocks did not line up) or name
+   another function (the builds ordered their functions otherwise), so such
+   a map keeps its blocks but its trailer says the sites are incomplete:
+   the function's calls come out undetermined, not wrong, and the file
+   stays readable.  A version 1 map (no plugin writes one with kind 6) is
+   dropped as a differing map is.  */
+static void
+acc_fix_callers (struct accumulator *acc)
+{
+  static int said;
+  for (size_t i = 0; i < acc->n; i++)
+    {
+      struct acc_module *a = &acc->mods[i];
+      if (!a->forced)
+        continue;
+      for (size_t j = 0; j < a->nfns; j++)
+        {
+          struct acc_fn *f = &a->fns[j];
+          struct tally_map2_info info;
+          if (f->map_size < 8)
+            continue;
+          if (tally_le_get32 (f->map) == TALLY_MAP_VERSION
+              && tally_le_get32 (f->map + 4) == TALLY_MAP_TREE_CALLERS)
+            {
+              free (f->map);
+              f->map = NULL;
+              f->map_size = 0;
+              f->flags &= ~TALLY_FN_CALLS_DERIVED;
+              continue;
+            }
+          uint32_t *sites = NULL;
+          int ok = tally_le_get32 (f->map) == TALLY_MAP_VERSION2
+                   && tally_map2_walk (f->map, f->map_size, f->ncounters,
+                                       &info, NULL) == 0
+                   && info.kind == TALLY_MAP_TREE_CALLERS && info.complete;
+          if (!ok)
+            continue;
+          sites = xmalloc ((2 * (size_t) info.nsites + 1) * sizeof *sites);
+          struct tally_map2_out out = { NULL, NULL, NULL, NULL, sites };
+          tally_map2_walk (f->map, f->map_size, f->ncounters, &info, &out);
+          int keep = !a->reordered;
+          for (uint32_t k = 0; keep && k < info.nsites; k++)
+            keep = sites[2 * k] < a->nfns && a->fns[sites[2 * k]].map_size;
+          free (sites);
+          if (keep)
+            continue;
+          /* complete 0, no sites: two one-byte varints.  */
+          f->map[info.trailer_at] = 0;
+          f->map[info.trailer_at + 1] = 0;
+          f->map_size = (uint32_t) info.trailer_at + 2;
+          if (!said++)
+            error_msg ("merge: %s: its callers differ between the builds "
+                       "merged; its calls are undetermined", f->symbol);
+        }
+    }
 }
 
 static void acc_node_events (struct accumulator *acc);
@@ -792,6 +854,8 @@ cmd_merge (int argc, char **argv)
       file++;
     }
   tally_prefetch_end (pf);
+  if (!status)
+    acc_fix_callers (&acc);
   size_t forced = 0;
   for (size_t i = 0; i < acc.n; i++)
     forced += acc.mods[i].forced;

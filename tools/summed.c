@@ -558,7 +558,9 @@ merge_notes (const struct merge *m)
   if (m->underived)
     fprintf (stderr, "tally: warning: the entries of %zu %s cannot be derived "
              "from %s block counts (an older plugin's placement=block left "
-             "some edges undetermined); %s 0\n", m->underived,
+             "some edges undetermined, or the calls of a function whose "
+             "entries come from its callers are not all known); %s 0\n",
+             m->underived,
              m->underived == 1 ? "function" : "functions",
              m->underived == 1 ? "its" : "their",
              m->underived == 1 ? "it shows" : "they show");

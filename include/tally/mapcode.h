@@ -46,6 +46,8 @@ struct tally_map2_info
   uint64_t nlocs;   /* locations of all blocks */
   uint32_t complete, nsites; /* kind 6: the callers trailer's flag and
                                 count of call sites (0 for other kinds) */
+  size_t trailer_at; /* kind 6: the map byte the callers trailer starts at
+                        (tally merge rewrites it) */
   const char *why;  /* a failed walk: what is wrong (a static string) */
   size_t at;        /* and the map byte where it was found */
 };
