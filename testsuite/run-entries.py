@@ -30,7 +30,8 @@ Checks (one per run, named on the command line):
               map is dropped, so the functions whose calls are all in main
               get an incomplete callers trailer (calls undetermined, said),
               the file stays readable, and a function whose callers did not
-              change keeps its calls summed.
+              change keeps its calls summed; main, whose blocks differ,
+              keeps its calls (solved on each side) without its blocks.
   mid-dump    -O0 to -O3: a tally_dump() made inside the 51st of 100 calls
               of a function whose entry comes from its caller's block
               counts 50 or 51 calls of it (doc/guarantees.md: the running
@@ -234,6 +235,10 @@ def check_merge_force(a, work):
              (dict(zip(lines[0].split(","), l.split(","))) for l in lines[1:])}
     expect(calls.get("twice") == 400, "twice (callers unchanged): %s calls "
            "in the merged file, not 2 x 200" % calls.get("twice"))
+    # main's blocks differ: its map is dropped, its calls (derived from its
+    # blocks on each side) kept.
+    expect(calls.get("main") == 2, "main (blocks dropped): %s calls in the "
+           "merged file, not 2" % calls.get("main"))
 
 
 @case("option")

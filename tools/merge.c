@@ -134,6 +134,40 @@ acc_fn_copy (struct acc_fn *to, const struct tally_data_fn *f)
     }
 }
 
+/* The calls and exits of a function whose FLAGS, MAP (SIZE bytes) and
+   COUNTERS (N) are given: counted, or derived from its block map
+   (TALLY_FN_CALLS_DERIVED) into OUT.  Returns 0, OUT both 0, where they do
+   not follow from its own map (kind 6: they come from its callers').  */
+static int
+fn_calls (uint32_t flags, const unsigned char *map, uint32_t size,
+          const uint64_t *counters, uint32_t n, uint64_t *out)
+{
+  out[0] = counters[TALLY_C_ENTRIES];
+  out[1] = counters[TALLY_C_EXITS];
+  if (!(flags & TALLY_FN_CALLS_DERIVED) || !size)
+    return 1;
+  struct tally_blockmap bm;
+  struct tally_flow flow;
+  char err[256];
+  if (tally_map_decode (map, size, n, &bm, err, sizeof err) != 0)
+    return 0;
+  int ok = 0;
+  out[0] = out[1] = 0;
+  if (bm.kind != TALLY_MAP_VISITED)
+    {
+      tally_flow_solve (&bm, counters, n, &flow);
+      ok = flow.entries_known && flow.exits_known;
+      if (ok)
+        {
+          out[0] = flow.entries;
+          out[1] = flow.exits;
+        }
+      tally_flow_free (&flow);
+    }
+  tally_map_free (&bm);
+  return ok;
+}
+
 /* Add the counters of F to T; a counter only one of them has is kept.  */
 static void
 acc_fn_add (struct acc_fn *t, const struct tally_data_fn *f)
@@ -142,12 +176,23 @@ acc_fn_add (struct acc_fn *t, const struct tally_data_fn *f)
       || (t->map_size && memcmp (t->map, f->map, t->map_size) != 0))
     {
       /* Two builds (--force) with other blocks: their block values do
-         not line up.  The entry and exit counts still add up.  */
-      static int said;
+         not line up.  The entry and exit counts still add up: those
+         derived from the blocks are solved on each side first.  */
+      static int said, lost;
+      uint64_t tc[2], fc[2];
+      int known = fn_calls (t->flags, t->map, t->map_size, t->counters,
+                            t->ncounters, tc)
+                  & fn_calls (f->flags, f->map, f->map_size, f->counters,
+                              f->ncounters, fc);
       if (!said++)
         error_msg ("merge: %s: the builds merged have different basic "
                    "blocks; block counts dropped, call counts kept",
                    t->symbol);
+      if (!known && !lost++)
+        error_msg ("merge: %s: the builds merged have different basic "
+                   "blocks, and in one of them its calls came from its "
+                   "callers' blocks, which do not line up either: those "
+                   "calls are left out", t->symbol);
       free (t->map);
       t->map = NULL;
       t->map_size = 0;
@@ -155,7 +200,7 @@ acc_fn_add (struct acc_fn *t, const struct tally_data_fn *f)
       if (t->ncounters > TALLY_C_CORE)
         t->ncounters = TALLY_C_CORE;
       for (uint32_t k = 0; k < TALLY_C_CORE; k++)
-        t->counters[k] = add_sat (t->counters[k], f->counters[k]);
+        t->counters[k] = add_sat (tc[k], fc[k]);
       return;
     }
   if (f->ncounters > t->ncounters)
