@@ -82,17 +82,7 @@ def encode(version, kind, files, blocks, edges, trailer=b""):
     as it is."""
     if version == 2:
         return mapsize.encode_v2(kind, files, blocks, edges) + trailer
-    none = lambda v: NONE if v is None else v
-    m = struct.pack("<5I", 1, kind, len(blocks), len(edges), len(files))
-    for f in files:
-        m += struct.pack("<I", len(f.encode())) + f.encode()
-    for v, fl, locs in blocks:
-        m += struct.pack("<3I", none(v), fl, len(locs))
-        for fi, line in locs:
-            m += struct.pack("<2I", fi, line)
-    for s, t, fl, v in edges:
-        m += struct.pack("<4I", s, t, fl, none(v))
-    return m + trailer
+    return mapsize.encode_v1(kind, files, blocks, edges) + trailer
 
 
 def trailer(version, complete, sites):

@@ -191,9 +191,8 @@ def v1_size(files, blocks, edges, callers=None):
             + (8 + 8 * len(callers[1]) if callers is not None else 0))
 
 
-def v1_map(m):
-    """Version 2 map M in version 1."""
-    kind, files, blocks, edges, callers = decode_v2(m)
+def encode_v1(kind, files, blocks, edges):
+    """Version 1 bytes of a decoded map, up to its last edge."""
     v1 = struct.pack("<5I", 1, kind, len(blocks), len(edges), len(files))
     for f in files:
         v1 += struct.pack("<I", len(f.encode())) + f.encode()
@@ -204,6 +203,13 @@ def v1_map(m):
             v1 += struct.pack("<2I", fi, line)
     for s, t, fl, v in edges:
         v1 += struct.pack("<4I", s, t, fl, none(v))
+    return v1
+
+
+def v1_map(m):
+    """Version 2 map M in version 1."""
+    kind, files, blocks, edges, callers = decode_v2(m)
+    v1 = encode_v1(kind, files, blocks, edges)
     if callers is not None:
         v1 += struct.pack("<2I", callers[0], len(callers[1]))
         for f, b in callers[1]:
