@@ -33,7 +33,6 @@ mapsize = importlib.util.module_from_spec(importlib.util.spec_from_file_location
     "mapsize", os.path.join(os.path.dirname(os.path.abspath(__file__)), "run-mapsize.py")))
 mapsize.__spec__.loader.exec_module(mapsize)
 
-NONE = 0xffffffff
 CALLEE, LOOP, TWICE, MAIN = 0, 1, 2, 3  # function indexes in the module
 
 
