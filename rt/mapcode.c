@@ -503,3 +503,45 @@ tally_derive_check (const struct tally_derive_map *m, uint32_t *scratch,
   *nderived = n;
   return TALLY_DERIVE_OK;
 }
+
+uint32_t
+tally_callers_order (uint32_t n, const uint32_t *kind, const uint32_t *first,
+                     const uint32_t *sites, uint32_t *deps, uint32_t *order,
+                     uint32_t *start, uint32_t *fill, uint32_t *users)
+{
+  for (uint32_t f = 0; f < n; f++)
+    deps[f] = start[f] = fill[f] = 0;
+  start[n] = 0;
+  /* USERS[START[G] ..] lists F once per site of F in kind 6 function G:
+     first the counts, then the places.  */
+  for (int pass = 0; pass < 2; pass++)
+    {
+      for (uint32_t f = 0; f < n; f++)
+        for (uint32_t k = first[f];
+             kind[f] == TALLY_MAP_TREE_CALLERS && k < first[f + 1]; k++)
+          {
+            uint32_t g = sites[2 * k];
+            if (g >= n || kind[g] != TALLY_MAP_TREE_CALLERS)
+              continue;
+            if (pass == 0)
+              {
+                deps[f]++;
+                start[g + 1]++;
+              }
+            else
+              users[start[g] + fill[g]++] = f;
+          }
+      if (pass == 0)
+        for (uint32_t g = 0; g < n; g++)
+          start[g + 1] += start[g];
+    }
+  uint32_t done = 0;
+  for (uint32_t f = 0; f < n; f++)
+    if (kind[f] == TALLY_MAP_TREE_CALLERS && !deps[f])
+      order[done++] = f;
+  for (uint32_t head = 0; head < done; head++)
+    for (uint32_t k = start[order[head]]; k < start[order[head] + 1]; k++)
+      if (!--deps[users[k]])
+        order[done++] = users[k];
+  return done;
+}

@@ -266,33 +266,10 @@ callers_ok (const unsigned char *p, uint64_t nsites)
              && (kind[g] == TALLY_MAP_BLOCK || kind[g] == TALLY_MAP_TREE
                  || kind[g] == TALLY_MAP_TREE_CALLERS)
              && b >= 2 && b < nblocks[g];
-        if (ok && kind[g] == TALLY_MAP_TREE_CALLERS)
-          {
-            deps[f]++;
-            start[g + 1]++;
-          }
       }
   if (ok)
-    {
-      for (uint32_t g = 0; g < n; g++)
-        start[g + 1] += start[g];
-      for (uint32_t f = 0; f < n; f++)
-        for (uint32_t k = first[f]; k < first[f + 1]; k++)
-          {
-            uint32_t g = sites[2 * k];
-            if (kind[g] == TALLY_MAP_TREE_CALLERS)
-              users[start[g] + fill[g]++] = f;
-          }
-      uint32_t done = 0;
-      for (uint32_t f = 0; f < n; f++)
-        if (kind[f] == TALLY_MAP_TREE_CALLERS && !deps[f])
-          order[done++] = f;
-      for (uint32_t head = 0; head < done; head++)
-        for (uint32_t k = start[order[head]]; k < start[order[head] + 1]; k++)
-          if (!--deps[users[k]])
-            order[done++] = users[k];
-      ok = done == n6;
-    }
+    ok = tally_callers_order (n, kind, first, sites, deps, order, start,
+                              fill, users) == n6;
   munmap (kind, len ? len : 1);
   return ok;
 }

@@ -565,58 +565,50 @@ out_of_memory (void)
 }
 
 /* The kind 6 functions of the NFNS functions FNS in an order where each
-   comes after every kind 6 function one of its sites is in (Kahn's
-   algorithm, no recursion), into ORDER.  Returns how many there are; those
-   left out (on a cycle of sites, or after one) have DEPS (NFNS, out)
-   above 0.  Sites out of range are no dependency.  */
+   comes after every kind 6 function one of its sites is in, into ORDER
+   (tally_callers_order, rt/mapcode.c, which the runtime's merge uses
+   too).  Returns how many there are; those left out (on a cycle of sites,
+   or after one) have DEPS (NFNS, out) above 0.  A module of more call
+   sites than 32 bits count orders none.  */
 static uint32_t
 callers_order (uint32_t nfns, const struct callers_fn *fns, uint32_t *order,
                uint32_t *deps)
 {
-  size_t *start = alloc_array ((size_t) nfns + 1, sizeof *start);
-  size_t *fill = alloc_array (nfns, sizeof *fill);
-  size_t nusers = 0;
+  uint64_t nsites = 0;
   for (uint32_t f = 0; f < nfns; f++)
     if (fns[f].kind == TALLY_MAP_TREE_CALLERS)
-      nusers += fns[f].nsites;
-  /* USERS[START[G] ..] lists F once per site of F in kind 6 function G.  */
-  uint32_t *users = alloc_array (nusers, sizeof *users);
-  if (!start || !fill || !users)
-    out_of_memory ();
-  memset (deps, 0, nfns * sizeof *deps);
-  for (int pass = 0; pass < 2; pass++)
+      nsites += fns[f].nsites;
+  if (nsites >= UINT32_MAX / 2)
     {
       for (uint32_t f = 0; f < nfns; f++)
-        for (uint32_t k = 0;
-             fns[f].kind == TALLY_MAP_TREE_CALLERS && k < fns[f].nsites; k++)
-          {
-            uint32_t g = fns[f].sites[2 * k];
-            if (g >= nfns || fns[g].kind != TALLY_MAP_TREE_CALLERS)
-              continue;
-            if (pass == 0)
-              {
-                deps[f]++;
-                start[g + 1]++;
-              }
-            else
-              users[start[g] + fill[g]++] = f;
-          }
-      if (pass == 0)
-        for (uint32_t g = 0; g < nfns; g++)
-          start[g + 1] += start[g];
+        deps[f] = fns[f].kind == TALLY_MAP_TREE_CALLERS;
+      return 0;
     }
-  uint32_t n = 0;
+  /* The form tally_callers_order reads: the kinds, and every kind 6
+     function's sites one after another, FIRST[F] the first of F's.  */
+  uint32_t *kind = alloc_array (nfns, sizeof *kind);
+  uint32_t *first = alloc_array ((size_t) nfns + 1, sizeof *first);
+  uint32_t *sites = alloc_array (2 * nsites, sizeof *sites);
+  uint32_t *start = alloc_array ((size_t) nfns + 1, sizeof *start);
+  uint32_t *fill = alloc_array (nfns, sizeof *fill);
+  uint32_t *users = alloc_array (nsites, sizeof *users);
+  if (!kind || !first || !sites || !start || !fill || !users)
+    out_of_memory ();
+  uint32_t at = 0;
   for (uint32_t f = 0; f < nfns; f++)
-    if (fns[f].kind == TALLY_MAP_TREE_CALLERS && !deps[f])
-      order[n++] = f;
-  for (uint32_t head = 0; head < n; head++)
     {
-      uint32_t g = order[head];
-      for (size_t k = start[g]; k < start[g + 1]; k++)
-        if (!--deps[users[k]])
-          order[n++] = users[k];
+      kind[f] = fns[f].kind;
+      first[f] = at;
+      if (fns[f].kind != TALLY_MAP_TREE_CALLERS || !fns[f].nsites)
+        continue;
+      memcpy (sites + 2 * (size_t) at, fns[f].sites,
+              2 * (size_t) fns[f].nsites * sizeof *sites);
+      at += fns[f].nsites;
     }
-  free_all (start, fill, users);
+  first[nfns] = at;
+  uint32_t n = tally_callers_order (nfns, kind, first, sites, deps, order,
+                                    start, fill, users);
+  free_all (kind, first, sites, start, fill, users);
   return n;
 }
 

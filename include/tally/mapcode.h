@@ -152,6 +152,25 @@ int tally_derive_check (const struct tally_derive_map *m, uint32_t *scratch,
                         uint32_t *order, uint32_t *nderived, uint32_t *at,
                         uint32_t *from);
 
+/* Kind 6 (doc/data-format.md "Entry counts from callers"): the order in
+   which a module's functions whose entries come from their callers can be
+   solved, one implementation for the runtime's merge (rt/merge.c, which
+   must refuse a cycle as the tools do) and the tools' check and solver
+   (tools/blockmap.c); Kahn's algorithm, no recursion, calls nothing and
+   allocates nothing.  Of the N functions, of map kinds KIND (0: no map),
+   the call sites of function F are the (function, block) pairs
+   SITES[2 * FIRST[F]] .. SITES[2 * FIRST[F + 1]] (FIRST has N + 1
+   entries; only kind 6 functions' are read).  The kind 6 functions go
+   into ORDER (N) each after every kind 6 function one of its sites is in;
+   a site out of range is no dependency.  Returns how many went; those left
+   out (on a cycle of sites, or after one) have DEPS (N) above 0.  START
+   (N + 1), FILL (N) and USERS (FIRST[N]) are scratch, any contents.  */
+uint32_t tally_callers_order (uint32_t n, const uint32_t *kind,
+                              const uint32_t *first, const uint32_t *sites,
+                              uint32_t *deps, uint32_t *order,
+                              uint32_t *start, uint32_t *fill,
+                              uint32_t *users);
+
 /* Encode the version 1 map of SIZE bytes at V1 as version 2 into OUT (CAP
    bytes).  Returns the bytes version 2 needs (nothing is written past
    CAP; call with CAP 0 to size OUT), or 0 if V1 is not a well-formed
