@@ -227,28 +227,21 @@ add_location (tally_block_plan *plan, unsigned m, location_t loc)
 }
 
 static void
-put_u32 (vec<unsigned char> *out, unsigned v)
-{
-  for (int i = 0; i < 4; i++)
-    out->safe_push ((v >> (8 * i)) & 0xff);
-}
-
-static void
 serialize (tally_block_plan *plan, vec<unsigned char> *out)
 {
   unsigned nblocks = plan->blocks.length ();
   unsigned nmapped = 0;
   for (const plan_edge &pe : plan->edges)
     nmapped += pe.bb == NULL;
-  put_u32 (out, TALLY_MAP_VERSION);
-  put_u32 (out, plan->kind);
-  put_u32 (out, nblocks);
-  put_u32 (out, nmapped);
-  put_u32 (out, plan->files.length ());
+  tally_put_u32 (out, TALLY_MAP_VERSION);
+  tally_put_u32 (out, plan->kind);
+  tally_put_u32 (out, nblocks);
+  tally_put_u32 (out, nmapped);
+  tally_put_u32 (out, plan->files.length ());
   for (const char *f : plan->files)
     {
       size_t n = strlen (f);
-      put_u32 (out, n);
+      tally_put_u32 (out, n);
       for (size_t i = 0; i < n; i++)
         out->safe_push ((unsigned char) f[i]);
     }
@@ -261,22 +254,22 @@ serialize (tally_block_plan *plan, vec<unsigned char> *out)
       block_value[(pe.src + 2) / 2] = pe.value; /* src is IN_NODE (m) */
   for (unsigned m = 0; m < nblocks; m++)
     {
-      put_u32 (out, block_value[m]);
-      put_u32 (out, plan->block_flags[m]);
-      put_u32 (out, plan->locs[m].length ());
+      tally_put_u32 (out, block_value[m]);
+      tally_put_u32 (out, plan->block_flags[m]);
+      tally_put_u32 (out, plan->locs[m].length ());
       for (const block_loc &l : plan->locs[m])
         {
-          put_u32 (out, l.file);
-          put_u32 (out, l.line);
+          tally_put_u32 (out, l.file);
+          tally_put_u32 (out, l.line);
         }
     }
   for (const plan_edge &pe : plan->edges)
     if (!pe.bb)
       {
-        put_u32 (out, pe.map_src);
-        put_u32 (out, pe.map_dst);
-        put_u32 (out, pe.flags);
-        put_u32 (out, pe.value);
+        tally_put_u32 (out, pe.map_src);
+        tally_put_u32 (out, pe.map_dst);
+        tally_put_u32 (out, pe.flags);
+        tally_put_u32 (out, pe.value);
       }
 }
 

@@ -47,8 +47,6 @@ struct callers_site
 struct callers_callee
 {
   int uid;
-  bool derived;     /* its map is kind 6 */
-  unsigned id;      /* its function id, if derived */
   bool uncounted;   /* a function without block counters calls it */
   vec<callers_site> sites;
 };
@@ -66,7 +64,7 @@ callee_of (tree fndecl, bool make)
     return &callees[*i];
   if (!make)
     return NULL;
-  callers_callee c = { uid, false, 0, false, vNULL };
+  callers_callee c = { uid, false, vNULL };
   callee_index.put (uid, callees.length ());
   callees.safe_push (c);
   return &callees.last ();
@@ -214,19 +212,9 @@ void
 tally_callers_set_derived (tree fndecl, unsigned id)
 {
   callers_callee *c = callee_of (fndecl, true);
-  c->derived = true;
-  c->id = id;
   while (derived_by_id.length () <= id)
     derived_by_id.safe_push (-1);
   derived_by_id[id] = c - callees.address ();
-}
-
-/* Append a little-endian u32 to *OUT.  */
-static void
-put_u32 (vec<unsigned char> *out, unsigned v)
-{
-  for (int i = 0; i < 4; i++)
-    out->safe_push ((v >> (8 * i)) & 0xff);
 }
 
 bool
@@ -234,22 +222,18 @@ tally_callers_trailer (unsigned id, vec<unsigned char> *map)
 {
   if (id >= derived_by_id.length () || derived_by_id[id] < 0)
     return false;
-  {
-    callers_callee &c = callees[derived_by_id[id]];
+  const callers_callee &c = callees[derived_by_id[id]];
+  tally_put_u32 (map, !c.uncounted);
+  tally_put_u32 (map, c.uncounted ? 0 : c.sites.length ());
+  if (!c.uncounted)
+    for (const callers_site &s : c.sites)
       {
-        put_u32 (map, !c.uncounted);
-        put_u32 (map, c.uncounted ? 0 : c.sites.length ());
-        if (!c.uncounted)
-          for (const callers_site &s : c.sites)
-            {
-              put_u32 (map, s.caller);
-              put_u32 (map, s.block);
-            }
-        if (c.uncounted && dump_file)
-          fprintf (dump_file, "tally: function %u: a caller was left "
-                   "uninstrumented after all: its entry count is "
-                   "undetermined\n", id);
-        return true;
+        tally_put_u32 (map, s.caller);
+        tally_put_u32 (map, s.block);
       }
-  }
+  if (c.uncounted && dump_file)
+    fprintf (dump_file, "tally: function %u: a caller was left "
+             "uninstrumented after all: its entry count is undetermined\n",
+             id);
+  return true;
 }

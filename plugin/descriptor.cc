@@ -612,17 +612,10 @@ crc_shift (unsigned long long n)
 }
 
 static void
-blob_u32 (vec<unsigned char> *b, unsigned v)
-{
-  for (int i = 0; i < 4; i++)
-    b->safe_push ((unsigned char) (v >> (8 * i)));
-}
-
-static void
 blob_u64 (vec<unsigned char> *b, unsigned long long v)
 {
-  blob_u32 (b, (unsigned) v);
-  blob_u32 (b, (unsigned) (v >> 32));
+  tally_put_u32 (b, (unsigned) v);
+  tally_put_u32 (b, (unsigned) (v >> 32));
 }
 
 static void
@@ -642,7 +635,7 @@ blob_str (vec<unsigned char> *b, const char *s)
   size_t n = strlen (s);
   if (n > TALLY_MAX_STRING)
     n = TALLY_MAX_STRING;
-  blob_u32 (b, (unsigned) n);
+  tally_put_u32 (b, (unsigned) n);
   blob_bytes (b, s, n);
 }
 
@@ -660,11 +653,11 @@ build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
   auto_vec<unsigned char> data;
   auto_vec<unsigned> cut; /* where each segment ends in DATA */
   unsigned long long nvalues = 0;
-  blob_u32 (&data, TALLY_TAG_MODULE);
-  blob_u32 (&data, TALLY_ABI_VERSION);
+  tally_put_u32 (&data, TALLY_TAG_MODULE);
+  tally_put_u32 (&data, TALLY_ABI_VERSION);
   blob_u64 (&data, h);
-  blob_u32 (&data, mflags);
-  blob_u32 (&data, n);
+  tally_put_u32 (&data, mflags);
+  tally_put_u32 (&data, n);
   blob_str (&data, source);
   blob_str (&data, directory);
   for (unsigned i = 0; i <= n; i++)
@@ -672,7 +665,7 @@ build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
       if (i > 0)
         {
           const fn_record &p = records[i - 1];
-          blob_u32 (&data, p.map.length ());
+          tally_put_u32 (&data, p.map.length ());
           map_at->safe_push (head + data.length ());
           blob_bytes (&data, p.map.address (), p.map.length ());
         }
@@ -684,35 +677,35 @@ build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
           blob_str (&data, r.symbol);
           blob_str (&data, r.origin);
           blob_str (&data, r.file);
-          blob_u32 (&data, r.line);
-          blob_u32 (&data, r.flags & ~TALLY_FN_TLS_ARMED);
-          blob_u32 (&data, r.ncounters + r.nvisited);
-          blob_u32 (&data, 0);
+          tally_put_u32 (&data, r.line);
+          tally_put_u32 (&data, r.flags & ~TALLY_FN_TLS_ARMED);
+          tally_put_u32 (&data, r.ncounters + r.nvisited);
+          tally_put_u32 (&data, 0);
           nvalues += r.ncounters + r.nvisited;
         }
       cut.safe_push (data.length ());
     }
-  blob_u32 (out, TALLY_BLOB_MAGIC);
-  blob_u32 (out, nseg);
+  tally_put_u32 (out, TALLY_BLOB_MAGIC);
+  tally_put_u32 (out, nseg);
   blob_u64 (out, nvalues);
   blob_u64 (out, data.length ());
   unsigned start = 0;
   for (unsigned i = 0; i < nseg; i++)
     {
       unsigned len = cut[i] - start;
-      blob_u32 (out, head + start);
-      blob_u32 (out, len);
+      tally_put_u32 (out, head + start);
+      tally_put_u32 (out, len);
       unsigned crc = tally_crc32 (0, data.address () + start, len);
-      blob_u32 (out, crc);
-      blob_u32 (out, crc_shift (len));
+      tally_put_u32 (out, crc);
+      tally_put_u32 (out, crc_shift (len));
       /* The same with the next function's values all 0.  */
       unsigned long long zeros
           = i < n ? 8ull * (records[i].ncounters + records[i].nvisited) : 0;
       static const unsigned char zero8[8] = { 0 };
       for (unsigned long long k = 0; k < zeros; k += 8)
         crc = tally_crc32 (crc, zero8, 8);
-      blob_u32 (out, crc);
-      blob_u32 (out, crc_shift (len + zeros));
+      tally_put_u32 (out, crc);
+      tally_put_u32 (out, crc_shift (len + zeros));
       start = cut[i];
     }
   gcc_assert (out->length () == head);

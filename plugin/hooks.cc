@@ -750,6 +750,15 @@ insert_tls_fold (function *fun, const tally_fn_info &fn, location_t loc)
   free_dominance_info (CDI_POST_DOMINATORS);
 }
 
+/* Whether FNDECL is instrumented when its turn comes: the tests of
+   instrument_function that need no body (tls_attach_implied's and
+   callers.cc's question about a caller).  */
+static bool
+will_instrument (tree fndecl)
+{
+  return !skip_reason (fndecl) && !tally_filter_reason (fndecl, NULL);
+}
+
 /* update=tls: whether FNDECL can leave out the attach test because every
    call of it comes from a function of this unit that has the test or is
    covered the same way, in the same thread: at=late, a local function
@@ -774,19 +783,10 @@ tls_attach_implied (tree fndecl)
       if (d == fndecl)
         continue; /* recursion: entered from another caller first */
       /* A thunk may be emitted as assembly, uninstrumented.  */
-      if (!caller->definition || caller->thunk || skip_reason (d)
-          || tally_filter_reason (d, NULL))
+      if (!caller->definition || caller->thunk || !will_instrument (d))
         return false;
     }
   return true;
-}
-
-/* Whether FNDECL gets block counters when its turn comes: the tests of
-   instrument_function that need no body (callers.cc asks).  */
-static bool
-will_instrument (tree fndecl)
-{
-  return !skip_reason (fndecl) && !tally_filter_reason (fndecl, NULL);
 }
 
 static unsigned int

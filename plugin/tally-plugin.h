@@ -76,6 +76,15 @@ bool tally_profile_single_succ_p (function *fun, basic_block bb,
 void tally_split_goto_edges (function *fun, bitmap call_ended);
 void tally_normalize_loops (function *fun);
 
+/* Append V to *OUT as a little-endian u32 (block maps, the record
+   blob).  */
+static inline void
+tally_put_u32 (vec<unsigned char> *out, unsigned v)
+{
+  for (int i = 0; i < 4; i++)
+    out->safe_push ((unsigned char) (v >> (8 * i)));
+}
+
 /* The pieces of an asm statement as gimple_build_asm_vec takes them: a
    clobber ("memory", "cc", a register) or a constraint, and an operand of
    constraint C and value V.  */
