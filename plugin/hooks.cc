@@ -789,6 +789,105 @@ tls_attach_implied (tree fndecl)
   return true;
 }
 
+/* Tail calls.  A tail call jumps to its callee in place of the return
+   that follows it, so nothing may run between them.  Every mark is taken
+   off before the function is instrumented (step 2); a call whose way to
+   its return is still exactly what GCC's tailc pass saw when it marked
+   it (no exit hook, no counter, no flush inserted on the way, no edge
+   split by a counter) gets its mark back at the end (step 10).  That way
+   needs no counter when the call always returns: a call that may not
+   return has its block split after it and a counter on the normal path
+   (the fake edge to EXIT cannot hold one), so its mark stays off.  */
+struct tail_sites
+{
+  auto_vec<gcall *> calls;
+  auto_vec<unsigned> start; /* of each call's statements in STMTS */
+  auto_vec<gimple *> stmts;
+};
+
+/* Append to OUT the statements from CALL's to the return it is a tail
+   call to (debug statements left out), following single fall-through
+   successors; false if the walk does not end at a return.  */
+static bool
+tail_path (function *fun, gcall *call, vec<gimple *> *out)
+{
+  basic_block bb = gimple_bb (call);
+  if (!bb)
+    return false;
+  gimple_stmt_iterator gsi = gsi_for_stmt (call);
+  gsi_next (&gsi);
+  for (unsigned blocks = 0; blocks < 16; blocks++)
+    {
+      for (; !gsi_end_p (gsi); gsi_next (&gsi))
+        {
+          gimple *s = gsi_stmt (gsi);
+          if (is_gimple_debug (s))
+            continue;
+          out->safe_push (s);
+          if (gimple_code (s) == GIMPLE_RETURN)
+            return true;
+        }
+      if (!single_succ_p (bb))
+        return false;
+      edge e = single_succ_edge (bb);
+      if ((e->flags & (EDGE_ABNORMAL | EDGE_EH | EDGE_FAKE))
+          || e->dest == EXIT_BLOCK_PTR_FOR_FN (fun))
+        return false;
+      bb = e->dest;
+      gsi = gsi_start_bb (bb);
+    }
+  return false;
+}
+
+/* Step 2: note FUN's tail calls and their ways to the return in SITES,
+   and take their marks off.  */
+static void
+tail_calls_off (function *fun, tail_sites *sites)
+{
+  basic_block bb;
+  TALLY_FOR_EACH_STMT (fun, bb, gsi)
+      if (gcall *call = dyn_cast<gcall *> (gsi_stmt (gsi)))
+        if (gimple_call_tail_p (call))
+          {
+            gimple_call_set_tail (call, false);
+            unsigned at = sites->stmts.length ();
+            if (tail_path (fun, call, &sites->stmts))
+              {
+                sites->calls.safe_push (call);
+                sites->start.safe_push (at);
+              }
+            else
+              sites->stmts.truncate (at);
+          }
+}
+
+/* Step 10: give the marks back to the calls of SITES whose way to the
+   return is unchanged; how many.  */
+static unsigned
+tail_calls_back (function *fun, const tail_sites *sites)
+{
+  unsigned back = 0;
+  auto_vec<gimple *> now;
+  for (unsigned i = 0; i < sites->calls.length (); i++)
+    {
+      unsigned from = sites->start[i];
+      unsigned to = i + 1 < sites->start.length () ? sites->start[i + 1]
+                                                   : sites->stmts.length ();
+      now.truncate (0);
+      if (!tail_path (fun, sites->calls[i], &now) || now.length () != to - from)
+        continue;
+      bool same = true;
+      for (unsigned k = 0; same && k < now.length (); k++)
+        same = now[k] == sites->stmts[from + k];
+      if (same)
+        {
+          gimple_call_set_tail (sites->calls[i], true);
+          back++;
+        }
+    }
+  return back;
+}
+
 static unsigned int
 instrument_function (function *fun)
 {
@@ -841,11 +940,9 @@ instrument_function (function *fun)
     }
 
   /* 2. Tail calls would jump past the exit hook, which now follows them
-     (and past an edge counter on the way to the return).  */
-  TALLY_FOR_EACH_STMT (fun, bb, gsi)
-      if (gcall *call = dyn_cast<gcall *> (gsi_stmt (gsi)))
-        if (gimple_call_tail_p (call))
-          gimple_call_set_tail (call, false);
+     (and past an edge counter on the way to the return): off for now.  */
+  tail_sites tails;
+  tail_calls_off (fun, &tails);
 
   /* 3. Plan the block counters (blocks.cc): this splits blocks after calls
      that may not return and decides which blocks or edges get a counter,
@@ -962,6 +1059,17 @@ instrument_function (function *fun)
      three-statement form): the updates left in memory, the promoted
      loops' exit adds among them, as one asm each.  */
   tally_updates_to_asm (fun, fn.counters);
+
+  /* 10. Tail calls with nothing now between them and their return, where
+     no exit hook or measurement follows the function's calls.  */
+  if (!count_hooks && !cycles && !frames && !user)
+    {
+      unsigned back = tail_calls_back (fun, &tails);
+      if (dump_file && back)
+        fprintf (dump_file, "tally: %s: %u of %u tail calls kept\n",
+                 IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)), back,
+                 tails.calls.length ());
+    }
 
   if (gimple_in_ssa_p (fun))
     {

@@ -32,6 +32,12 @@ Checks (one per run, named on the command line):
               the file stays readable, and a function whose callers did not
               change keeps its calls summed; main, whose blocks differ,
               keeps its calls (solved on each side) without its blocks.
+  tails       -O2, testsuite/callers/tails.c: blocks=count keeps the
+              plain build's tail call to a function that always returns (a
+              jump) and makes calls of those to strtoul and to a function
+              with a loop (a counter follows them); hooks=inline makes
+              every one a call; at -O1 to -O3 its block counts equal
+              placement=block's and its calls callgrind's.
   mid-dump    -O0 to -O3: a tally_dump() made inside the 51st of 100 calls
               of a function whose entry comes from its caller's block
               counts 50 or 51 calls of it (doc/guarantees.md: the running
@@ -54,15 +60,15 @@ DERIVED = {"twice", "chain_b", "chain_c", "loop_first", "may_die", "in_cold",
 COUNTED = {"leaf", "from_skipped", "chain_a", "main", "by_pointer", "kept"}
 
 
-def program(a):
-    return os.path.join(a.srcdir, "callers", "sites.c")
+def program(a, name="sites.c"):
+    return os.path.join(a.srcdir, "callers", name)
 
 
-def build(a, work, name, opt, opts, extra=()):
+def build(a, work, name, opt, opts, extra=(), src="sites.c"):
     exe = os.path.join(work, name)
     cmd = [a.cc, "-" + opt, "-I" + a.include, "-fplugin=" + a.plugin]
     cmd += ["-fplugin-arg-tally-" + o for o in opts] + list(extra)
-    cmd += [program(a), "-o", exe, a.runtime]
+    cmd += [program(a, src), "-o", exe, a.runtime]
     run(cmd)
     return exe
 
@@ -147,32 +153,79 @@ def check_exact(a, work):
                     want)
 
 
+def same_calls_as_callgrind(a, work, exe, tag):
+    """Every function's calls in a run of EXE 100 equal callgrind's."""
+    cg = os.path.join(work, "callgrind-" + tag)
+    data = os.path.join(work, "cg-%s.data" % tag)
+    run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + cg,
+         "--compress-strings=no", "--compress-pos=no", "--demangle=no",
+         exe, "100"], env={"TALLY_OUTPUT": data})
+    calls = callgrind_calls(cg)
+    out = run([a.tally, "report", "--clones", "--csv", data]).stdout
+    lines = out.splitlines()
+    head = lines[0].split(",")
+    got = {}
+    for line in lines[1:]:
+        row = dict(zip(head, line.split(",")))
+        got[row["symbol"]] = int(row["calls"])
+    kinds = {s: k for s, (k, _) in dump_of(a, exe, work).items()}
+    for sym, n in sorted(got.items()):
+        expect(n == calls.get(sym, 0), "%s: %s (%s): %d calls, callgrind "
+               "counts %d" % (tag, sym, kinds.get(sym), n, calls.get(sym, 0)))
+    return kinds
+
+
 @case("callgrind")
 def check_callgrind(a, work):
     if not shutil.which("valgrind"):
         raise Skip("(valgrind not installed)")
     for opt in ("O1", "O2", "O3"):
         exe = build(a, work, "cg-" + opt, opt, ["blocks=count"])
-        cg = os.path.join(work, "callgrind-" + opt)
-        data = os.path.join(work, "cg-%s.data" % opt)
-        run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + cg,
-             "--compress-strings=no", "--compress-pos=no", "--demangle=no",
-             exe, "100"], env={"TALLY_OUTPUT": data})
-        calls = callgrind_calls(cg)
-        out = run([a.tally, "report", "--clones", "--csv", data]).stdout
-        lines = out.splitlines()
-        head = lines[0].split(",")
-        got = {}
-        for line in lines[1:]:
-            row = dict(zip(head, line.split(",")))
-            got[row["symbol"]] = int(row["calls"])
-        kinds = {s: k for s, (k, _) in dump_of(a, exe, work).items()}
+        kinds = same_calls_as_callgrind(a, work, exe, "-" + opt)
         expect(any(k == "tree-callers" for k in kinds.values()),
                "-%s: no kind 6 map to check" % opt)
-        for sym, n in sorted(got.items()):
-            expect(n == calls.get(sym, 0), "-%s: %s (%s): %d calls, "
-                   "callgrind counts %d" % (opt, sym, kinds.get(sym), n,
-                                            calls.get(sym, 0)))
+
+
+def jumps_and_calls(a, work, name, opts):
+    """{callee: "jmp" or "call"} of tails.c's -O2 assembly with OPTS
+    (no plugin when OPTS is None)."""
+    asm = os.path.join(work, name + ".s")
+    cmd = [a.cc, "-O2", "-S", program(a, "tails.c"), "-o", asm]
+    if opts is not None:
+        cmd += ["-I" + a.include, "-fplugin=" + a.plugin]
+        cmd += ["-fplugin-arg-tally-" + o for o in opts]
+    run(cmd)
+    how = {}
+    with open(asm) as f:
+        for line in f:
+            m = re.match(r"\s+(jmp|call)\s+(step|strtoul|loop_sum)\b", line)
+            if m:
+                how[m.group(2)] = m.group(1)
+    return how
+
+
+@case("tails")
+def check_tails(a, work):
+    plain = jumps_and_calls(a, work, "plain", None)
+    if plain != {"step": "jmp", "strtoul": "jmp", "loop_sum": "jmp"}:
+        raise Skip("(this compiler makes no tail calls of tails.c: %s)" % plain)
+    got = jumps_and_calls(a, work, "count", ["blocks=count"])
+    want = {"step": "jmp", "strtoul": "call", "loop_sum": "call"}
+    expect(got == want, "blocks=count: %s, want %s" % (got, want))
+    got = jumps_and_calls(a, work, "hooks", ["hooks=inline"])
+    want = {"step": "call", "strtoul": "call", "loop_sum": "call"}
+    expect(got == want, "hooks=inline: %s, want %s" % (got, want))
+    for opt in ("O1", "O2", "O3"):
+        ref = build(a, work, "tails-block-" + opt, opt,
+                    ["blocks=count", "placement=block"], src="tails.c")
+        tree = build(a, work, "tails-" + opt, opt, ["blocks=count"],
+                     src="tails.c")
+        for n in INPUTS:
+            same_counts("tails.c -%s, N=%s" % (opt, n),
+                        block_counts(a, tree, work, [n]),
+                        block_counts(a, ref, work, [n]))
+        if shutil.which("valgrind"):
+            same_calls_as_callgrind(a, work, tree, "tails.c -" + opt)
 
 
 @case("fewer")
