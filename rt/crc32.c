@@ -141,33 +141,48 @@ clmul_mulmod (uint32_t a, uint32_t b)
 }
 #endif
 
+/* CRC (not inverted) advanced over LEN bytes at P, the tables ready;
+   CLMUL: PCLMULQDQ is there (LEN >= 16 only).  */
+static inline __attribute__ ((always_inline)) uint32_t
+crc_tables (uint32_t crc, const unsigned char *p, size_t len, int clmul)
+{
+#ifdef TALLY_CRC_CLMUL
+  if (clmul)
+    {
+      size_t n = len & ~(size_t) 15;
+      crc = crc_fold (crc, p, n);
+      p += n;
+      len -= n;
+    }
+#else
+  (void) clmul;
+#endif
+  for (; len >= 8; len -= 8, p += 8)
+    {
+      uint32_t one = load_le32 (p) ^ crc;
+      uint32_t two = load_le32 (p + 4);
+      crc = table[7][one & 0xff] ^ table[6][(one >> 8) & 0xff]
+            ^ table[5][(one >> 16) & 0xff] ^ table[4][one >> 24]
+            ^ table[3][two & 0xff] ^ table[2][(two >> 8) & 0xff]
+            ^ table[1][(two >> 16) & 0xff] ^ table[0][two >> 24];
+    }
+  return crc_bitwise (crc, p, len);
+}
+
 uint32_t
 tally_crc32 (uint32_t crc, const void *buf, size_t len)
 {
   const unsigned char *p = (const unsigned char *) buf;
-  crc = ~crc;
   if (len >= 8 && tables_ready ())
     {
 #ifdef TALLY_CRC_CLMUL
-      if (len >= 16 && clmul_present ())
-        {
-          size_t n = len & ~(size_t) 15;
-          crc = crc_fold (crc, p, n);
-          p += n;
-          len -= n;
-        }
+      int clmul = len >= 16 && clmul_present ();
+#else
+      int clmul = 0;
 #endif
-      for (; len >= 8; len -= 8, p += 8)
-        {
-          uint32_t one = load_le32 (p) ^ crc;
-          uint32_t two = load_le32 (p + 4);
-          crc = table[7][one & 0xff] ^ table[6][(one >> 8) & 0xff]
-                ^ table[5][(one >> 16) & 0xff] ^ table[4][one >> 24]
-                ^ table[3][two & 0xff] ^ table[2][(two >> 8) & 0xff]
-                ^ table[1][(two >> 16) & 0xff] ^ table[0][two >> 24];
-        }
+      return ~crc_tables (~crc, p, len, clmul);
     }
-  return ~crc_bitwise (crc, p, len);
+  return ~crc_bitwise (~crc, p, len);
 }
 
 /* A times B modulo the polynomial, in the CRC's bit order (rt/mapblob.c's
@@ -189,4 +204,44 @@ tally_crc32_mulmod_fast (uint32_t a, uint32_t b, uint32_t *out)
   (void) out;
 #endif
   return 0;
+}
+
+/* Whether tally_crc32_append can be called: this machine has a
+   carry-less multiplication (and the tables are filled).  Asked once per
+   record by rt/mapblob.c.  */
+int tally_crc32_append_ok (void);
+int
+tally_crc32_append_ok (void)
+{
+#ifdef TALLY_CRC_CLMUL
+  return clmul_present () && tables_ready ();
+#else
+  return 0;
+#endif
+}
+
+/* tally_crc32 (tally_rt_crc_mulmod (SHIFT, CRC) ^ SEG, BUF, LEN): a block
+   whose CRC is SEG and whose x^(8 length) mod P is SHIFT appended to CRC,
+   then LEN bytes, in one call where tally_crc32_append_ok said so
+   (rt/mapblob.c, once a function of a record: two calls with their checks
+   cost as much as the CRC of a function's two hundred bytes).  */
+uint32_t tally_crc32_append (uint32_t crc, uint32_t shift, uint32_t seg,
+                             const void *buf, size_t len);
+#ifdef TALLY_CRC_CLMUL
+__attribute__ ((target ("pclmul,sse2"))) /* clmul_mulmod and crc_fold inline */
+#endif
+uint32_t
+tally_crc32_append (uint32_t crc, uint32_t shift, uint32_t seg,
+                    const void *buf, size_t len)
+{
+#ifdef TALLY_CRC_CLMUL
+  return ~crc_tables (~(clmul_mulmod (shift, crc) ^ seg),
+                      (const unsigned char *) buf, len, len >= 16);
+#else
+  (void) shift;
+  (void) seg;
+  (void) buf;
+  (void) len;
+  return crc; /* never called: tally_crc32_append_ok is 0 */
+#endif
 }

@@ -84,35 +84,62 @@ tally_rt_crc_shift (uint64_t n)
   return p;
 }
 
+/* CRC advanced over a blob segment, whose CRC and shift are at E (two
+   u32: a segment table entry's or its all-zero variant's), then over LEN
+   bytes at BUF; FAST: tally_crc32_append_ok (), which does it in one
+   call.  */
+static inline uint32_t
+crc_append (int fast, uint32_t crc, const unsigned char *e, const void *buf,
+            size_t len)
+{
+  uint32_t c = tally_le_get32 (e), shift = tally_le_get32 (e + 4);
+  if (fast)
+    return tally_crc32_append (crc, shift, c, buf, len);
+  crc = tally_rt_crc_mulmod (shift, crc) ^ c;
+  return len ? tally_crc32 (crc, buf, len) : crc;
+}
+
 /* The blob's fixed part and segment table (include/tally/abi.h).  */
 #define HEAD 24u
 #define SEG 24u
 
-/* M's blob if it has one this runtime can use, else NULL.  Checked at
-   every use, cheaply (O(functions)): the segment count and the value
-   total must agree with the function table.  */
-static const unsigned char *
-blob_of (const struct tally_module *m, uint64_t *nvalues)
+/* Whether M's blob is one this runtime can use: its magic, one segment per
+   function and one more, and a value total that agrees with the function
+   table (a blob of another plugin build would otherwise be written with
+   the wrong values between its segments).  O(functions), so it is asked
+   once, at registration (register.c), which notes the answer in M's state
+   (TALLY_STATE_BLOB); the blob and the function table are compile-time
+   data, so the answer holds for as long as M is registered.  */
+int
+tally_rt_blob_check (const struct tally_module *m)
 {
 #ifdef TALLY_RT_NO_BLOB
   (void) m;
-  (void) nvalues;
-  return NULL;
+  return 0;
 #else
   if (!(m->flags & TALLY_MOD_BLOB) || !m->blob)
-    return NULL;
+    return 0;
   const unsigned char *b = m->blob;
   if (tally_le_get32 (b) != TALLY_BLOB_MAGIC
       || tally_le_get32 (b + 4) != m->nfns + 1)
-    return NULL;
+    return 0;
   uint64_t n = 0;
-  for (uint32_t i = 0; i < m->nfns; i++)
-    n += tally_rt_fn_nvalues (m->fns[i]);
-  if (n != tally_le_get64 (b + 8))
-    return NULL;
-  *nvalues = n;
-  return b;
+  for (struct tally_fn *const *f = m->fns, *const *end = f + m->nfns; f != end;
+       f++)
+    n += tally_rt_fn_nvalues (*f);
+  return n == tally_le_get64 (b + 8);
 #endif
+}
+
+/* M's blob if the check at its registration accepted it, else NULL; its
+   value total in *NVALUES.  */
+static const unsigned char *
+blob_of (const struct tally_module *m, uint64_t *nvalues)
+{
+  if (!(__atomic_load_n (&m->rt_state, __ATOMIC_ACQUIRE) & TALLY_STATE_BLOB))
+    return NULL;
+  *nvalues = tally_le_get64 (m->blob + 8);
+  return m->blob;
 }
 
 int
@@ -122,14 +149,7 @@ tally_rt_blob_usable (const struct tally_module *m)
   return blob_of (m, &n) != NULL;
 }
 
-/* How many values function F has, and value K of function FN of M as a
-   dump reads it (records.c's writer and the sizing of a blob's record).  */
-uint32_t
-tally_rt_fn_nvalues (const struct tally_fn *f)
-{
-  return f->ncounters + (f->visited ? f->nvisited : 0);
-}
-
+/* Value K of function FN of M as a dump reads it (records.c's writer).  */
 uint64_t
 tally_rt_fn_value (const struct tally_module *m, uint32_t fn, uint32_t k)
 {
@@ -210,15 +230,120 @@ module_begin (const struct tally_module *m)
     }
 }
 
-/* V in the file's byte order, for a store of 8 aligned bytes.  */
-static inline uint64_t
-le64 (uint64_t v)
+/* Value I at C, read as every live counter is: one relaxed atomic load
+   of its aligned 8 bytes (other threads may be adding to it as the dump
+   reads).  */
+#define LIVE(c, i) __atomic_load_n (&(c)[i], __ATOMIC_RELAXED)
+
+/* The sum of the N counters at C, each read once as the dump reads it.
+   Two instructions a counter (GCC keeps an atomic load apart from the add
+   it feeds) and the loop's three once per eight: the first N % 8 are
+   entered Duff's-device fashion, by one indirect jump rather than a loop
+   of their own, which matters at some 25 counters a function.  The odd
+   ones first, so that N is dead in the loop and nothing is spilled.
+   Inlined, so that a module's functions are one loop.  */
+static inline __attribute__ ((always_inline)) uint64_t
+sum_counters (const uint64_t *c, uint32_t n)
 {
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  return __builtin_bswap64 (v);
-#else
-  return v;
-#endif
+  uint64_t s = 0;
+  const uint64_t *e = c + n;
+  switch (n & 7u)
+    {
+    case 7:
+      s += LIVE (c, 6);
+      __attribute__ ((fallthrough));
+    case 6:
+      s += LIVE (c, 5);
+      __attribute__ ((fallthrough));
+    case 5:
+      s += LIVE (c, 4);
+      __attribute__ ((fallthrough));
+    case 4:
+      s += LIVE (c, 3);
+      __attribute__ ((fallthrough));
+    case 3:
+      s += LIVE (c, 2);
+      __attribute__ ((fallthrough));
+    case 2:
+      s += LIVE (c, 1);
+      __attribute__ ((fallthrough));
+    case 1:
+      s += LIVE (c, 0);
+      __attribute__ ((fallthrough));
+    default:
+      break;
+    }
+  for (c += n & 7u; c != e; c += 8)
+    {
+      s += LIVE (c, 0);
+      s += LIVE (c, 1);
+      s += LIVE (c, 2);
+      s += LIVE (c, 3);
+      s += LIVE (c, 4);
+      s += LIVE (c, 5);
+      s += LIVE (c, 6);
+      s += LIVE (c, 7);
+    }
+  return s;
+}
+
+/* The N counters at C into OUT in the file's byte order, each read once:
+   returns their sum and ors them into *ANY.  Four instructions a counter
+   (load, store, or, add), unrolled as sum_counters.  *ANY must be the OR,
+   not "the sum is not 0": values that wrap to a sum of 0 are not all 0.  */
+static inline __attribute__ ((always_inline)) uint64_t
+copy_counters (const uint64_t *c, uint32_t n, uint64_t *out, uint64_t *any)
+{
+  uint64_t s = 0, o = 0, v;
+  const uint64_t *e = c + n;
+#define COPY(i) (v = LIVE (c, i), out[i] = tally_rt_le64 (v), s += v, o |= v)
+  switch (n & 7u)
+    {
+    case 7:
+      COPY (6);
+      __attribute__ ((fallthrough));
+    case 6:
+      COPY (5);
+      __attribute__ ((fallthrough));
+    case 5:
+      COPY (4);
+      __attribute__ ((fallthrough));
+    case 4:
+      COPY (3);
+      __attribute__ ((fallthrough));
+    case 3:
+      COPY (2);
+      __attribute__ ((fallthrough));
+    case 2:
+      COPY (1);
+      __attribute__ ((fallthrough));
+    case 1:
+      COPY (0);
+      __attribute__ ((fallthrough));
+    default:
+      break;
+    }
+  for (c += n & 7u, out += n & 7u; c != e; c += 8, out += 8)
+    {
+      COPY (0);
+      COPY (1);
+      COPY (2);
+      COPY (3);
+      COPY (4);
+      COPY (5);
+      COPY (6);
+      COPY (7);
+    }
+#undef COPY
+  *any |= o;
+  return s;
+}
+
+/* The counters of F as its module's code updates them (BIAS: tally_rt_bias).  */
+static inline const uint64_t *
+live_counters (const struct tally_fn *f, intptr_t bias)
+{
+  return (const uint64_t *) (const void *) ((const char *) f->counters + bias);
 }
 
 /* The values of function FN of M, from value K on, into OUT (at most MAX,
@@ -235,8 +360,7 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
   uint64_t or = 0, sum = 0;
   if (k < nc)
     {
-      const uint64_t *c
-          = (const uint64_t *) (const void *) ((const char *) f->counters + cur_bias) + k;
+      const uint64_t *c = live_counters (f, cur_bias) + k;
       uint32_t cn = (end < nc ? end : nc) - k;
       if (m->flags & TALLY_MOD_UPDATE_TLS)
         {
@@ -250,17 +374,11 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
             }
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
           for (uint32_t i = 0; i < cn; i++)
-            out[i] = le64 (out[i]);
+            out[i] = tally_rt_le64 (out[i]);
 #endif
         }
       else
-        for (uint32_t i = 0; i < cn; i++)
-          {
-            uint64_t v = __atomic_load_n (&c[i], __ATOMIC_RELAXED);
-            or |= v;
-            sum += v;
-            out[i] = le64 (v);
-          }
+        sum = copy_counters (c, cn, out, &or);
       n = cn;
       k += cn;
     }
@@ -273,7 +391,7 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
           uint64_t x = __atomic_load_n (&v[i], __ATOMIC_RELAXED) != 0;
           or |= x;
           sum += x;
-          out[n + i] = le64 (x);
+          out[n + i] = tally_rt_le64 (x);
         }
       n += vn;
     }
@@ -282,23 +400,7 @@ snapshot (const struct tally_module *m, uint32_t fn, uint32_t k, uint32_t max,
   return n;
 }
 
-/* The sum of N counters at C, and the number of the N bytes at V that
-   are not 0: unrolled, each value read once as the dump reads it.  */
-static uint64_t
-sum_counters (const uint64_t *c, uint32_t n)
-{
-  uint64_t s0 = 0, s1 = 0;
-  uint32_t i = 0;
-  for (; i + 2 <= n; i += 2)
-    {
-      s0 += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
-      s1 += __atomic_load_n (&c[i + 1], __ATOMIC_RELAXED);
-    }
-  if (i < n)
-    s0 += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
-  return s0 + s1;
-}
-
+/* The number of the N bytes at V that are not 0, each read once.  */
 static uint64_t
 count_set (const unsigned char *v, uint32_t n)
 {
@@ -312,20 +414,30 @@ uint64_t
 tally_rt_values_sum (const struct tally_module *m)
 {
   uint64_t sum = 0;
-  int tls = (m->flags & TALLY_MOD_UPDATE_TLS) != 0;
   module_begin (m);
   intptr_t bias = cur_bias;
-  for (uint32_t i = 0; i < m->nfns; i++)
-    {
-      const struct tally_fn *f = m->fns[i];
-      if (tls)
+  struct tally_fn *const *fns = m->fns;
+  uint32_t nfns = m->nfns;
+  /* update=tls reads each function's threads' copies just before its
+     counters, as the dump does; everything else in a loop without that
+     test.  */
+  if (m->flags & TALLY_MOD_UPDATE_TLS)
+    for (uint32_t i = 0; i < nfns; i++)
+      {
+        const struct tally_fn *f = fns[i];
         sum += tally_rt_tls_sum (m, tls_list, tls_n, i, f->ncounters);
-      sum += sum_counters ((const uint64_t *) (const void *) ((const char *) f->counters
-                                                              + bias),
-                           f->ncounters);
-      if (f->visited && f->nvisited)
-        sum += count_set (f->visited + bias, f->nvisited);
-    }
+        sum += sum_counters (live_counters (f, bias), f->ncounters);
+        if (f->visited && f->nvisited)
+          sum += count_set (f->visited + bias, f->nvisited);
+      }
+  else
+    for (struct tally_fn *const *p = fns, *const *e = fns + nfns; p != e; p++)
+      {
+        const struct tally_fn *f = *p;
+        sum += sum_counters (live_counters (f, bias), f->ncounters);
+        if (f->visited && f->nvisited)
+          sum += count_set (f->visited + bias, f->nvisited);
+      }
   return sum;
 }
 
@@ -335,8 +447,9 @@ tally_rt_values_sum (const struct tally_module *m)
 static uint64_t stage[STAGE_VALUES]; /* little-endian values */
 static struct iovec iov[STAGE_IOV];
 
+/* Write the N pieces at V, BYTES in all, to FD; 0 or an errno value.  */
 static int
-write_all (int fd, struct iovec *v, int n)
+write_all (int fd, struct iovec *v, int n, size_t bytes)
 {
   while (n > 0)
     {
@@ -345,7 +458,11 @@ write_all (int fd, struct iovec *v, int n)
         continue;
       if (r <= 0)
         return r < 0 ? errno : EIO;
+      /* All of it, as a file takes it: no walk over the pieces.  */
       size_t done = (size_t) r;
+      if (done == bytes)
+        return 0;
+      bytes -= done;
       while (n > 0 && done >= v->iov_len)
         {
           done -= v->iov_len;
@@ -404,68 +521,88 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
     }
 
   uint32_t crc = s->crc;
-  uint32_t niov = 0, used = 0;
+  struct iovec *v = iov;  /* the next piece */
+  uint64_t *st = stage;   /* where the next function's values go */
+  size_t bytes = 0;       /* in the pieces not yet written */
+  /* A function whose values are its counters (no visited bytes) is read
+     by copy_counters (or tls.c in one call) rather than through
+     snapshot.  */
+  int tls = (m->flags & TALLY_MOD_UPDATE_TLS) != 0;
+  int fast = tally_crc32_append_ok ();
   for (uint32_t i = 0; i < nseg; i++, seg += SEG)
     {
       uint32_t len = tally_le_get32 (seg + 4);
-      uint32_t nv = i < m->nfns ? tally_rt_fn_nvalues (m->fns[i]) : 0;
-      if (niov + 2 > STAGE_IOV || (nv <= STAGE_VALUES && used + nv > STAGE_VALUES))
+      const struct tally_fn *f = i < m->nfns ? m->fns[i] : NULL;
+      uint32_t nv = f ? tally_rt_fn_nvalues (f) : 0;
+      if (v > iov + STAGE_IOV - 2
+          || (nv <= STAGE_VALUES && nv > (size_t) (stage + STAGE_VALUES - st)))
         {
           if (!s->failed)
-            s->failed = write_all (s->fd, iov, (int) niov);
-          niov = used = 0;
+            s->failed = write_all (s->fd, iov, (int) (v - iov), bytes);
+          v = iov;
+          st = stage;
+          s->total += bytes;
+          bytes = 0;
         }
       if (len)
         {
-          iov[niov].iov_base = (void *) (b + tally_le_get32 (seg));
-          iov[niov++].iov_len = len;
-          s->total += len;
+          v->iov_base = (void *) (b + tally_le_get32 (seg));
+          v++->iov_len = len;
+          bytes += len;
         }
       if (nv && nv <= STAGE_VALUES)
         {
           /* The function's values in one piece; if all are 0 (a function
              that never ran), the segment and the zeros are one step.  */
           uint64_t any = 0;
-          snapshot (m, i, 0, nv, stage + used, &any);
-          if (!any)
-            crc = tally_rt_crc_mulmod (tally_le_get32 (seg + 20), crc)
-                  ^ tally_le_get32 (seg + 16);
+          if (nv != f->ncounters)
+            snapshot (m, i, 0, nv, st, &any);
+          else if (!tls)
+            cur_sum += copy_counters (live_counters (f, cur_bias), nv, st, &any);
           else
-            crc = tally_crc32 (tally_rt_crc_mulmod (tally_le_get32 (seg + 12), crc)
-                                   ^ tally_le_get32 (seg + 8),
-                               stage + used, 8 * (size_t) nv);
-          iov[niov].iov_base = stage + used;
-          iov[niov++].iov_len = 8 * (size_t) nv;
-          used += nv;
-          s->total += 8 * (uint64_t) nv;
+            cur_sum += tally_rt_tls_read (m, tls_list, tls_n, i,
+                                          live_counters (f, cur_bias), nv, st,
+                                          &any);
+          if (!any)
+            crc = crc_append (fast, crc, seg + 16, NULL, 0);
+          else
+            crc = crc_append (fast, crc, seg + 8, st, 8 * (size_t) nv);
+          v->iov_base = st;
+          v++->iov_len = 8 * (size_t) nv;
+          st += nv;
+          bytes += 8 * (size_t) nv;
           continue;
         }
       if (len)
-        crc = tally_rt_crc_mulmod (tally_le_get32 (seg + 12), crc)
-              ^ tally_le_get32 (seg + 8);
+        crc = crc_append (fast, crc, seg + 8, NULL, 0);
       /* A function with more values than the staging buffer holds: in
          pieces.  */
       for (uint32_t k = 0; k < nv;)
         {
-          if (used == STAGE_VALUES || niov == STAGE_IOV)
+          if (st == stage + STAGE_VALUES || v == iov + STAGE_IOV)
             {
               if (!s->failed)
-                s->failed = write_all (s->fd, iov, (int) niov);
-              niov = used = 0;
+                s->failed = write_all (s->fd, iov, (int) (v - iov), bytes);
+              v = iov;
+              st = stage;
+              s->total += bytes;
+              bytes = 0;
             }
           uint64_t any = 0;
-          uint32_t got = snapshot (m, i, k, STAGE_VALUES - used, stage + used, &any);
-          size_t bytes = 8 * (size_t) got;
-          crc = tally_crc32 (crc, stage + used, bytes);
-          iov[niov].iov_base = stage + used;
-          iov[niov++].iov_len = bytes;
-          used += got;
+          uint32_t got = snapshot (m, i, k, (uint32_t) (stage + STAGE_VALUES - st),
+                                   st, &any);
+          size_t n = 8 * (size_t) got;
+          crc = tally_crc32 (crc, st, n);
+          v->iov_base = st;
+          v++->iov_len = n;
+          st += got;
           k += got;
-          s->total += bytes;
+          bytes += n;
         }
     }
-  if (niov && !s->failed)
-    s->failed = write_all (s->fd, iov, (int) niov);
+  if (v != iov && !s->failed)
+    s->failed = write_all (s->fd, iov, (int) (v - iov), bytes);
+  s->total += bytes;
   s->crc = crc;
   module_end (m);
   return 1;

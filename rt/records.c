@@ -122,7 +122,8 @@ put_str (struct tally_rt_writer *w, const char *s)
 int
 tally_rt_module_live (struct tally_module *m)
 {
-  return __atomic_load_n (&m->rt_state, __ATOMIC_ACQUIRE) == TALLY_STATE_REGISTERED;
+  return (__atomic_load_n (&m->rt_state, __ATOMIC_ACQUIRE) & TALLY_STATE_MASK)
+         == TALLY_STATE_REGISTERED;
 }
 
 int (*tally_rt_cont_mapped_cb) (const struct tally_module *m);

@@ -44,9 +44,12 @@ __tally_register (struct tally_module *m)
 void
 tally_rt_register_local (struct tally_module *m)
 {
+  /* The blob is checked against the function table once, here, not at
+     every dump (mapblob.c): the state says whether it passed.  */
   uint64_t expected = 0;
-  if (!__atomic_compare_exchange_n (&m->rt_state, &expected,
-                                    TALLY_STATE_REGISTERED, 0,
+  uint64_t state = TALLY_STATE_REGISTERED
+                   | (tally_rt_blob_check (m) ? TALLY_STATE_BLOB : 0);
+  if (!__atomic_compare_exchange_n (&m->rt_state, &expected, state, 0,
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     return; /* already registered */
 
@@ -103,7 +106,8 @@ __tally_unregister (struct tally_module *m)
 void
 tally_rt_unregister_local (struct tally_module *m)
 {
-  if (__atomic_load_n (&m->rt_state, __ATOMIC_ACQUIRE) != TALLY_STATE_REGISTERED)
+  if ((__atomic_load_n (&m->rt_state, __ATOMIC_ACQUIRE) & TALLY_STATE_MASK)
+      != TALLY_STATE_REGISTERED)
     return;
   /* Before the final dump (dlclose, or ELF destructors that run before the
      exit handler) the module's record is kept for the dumps to come; after

@@ -64,9 +64,13 @@
 
 #include "sys.h" /* before any other header: see there */
 
-/* struct tally_module.rt_state values.  */
+/* struct tally_module.rt_state values (the low byte), and a flag or'ed
+   into REGISTERED: the module's record blob passed tally_rt_blob_check at
+   registration (mapblob.c writes from it only then).  */
 #define TALLY_STATE_REGISTERED 1u
 #define TALLY_STATE_GONE 2u
+#define TALLY_STATE_MASK 0xffu
+#define TALLY_STATE_BLOB 0x100u
 
 /* Head of the list of registered modules, newest first (records.c).
    Registration pushes lock-free; unlinking (tally_rt_module_gone) and
@@ -195,6 +199,14 @@ void tally_rt_tls_add (const struct tally_module *m, const void *const *att,
 uint64_t tally_rt_tls_sum (const struct tally_module *m,
                            const void *const *att, uint32_t natt, uint32_t fn,
                            uint32_t n) TALLY_HIDDEN;
+/* And the dump's read of function FN of M whole (mapblob.c): its N
+   counters at C (as its code updates them) with the copies added, into
+   OUT in the data file's byte order; returns their sum and ors them into
+   *ANY.  One pass when at most one thread has copies.  */
+uint64_t tally_rt_tls_read (const struct tally_module *m,
+                            const void *const *att, uint32_t natt,
+                            uint32_t fn, const uint64_t *c, uint32_t n,
+                            uint64_t *out, uint64_t *any) TALLY_HIDDEN;
 void tally_rt_tls_module_gone (struct tally_module *m) TALLY_HIDDEN;
 /* The exit dump (not from a signal handler), before it reads: the calling
    thread's copies join the counters and its attachments are released, as
@@ -209,7 +221,11 @@ void tally_rt_tls_fork_child (void) TALLY_HIDDEN;
    visited bytes as 0/1), and how many there are.  */
 uint64_t tally_rt_fn_value (const struct tally_module *m, uint32_t fn,
                             uint32_t k) TALLY_HIDDEN;
-uint32_t tally_rt_fn_nvalues (const struct tally_fn *f) TALLY_HIDDEN;
+static inline uint32_t
+tally_rt_fn_nvalues (const struct tally_fn *f)
+{
+  return f->ncounters + (f->visited ? f->nvisited : 0);
+}
 /* The writer: to the file descriptor FD through a static buffer, or into
    MEM if set, or (FD -1) nowhere, a sizing pass.  Only the holder of the
    dump lock writes (the buffer is one).  */
@@ -456,6 +472,18 @@ int tally_rt_frame_dumped (uint32_t id) TALLY_HIDDEN;
 int tally_rt_frame_get (uint32_t i, uint64_t *addr, const char **name,
                         uint32_t *len) TALLY_HIDDEN;
 
+/* V in the data file's byte order (little-endian), for a store of 8
+   aligned bytes.  */
+static inline uint64_t
+tally_rt_le64 (uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return __builtin_bswap64 (v);
+#else
+  return v;
+#endif
+}
+
 /* counters=mapped: the bias of M's counters (0 for every other module).  */
 static inline intptr_t
 tally_rt_bias (const struct tally_module *m)
@@ -500,6 +528,9 @@ struct tally_rt_sink
   int failed;         /* errno of the first failure, 0 if none */
 };
 int tally_rt_blob_usable (const struct tally_module *m) TALLY_HIDDEN;
+/* Whether M's blob agrees with its function table (O(functions)); asked
+   once, at registration, whose answer tally_rt_blob_usable reads.  */
+int tally_rt_blob_check (const struct tally_module *m) TALLY_HIDDEN;
 int tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *sink)
     TALLY_HIDDEN;
 /* The sum of all of M's values, as tally_rt_fn_value reads them (dump.c's
@@ -530,6 +561,12 @@ uint32_t tally_rt_crc_shift (uint64_t n) TALLY_HIDDEN;
 /* crc32.c: A times B as tally_rt_crc_mulmod, by carry-less multiplication;
    0 if this machine has none.  */
 int tally_crc32_mulmod_fast (uint32_t a, uint32_t b, uint32_t *out) TALLY_HIDDEN;
+/* crc32.c: tally_crc32 (tally_rt_crc_mulmod (SHIFT, CRC) ^ SEG, BUF, LEN)
+   in one call, by carry-less multiplication, which is there if
+   tally_crc32_append_ok () (asked once a record).  */
+int tally_crc32_append_ok (void) TALLY_HIDDEN;
+uint32_t tally_crc32_append (uint32_t crc, uint32_t shift, uint32_t seg,
+                             const void *buf, size_t len) TALLY_HIDDEN;
 /* rank.c: the job rank and size from the launcher's environment (%r,
    %R), decimal into DIGITS; 0 outside a job.  */
 int tally_rt_job_rank (char digits[24]) TALLY_HIDDEN;

@@ -285,7 +285,7 @@ tally_rt_tls_of (const struct tally_module *m, const void **att, uint32_t max)
 /* The next live attachment of M after A (NULL: the first) of a walk: of
    the N in ATT (tally_rt_tls_of; *J counts them), or of all of them if ATT
    is NULL.  */
-static const struct attachment *
+static inline const struct attachment *
 next_live (const struct tally_module *m, const void *const *att, uint32_t n,
            uint32_t *j, const struct attachment *a)
 {
@@ -319,6 +319,60 @@ tally_rt_tls_add (const struct tally_module *m, const void *const *att,
       for (uint32_t i = 1; i < n; i++)
         out[i] += __atomic_load_n (&c[i], __ATOMIC_RELAXED);
     }
+}
+
+uint64_t
+tally_rt_tls_read (const struct tally_module *m, const void *const *att,
+                   uint32_t natt, uint32_t fn, const uint64_t *c, uint32_t n,
+                   uint64_t *out, uint64_t *any)
+{
+  if (!n)
+    return 0;
+  const struct tally_fn *f = m->fns[fn];
+  uint32_t j = 0;
+  const struct attachment *a = next_live (m, att, natt, &j, NULL);
+  const struct attachment *b = a ? next_live (m, att, natt, &j, a) : NULL;
+  uint64_t s = 0, o = 0, v;
+  if (b)
+    {
+      /* Threads' copies of two and more: as snapshot does it.  */
+      for (uint32_t i = 0; i < n; i++)
+        out[i] = __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+      tally_rt_tls_add (m, att, natt, fn, 0, n, out);
+      for (uint32_t i = 0; i < n; i++)
+        {
+          s += out[i];
+          o |= out[i];
+          out[i] = tally_rt_le64 (out[i]);
+        }
+    }
+  else if (a)
+    {
+      /* One thread's: each counter and its copy, then on.  */
+      const uint64_t *t = a->copies[fn];
+      v = __atomic_load_n (&c[0], __ATOMIC_RELAXED)
+          + count_of (f, 0, __atomic_load_n (&t[0], __ATOMIC_RELAXED));
+      s = o = v;
+      out[0] = tally_rt_le64 (v);
+      for (uint32_t i = 1; i < n; i++)
+        {
+          v = __atomic_load_n (&c[i], __ATOMIC_RELAXED)
+              + __atomic_load_n (&t[i], __ATOMIC_RELAXED);
+          s += v;
+          o |= v;
+          out[i] = tally_rt_le64 (v);
+        }
+    }
+  else
+    for (uint32_t i = 0; i < n; i++)
+      {
+        v = __atomic_load_n (&c[i], __ATOMIC_RELAXED);
+        s += v;
+        o |= v;
+        out[i] = tally_rt_le64 (v);
+      }
+  *any |= o;
+  return s;
 }
 
 uint64_t
