@@ -6,6 +6,10 @@ the workloads every run measured.
 
 Usage: benchmarks/compare.py [--metric COL] [--workloads LIST] BEFORE/results.csv [MIDDLE/results.csv ...] AFTER/results.csv
 
+A run may also be given as its report.md (the reports kept in
+doc/benchmarks/, whose results.csv is gone): then only the instructions
+(Ir) are read, from the table of each workload.
+
 COL is a column of results.csv whose ratio to the baseline is wanted:
 Ir (default), size, compile, wall, or any NAME with a NAME_ratio column.
 LIST: the workloads to show, comma-separated (default: all both measured).
@@ -16,10 +20,33 @@ Markdown.
 import argparse
 import csv
 import math
+import re
 import sys
 
 
+def load_report(path, col):
+    """A report.md's Ir ratios, by (workload, mode): each workload's table
+    (a "## NAME" heading) has the instructions in its third column, the
+    baselines' as absolute counts (their ratio is 1)."""
+    if col != "Ir_ratio":
+        sys.exit("compare.py: %s: a report gives only --metric Ir" % path)
+    rows, workload = {}, None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("## "):
+                workload = line[3:].strip()
+                continue
+            m = re.match(r"\| `([\w-]+)`[^|]*\|[^|]*\| ([\d.,]+) \|", line)
+            if not m or not workload or " " in workload:
+                continue
+            base = "baseline" in line or "uninstrumented" in line
+            rows[(workload, m.group(1))] = 1.0 if base else float(m.group(2))
+    return rows
+
+
 def load(path, col):
+    if path.endswith(".md"):
+        return load_report(path, col)
     rows = {}
     with open(path, newline="") as f:
         for r in csv.DictReader(f):

@@ -20,6 +20,13 @@ Checks (one per run, named on the command line):
          overhead) and (Ir - gap) / Ir(gcc); gcov's ratio from
          --gcov-results against that file's own gcc row.
 
+  compare  benchmarks/compare.py reads a kept report.md
+         (doc/benchmarks/run-2026-11-23-1f22866.md) beside a results.csv:
+         the report's Ir ratios (its baselines 1), "before → after" cells
+         and the geomean over the workloads both have, "-" for a mode that
+         failed in one run; a report asked for another metric is an error
+         naming it.
+
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
 import json
@@ -113,6 +120,34 @@ def check_callers(a, work):
     twice = got["counted"].get("twice")
     expect(twice and twice["kind"] == "tree" and twice["floor"] == 200,
            "twice with entries=counted: %r (its 200 calls)" % twice)
+
+
+@case("compare")
+def check_compare(a, work):
+    root = os.path.dirname(a.srcdir)
+    report = os.path.join(root, "doc", "benchmarks", "run-2026-11-23-1f22866.md")
+    tool = os.path.join(root, "benchmarks", "compare.py")
+    after = os.path.join(work, "after.csv")
+    with open(after, "w") as f:
+        f.write("workload,mode,baseline,status,Ir,Ir_ratio\n"
+                "micro,gcc,gcc,reference,140183358,1.0\n"
+                "micro,tally-blocks-count,gcc,same,137743534,0.9826\n"
+                "sqlite,gcc,gcc,reference,226935751,1.0\n"
+                "sqlite,tally-blocks-count,gcc,same,245882742,1.0835\n"
+                "sqlite,gcov,gcc,FAIL (output differs),1,1.5\n")
+    out = run([sys.executable, tool, report, after]).stdout
+    rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:-1]]
+            for l in out.splitlines() if l.startswith("| `")}
+    # The report's micro and sqlite tables: tally-blocks-count 1.179 and
+    # 1.282, gcc its baseline.
+    expect(rows.get("`tally-blocks-count`") == ["1.179 → 0.983", "1.282 → 1.083", "1.229 → 1.032"],
+           "tally-blocks-count: %s" % rows.get("`tally-blocks-count`"))
+    expect(rows.get("`gcc`") == ["1.000 → 1.000"] * 3, "gcc: %s" % rows.get("`gcc`"))
+    expect(rows.get("`gcov`", [""])[0] == "-",
+           "gcov failed in the second run but shows %s" % rows.get("`gcov`"))
+    r = run([sys.executable, tool, "--metric", "wall", report, after], check=False)
+    expect(r.returncode != 0 and "Ir" in r.stderr and "run-2026-11-23-1f22866.md" in r.stderr,
+           "--metric wall with a report: status %d, %s" % (r.returncode, r.stderr))
 
 
 @case("ir")
