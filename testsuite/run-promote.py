@@ -34,7 +34,8 @@ import re
 import signal
 import sys
 
-from checklib import Skip, block_report, case, expect, main, run, same_counts
+from checklib import (Skip, block_counts, block_report, case, expect, main,
+                      run, same_counts)
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 INPUTS = ["0", "1", "100"]
@@ -60,12 +61,8 @@ def report(args, data):
 
 
 def blocks(args, exe, work, n):
-    data = os.path.join(work, os.path.basename(exe) + "-" + n + ".data")
-    if os.path.exists(data):
-        os.unlink(data)
-    run([exe, n], env={"TALLY_OUTPUT": data})
-    return {s: [b.get("count") for b in bs]
-            for s, bs in report(args, data).items()}
+    """{symbol: [count or None, ...]} of one run of EXE N."""
+    return block_counts(args, exe, work, [n])
 
 
 @case("exact")
