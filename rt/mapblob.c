@@ -524,45 +524,49 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
   struct iovec *v = iov;  /* the next piece */
   uint64_t *st = stage;   /* where the next function's values go */
   size_t bytes = 0;       /* in the pieces not yet written */
+  uint64_t sum = 0;       /* of the values copied here (cur_sum's share) */
   /* A function whose values are its counters (no visited bytes) is read
      by copy_counters (or tls.c in one call) rather than through
-     snapshot.  */
+     snapshot.  The loop keeps what it reads of M in locals: its stores
+     to iov could otherwise be M's pointers, to be loaded again.  */
   int tls = (m->flags & TALLY_MOD_UPDATE_TLS) != 0;
   int fast = tally_crc32_append_ok ();
-  for (uint32_t i = 0; i < nseg; i++, seg += SEG)
+  struct tally_fn *const *fns = m->fns;
+  uint32_t nfns = m->nfns;
+  intptr_t bias = cur_bias;
+  uint32_t room = STAGE_VALUES; /* values the stage has room for after st */
+  for (uint32_t i = 0; i < nfns; i++, seg += SEG)
     {
-      uint32_t len = tally_le_get32 (seg + 4);
-      const struct tally_fn *f = i < m->nfns ? m->fns[i] : NULL;
-      uint32_t nv = f ? tally_rt_fn_nvalues (f) : 0;
-      if (v > iov + STAGE_IOV - 2
-          || (nv <= STAGE_VALUES && nv > (size_t) (stage + STAGE_VALUES - st)))
+      const struct tally_fn *f = fns[i];
+      uint32_t len = tally_le_get32 (seg + 4), nc = f->ncounters;
+      uint32_t nv = tally_rt_fn_nvalues (f);
+      /* Room for the segment and the values (or the first piece of
+         them); an empty piece is written as nothing.  */
+      if (v > iov + STAGE_IOV - 2 || nv > room)
         {
           if (!s->failed)
             s->failed = write_all (s->fd, iov, (int) (v - iov), bytes);
           v = iov;
           st = stage;
+          room = STAGE_VALUES;
           s->total += bytes;
           bytes = 0;
         }
-      if (len)
-        {
-          v->iov_base = (void *) (b + tally_le_get32 (seg));
-          v++->iov_len = len;
-          bytes += len;
-        }
-      if (nv && nv <= STAGE_VALUES)
+      v->iov_base = (void *) (b + tally_le_get32 (seg));
+      v++->iov_len = len;
+      bytes += len;
+      if (nv <= STAGE_VALUES)
         {
           /* The function's values in one piece; if all are 0 (a function
              that never ran), the segment and the zeros are one step.  */
           uint64_t any = 0;
-          if (nv != f->ncounters)
+          if (nv != nc)
             snapshot (m, i, 0, nv, st, &any);
           else if (!tls)
-            cur_sum += copy_counters (live_counters (f, cur_bias), nv, st, &any);
+            sum += copy_counters (live_counters (f, bias), nv, st, &any);
           else
-            cur_sum += tally_rt_tls_read (m, tls_list, tls_n, i,
-                                          live_counters (f, cur_bias), nv, st,
-                                          &any);
+            sum += tally_rt_tls_read (m, tls_list, tls_n, i,
+                                      live_counters (f, bias), nv, st, &any);
           if (!any)
             crc = crc_append (fast, crc, seg + 16, NULL, 0);
           else
@@ -570,11 +574,11 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
           v->iov_base = st;
           v++->iov_len = 8 * (size_t) nv;
           st += nv;
+          room -= nv;
           bytes += 8 * (size_t) nv;
           continue;
         }
-      if (len)
-        crc = crc_append (fast, crc, seg + 8, NULL, 0);
+      crc = crc_append (fast, crc, seg + 8, NULL, 0);
       /* A function with more values than the staging buffer holds: in
          pieces.  */
       for (uint32_t k = 0; k < nv;)
@@ -599,11 +603,27 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
           k += got;
           bytes += n;
         }
+      room = (uint32_t) (stage + STAGE_VALUES - st);
     }
-  if (v != iov && !s->failed)
+  /* The record's last segment, after the last function's values.  */
+  if (v > iov + STAGE_IOV - 1)
+    {
+      if (!s->failed)
+        s->failed = write_all (s->fd, iov, (int) (v - iov), bytes);
+      v = iov;
+      s->total += bytes;
+      bytes = 0;
+    }
+  uint32_t len = tally_le_get32 (seg + 4);
+  v->iov_base = (void *) (b + tally_le_get32 (seg));
+  v++->iov_len = len;
+  bytes += len;
+  crc = crc_append (fast, crc, seg + 8, NULL, 0);
+  if (!s->failed)
     s->failed = write_all (s->fd, iov, (int) (v - iov), bytes);
   s->total += bytes;
   s->crc = crc;
+  cur_sum += sum;
   module_end (m);
   return 1;
 }
