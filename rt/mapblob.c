@@ -497,6 +497,75 @@ write_all (int fd, struct iovec *v, int n, size_t bytes)
   return 0;
 }
 
+/* Where the fd path of tally_rt_blob_put is: the next piece, where the
+   next values go, the bytes in the pieces not yet written, the CRC and
+   the sum of the values read.  */
+struct put
+{
+  struct iovec *v;
+  uint64_t *st;
+  size_t bytes;
+  uint32_t crc;
+  uint64_t sum;
+};
+
+/* The common case of the fd path, in a loop of its own so that its state
+   stays in registers: from function *P on (its segment at *SEGP) of M,
+   whose table starts at FNS, the functions whose values are their
+   counters (no visited bytes; with TLS, update=tls's, read by tls.c),
+   while their segment and values fit in the pieces and the stage, their
+   CRC by tally_crc32_append.  Returns the first function it did not
+   write.  Inlined with TLS a constant: a loop for each.  */
+static inline __attribute__ ((always_inline)) struct tally_fn *const *
+put_plain (const struct tally_module *m, struct tally_fn *const *fns,
+           struct tally_fn *const *p, struct tally_fn *const *end,
+           const unsigned char **segp, const unsigned char *b, intptr_t bias,
+           struct put *w, int tls)
+{
+  const unsigned char *seg = *segp;
+  struct iovec *v = w->v;
+  uint64_t *st = w->st, sum = w->sum;
+  size_t bytes = w->bytes;
+  uint32_t crc = w->crc;
+  for (; p != end; p++, seg += SEG)
+    {
+      const struct tally_fn *f = *p;
+      uint32_t nv = f->ncounters;
+      if ((f->visited && f->nvisited) || v > iov + STAGE_IOV - 2
+          || st + nv > stage + STAGE_VALUES)
+        break;
+      uint32_t len = tally_le_get32 (seg + 4);
+      v[0].iov_base = (void *) (b + tally_le_get32 (seg));
+      v[0].iov_len = len;
+      /* If all are 0 (a function that never ran), the segment and the
+         zeros are one step.  */
+      uint64_t any = 0;
+      if (!tls)
+        sum += copy_counters (live_counters (f, bias), nv, st, &any);
+      else
+        sum += tally_rt_tls_read (m, tls_list, tls_n, (uint32_t) (p - fns),
+                                  live_counters (f, bias), nv, st, &any);
+      if (!any)
+        crc = tally_crc32_append (crc, tally_le_get32 (seg + 20),
+                                  tally_le_get32 (seg + 16), NULL, 0);
+      else
+        crc = tally_crc32_append (crc, tally_le_get32 (seg + 12),
+                                  tally_le_get32 (seg + 8), st, 8 * (size_t) nv);
+      v[1].iov_base = st;
+      v[1].iov_len = 8 * (size_t) nv;
+      v += 2;
+      st += nv;
+      bytes += len + 8 * (size_t) nv;
+    }
+  *segp = seg;
+  w->v = v;
+  w->st = st;
+  w->sum = sum;
+  w->bytes = bytes;
+  w->crc = crc;
+  return p;
+}
+
 int
 tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
 {
@@ -539,110 +608,110 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
       return 1;
     }
 
-  uint32_t crc = s->crc;
-  struct iovec *v = iov;  /* the next piece */
-  uint64_t *st = stage;   /* where the next function's values go */
-  size_t bytes = 0;       /* in the pieces not yet written */
-  uint64_t sum = 0;       /* of the values copied here (cur_sum's share) */
-  /* A function whose values are its counters (no visited bytes) is read
-     by copy_counters (or tls.c in one call) rather than through
-     snapshot.  The loop keeps what it reads of M in locals: its stores
-     to iov could otherwise be M's pointers, to be loaded again.  */
+  struct put w = { iov, stage, 0, s->crc, 0 };
+  /* Functions whose values are their counters (no visited bytes) are read
+     by copy_counters (or tls.c in one call) rather than through snapshot;
+     with a carry-less multiplication, by put_plain, which stops at any
+     other function and when the stage or the pieces are full: the loop
+     below writes that one.  */
   int tls = (m->flags & TALLY_MOD_UPDATE_TLS) != 0;
   int fast = tally_crc32_append_ok ();
-  struct tally_fn *const *fns = m->fns;
-  uint32_t nfns = m->nfns;
+  struct tally_fn *const *fns = m->fns, *const *end = fns + m->nfns;
   intptr_t bias = cur_bias;
-  uint32_t room = STAGE_VALUES; /* values the stage has room for after st */
-  for (uint32_t i = 0; i < nfns; i++, seg += SEG)
+  for (struct tally_fn *const *p = fns;; p++, seg += SEG)
     {
-      const struct tally_fn *f = fns[i];
+      if (fast)
+        p = tls ? put_plain (m, fns, p, end, &seg, b, bias, &w, 1)
+                : put_plain (m, fns, p, end, &seg, b, bias, &w, 0);
+      if (p == end)
+        break;
+      const struct tally_fn *f = *p;
+      uint32_t i = (uint32_t) (p - fns);
       uint32_t len = tally_le_get32 (seg + 4), nc = f->ncounters;
       uint32_t nv = tally_rt_fn_nvalues (f);
       /* Room for the segment and the values (or the first piece of
-         them); an empty piece is written as nothing.  */
-      if (v > iov + STAGE_IOV - 2 || nv > room)
+         them).  */
+      if (w.v > iov + STAGE_IOV - 2
+          || (nv <= STAGE_VALUES && nv > (size_t) (stage + STAGE_VALUES - w.st)))
         {
           if (!s->failed)
-            s->failed = write_all (s->fd, iov, (int) (v - iov), bytes);
-          v = iov;
-          st = stage;
-          room = STAGE_VALUES;
-          s->total += bytes;
-          bytes = 0;
+            s->failed = write_all (s->fd, iov, (int) (w.v - iov), w.bytes);
+          w.v = iov;
+          w.st = stage;
+          s->total += w.bytes;
+          w.bytes = 0;
         }
-      v->iov_base = (void *) (b + tally_le_get32 (seg));
-      v++->iov_len = len;
-      bytes += len;
+      w.v->iov_base = (void *) (b + tally_le_get32 (seg));
+      w.v++->iov_len = len;
+      w.bytes += len;
       if (nv <= STAGE_VALUES)
         {
           /* The function's values in one piece; if all are 0 (a function
              that never ran), the segment and the zeros are one step.  */
           uint64_t any = 0;
           if (nv != nc)
-            snapshot (m, i, 0, nv, st, &any);
+            snapshot (m, i, 0, nv, w.st, &any);
           else if (!tls)
-            sum += copy_counters (live_counters (f, bias), nv, st, &any);
+            w.sum += copy_counters (live_counters (f, bias), nv, w.st, &any);
           else
-            sum += tally_rt_tls_read (m, tls_list, tls_n, i,
-                                      live_counters (f, bias), nv, st, &any);
+            w.sum += tally_rt_tls_read (m, tls_list, tls_n, i,
+                                        live_counters (f, bias), nv, w.st,
+                                        &any);
           if (!any)
-            crc = crc_append (fast, crc, seg + 16, NULL, 0);
+            w.crc = crc_append (fast, w.crc, seg + 16, NULL, 0);
           else
-            crc = crc_append (fast, crc, seg + 8, st, 8 * (size_t) nv);
-          v->iov_base = st;
-          v++->iov_len = 8 * (size_t) nv;
-          st += nv;
-          room -= nv;
-          bytes += 8 * (size_t) nv;
+            w.crc = crc_append (fast, w.crc, seg + 8, w.st, 8 * (size_t) nv);
+          w.v->iov_base = w.st;
+          w.v++->iov_len = 8 * (size_t) nv;
+          w.st += nv;
+          w.bytes += 8 * (size_t) nv;
           continue;
         }
-      crc = crc_append (fast, crc, seg + 8, NULL, 0);
+      w.crc = crc_append (fast, w.crc, seg + 8, NULL, 0);
       /* A function with more values than the staging buffer holds: in
          pieces.  */
       for (uint32_t k = 0; k < nv;)
         {
-          if (st == stage + STAGE_VALUES || v == iov + STAGE_IOV)
+          if (w.st == stage + STAGE_VALUES || w.v == iov + STAGE_IOV)
             {
               if (!s->failed)
-                s->failed = write_all (s->fd, iov, (int) (v - iov), bytes);
-              v = iov;
-              st = stage;
-              s->total += bytes;
-              bytes = 0;
+                s->failed = write_all (s->fd, iov, (int) (w.v - iov), w.bytes);
+              w.v = iov;
+              w.st = stage;
+              s->total += w.bytes;
+              w.bytes = 0;
             }
           uint64_t any = 0;
-          uint32_t got = snapshot (m, i, k, (uint32_t) (stage + STAGE_VALUES - st),
-                                   st, &any);
+          uint32_t got = snapshot (m, i, k, (uint32_t) (stage + STAGE_VALUES - w.st),
+                                   w.st, &any);
           size_t n = 8 * (size_t) got;
-          crc = tally_crc32 (crc, st, n);
-          v->iov_base = st;
-          v++->iov_len = n;
-          st += got;
+          w.crc = tally_crc32 (w.crc, w.st, n);
+          w.v->iov_base = w.st;
+          w.v++->iov_len = n;
+          w.st += got;
           k += got;
-          bytes += n;
+          w.bytes += n;
         }
-      room = (uint32_t) (stage + STAGE_VALUES - st);
     }
   /* The record's last segment, after the last function's values.  */
-  if (v > iov + STAGE_IOV - 1)
+  if (w.v > iov + STAGE_IOV - 1)
     {
       if (!s->failed)
-        s->failed = write_all (s->fd, iov, (int) (v - iov), bytes);
-      v = iov;
-      s->total += bytes;
-      bytes = 0;
+        s->failed = write_all (s->fd, iov, (int) (w.v - iov), w.bytes);
+      w.v = iov;
+      s->total += w.bytes;
+      w.bytes = 0;
     }
   uint32_t len = tally_le_get32 (seg + 4);
-  v->iov_base = (void *) (b + tally_le_get32 (seg));
-  v++->iov_len = len;
-  bytes += len;
-  crc = crc_append (fast, crc, seg + 8, NULL, 0);
+  w.v->iov_base = (void *) (b + tally_le_get32 (seg));
+  w.v++->iov_len = len;
+  w.bytes += len;
+  w.crc = crc_append (fast, w.crc, seg + 8, NULL, 0);
   if (!s->failed)
-    s->failed = write_all (s->fd, iov, (int) (v - iov), bytes);
-  s->total += bytes;
-  s->crc = crc;
-  cur_sum += sum;
+    s->failed = write_all (s->fd, iov, (int) (w.v - iov), w.bytes);
+  s->total += w.bytes;
+  s->crc = w.crc;
+  cur_sum += w.sum;
   module_end (m);
   return 1;
 }
