@@ -235,19 +235,20 @@ module_begin (const struct tally_module *m)
    reads).  */
 #define LIVE(c, i) __atomic_load_n (&(c)[i], __ATOMIC_RELAXED)
 
-/* x86-64: eight counters added to a sum by eight adds from memory, each
-   one aligned 8-byte load, single-copy atomic as LIVE's mov is (GCC does
-   not fold an atomic load into the add it feeds).  Not under
-   ThreadSanitizer, which must see the loads as LIVE's.  */
+/* S += counter I at C, the counter read as LIVE reads it.  On x86-64 one
+   add from memory: an aligned 8-byte load, single-copy atomic as LIVE's
+   mov is, which GCC does not fold into the add it feeds (so one
+   instruction a counter instead of two).  Not under ThreadSanitizer,
+   which must see the load as LIVE's.  */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
-#define SUM8_ASM 1
+#define ADD_LIVE(s, c, i) __asm__ ("add %1, %0" : "+r"(s) : "m"((c)[i]) : "cc")
 #else
-#define SUM8_ASM 0
+#define ADD_LIVE(s, c, i) ((s) += LIVE (c, i))
 #endif
 
 /* The sum of the N counters at C, each read once as the dump reads it.
-   Two instructions a counter (GCC keeps an atomic load apart from the add
-   it feeds) and the loop's three once per eight: the first N % 8 are
+   One instruction a counter on x86-64 (ADD_LIVE), two elsewhere, and the
+   loop's three once per eight: the first N % 8 are
    entered Duff's-device fashion, by one indirect jump rather than a loop
    of their own, which matters at some 25 counters a function.  The odd
    ones first, so that N is dead in the loop and nothing is spilled.
@@ -260,48 +261,39 @@ sum_counters (const uint64_t *c, uint32_t n)
   switch (n & 7u)
     {
     case 7:
-      s += LIVE (c, 6);
+      ADD_LIVE (s, c, 6);
       __attribute__ ((fallthrough));
     case 6:
-      s += LIVE (c, 5);
+      ADD_LIVE (s, c, 5);
       __attribute__ ((fallthrough));
     case 5:
-      s += LIVE (c, 4);
+      ADD_LIVE (s, c, 4);
       __attribute__ ((fallthrough));
     case 4:
-      s += LIVE (c, 3);
+      ADD_LIVE (s, c, 3);
       __attribute__ ((fallthrough));
     case 3:
-      s += LIVE (c, 2);
+      ADD_LIVE (s, c, 2);
       __attribute__ ((fallthrough));
     case 2:
-      s += LIVE (c, 1);
+      ADD_LIVE (s, c, 1);
       __attribute__ ((fallthrough));
     case 1:
-      s += LIVE (c, 0);
+      ADD_LIVE (s, c, 0);
       __attribute__ ((fallthrough));
     default:
       break;
     }
   for (c += n & 7u; c != e; c += 8)
     {
-#if SUM8_ASM
-      __asm__ ("add (%1), %0\n\tadd 8(%1), %0\n\tadd 16(%1), %0\n\t"
-               "add 24(%1), %0\n\tadd 32(%1), %0\n\tadd 40(%1), %0\n\t"
-               "add 48(%1), %0\n\tadd 56(%1), %0"
-               : "+r"(s)
-               : "r"(c), "m"(*(const uint64_t (*)[8]) c)
-               : "cc");
-#else
-      s += LIVE (c, 0);
-      s += LIVE (c, 1);
-      s += LIVE (c, 2);
-      s += LIVE (c, 3);
-      s += LIVE (c, 4);
-      s += LIVE (c, 5);
-      s += LIVE (c, 6);
-      s += LIVE (c, 7);
-#endif
+      ADD_LIVE (s, c, 0);
+      ADD_LIVE (s, c, 1);
+      ADD_LIVE (s, c, 2);
+      ADD_LIVE (s, c, 3);
+      ADD_LIVE (s, c, 4);
+      ADD_LIVE (s, c, 5);
+      ADD_LIVE (s, c, 6);
+      ADD_LIVE (s, c, 7);
     }
   return s;
 }
