@@ -524,7 +524,7 @@ put_plain (const struct tally_module *m, struct tally_fn *const *fns,
       const struct tally_fn *f = *p;
       uint32_t nv = f->ncounters;
       if ((f->visited && f->nvisited) || v > iov + STAGE_IOV - 2
-          || st + nv > stage + STAGE_VALUES)
+          || nv > (size_t) (stage + STAGE_VALUES - st))
         break;
       uint32_t len = tally_le_get32 (seg + 4);
       v[0].iov_base = (void *) (b + tally_le_get32 (seg));
