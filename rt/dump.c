@@ -140,10 +140,11 @@ dump_locked (int at_exit)
  * handlers registered before the runtime's, C++ destructors of objects
  * built before the first registration, ELF destructors) must not vanish.
  * The exit dump notes the sum of every live module's counters in an
- * mmap'ed table; at the last moments the runtime gets (its own destructor,
- * and each module unregistering after the exit dump, which is the last
- * point its counters can be read) the sums are compared again, and if one
- * moved the file is written again (atomically replaced) with everything.
+ * mmap'ed table; at the last moment each module's counters can be read
+ * (its unregistering after the exit dump, or the second of the atexit
+ * handler and the runtime's destructor for a module that has no such
+ * moment left: register.c) its sum is compared again, and if one moved
+ * the file is written again (atomically replaced) with everything.
  * Sums only grow, except across tally_reset, which is just as much a
  * change.  A module written from its blob gets as its sum that of the
  * values the dump read and wrote (mapblob.c puts it in the table that

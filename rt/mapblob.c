@@ -235,9 +235,20 @@ module_begin (const struct tally_module *m)
    reads).  */
 #define LIVE(c, i) __atomic_load_n (&(c)[i], __ATOMIC_RELAXED)
 
+/* S += counter I at C, the counter read as LIVE reads it.  On x86-64 one
+   add from memory: an aligned 8-byte load, single-copy atomic as LIVE's
+   mov is, which GCC does not fold into the add it feeds (so one
+   instruction a counter instead of two).  Not under ThreadSanitizer,
+   which must see the load as LIVE's.  */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+#define ADD_LIVE(s, c, i) __asm__ ("add %1, %0" : "+r"(s) : "m"((c)[i]) : "cc")
+#else
+#define ADD_LIVE(s, c, i) ((s) += LIVE (c, i))
+#endif
+
 /* The sum of the N counters at C, each read once as the dump reads it.
-   Two instructions a counter (GCC keeps an atomic load apart from the add
-   it feeds) and the loop's three once per eight: the first N % 8 are
+   One instruction a counter on x86-64 (ADD_LIVE), two elsewhere, and the
+   loop's three once per eight: the first N % 8 are
    entered Duff's-device fashion, by one indirect jump rather than a loop
    of their own, which matters at some 25 counters a function.  The odd
    ones first, so that N is dead in the loop and nothing is spilled.
@@ -250,39 +261,39 @@ sum_counters (const uint64_t *c, uint32_t n)
   switch (n & 7u)
     {
     case 7:
-      s += LIVE (c, 6);
+      ADD_LIVE (s, c, 6);
       __attribute__ ((fallthrough));
     case 6:
-      s += LIVE (c, 5);
+      ADD_LIVE (s, c, 5);
       __attribute__ ((fallthrough));
     case 5:
-      s += LIVE (c, 4);
+      ADD_LIVE (s, c, 4);
       __attribute__ ((fallthrough));
     case 4:
-      s += LIVE (c, 3);
+      ADD_LIVE (s, c, 3);
       __attribute__ ((fallthrough));
     case 3:
-      s += LIVE (c, 2);
+      ADD_LIVE (s, c, 2);
       __attribute__ ((fallthrough));
     case 2:
-      s += LIVE (c, 1);
+      ADD_LIVE (s, c, 1);
       __attribute__ ((fallthrough));
     case 1:
-      s += LIVE (c, 0);
+      ADD_LIVE (s, c, 0);
       __attribute__ ((fallthrough));
     default:
       break;
     }
   for (c += n & 7u; c != e; c += 8)
     {
-      s += LIVE (c, 0);
-      s += LIVE (c, 1);
-      s += LIVE (c, 2);
-      s += LIVE (c, 3);
-      s += LIVE (c, 4);
-      s += LIVE (c, 5);
-      s += LIVE (c, 6);
-      s += LIVE (c, 7);
+      ADD_LIVE (s, c, 0);
+      ADD_LIVE (s, c, 1);
+      ADD_LIVE (s, c, 2);
+      ADD_LIVE (s, c, 3);
+      ADD_LIVE (s, c, 4);
+      ADD_LIVE (s, c, 5);
+      ADD_LIVE (s, c, 6);
+      ADD_LIVE (s, c, 7);
     }
   return s;
 }
@@ -478,6 +489,75 @@ write_all (int fd, struct iovec *v, int n, size_t bytes)
   return 0;
 }
 
+/* Where the fd path of tally_rt_blob_put is: the next piece, where the
+   next values go, the bytes in the pieces not yet written, the CRC and
+   the sum of the values read.  */
+struct put
+{
+  struct iovec *v;
+  uint64_t *st;
+  size_t bytes;
+  uint32_t crc;
+  uint64_t sum;
+};
+
+/* The common case of the fd path, in a loop of its own so that its state
+   stays in registers: from function *P on (its segment at *SEGP) of M,
+   whose table starts at FNS, the functions whose values are their
+   counters (no visited bytes; with TLS, update=tls's, read by tls.c),
+   while their segment and values fit in the pieces and the stage, their
+   CRC by tally_crc32_append.  Returns the first function it did not
+   write.  Inlined with TLS a constant: a loop for each.  */
+static inline __attribute__ ((always_inline)) struct tally_fn *const *
+put_plain (const struct tally_module *m, struct tally_fn *const *fns,
+           struct tally_fn *const *p, struct tally_fn *const *end,
+           const unsigned char **segp, const unsigned char *b, intptr_t bias,
+           struct put *w, int tls)
+{
+  const unsigned char *seg = *segp;
+  struct iovec *v = w->v;
+  uint64_t *st = w->st, sum = w->sum;
+  size_t bytes = w->bytes;
+  uint32_t crc = w->crc;
+  for (; p != end; p++, seg += SEG)
+    {
+      const struct tally_fn *f = *p;
+      uint32_t nv = f->ncounters;
+      if ((f->visited && f->nvisited) || v > iov + STAGE_IOV - 2
+          || nv > (size_t) (stage + STAGE_VALUES - st))
+        break;
+      uint32_t len = tally_le_get32 (seg + 4);
+      v[0].iov_base = (void *) (b + tally_le_get32 (seg));
+      v[0].iov_len = len;
+      /* If all are 0 (a function that never ran), the segment and the
+         zeros are one step.  */
+      uint64_t any = 0;
+      if (!tls)
+        sum += copy_counters (live_counters (f, bias), nv, st, &any);
+      else
+        sum += tally_rt_tls_read (m, tls_list, tls_n, (uint32_t) (p - fns),
+                                  live_counters (f, bias), nv, st, &any);
+      if (!any)
+        crc = tally_crc32_append (crc, tally_le_get32 (seg + 20),
+                                  tally_le_get32 (seg + 16), NULL, 0);
+      else
+        crc = tally_crc32_append (crc, tally_le_get32 (seg + 12),
+                                  tally_le_get32 (seg + 8), st, 8 * (size_t) nv);
+      v[1].iov_base = st;
+      v[1].iov_len = 8 * (size_t) nv;
+      v += 2;
+      st += nv;
+      bytes += len + 8 * (size_t) nv;
+    }
+  *segp = seg;
+  w->v = v;
+  w->st = st;
+  w->sum = sum;
+  w->bytes = bytes;
+  w->crc = crc;
+  return p;
+}
+
 int
 tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
 {
@@ -520,90 +600,110 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
       return 1;
     }
 
-  uint32_t crc = s->crc;
-  struct iovec *v = iov;  /* the next piece */
-  uint64_t *st = stage;   /* where the next function's values go */
-  size_t bytes = 0;       /* in the pieces not yet written */
-  /* A function whose values are its counters (no visited bytes) is read
-     by copy_counters (or tls.c in one call) rather than through
-     snapshot.  */
+  struct put w = { iov, stage, 0, s->crc, 0 };
+  /* Functions whose values are their counters (no visited bytes) are read
+     by copy_counters (or tls.c in one call) rather than through snapshot;
+     with a carry-less multiplication, by put_plain, which stops at any
+     other function and when the stage or the pieces are full: the loop
+     below writes that one.  */
   int tls = (m->flags & TALLY_MOD_UPDATE_TLS) != 0;
   int fast = tally_crc32_append_ok ();
-  for (uint32_t i = 0; i < nseg; i++, seg += SEG)
+  struct tally_fn *const *fns = m->fns, *const *end = fns + m->nfns;
+  intptr_t bias = cur_bias;
+  for (struct tally_fn *const *p = fns;; p++, seg += SEG)
     {
-      uint32_t len = tally_le_get32 (seg + 4);
-      const struct tally_fn *f = i < m->nfns ? m->fns[i] : NULL;
-      uint32_t nv = f ? tally_rt_fn_nvalues (f) : 0;
-      if (v > iov + STAGE_IOV - 2
-          || (nv <= STAGE_VALUES && nv > (size_t) (stage + STAGE_VALUES - st)))
+      if (fast)
+        p = tls ? put_plain (m, fns, p, end, &seg, b, bias, &w, 1)
+                : put_plain (m, fns, p, end, &seg, b, bias, &w, 0);
+      if (p == end)
+        break;
+      const struct tally_fn *f = *p;
+      uint32_t i = (uint32_t) (p - fns);
+      uint32_t len = tally_le_get32 (seg + 4), nc = f->ncounters;
+      uint32_t nv = tally_rt_fn_nvalues (f);
+      /* Room for the segment and the values (or the first piece of
+         them).  */
+      if (w.v > iov + STAGE_IOV - 2
+          || (nv <= STAGE_VALUES && nv > (size_t) (stage + STAGE_VALUES - w.st)))
         {
           if (!s->failed)
-            s->failed = write_all (s->fd, iov, (int) (v - iov), bytes);
-          v = iov;
-          st = stage;
-          s->total += bytes;
-          bytes = 0;
+            s->failed = write_all (s->fd, iov, (int) (w.v - iov), w.bytes);
+          w.v = iov;
+          w.st = stage;
+          s->total += w.bytes;
+          w.bytes = 0;
         }
-      if (len)
-        {
-          v->iov_base = (void *) (b + tally_le_get32 (seg));
-          v++->iov_len = len;
-          bytes += len;
-        }
-      if (nv && nv <= STAGE_VALUES)
+      w.v->iov_base = (void *) (b + tally_le_get32 (seg));
+      w.v++->iov_len = len;
+      w.bytes += len;
+      if (nv <= STAGE_VALUES)
         {
           /* The function's values in one piece; if all are 0 (a function
              that never ran), the segment and the zeros are one step.  */
           uint64_t any = 0;
-          if (nv != f->ncounters)
-            snapshot (m, i, 0, nv, st, &any);
+          if (nv != nc)
+            snapshot (m, i, 0, nv, w.st, &any);
           else if (!tls)
-            cur_sum += copy_counters (live_counters (f, cur_bias), nv, st, &any);
+            w.sum += copy_counters (live_counters (f, bias), nv, w.st, &any);
           else
-            cur_sum += tally_rt_tls_read (m, tls_list, tls_n, i,
-                                          live_counters (f, cur_bias), nv, st,
-                                          &any);
+            w.sum += tally_rt_tls_read (m, tls_list, tls_n, i,
+                                        live_counters (f, bias), nv, w.st,
+                                        &any);
           if (!any)
-            crc = crc_append (fast, crc, seg + 16, NULL, 0);
+            w.crc = crc_append (fast, w.crc, seg + 16, NULL, 0);
           else
-            crc = crc_append (fast, crc, seg + 8, st, 8 * (size_t) nv);
-          v->iov_base = st;
-          v++->iov_len = 8 * (size_t) nv;
-          st += nv;
-          bytes += 8 * (size_t) nv;
+            w.crc = crc_append (fast, w.crc, seg + 8, w.st, 8 * (size_t) nv);
+          w.v->iov_base = w.st;
+          w.v++->iov_len = 8 * (size_t) nv;
+          w.st += nv;
+          w.bytes += 8 * (size_t) nv;
           continue;
         }
-      if (len)
-        crc = crc_append (fast, crc, seg + 8, NULL, 0);
+      w.crc = crc_append (fast, w.crc, seg + 8, NULL, 0);
       /* A function with more values than the staging buffer holds: in
          pieces.  */
       for (uint32_t k = 0; k < nv;)
         {
-          if (st == stage + STAGE_VALUES || v == iov + STAGE_IOV)
+          if (w.st == stage + STAGE_VALUES || w.v == iov + STAGE_IOV)
             {
               if (!s->failed)
-                s->failed = write_all (s->fd, iov, (int) (v - iov), bytes);
-              v = iov;
-              st = stage;
-              s->total += bytes;
-              bytes = 0;
+                s->failed = write_all (s->fd, iov, (int) (w.v - iov), w.bytes);
+              w.v = iov;
+              w.st = stage;
+              s->total += w.bytes;
+              w.bytes = 0;
             }
           uint64_t any = 0;
-          uint32_t got = snapshot (m, i, k, (uint32_t) (stage + STAGE_VALUES - st),
-                                   st, &any);
+          uint32_t got = snapshot (m, i, k, (uint32_t) (stage + STAGE_VALUES - w.st),
+                                   w.st, &any);
           size_t n = 8 * (size_t) got;
-          crc = tally_crc32 (crc, st, n);
-          v->iov_base = st;
-          v++->iov_len = n;
-          st += got;
+          w.crc = tally_crc32 (w.crc, w.st, n);
+          w.v->iov_base = w.st;
+          w.v++->iov_len = n;
+          w.st += got;
           k += got;
-          bytes += n;
+          w.bytes += n;
         }
     }
-  if (v != iov && !s->failed)
-    s->failed = write_all (s->fd, iov, (int) (v - iov), bytes);
-  s->total += bytes;
-  s->crc = crc;
+  /* The record's last segment, after the last function's values.  */
+  if (w.v > iov + STAGE_IOV - 1)
+    {
+      if (!s->failed)
+        s->failed = write_all (s->fd, iov, (int) (w.v - iov), w.bytes);
+      w.v = iov;
+      s->total += w.bytes;
+      w.bytes = 0;
+    }
+  uint32_t len = tally_le_get32 (seg + 4);
+  w.v->iov_base = (void *) (b + tally_le_get32 (seg));
+  w.v++->iov_len = len;
+  w.bytes += len;
+  w.crc = crc_append (fast, w.crc, seg + 8, NULL, 0);
+  if (!s->failed)
+    s->failed = write_all (s->fd, iov, (int) (w.v - iov), w.bytes);
+  s->total += w.bytes;
+  s->crc = w.crc;
+  cur_sum += w.sum;
   module_end (m);
   return 1;
 }

@@ -116,8 +116,11 @@ tally_rt_unregister_local (struct tally_module *m)
   tally_rt_module_gone (m, !__atomic_load_n (&tally_exit_dumped, __ATOMIC_ACQUIRE));
 }
 
-void
-tally_rt_exit_dump (void)
+/* The exit dump, from the atexit handler (IN_DTOR 0) or the runtime's
+   destructor (1), whichever comes first; the second looks for counts made
+   in between.  */
+static void
+exit_dump (int in_dtor)
 {
   /* A copy that forwarded everything to a primary has nothing to write.  */
   if (!__atomic_load_n (&atexit_installed, __ATOMIC_ACQUIRE))
@@ -125,20 +128,40 @@ tally_rt_exit_dump (void)
   /* This thread's activations (main, or the caller of exit) never see
      their exits now.  */
   tally_rt_shadow_close_current ();
-  /* The second of the pair (atexit handler, destructor) comes later:
-     code that ran in between may have counted.  */
   if (__atomic_exchange_n (&tally_exit_dumped, 1, __ATOMIC_ACQ_REL))
     {
-      tally_rt_late_check ();
+      /* The second of the pair: code that ran in between may have
+         counted.  The atexit handler comes second when it was installed
+         from a shared library's constructor, after the ELF destructors:
+         the modules still listed are read now.  The destructor comes
+         second when the runtime is linked statically: a module still
+         listed then is one whose own destructor has not run, its
+         object's (the plugin gives it priority 101, which runs after this
+         unprioritised one) or a later-finalised object's, and that
+         destructor checks its counters (dump.c, tally_rt_module_gone)
+         later than this could.  So nothing is read here: it would be a
+         second pass over every counter.  A process that ends in between
+         (_exit in a destructor) loses those modules' counts made after
+         the exit dump, as _exit loses any count made since the last
+         dump, and as the shared runtime, whose destructor runs after the
+         executable's modules unregistered, always did.  */
+      if (!in_dtor)
+        tally_rt_late_check ();
       return;
     }
   tally_rt_dump (1);
 }
 
+void
+tally_rt_exit_dump (void)
+{
+  exit_dump (0);
+}
+
 __attribute__ ((destructor)) static void
 tally_rt_destructor (void)
 {
-  tally_rt_exit_dump ();
+  exit_dump (1);
   tally_rt_signals_fini ();
 }
 

@@ -328,10 +328,22 @@ tally_rt_tls_read (const struct tally_module *m, const void *const *att,
 {
   if (!n)
     return 0;
-  const struct tally_fn *f = m->fns[fn];
-  uint32_t j = 0;
-  const struct attachment *a = next_live (m, att, natt, &j, NULL);
-  const struct attachment *b = a ? next_live (m, att, natt, &j, a) : NULL;
+  const struct attachment *a, *b = NULL;
+  if (att && natt == 1)
+    {
+      /* The dump's usual case (mapblob.c gathers the module's attachments
+         once): one, live or not; next_live's loop for it, unrolled.  */
+      a = (const struct attachment *) att[0];
+      if (a && (a->m != m
+                || __atomic_load_n (&a->state, __ATOMIC_ACQUIRE) != ATT_LIVE))
+        a = NULL;
+    }
+  else
+    {
+      uint32_t j = 0;
+      a = next_live (m, att, natt, &j, NULL);
+      b = a ? next_live (m, att, natt, &j, a) : NULL;
+    }
   uint64_t s = 0, o = 0, v;
   if (b)
     {
@@ -349,6 +361,7 @@ tally_rt_tls_read (const struct tally_module *m, const void *const *att,
   else if (a)
     {
       /* One thread's: each counter and its copy, then on.  */
+      const struct tally_fn *f = m->fns[fn];
       const uint64_t *t = a->copies[fn];
       v = __atomic_load_n (&c[0], __ATOMIC_RELAXED)
           + count_of (f, 0, __atomic_load_n (&t[0], __ATOMIC_RELAXED));

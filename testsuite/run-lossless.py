@@ -498,7 +498,11 @@ def check_pid_reuse(a, work):
 def check_late(a, work):
     """Instrumented code that runs after the exit dump (atexit handlers and
     static objects from before the first registration, ELF destructors)
-    still gets into the file, with the static and the shared runtime."""
+    still gets into the file, with the static and the shared runtime.  The
+    boundary: each module reads its counters again when it unregisters (its
+    own ELF destructor), not before, so a process ended by _exit in an ELF
+    destructor that runs before that has the exit dump's counts, exactly,
+    and none made after it, with either runtime."""
     d = os.path.join(a.srcdir, "lossless")
     early = os.path.join(work, "late-early.o")
     run([a.cxx, "-O2", "-c", os.path.join(d, "late-early.cc"), "-o", early])
@@ -519,6 +523,17 @@ def check_late(a, work):
                        "late_early_dtor", "late_elf_dtor"):
                 expect(got.get("void %s()" % fn) == (1, 1),
                        "%s: %s counted %s, want (1, 1)" % (tag, fn, got.get("void %s()" % fn)))
+            os.unlink(data)
+            p = run([exe], env={"TALLY_OUTPUT": data, "LATE_EXIT": "1"})
+            expect(p.returncode == 0 and p.stdout == "ok\n" and p.stderr == "",
+                   "%s, _exit: %d %r %r" % (tag, p.returncode, p.stdout, p.stderr))
+            got = calls(a, data)
+            for fn, want_fn in (("late_main_atexit", (1, 1)), ("late_static_dtor", (1, 1)),
+                                ("late_early_atexit", (0, 0)), ("late_early_dtor", (0, 0)),
+                                ("late_elf_dtor", (0, 0))):
+                expect(got.get("void %s()" % fn, (0, 0)) == want_fn,
+                       "%s, _exit in an ELF destructor: %s counted %s, want %s"
+                       % (tag, fn, got.get("void %s()" % fn), want_fn))
 
 
 def module_count(path):
