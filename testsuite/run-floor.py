@@ -27,6 +27,13 @@ Checks (one per run, named on the command line):
          failed in one run; a report asked for another metric is an error
          naming it.
 
+  choice   benchmarks/choice-bound.py on cachegrind files written here:
+         per function the cheaper of the count and visited builds
+         (functions told apart by file and name, the Ir column found by
+         the events line, every step summed), tally's runtime at the
+         cheaper build's total, over gcc's; the peer's ratio over its own
+         baseline; a workload without files is an error naming it.
+
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
 import json
@@ -181,6 +188,52 @@ def check_ir(a, work):
                 "w,tally-blocks-count,gcc,same,1100000\n")
     ir = floor_json(a, data, "--results", mine, "--gcov-results", other, "--workload", "w")["ir"]
     expect(abs(ir["mark"] - 1.1) < 1e-12, "mark %r with gcov's ratio 1.2 from --gcov-results, not 1.1" % ir["mark"])
+
+
+def write_cg(path, events, rows):
+    """A cachegrind output file: ROWS of (file, function, [costs])."""
+    with open(path, "w") as f:
+        f.write("desc: test\ncmd: x\nevents: %s\n" % events)
+        for fl, fn, costs in rows:
+            f.write("fl=%s\nfn=%s\n1 %s\n" % (fl, fn, " ".join(str(c) for c in costs)))
+
+
+@case("choice")
+def check_choice(a, work):
+    root = os.path.dirname(a.srcdir)
+    tool = os.path.join(root, "benchmarks", "choice-bound.py")
+    cg = os.path.join(work, "run", "cg", "w")
+    os.makedirs(cg)
+    # Two functions named f in two files: each takes its own cheaper side.
+    write_cg(os.path.join(cg, "gcc.step0.cg"), "Ir", [("a.c", "f", [600]), ("b.c", "f", [300])])
+    write_cg(os.path.join(cg, "gcc.step1.cg"), "Ir", [("a.c", "f", [100])])
+    write_cg(os.path.join(cg, "tally-blocks-count.step0.cg"), "Ir Bc",
+             [("a.c", "f", [700, 1]), ("b.c", "f", [310, 1]), ("/x/rt/dump.c", "d", [40, 1])])
+    write_cg(os.path.join(cg, "tally-blocks-count.step1.cg"), "Ir Bc",
+             [("a.c", "f", [100, 1])])
+    write_cg(os.path.join(cg, "tally-blocks-visited.step0.cg"), "Bc Ir",
+             [("a.c", "f", [1, 720]), ("b.c", "f", [1, 305]), ("/x/rt/dump.c", "d", [1, 20]),
+              ("/x/rt/mapblob.c", "p", [1, 10])])
+    write_cg(os.path.join(cg, "tally-blocks-visited.step1.cg"), "Bc Ir",
+             [("a.c", "f", [1, 100])])
+    write_cg(os.path.join(cg, "clang.step0.cg"), "Ir", [("a.c", "f", [1000])])
+    write_cg(os.path.join(cg, "clang-8bit.step0.cg"), "Ir", [("a.c", "f", [1100])])
+    out = json.loads(run([sys.executable, tool, "--json", work, "w"]).stdout)[0]
+    # count 700+100+310+40 = 1150, visited 720+100+305+30 = 1155 over 1000;
+    # chosen: a.c f from count (800 < 820), b.c f from visited (305),
+    # the runtime visited's 30 (< 40).
+    expect(out["gcc"] == 1000, "gcc total %r, not 1000" % out["gcc"])
+    expect(abs(out["tally-blocks-count"] - 1.15) < 1e-12, "count %r" % out["tally-blocks-count"])
+    expect(abs(out["tally-blocks-visited"] - 1.155) < 1e-12, "visited %r" % out["tally-blocks-visited"])
+    expect(abs(out["chosen"] - 1.135) < 1e-12, "chosen %r, not 1.135" % out["chosen"])
+    expect(out["functions_tally-blocks-count"] == 1, "count chosen for %r functions, not 1"
+           % out["functions_tally-blocks-count"])
+    expect(abs(out["clang-8bit"] - 1.1) < 1e-12, "peer %r, not 1.1" % out["clang-8bit"])
+    table = run([sys.executable, tool, work, "w"]).stdout
+    expect("| w | 1.1500 | 1.1550 | 1.1350 | 1.1000 |" in table, "table:\n%s" % table)
+    r = run([sys.executable, tool, work, "none"], check=False)
+    expect(r.returncode != 0 and "none" in r.stderr, "missing workload: status %d, %s"
+           % (r.returncode, r.stderr))
 
 
 if __name__ == "__main__":
