@@ -25,7 +25,8 @@ Checks (one per run, named on the command line):
          the report's Ir ratios (its baselines 1), "before → after" cells
          and the geomean over the workloads both have, "-" for a mode that
          failed in one run; a report asked for another metric is an error
-         naming it.
+         naming it, and so is a cell that is not a number (file, row and
+         column, no traceback).
 
   choice   benchmarks/choice-bound.py on cachegrind files written here:
          per function the cheaper of the count and visited builds
@@ -155,6 +156,17 @@ def check_compare(a, work):
     r = run([sys.executable, tool, "--metric", "wall", report, after], check=False)
     expect(r.returncode != 0 and "Ir" in r.stderr and "run-2026-11-23-1f22866.md" in r.stderr,
            "--metric wall with a report: status %d, %s" % (r.returncode, r.stderr))
+    # A cell that is not a number: one line naming the file, the row and
+    # the column, no traceback.
+    bad = os.path.join(work, "bad.csv")
+    with open(bad, "w") as f:
+        f.write("workload,mode,baseline,status,Ir,Ir_ratio\n"
+                "sqlite,gcc,gcc,reference,226935751,1.0\n"
+                "sqlite,tally-blocks-count,gcc,same,245882742,1.08x\n")
+    r = run([sys.executable, tool, report, bad], check=False)
+    expect(r.returncode != 0 and "bad.csv" in r.stderr and "tally-blocks-count" in r.stderr
+           and "Ir_ratio" in r.stderr and "Traceback" not in r.stderr,
+           "a malformed cell: status %d, %s" % (r.returncode, r.stderr))
 
 
 @case("ir")
