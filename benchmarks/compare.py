@@ -40,8 +40,18 @@ def load_report(path, col):
             if not m or not workload or " " in workload:
                 continue
             base = "baseline" in line or "uninstrumented" in line
-            rows[(workload, m.group(1))] = 1.0 if base else float(m.group(2))
+            rows[(workload, m.group(1))] = 1.0 if base else number(
+                m.group(2), path, workload, m.group(1), "Ir")
     return rows
+
+
+def number(text, path, workload, mode, col):
+    """TEXT as a float, or exit naming the cell it came from."""
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        sys.exit("compare.py: %s: %s %s: %s is %r, not a number"
+                 % (path, workload, mode, col, text))
 
 
 def load(path, col):
@@ -52,7 +62,8 @@ def load(path, col):
         for r in csv.DictReader(f):
             ok = not r["status"].startswith(("FAIL", "n/a"))
             v = r.get(col)
-            rows[(r["workload"], r["mode"])] = float(v) if ok and v not in (None, "") else None
+            rows[(r["workload"], r["mode"])] = (number(v, path, r["workload"], r["mode"], col)
+                                                if ok and v not in (None, "") else None)
     return rows
 
 

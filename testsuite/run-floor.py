@@ -25,7 +25,15 @@ Checks (one per run, named on the command line):
          the report's Ir ratios (its baselines 1), "before → after" cells
          and the geomean over the workloads both have, "-" for a mode that
          failed in one run; a report asked for another metric is an error
-         naming it.
+         naming it, and so is a cell that is not a number (file, row and
+         column, no traceback).
+
+  choice   benchmarks/choice-bound.py on cachegrind files written here:
+         per function the cheaper of the count and visited builds
+         (functions told apart by file and name, the Ir column found by
+         the events line, every step summed), tally's runtime at the
+         cheaper build's total, over gcc's; the peer's ratio over its own
+         baseline; a workload without files is an error naming it.
 
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
@@ -148,6 +156,17 @@ def check_compare(a, work):
     r = run([sys.executable, tool, "--metric", "wall", report, after], check=False)
     expect(r.returncode != 0 and "Ir" in r.stderr and "run-2026-11-23-1f22866.md" in r.stderr,
            "--metric wall with a report: status %d, %s" % (r.returncode, r.stderr))
+    # A cell that is not a number: one line naming the file, the row and
+    # the column, no traceback.
+    bad = os.path.join(work, "bad.csv")
+    with open(bad, "w") as f:
+        f.write("workload,mode,baseline,status,Ir,Ir_ratio\n"
+                "sqlite,gcc,gcc,reference,226935751,1.0\n"
+                "sqlite,tally-blocks-count,gcc,same,245882742,1.08x\n")
+    r = run([sys.executable, tool, report, bad], check=False)
+    expect(r.returncode != 0 and "bad.csv" in r.stderr and "tally-blocks-count" in r.stderr
+           and "Ir_ratio" in r.stderr and "Traceback" not in r.stderr,
+           "a malformed cell: status %d, %s" % (r.returncode, r.stderr))
 
 
 @case("ir")
@@ -181,6 +200,52 @@ def check_ir(a, work):
                 "w,tally-blocks-count,gcc,same,1100000\n")
     ir = floor_json(a, data, "--results", mine, "--gcov-results", other, "--workload", "w")["ir"]
     expect(abs(ir["mark"] - 1.1) < 1e-12, "mark %r with gcov's ratio 1.2 from --gcov-results, not 1.1" % ir["mark"])
+
+
+def write_cg(path, events, rows):
+    """A cachegrind output file: ROWS of (file, function, [costs])."""
+    with open(path, "w") as f:
+        f.write("desc: test\ncmd: x\nevents: %s\n" % events)
+        for fl, fn, costs in rows:
+            f.write("fl=%s\nfn=%s\n1 %s\n" % (fl, fn, " ".join(str(c) for c in costs)))
+
+
+@case("choice")
+def check_choice(a, work):
+    root = os.path.dirname(a.srcdir)
+    tool = os.path.join(root, "benchmarks", "choice-bound.py")
+    cg = os.path.join(work, "run", "cg", "w")
+    os.makedirs(cg)
+    # Two functions named f in two files: each takes its own cheaper side.
+    write_cg(os.path.join(cg, "gcc.step0.cg"), "Ir", [("a.c", "f", [600]), ("b.c", "f", [300])])
+    write_cg(os.path.join(cg, "gcc.step1.cg"), "Ir", [("a.c", "f", [100])])
+    write_cg(os.path.join(cg, "tally-blocks-count.step0.cg"), "Ir Bc",
+             [("a.c", "f", [700, 1]), ("b.c", "f", [310, 1]), ("/x/rt/dump.c", "d", [40, 1])])
+    write_cg(os.path.join(cg, "tally-blocks-count.step1.cg"), "Ir Bc",
+             [("a.c", "f", [100, 1])])
+    write_cg(os.path.join(cg, "tally-blocks-visited.step0.cg"), "Bc Ir",
+             [("a.c", "f", [1, 720]), ("b.c", "f", [1, 305]), ("/x/rt/dump.c", "d", [1, 20]),
+              ("/x/rt/mapblob.c", "p", [1, 10])])
+    write_cg(os.path.join(cg, "tally-blocks-visited.step1.cg"), "Bc Ir",
+             [("a.c", "f", [1, 100])])
+    write_cg(os.path.join(cg, "clang.step0.cg"), "Ir", [("a.c", "f", [1000])])
+    write_cg(os.path.join(cg, "clang-8bit.step0.cg"), "Ir", [("a.c", "f", [1100])])
+    out = json.loads(run([sys.executable, tool, "--json", work, "w"]).stdout)[0]
+    # count 700+100+310+40 = 1150, visited 720+100+305+30 = 1155 over 1000;
+    # chosen: a.c f from count (800 < 820), b.c f from visited (305),
+    # the runtime visited's 30 (< 40).
+    expect(out["gcc"] == 1000, "gcc total %r, not 1000" % out["gcc"])
+    expect(abs(out["tally-blocks-count"] - 1.15) < 1e-12, "count %r" % out["tally-blocks-count"])
+    expect(abs(out["tally-blocks-visited"] - 1.155) < 1e-12, "visited %r" % out["tally-blocks-visited"])
+    expect(abs(out["chosen"] - 1.135) < 1e-12, "chosen %r, not 1.135" % out["chosen"])
+    expect(out["functions_tally-blocks-count"] == 1, "count chosen for %r functions, not 1"
+           % out["functions_tally-blocks-count"])
+    expect(abs(out["clang-8bit"] - 1.1) < 1e-12, "peer %r, not 1.1" % out["clang-8bit"])
+    table = run([sys.executable, tool, work, "w"]).stdout
+    expect("| w | 1.1500 | 1.1550 | 1.1350 | 1.1000 |" in table, "table:\n%s" % table)
+    r = run([sys.executable, tool, work, "none"], check=False)
+    expect(r.returncode != 0 and "none" in r.stderr, "missing workload: status %d, %s"
+           % (r.returncode, r.stderr))
 
 
 if __name__ == "__main__":
