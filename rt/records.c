@@ -36,6 +36,19 @@ static unsigned char outbuf[1 << 16];
    must not wait for (see tally_rt_lock).  */
 static pid_t dumping;
 
+/* How many threads wait for the dump lock (tally_rt_lock (1)).  While one
+   does, a caller that only tries (tally_dump) gets EBUSY without trying:
+   a thread dumping in a loop would otherwise take the lock again each time
+   it lets go, and on a busy machine the exit or exec dump, yielding
+   between its attempts, would never get it.  */
+static unsigned lock_waiters;
+
+/* How long a waiting locker waits for another dump to finish before it
+   gives up, in seconds: far longer than any dump takes (a merge into a
+   large file included), but not forever behind a thread stopped in the
+   middle of one.  */
+#define LOCK_PATIENCE 30
+
 /* Module records of unregistered modules, in file format (see above);
    guarded by `dumping`.  */
 static unsigned char *retained;
@@ -452,33 +465,58 @@ tally_rt_any_measured (struct tally_module *head)
   return retained_count != 0; /* their flags are in the records: keep it simple */
 }
 
-/* Take the dump lock.  WAIT: spin until it is free (exit dump, retain);
-   otherwise fail with EBUSY at once (tally_dump, maybe in a signal
-   handler that interrupted a dump).  Even when told to wait, fail at once
-   if this very thread holds the lock: then we are a signal handler (or an
-   exit handler reached from one) running on top of that dump, and waiting
-   would never end.  */
+/* Take the dump lock.  WAIT: wait until it is free (exit dump, retain),
+   for up to LOCK_PATIENCE seconds, and before any caller that only tries;
+   otherwise fail with EBUSY at once (tally_dump, maybe in a signal handler
+   that interrupted a dump), and also while a waiting caller waits.  Even
+   when told to wait, fail at once if this very thread holds the lock: then
+   we are a signal handler (or an exit handler reached from one) running on
+   top of that dump, and waiting would never end.  */
 int
 tally_rt_lock (int wait)
 {
   pid_t self = gettid ();
   pid_t expected = 0;
-  unsigned spins = 0;
-  while (!__atomic_compare_exchange_n (&dumping, &expected, self, 0,
-                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+  if (!wait && __atomic_load_n (&lock_waiters, __ATOMIC_ACQUIRE))
     {
-      int mine = expected == self;
+      errno = EBUSY;
+      return -1;
+    }
+  if (__atomic_compare_exchange_n (&dumping, &expected, self, 0,
+                                   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+    return 0;
+  if (!wait || expected == self)
+    {
+      errno = EBUSY;
+      return -1;
+    }
+  __atomic_add_fetch (&lock_waiters, 1, __ATOMIC_ACQ_REL);
+  struct timespec start = { 0, 0 }, now;
+  int timed = clock_gettime (CLOCK_MONOTONIC, &start) == 0;
+  unsigned spins = 0;
+  int rc = 0;
+  for (;;)
+    {
       expected = 0;
-      if (!wait || mine || ++spins > 2000000u)
+      if (__atomic_compare_exchange_n (&dumping, &expected, self, 0,
+                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        break;
+      /* The clock every 1024 attempts; without one, about as many
+         attempts as a second of yields on an idle machine.  */
+      if (++spins % 1024u == 0
+          && (timed ? clock_gettime (CLOCK_MONOTONIC, &now) == 0
+                          && now.tv_sec - start.tv_sec > LOCK_PATIENCE
+                    : spins > 2000000u))
         {
-          if (wait && !mine)
-            tally_rt_error ("another dump never finished; giving up");
+          tally_rt_error ("another dump never finished; giving up");
           errno = EBUSY;
-          return -1;
+          rc = -1;
+          break;
         }
       sched_yield ();
     }
-  return 0;
+  __atomic_sub_fetch (&lock_waiters, 1, __ATOMIC_ACQ_REL);
+  return rc;
 }
 
 void
@@ -491,6 +529,8 @@ void
 tally_rt_lock_fork_child (void)
 {
   __atomic_store_n (&dumping, 0, __ATOMIC_RELAXED);
+  /* Only the forking thread goes on: nobody waits in the child.  */
+  __atomic_store_n (&lock_waiters, 0, __ATOMIC_RELAXED);
 }
 
 unsigned char *

@@ -14,7 +14,8 @@ extern "C" {
 
 /* Write the data file now (path from TALLY_OUTPUT, default tally.%p.data),
    replacing an earlier dump of this process.  Returns 0, or -1 with errno
-   set (EBUSY if another thread is dumping at this moment).
+   set (EBUSY if another thread is dumping at this moment, or the exit,
+   exec or fatal-signal dump is waiting for the lock).
    Async-signal-safe.  */
 TALLY_PUBLIC int tally_dump (void);
 
