@@ -203,8 +203,9 @@ def check_exec(a, work):
     """Every exec function writes the counts before the image goes; a failed
     exec keeps counting; a vfork child's exec writes nothing; an
     instrumented image exec'ing itself finds the earlier file in place; an
-    exec while another thread dumps leaves a complete file, as does an exec
-    or exit on one CPU while another thread dumps in a loop."""
+    exec while another thread dumps leaves a complete file, as does an
+    exec, exit or SIGTERM on one CPU while another thread dumps in a
+    loop."""
     for hooks, at in (("inline", "late"), ("call", "early")):
         exe = build(a, work, "exec.c", hooks, ["-D_GNU_SOURCE", "-fplugin-arg-tally-at=" + at],
                     name="exec-" + at)
@@ -251,18 +252,21 @@ def check_exec(a, work):
         left = sorted(f for f in os.listdir(sub) if ".tmp." in f)
         expect(not left, "exec-dump %s: dumps cut short by the exec: %s" % (hooks, left))
     # The same on one CPU, where the dumping thread takes the lock again
-    # in the time slice it let go of it in: the exec and the exit dump,
-    # which wait, go before tally_dump, which only tries (without that,
-    # "another dump never finished; giving up" in most runs).
+    # in the time slice it let go of it in: the exec, exit and SIGTERM
+    # dumps, which wait, go before tally_dump, which only tries (without
+    # that, "another dump never finished; giving up" in most runs).
     cpu = min(os.sched_getaffinity(0))
     sub = os.path.join(work, "exec-dump-one-cpu")
     os.mkdir(sub)
-    for how in ("exec", "exit"):
+    for how in ("exec", "exit", "term"):
         for i in range(8):
             data = os.path.join(sub, "%s-%d.data" % (how, i))
-            p = run([exe, how], env={"TALLY_OUTPUT": data},
+            p = run([exe, how], env={"TALLY_OUTPUT": data}, check=False,
                     preexec_fn=lambda: os.sched_setaffinity(0, {cpu}), timeout=120)
-            expect(p.stderr == "", "exec-dump on one CPU, %s: %r" % (how, p.stderr))
+            status = -signal.SIGTERM if how == "term" else 0
+            expect(p.returncode == status and p.stderr == "",
+                   "exec-dump on one CPU, %s: status %d, want %d, %r"
+                   % (how, p.returncode, status, p.stderr))
             want(a, data, "f", 100000, what="exec-dump on one CPU, %s run %d" % (how, i))
     # Redirection is for the libc functions only: a program's own execv, or
     # one with another signature, is called as written.
