@@ -501,6 +501,19 @@ struct put
   uint64_t sum;
 };
 
+/* Write W's pieces to S's file (unless an earlier write failed) and
+   start the pieces and the stage again.  */
+static void
+put_flush (struct tally_rt_sink *s, struct put *w)
+{
+  if (!s->failed)
+    s->failed = write_all (s->fd, iov, (int) (w->v - iov), w->bytes);
+  s->total += w->bytes;
+  w->v = iov;
+  w->st = stage;
+  w->bytes = 0;
+}
+
 /* The common case of the fd path, in a loop of its own so that its state
    stays in registers: from function *P on (its segment at *SEGP) of M,
    whose table starts at FNS, the functions whose values are their
@@ -538,11 +551,9 @@ put_plain (const struct tally_module *m, struct tally_fn *const *fns,
         sum += tally_rt_tls_read (m, tls_list, tls_n, (uint32_t) (p - fns),
                                   live_counters (f, bias), nv, st, &any);
       if (!any)
-        crc = tally_crc32_append (crc, tally_le_get32 (seg + 20),
-                                  tally_le_get32 (seg + 16), NULL, 0);
+        crc = crc_append (1, crc, seg + 16, NULL, 0);
       else
-        crc = tally_crc32_append (crc, tally_le_get32 (seg + 12),
-                                  tally_le_get32 (seg + 8), st, 8 * (size_t) nv);
+        crc = crc_append (1, crc, seg + 8, st, 8 * (size_t) nv);
       v[1].iov_base = st;
       v[1].iov_len = 8 * (size_t) nv;
       v += 2;
@@ -625,14 +636,7 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
          them).  */
       if (w.v > iov + STAGE_IOV - 2
           || (nv <= STAGE_VALUES && nv > (size_t) (stage + STAGE_VALUES - w.st)))
-        {
-          if (!s->failed)
-            s->failed = write_all (s->fd, iov, (int) (w.v - iov), w.bytes);
-          w.v = iov;
-          w.st = stage;
-          s->total += w.bytes;
-          w.bytes = 0;
-        }
+        put_flush (s, &w);
       w.v->iov_base = (void *) (b + tally_le_get32 (seg));
       w.v++->iov_len = len;
       w.bytes += len;
@@ -665,14 +669,7 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
       for (uint32_t k = 0; k < nv;)
         {
           if (w.st == stage + STAGE_VALUES || w.v == iov + STAGE_IOV)
-            {
-              if (!s->failed)
-                s->failed = write_all (s->fd, iov, (int) (w.v - iov), w.bytes);
-              w.v = iov;
-              w.st = stage;
-              s->total += w.bytes;
-              w.bytes = 0;
-            }
+            put_flush (s, &w);
           uint64_t any = 0;
           uint32_t got = snapshot (m, i, k, (uint32_t) (stage + STAGE_VALUES - w.st),
                                    w.st, &any);
@@ -687,21 +684,13 @@ tally_rt_blob_put (const struct tally_module *m, struct tally_rt_sink *s)
     }
   /* The record's last segment, after the last function's values.  */
   if (w.v > iov + STAGE_IOV - 1)
-    {
-      if (!s->failed)
-        s->failed = write_all (s->fd, iov, (int) (w.v - iov), w.bytes);
-      w.v = iov;
-      s->total += w.bytes;
-      w.bytes = 0;
-    }
+    put_flush (s, &w);
   uint32_t len = tally_le_get32 (seg + 4);
   w.v->iov_base = (void *) (b + tally_le_get32 (seg));
   w.v++->iov_len = len;
   w.bytes += len;
   w.crc = crc_append (fast, w.crc, seg + 8, NULL, 0);
-  if (!s->failed)
-    s->failed = write_all (s->fd, iov, (int) (w.v - iov), w.bytes);
-  s->total += w.bytes;
+  put_flush (s, &w);
   s->crc = w.crc;
   cur_sum += w.sum;
   module_end (m);

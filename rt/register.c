@@ -106,8 +106,7 @@ __tally_unregister (struct tally_module *m)
 void
 tally_rt_unregister_local (struct tally_module *m)
 {
-  if ((__atomic_load_n (&m->rt_state, __ATOMIC_ACQUIRE) & TALLY_STATE_MASK)
-      != TALLY_STATE_REGISTERED)
+  if (!tally_rt_module_live (m))
     return;
   /* Before the final dump (dlclose, or ELF destructors that run before the
      exit handler) the module's record is kept for the dumps to come; after
