@@ -960,9 +960,13 @@ instrument_function (function *fun)
     layout.flags |= TALLY_FN_CALLS_DERIVED;
   bool hooks = !derived && tally_opts.hooks != TALLY_HOOKS_NONE;
   /* update=tls: the attach test, where one is needed, before anything
-     else; folded into the inline entry count where there is one.  */
-  bool tls_test = tally_opts.update == TALLY_UPDATE_TLS && (hooks || plan)
-                  && tally_opts.hooks != TALLY_HOOKS_CALL && !user;
+     else; folded into the inline entry count where there is one.  The
+     thread-local counters are the inline hooks' and the block counters'
+     (with hooks=call and hooks=user the entry and exit counts are not
+     thread-local, but the block counters still are: the runtime's call
+     hooks attach nothing).  */
+  bool tls_test = tally_opts.update == TALLY_UPDATE_TLS
+                  && (plan || (hooks && tally_opts.hooks == TALLY_HOOKS_INLINE));
   if (tls_test && tls_attach_implied (fndecl))
     {
       tls_test = false;

@@ -269,6 +269,50 @@ def tally_opts(*opts):
     return ["-fplugin-arg-tally-" + o for o in opts]
 
 
+# The plugin options that change what the inserted code updates, and
+# their values: a suite that claims to cover the combinations of some of
+# them takes them from matrix(), so that none is left out unless it says so.
+PLUGIN_AXES = {
+    "hooks": ("inline", "call", "none"),
+    "update": ("single", "atomic", "tls"),
+    "placement": ("tree", "block"),
+    "blocks": ("count", "visited"),
+    "at": ("early", "late"),
+}
+
+
+def matrix(*axes, leave_out=None):
+    """Every combination of the values of AXES (names of PLUGIN_AXES), as
+    lists of plugin options ["hooks=call", "update=tls", ...], in a fixed
+    order.  LEAVE_OUT: {reason: predicate(dict of the combination)}: the
+    combinations a predicate is true of are left out, and the case prints
+    each reason with how many it left out, so a reader of the log sees what
+    was not run."""
+    import itertools
+    combos, left = [], {}
+    for values in itertools.product(*(PLUGIN_AXES[x] for x in axes)):
+        c = dict(zip(axes, values))
+        why = next((r for r, p in (leave_out or {}).items() if p(c)), None)
+        if why:
+            left[why] = left.get(why, 0) + 1
+        else:
+            combos.append(["%s=%s" % kv for kv in c.items()])
+    for why, n in left.items():
+        print("left out %d of the %s combinations: %s" % (n, " x ".join(axes), why))
+    return combos
+
+
+def gcov_of(a):
+    """The gcov of the C compiler the tests use (gcc-14 -> gcov-14): line
+    counts follow the rules of the GCC that compiled them."""
+    d, b = os.path.split(a.cc)
+    m = re.fullmatch(r"(.*?)(?:gcc|cc)(-\d+)?", b)
+    if not m:
+        return "gcov"
+    name = m.group(1) + "gcov" + (m.group(2) or "")
+    return os.path.join(d, name) if d else name
+
+
 def compiler(a, src, cxx=None):
     """The C++ compiler for a .cc source (or when CXX), the C one else."""
     return a.cxx if (src.endswith(".cc") if cxx is None else cxx) else a.cc

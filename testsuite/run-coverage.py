@@ -6,6 +6,8 @@ For PROG, at -O0, -O2 and -O3, with at=early and at=late, it builds:
   tree     blocks=count placement=tree  hooks=inline (entries derived)
   block    blocks=count placement=block hooks=inline
   call     blocks=count placement=tree  hooks=call   (entries counted)
+  call-tls blocks=count placement=tree  hooks=call update=tls (the
+           program's own update mode replaced)
   visited  blocks=visited               hooks=inline
 and with gcc --coverage (the oracle), runs them all the way run-case.py runs
 the program, and checks:
@@ -14,7 +16,8 @@ the program, and checks:
      functions tally does not instrument (no_instrument_function).  -O2 and
      -O3: the differences are printed with their reason, not failed.
   2. Every level: tree and block give the same count for every block of
-     every function (same source, same block numbering), and so does call.
+     every function (same source, same block numbering), and so do call
+     and call-tls.
   3. Every level: the entries and exits tree derives from its block counts
      equal those call counted at run time.
   4. Every level: the blocks visited marks as run are exactly the blocks
@@ -140,6 +143,7 @@ def main():
         "tree": ["blocks=count", "placement=tree", "hooks=inline"],
         "block": ["blocks=count", "placement=block", "hooks=inline"],
         "call": ["blocks=count", "placement=tree", "hooks=call"],
+        "call-tls": ["blocks=count", "placement=tree", "hooks=call", "update=tls"],
         "visited": ["blocks=visited", "hooks=inline"],
     }
     p = Problems(name)
@@ -163,10 +167,13 @@ def main():
                 data, js = {}, {}
                 for kind, opts in builds.items():
                     exe = os.path.join(work, "%s-%s-%s" % (kind, opt, at))
+                    own = [f for f in plugin_extra
+                           if not (kind == "call-tls"
+                                   and f.startswith("-fplugin-arg-tally-update="))]
                     run([compiler, "-" + opt, "-fplugin=" + args.plugin,
                          "-fplugin-arg-tally-at=" + at]
                         + ["-fplugin-arg-tally-" + o for o in opts]
-                        + plugin_extra + extra + [prog, "-o", exe, args.runtime])
+                        + own + extra + [prog, "-o", exe, args.runtime])
                     data[kind] = exe + ".data"
                     out = run([exe], env={"TALLY_OUTPUT": data[kind]}).stdout
                     if out != reference:
@@ -174,9 +181,9 @@ def main():
                     js[kind] = tally_json(args.tally, data[kind], "--blocks",
                                           "--lines", prog)
 
-                # 2. Block counts: tree = block = call.
+                # 2. Block counts: tree = block = call = call-tls.
                 tb = blocks_of(js["tree"])
-                for other in ("block", "call"):
+                for other in ("block", "call", "call-tls"):
                     ob = blocks_of(js[other])
                     if set(ob) != set(tb):
                         p.fail((opt, at, other, "functions"),

@@ -23,8 +23,8 @@ import time
 import zlib
 
 import checklib
-from checklib import (case, expect, main, report_calls, report_json, run, shared_runtime,
-                      Skip, write_file)
+from checklib import (case, expect, gcov_of, main, matrix, report_calls, report_json, run,
+                      shared_runtime, Skip, write_file)
 
 
 def build(a, work, src, hooks="inline", extra=(), cxx=False, name=None, runtime=None):
@@ -96,7 +96,7 @@ def gcov_counts(a, work, src, args):
          "-o", os.path.join(gdir, "prog")], cwd=gdir)
     run([os.path.join(gdir, "prog"), *[gdir if x == "DIR" else x for x in args]], cwd=gdir)
     gcda = [f for f in os.listdir(gdir) if f.endswith(".gcda")]
-    out = run(["gcov", "-j", "-t", gcda[0]], cwd=gdir).stdout
+    out = run([gcov_of(a), "-j", "-t", gcda[0]], cwd=gdir).stdout
     lines, fns = {}, {}
     for doc in out.splitlines():
         for f in json.loads(doc)["files"] if doc.strip() else []:
@@ -114,60 +114,57 @@ def check_fork_lines(a, work):
     """Block counts across a chain of forks (4 processes) and tally_reset
     in the middle of active frames: the files of the run, each solved on
     its own and summed, give gcov's line counts and function entries
-    (-O0, every line gcov reports) with no warning, in every mode:
-    hooks inline/call/none, update single/atomic/tls, placement tree and
-    block, blocks=count and visited, at=early and late.  A forked child and
-    a process after tally_reset resume inside functions entered before: the
-    flow arriving at the calls they return from must not be taken for an
-    entry (a child's file used to derive an entry of main)."""
-    if not shutil.which("gcov"):
-        raise Skip("gcov not installed")
+    (-O0, every line gcov reports) with no warning, in every combination
+    of hooks inline/call/none, update single/atomic/tls, placement tree
+    and block, blocks=count and visited, at=early and late (checklib's
+    matrix: all 72, each with and without tally_reset).  A forked child
+    and a process after tally_reset resume inside functions entered
+    before: the flow arriving at the calls they return from must not be
+    taken for an entry (a child's file used to derive an entry of main).
+    hooks=call with update=tls used to count no block at all (the call
+    hooks attached no thread to the unit's thread-local counters)."""
+    if not shutil.which(gcov_of(a)):
+        raise Skip("%s not installed" % gcov_of(a))
     src = "fork-lines.c"
-    modes = [("hooks=inline", "blocks=count"),
-             ("hooks=call", "update=atomic", "blocks=count"),
-             ("hooks=inline", "update=tls", "blocks=count"),
-             ("hooks=none", "blocks=count", "placement=block"),
-             ("hooks=inline", "update=atomic", "blocks=count", "placement=block"),
-             ("hooks=inline", "blocks=visited")]
+    modes = matrix("hooks", "update", "placement", "blocks", "at")
     for args in ([], ["reset", "DIR"]):
         glines, gfns = gcov_counts(a, work, src, args)
         expect(glines.get(93) == 4 and gfns.get("main") == 1,
                "gcov's counts %s %s are not those of the chain" % (glines, gfns))
-        for at in ("early", "late"):
-            for n, opts in enumerate(modes):
-                tag = "%s at=%s%s" % (" ".join(opts), at, " with tally_reset" if args else "")
-                sub = os.path.join(work, "%s-%d-%s" % (at, n, "-".join(args)))
-                os.mkdir(sub)
-                exe = os.path.join(sub, "prog")
-                run([a.cc, "-O0", "-fplugin=" + a.plugin, "-fplugin-arg-tally-at=" + at,
-                     *["-fplugin-arg-tally-" + o for o in opts], "-I", a.include,
-                     os.path.join(a.srcdir, "lossless", src), "-o", exe, a.runtime])
-                p = run([exe, *[sub if x == "DIR" else x for x in args]],
-                        env={"TALLY_OUTPUT": os.path.join(sub, "%p.data")})
-                expect(p.returncode == 0 and p.stderr == "",
-                       "%s: status %d, messages %r" % (tag, p.returncode, p.stderr))
-                files = sorted(os.path.join(sub, f) for f in os.listdir(sub)
-                               if f.endswith(".data"))
-                expect(len(files) == (10 if args else 4), "%s: files %s" % (tag, files))
-                for f in files:
-                    r = run([a.tally, "report", f])
-                    expect(r.stderr == "", "%s: %s: %r" % (tag, os.path.basename(f), r.stderr))
-                r = run([a.tally, "report", "--json", "--lines",
-                         os.path.join(a.srcdir, "lossless", src), *files])
-                expect(r.stderr == "", "%s: report of the files together: %r" % (tag, r.stderr))
-                j = json.loads(r.stdout)
-                tlines = {l["line"]: l["count"] for s_ in j.get("sources", [])
-                          for l in s_["lines"]}
-                visited = "blocks=visited" in opts
-                diff = ["%d: gcov %s, tally %s" % (ln, c, tlines.get(ln))
-                        for ln, c in sorted(glines.items())
-                        if tlines.get(ln) != (int(c > 0) if visited else c)]
-                expect(not diff, "%s: line counts of every file together differ "
-                       "from gcov's: %s" % (tag, "; ".join(diff)))
-                if "hooks=none" in opts and visited:
-                    continue
-                got = {f["name"]: f["calls"] for f in j["functions"]}
-                expect(got == gfns, "%s: entries %s, gcov %s" % (tag, got, gfns))
+        for n, opts in enumerate(modes):
+            tag = "%s%s" % (" ".join(opts), " with tally_reset" if args else "")
+            sub = os.path.join(work, "%d-%s" % (n, "-".join(args)))
+            os.mkdir(sub)
+            exe = os.path.join(sub, "prog")
+            run([a.cc, "-O0", "-fplugin=" + a.plugin,
+                 *["-fplugin-arg-tally-" + o for o in opts], "-I", a.include,
+                 os.path.join(a.srcdir, "lossless", src), "-o", exe, a.runtime])
+            p = run([exe, *[sub if x == "DIR" else x for x in args]],
+                    env={"TALLY_OUTPUT": os.path.join(sub, "%p.data")})
+            expect(p.returncode == 0 and p.stderr == "",
+                   "%s: status %d, messages %r" % (tag, p.returncode, p.stderr))
+            files = sorted(os.path.join(sub, f) for f in os.listdir(sub)
+                           if f.endswith(".data"))
+            expect(len(files) == (10 if args else 4), "%s: files %s" % (tag, files))
+            for f in files:
+                r = run([a.tally, "report", f])
+                expect(r.stderr == "", "%s: %s: %r" % (tag, os.path.basename(f), r.stderr))
+            r = run([a.tally, "report", "--json", "--lines",
+                     os.path.join(a.srcdir, "lossless", src), *files])
+            expect(r.stderr == "", "%s: report of the files together: %r" % (tag, r.stderr))
+            j = json.loads(r.stdout)
+            tlines = {l["line"]: l["count"] for s_ in j.get("sources", [])
+                      for l in s_["lines"]}
+            visited = "blocks=visited" in opts
+            diff = ["%d: gcov %s, tally %s" % (ln, c, tlines.get(ln))
+                    for ln, c in sorted(glines.items())
+                    if tlines.get(ln) != (int(c > 0) if visited else c)]
+            expect(not diff, "%s: line counts of every file together differ "
+                   "from gcov's: %s" % (tag, "; ".join(diff)))
+            if "hooks=none" in opts and visited:
+                continue
+            got = {f["name"]: f["calls"] for f in j["functions"]}
+            expect(got == gfns, "%s: entries %s, gcov %s" % (tag, got, gfns))
     # Counts that are not one run (the loop test's block counter altered
     # in the file, as lost updates or a dump read while threads counted
     # leave them; the edge into the loop then comes out negative):
