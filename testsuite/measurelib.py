@@ -155,6 +155,39 @@ def need_papi(a, work):
         raise Skip(why)
 
 
+# The events of measure/fake-papi.c, a preloaded stand-in for libpapi: the
+# thread's CPU time in ns (what perf::TASK-CLOCK counts) and the number of
+# reads (a count that depends on the calls only).
+FAKE_EVENTS = ("tally::THREAD-CPU-NS", "tally::READS")
+
+
+def fake_papi(a, work):
+    """measure/fake-papi.c built into WORK: the environment that preloads
+    it."""
+    so = os.path.join(work, "fake-papi.so")
+    if not os.path.exists(so):
+        run([a.cc, "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror",
+             os.path.join(a.srcdir, "measure", "fake-papi.c"), "-o", so])
+    return {"LD_PRELOAD": so}
+
+
+def papi_sources(a, work):
+    """The event sources a measure=papi check runs with, as (name, events,
+    environment, the event counting CPU ns): the fake PAPI everywhere (so
+    the runtime's PAPI code runs on every machine), and the machine's PAPI
+    where it can measure PAPI_EVENTS (why not is printed).  Skips only
+    where the runtime was built without PAPI."""
+    if a.papi != "1" or not a.runtime_papi:
+        raise Skip("the runtime was built without PAPI (libpapi-dev)")
+    sources = [("fake PAPI", FAKE_EVENTS, fake_papi(a, work), FAKE_EVENTS[0])]
+    why = papi_unusable(a, work)
+    if why:
+        print("only the fake PAPI: %s" % why)
+    else:
+        sources.append(("PAPI", PAPI_EVENTS, {}, PAPI_EVENTS[0]))
+    return sources
+
+
 def x86_64():
     if platform.machine() not in ("x86_64", "AMD64"):
         raise Skip("measure=cycles is x86-64 only")
@@ -223,9 +256,13 @@ def parse_tree(out):
     """The rows of `tally report --tree` output OUT as [(path tuple,
     (calls, inclusive, exclusive))], in order."""
     rows, stack = [], []
-    for line in out.splitlines()[1:]:
-        calls, incl, excl = (int(v) for v in line[:46].split())
-        rest = line[48:]
+    lines = out.splitlines()
+    # The call path starts at its heading's column (the value columns are
+    # as wide as an event's name).
+    col = lines[0].index("call path") if lines else 0
+    for line in lines[1:]:
+        calls, incl, excl = (int(v) for v in line[:col].split())
+        rest = line[col:]
         depth = (len(rest) - len(rest.lstrip(" "))) // 2
         name = rest.lstrip(" ").rsplit("  ", 1)[0]
         del stack[depth:]

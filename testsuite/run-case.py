@@ -193,7 +193,7 @@ def main():
                     {k: oracle.get(k, zero) for k in keys}, keys)
         else:
             if not shutil.which("valgrind"):
-                print("valgrind not installed: callgrind oracle skipped")
+                print("skipped: callgrind oracle (valgrind not installed)")
                 return SKIP
             exe = os.path.join(work, "inline")
             cg = os.path.join(work, "callgrind.out")

@@ -80,8 +80,7 @@ def check_version_mismatch(a, work):
             other = path
             break
     if not other:
-        print("no second GCC version installed: skipped")
-        raise Skip()
+        raise Skip("no second GCC version installed")
     src = os.path.join(a.srcdir, "progs", "s-abc.c")
     p = run([other, "-c", "-fplugin=" + a.plugin, src, "-o", os.path.join(work, "x.o")],
             check=False)

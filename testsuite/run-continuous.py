@@ -497,15 +497,13 @@ def check_full_fs(a, work):
     region written with zeros: no room is said alike, and with room a
     SIGKILL loses nothing.  Needs root (mount): skipped otherwise."""
     if os.geteuid() != 0:
-        print("not root: cannot mount a small tmpfs: skipped")
-        raise Skip()
+        raise Skip("not root: cannot mount a small tmpfs")
     mnt = os.path.join(work, "mnt")
     os.mkdir(mnt)
     p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt],
                        capture_output=True, text=True)
     if p.returncode != 0:
-        print("mount -t tmpfs failed (%s): skipped" % p.stderr.strip())
-        raise Skip()
+        raise Skip("mount -t tmpfs failed (%s)" % p.stderr.strip())
     try:
         page = os.sysconf("SC_PAGE_SIZE")
         n = 25

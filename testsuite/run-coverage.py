@@ -123,7 +123,7 @@ def main():
     args = ap.parse_args()
     for tool in ("gcov", "lcov", "genhtml"):
         if not shutil.which(tool):
-            print("%s not installed: skipped" % tool)
+            print("skipped: coverage (%s not installed)" % tool)
             return SKIP
 
     prog = os.path.abspath(args.prog)

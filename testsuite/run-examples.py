@@ -180,8 +180,7 @@ RDTSC_CALLS = {"spin": 3000, "leaf": 1000, "inner": 1000, "outer": 1000,
 @case("rdtsc")
 def check_rdtsc(a, work):
     if platform.machine() not in ("x86_64", "AMD64"):
-        print("rdtsc is x86-64 only: skipped")
-        raise Skip()
+        raise Skip("rdtsc is x86-64 only")
     ex = Ex(a, work, "rdtsc")
     count, _ = ex.counts()
     out, _ = ex.run(ex.build("early"))
@@ -276,8 +275,7 @@ def hook_calls(exe, prefix):
 
 def need_binutils():
     if not (shutil.which("nm") and shutil.which("objdump")):
-        print("nm or objdump missing: skipped")
-        raise Skip()
+        raise Skip("nm or objdump missing")
 
 
 @case("early-inlined")

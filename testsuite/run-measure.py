@@ -34,9 +34,9 @@ import sys
 
 from checklib import case, data_of, expect, main, run, write_file
 from measurelib import (build, check_counts, check_structure, check_sums, check_tree,
-                        check_tree_sums, each_mode, measure, measure_exe, measured,
-                        need_papi, papi_unusable, paths_build, PATHS_ON, rewrap,
-                        tree_rows, x86_64)
+                        check_tree_sums, each_mode, fake_papi, FAKE_EVENTS, measure,
+                        measure_exe, measured, papi_sources, paths_build, PATHS_ON,
+                        rewrap, tree_rows, x86_64)
 
 
 # tree.c's calls and callees (each called by one parent only).
@@ -166,69 +166,76 @@ def check_signals(a, work):
 
 @case("papi")
 def check_papi(a, work):
+    """measure=papi at=early and late, with the fake PAPI and, where it can
+    measure, the machine's: exact calls, every event's tree (inclusive =
+    exclusive + callees, exclusive values adding up to main's inclusive
+    one), one message for an event that does not exist; the CPU-time event
+    against the kernel's count of the process's CPU time; cycles only, with
+    one message, when no event exists."""
     x86_64()
-    need_papi(a, work)
-    for at in ("early", "late"):
-        what = "tree.c measure=papi at=%s" % at
-        exe = os.path.join(work, "tree-papi-" + at)
-        run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
-             "-fplugin-arg-tally-at=" + at, "-fplugin-arg-tally-measure=papi",
-             os.path.join(a.srcdir, "measure", "tree.c"), "-o", exe, a.runtime,
-             a.runtime_papi, "-lpapi", "-lpthread"])
-        data = exe + ".data"
-        env = {"TALLY_OUTPUT": data,
-               "TALLY_PAPI_EVENTS": "perf::TASK-CLOCK,TALLY_NO_SUCH_EVENT,perf::PAGE-FAULTS"}
-        full = dict(os.environ)
-        full.pop("TALLY_OUTPUT", None)
-        full.update(env)
-        import subprocess
-        p = subprocess.Popen([exe], env=full, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        out, err = p.communicate()
-        expect(p.returncode == 0, "%s: exit %d: %s" % (what, p.returncode, err))
-        msgs = [l for l in err.splitlines() if l.strip()]
-        expect(len(msgs) == 1 and "TALLY_NO_SUCH_EVENT" in msgs[0]
-               and "measuring the others" in msgs[0],
-               "%s: want one message naming the missing event, got %r" % (what, err))
+    import resource
+    import subprocess
+    for source, events, src_env, cpu_ev in papi_sources(a, work):
+        for at in ("early", "late"):
+            what = "tree.c measure=papi at=%s, %s" % (at, source)
+            exe = os.path.join(work, "tree-papi-%s-%s" % (at, source.replace(" ", "-")))
+            run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
+                 "-fplugin-arg-tally-at=" + at, "-fplugin-arg-tally-measure=papi",
+                 os.path.join(a.srcdir, "measure", "tree.c"), "-o", exe, a.runtime,
+                 a.runtime_papi, "-lpapi", "-lpthread"])
+            data = exe + ".data"
+            env = dict(src_env, TALLY_OUTPUT=data,
+                       TALLY_PAPI_EVENTS="%s,TALLY_NO_SUCH_EVENT,%s" % events)
+            full = dict(os.environ)
+            full.pop("TALLY_OUTPUT", None)
+            full.update(env)
+            p = subprocess.Popen([exe], env=full, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            out, err = p.communicate()
+            expect(p.returncode == 0, "%s: exit %d: %s" % (what, p.returncode, err))
+            msgs = [l for l in err.splitlines() if l.strip()]
+            expect(len(msgs) == 1 and "TALLY_NO_SUCH_EVENT" in msgs[0]
+                   and "measuring the others" in msgs[0],
+                   "%s: want one message naming the missing event, got %r" % (what, err))
+            rep = json.loads(run([a.tally, "report", "--json", data]).stdout)
+            rows = {f["name"]: f for f in rep["functions"]}
+            check_counts(what, rows, {"main": (1, 1), "a": (200, 200),
+                                      "b": (400, 400), "c": (1200, 1200),
+                                      "d": (1, 1)})
+            for ev in events:
+                ev_rows = {n: {"incl_cycles": r["events"][ev][0],
+                               "excl_cycles": r["events"][ev][1],
+                               "calls": r["calls"]} for n, r in rows.items()}
+                check_tree(what + " " + ev, ev_rows,
+                           {"main": ["a", "d"], "a": ["b"], "b": ["c"], "c": [], "d": []})
+                total = sum(r["excl_cycles"] for r in ev_rows.values())
+                expect(total == ev_rows["main"]["incl_cycles"],
+                       "%s: %s exclusive values add up to %d, main has %d"
+                       % (what, ev, total, ev_rows["main"]["incl_cycles"]))
+            # The CPU-time event (ns on the CPU) against the kernel's own
+            # count of the process's CPU time (an independent oracle):
+            # main's inclusive time is inside the process's, and most of it
+            # (d loops 20000000 times).
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            p = subprocess.run([exe], env=full, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu_ns = ((after.ru_utime + after.ru_stime)
+                      - (before.ru_utime + before.ru_stime)) * 1e9
+            rep = json.loads(run([a.tally, "report", "--json", data]).stdout)
+            main_tc = {f["name"]: f for f in rep["functions"]}["main"]["events"][cpu_ev][0]
+            expect(0.5 * cpu_ns - 5e6 <= main_tc <= cpu_ns + 5e6,
+                   "%s: main's %s %d ns, the process used %d ns of CPU"
+                   % (what, cpu_ev, main_tc, cpu_ns))
+        # No event available: cycles only, one message.
+        p = run([exe], env=dict(src_env, TALLY_OUTPUT=data,
+                                TALLY_PAPI_EVENTS="TALLY_NO_SUCH_EVENT"))
+        expect("no event is available; measuring cycles only" in p.stderr,
+               "%s, no usable event: %r" % (source, p.stderr))
         rep = json.loads(run([a.tally, "report", "--json", data]).stdout)
-        rows = {f["name"]: f for f in rep["functions"]}
-        check_counts(what, rows, {"main": (1, 1), "a": (200, 200),
-                                  "b": (400, 400), "c": (1200, 1200),
-                                  "d": (1, 1)})
-        for ev in ("perf::TASK-CLOCK", "perf::PAGE-FAULTS"):
-            ev_rows = {n: {"incl_cycles": r["events"][ev][0],
-                           "excl_cycles": r["events"][ev][1],
-                           "calls": r["calls"]} for n, r in rows.items()}
-            check_tree(what + " " + ev, ev_rows,
-                       {"main": ["a", "d"], "a": ["b"], "b": ["c"], "c": [], "d": []})
-            total = sum(r["excl_cycles"] for r in ev_rows.values())
-            expect(total == ev_rows["main"]["incl_cycles"],
-                   "%s: %s exclusive values add up to %d, main has %d"
-                   % (what, ev, total, ev_rows["main"]["incl_cycles"]))
-        # perf::TASK-CLOCK (ns on the CPU) against the kernel's own count of
-        # the process's CPU time (an independent oracle): main's inclusive
-        # time is inside the process's, and most of it (d loops 20000000
-        # times).
-        import resource
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        p = subprocess.run([exe], env=full, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu_ns = ((after.ru_utime + after.ru_stime)
-                  - (before.ru_utime + before.ru_stime)) * 1e9
-        rep = json.loads(run([a.tally, "report", "--json", data]).stdout)
-        main_tc = {f["name"]: f for f in rep["functions"]}["main"]["events"]["perf::TASK-CLOCK"][0]
-        expect(0.5 * cpu_ns - 5e6 <= main_tc <= cpu_ns + 5e6,
-               "%s: main's perf::TASK-CLOCK %d ns, the process used %d ns of CPU"
-               % (what, main_tc, cpu_ns))
-    # No event available: cycles only, one message.
-    p = run([exe], env={"TALLY_OUTPUT": data, "TALLY_PAPI_EVENTS": "TALLY_NO_SUCH_EVENT"})
-    expect("no event is available; measuring cycles only" in p.stderr,
-           "no usable event: %r" % p.stderr)
-    rep = json.loads(run([a.tally, "report", "--json", data]).stdout)
-    expect(all("events" not in f and f["incl_cycles"] > 0
-               for f in rep["functions"] if f["calls"]),
-           "no usable event: the report has events or no cycles")
+        expect(all("events" not in f and f["incl_cycles"] > 0
+                   for f in rep["functions"] if f["calls"]),
+               "%s, no usable event: the report has events or no cycles" % source)
 
 
 @case("frames")
@@ -497,17 +504,17 @@ def pevt_variants(buf):
 
 
 def file_with_pevt(a, work):
-    """A measure=papi paths=on file with two events per path, or None
-    where this machine cannot measure PAPI_EVENTS."""
-    if papi_unusable(a, work):
+    """A measure=papi paths=on file with two events per path (the fake
+    PAPI's), or None where the runtime was built without PAPI."""
+    if a.papi != "1" or not a.runtime_papi:
         return None
     exe = os.path.join(work, "tree-papi-paths")
     run([a.cc, "-O2", "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
          "-fplugin-arg-tally-measure=papi", "-fplugin-arg-tally-paths=on",
          os.path.join(a.srcdir, "measure", "tree.c"), "-o", exe, a.runtime,
          a.runtime_papi, "-lpapi", "-lpthread"])
-    run([exe], env={"TALLY_OUTPUT": exe + ".data",
-                    "TALLY_PAPI_EVENTS": "perf::TASK-CLOCK,perf::PAGE-FAULTS"})
+    run([exe], env=dict(fake_papi(a, work), TALLY_OUTPUT=exe + ".data",
+                        TALLY_PAPI_EVENTS=",".join(FAKE_EVENTS)))
     with open(exe + ".data", "rb") as f:
         return f.read()
 
@@ -565,9 +572,8 @@ def check_bad_meas(a, work):
         expect(want_name in names, "no %r variant" % want_name)
     if a.unwind == "1":
         expect("frames count 0" in names, "no FRMS variants: %s" % names)
-    why = papi_unusable(a, work)
-    if why:
-        print("no PEVT variants: %s" % why)
+    if a.papi != "1" or not a.runtime_papi:
+        print("no PEVT variants: the runtime was built without PAPI")
     else:
         expect("pevt event count" in names, "no PEVT variants: %s" % names)
 

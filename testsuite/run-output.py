@@ -299,12 +299,10 @@ def check_secure_output(a, work):
     directory if the invoking user owns it, created exclusively, mode
     0600; never replacing a file, never following a link."""
     if os.geteuid() != 0:
-        print("needs root to make a setuid-root program: skipped")
-        raise Skip()
+        raise Skip("needs root to make a setuid-root program")
     setpriv = shutil.which("setpriv")
     if not setpriv:
-        print("no setpriv (util-linux): skipped")
-        raise Skip()
+        raise Skip("no setpriv (util-linux)")
     os.chmod(work, 0o755)
     src = write_file(os.path.join(work, "suid.c"),
                      "#include <stdio.h>\n#include <sys/auxv.h>\n#include <unistd.h>\n"
@@ -326,8 +324,7 @@ def check_secure_output(a, work):
            "TALLY_PAPI_EVENTS": "PAPI_TOT_INS", "TALLY_UNWIND": "1"}
     p = run(as_nobody + [exe], env=env, cwd=home, check=False)
     if p.stdout.split()[:2] != ["1", "0"]:
-        print("the setuid bit took no effect (a nosuid mount?): %r: skipped" % p.stdout)
-        raise Skip()
+        raise Skip("the setuid bit took no effect (a nosuid mount?): %r" % p.stdout)
     expect(p.returncode == 0 and p.stdout.split()[2] == "5",
            "exit %d, output %r\n%s" % (p.returncode, p.stdout, p.stderr))
     with open(victim, "rb") as f:

@@ -20,7 +20,7 @@ import sys
 
 from checklib import case, expect, main, report_rows, run, Skip
 from measurelib import (build, check_sums, check_tree_sums, measure, measure_exe,
-                        need_papi, OUTSIDE, PAPI_EVENTS, parse_tree, paths_build,
+                        OUTSIDE, papi_sources, parse_tree, paths_build,
                         PATHS_ON, rewrap, tree_rows, x86_64)
 
 
@@ -348,14 +348,19 @@ def check_papi_paths(a, work):
     --event show them; merging keeps them (%m and tally merge), and files
     with other event lists are kept apart."""
     x86_64()
-    need_papi(a, work)
-    events = PAPI_EVENTS
-    env = {"TALLY_PAPI_EVENTS": ",".join(events)}
     flags = ["-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-measure=papi",
              "-fplugin-arg-tally-paths=on"]
     libs = [a.runtime_papi, "-lpapi"]
+    for source, events, src_env, cpu_ev in papi_sources(a, work):
+        sub = os.path.join(work, source.replace(" ", "-"))
+        os.mkdir(sub)
+        papi_paths_with(a, sub, source, events, src_env, cpu_ev, flags, libs)
+
+
+def papi_paths_with(a, work, source, events, src_env, cpu_ev, flags, libs):
+    env = dict(src_env, TALLY_PAPI_EVENTS=",".join(events))
     for at in ("early", "late"):
-        what = "paths.c measure=papi paths=on at=%s" % at
+        what = "paths.c measure=papi paths=on at=%s, %s" % (at, source)
         exe = os.path.join(work, "paths-papi-" + at)
         run([a.cc, "-O2", "-fplugin=" + a.plugin, *flags, "-fplugin-arg-tally-at=" + at,
              os.path.join(a.srcdir, "measure", "paths.c"), "-o", exe, a.runtime,
@@ -390,8 +395,8 @@ def check_papi_paths(a, work):
             run([a.tally, "flame", "--event", ev, "-o", svg, data])
             import xml.etree.ElementTree as ET
             ET.parse(svg)
-        expect(rows["main"]["events"]["perf::TASK-CLOCK"][0] > 0,
-               "%s: no TASK-CLOCK in main" % what)
+        expect(rows["main"]["events"][cpu_ev][0] > 0,
+               "%s: no %s in main" % (what, cpu_ev))
         p = run([a.tally, "report", "--tree", "--event", "PAPI_NO_SUCH", data], check=False)
         expect(p.returncode == 1 and "no call-path values of event PAPI_NO_SUCH" in p.stderr,
                "%s: unknown event: %d %r" % (what, p.returncode, p.stderr))
@@ -401,13 +406,13 @@ def check_papi_paths(a, work):
     # Another event list: kept apart by the runtime, refused by tally merge.
     p = run([exe, merged.replace(os.path.basename(merged)[4:-5], "%m"),
              os.path.join(work, "one-event.data"), "1"],
-            env={"TALLY_PAPI_EVENTS": "perf::TASK-CLOCK"})
-    expect("it measures perf::PAGE-FAULTS, which this process does not; not merged, "
-           "moved aside to " + merged + ".other" in p.stderr,
+            env=dict(src_env, TALLY_PAPI_EVENTS=events[0]))
+    expect(("it measures %s, which this process does not; not merged, "
+            "moved aside to %s.other" % (events[1], merged)) in p.stderr,
            "another event list: %r" % p.stderr)
     p = run([a.tally, "merge", "-o", os.path.join(work, "never.data"), plain[0],
              os.path.join(work, "one-event.data")], check=False)
-    expect(p.returncode == 1 and "does not measure perf::PAGE-FAULTS" in p.stderr,
+    expect(p.returncode == 1 and "does not measure %s" % events[1] in p.stderr,
            "tally merge of another event list: %d %r" % (p.returncode, p.stderr))
 
 

@@ -277,14 +277,26 @@ put_name (FILE *out, const char *s)
     fputc ((unsigned char) *s < 0x20 || *s == 0x7f ? '?' : *s, out);
 }
 
-/* One line of --tree for node I (not the root).  */
+/* The width of --tree's two value columns: 16, or as wide as their
+   headings "incl-EVENT" and "excl-EVENT" (a PAPI event name such as
+   perf::TASK-CLOCK is longer than 11), up to a bound a name from a
+   damaged file cannot stretch.  */
+static int
+value_width (const struct tally_tree *t)
+{
+  size_t w = t->event ? 5 + strlen (t->event) : 16;
+  return w < 16 ? 16 : w > 132 ? 132 : (int) w;
+}
+
+/* One line of --tree for node I (not the root), its values in columns of
+   width W.  */
 static void
-print_line (const struct tally_tree *t, size_t i, FILE *out)
+print_line (const struct tally_tree *t, size_t i, int w, FILE *out)
 {
   const struct tnode *n = &t->n[i];
   unsigned level = n->depth - 1;
-  fprintf (out, "%12" PRIu64 " %16" PRIu64 " %16" PRIu64 "  %*s", n->calls,
-           n->incl, n->excl,
+  fprintf (out, "%12" PRIu64 " %*" PRIu64 " %*" PRIu64 "  %*s", n->calls,
+           w, n->incl, w, n->excl,
            (int) (2 * (level < INDENT_LEVELS ? level : INDENT_LEVELS)), "");
   if (level > INDENT_LEVELS)
     fprintf (out, "[%u] ", n->depth);
@@ -352,17 +364,25 @@ void
 tally_tree_print (const struct tally_tree *t, FILE *out)
 {
   totals ((struct tally_tree *) t);
-  if (t->event)
-    fprintf (out, "%12s incl-%-11s excl-%-11s  %s\n", "calls", t->event,
-             t->event, "call path");
-  else
-    fprintf (out, "%12s %16s %16s  %s\n", "calls", "incl-cyc", "excl-cyc",
-             "call path");
+  /* The headings as wide as the values under them, so that a reader can
+     find the call path at the column of its heading.  */
+  int vw = value_width (t);
+  fprintf (out, "%12s ", "calls");
+  for (int k = 0; k < 2; k++)
+    {
+      const char *ev = t->event ? t->event : "cyc";
+      size_t len = 5 + strlen (ev);
+      fprintf (out, "%*s%s-", len < (size_t) vw ? vw - (int) len : 0, "",
+               k ? "excl" : "incl");
+      put_name (out, ev);
+      fputc (' ', out);
+    }
+  fprintf (out, " %s\n", "call path");
   struct walk w = { NULL, 0, 0 };
   walk_push (t, &w, 0);
   for (size_t c; (c = walk_next (&w)) != SIZE_MAX;)
     {
-      print_line (t, c, out);
+      print_line (t, c, vw, out);
       walk_push (t, &w, c);
     }
   free (w.f);
