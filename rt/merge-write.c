@@ -284,15 +284,24 @@ merge_existing (const char *path, const unsigned char *ours,
     suffix = ".other"; /* a valid file: kept apart, never replaced */
   if (why)
     {
-      if (tally_rt_out_aside (path, suffix, tmp, cap) == 0)
+      int aside = tally_rt_out_aside (path, suffix, tmp, cap);
+      if (aside == 0)
         tally_rt_error ("%s: %s; not merged, moved aside to %s", path, why,
                         tmp);
       else
-        tally_rt_error ("%s: %s; not merged, and could not be moved "
-                        "aside: replaced", path, why);
+        {
+          /* Never replaced: the file stays, and this process's counts are
+             not written (the message says so).  */
+          *e = errno;
+          tally_rt_error ("%s: %s; not merged, and it could not be moved "
+                          "aside (%s, errno %d); left as it is, no data "
+                          "written", path, why, tally_rt_errno_text (*e), *e);
+        }
       if (old->buf)
         munmap (old->buf, old->len);
       memset (old, 0, sizeof *old);
+      if (aside != 0)
+        return -1;
     }
   return 0;
 }

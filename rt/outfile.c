@@ -418,7 +418,7 @@ tally_rt_out_aside (const char *path, const char *suffix, char *out,
                     size_t cap)
 {
   size_t n = strlen (path), s = strlen (suffix);
-  if (n + s + 8 > cap)
+  if (n + s + 14 > cap)
     {
       errno = ENAMETOOLONG;
       return -1;
@@ -426,16 +426,31 @@ tally_rt_out_aside (const char *path, const char *suffix, char *out,
   memcpy (out, path, n);
   memcpy (out + n, suffix, s + 1);
   n += s;
-  for (unsigned k = 1; k < 1000; k++)
+  /* PATH.bad, PATH.bad.1 ... PATH.bad.999, then PATH.bad.<12 random hex
+     digits>: a file moved aside is never replaced, however many are
+     there already.  */
+  for (unsigned k = 1; k < 1100; k++)
     {
       if (rename_noreplace (path, out) == 0)
         return 0;
       if (errno != EEXIST)
         return -1;
-      char digits[24];
-      size_t d = tally_rt_utoa (digits, k);
       out[n] = '.';
-      memcpy (out + n + 1, digits, d + 1);
+      if (k < 1000)
+        {
+          char digits[24];
+          size_t d = tally_rt_utoa (digits, k);
+          memcpy (out + n + 1, digits, d + 1);
+          continue;
+        }
+      unsigned char r[6];
+      random_bytes (r, sizeof r);
+      for (int i = 0; i < 6; i++)
+        {
+          out[n + 1 + 2 * i] = "0123456789abcdef"[r[i] >> 4];
+          out[n + 2 + 2 * i] = "0123456789abcdef"[r[i] & 15];
+        }
+      out[n + 13] = 0;
     }
   errno = EEXIST;
   return -1;

@@ -135,8 +135,9 @@ int tally_rt_out_foreign_aside (const char *path, char *out, size_t cap)
     TALLY_HIDDEN;
 /* Open (create, 0600) and check the lock file PATH.  */
 int tally_rt_out_lock (const char *path) TALLY_HIDDEN;
-/* Move PATH aside to PATH SUFFIX (or SUFFIX.1, ...; never replacing a
-   file), its new name in OUT.  Not reported.  */
+/* Move PATH aside to PATH SUFFIX (or SUFFIX.1 ... SUFFIX.999, then
+   SUFFIX.<random>; never replacing a file), its new name in OUT.  Not
+   reported.  */
 int tally_rt_out_aside (const char *path, const char *suffix, char *out,
                         size_t cap) TALLY_HIDDEN;
 

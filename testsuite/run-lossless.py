@@ -14,6 +14,7 @@ Exit status: 0 pass, 1 fail, 77 skip.
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import struct
@@ -613,6 +614,27 @@ def check_merge(a, work):
                "%s: damaged file: %r" % (hooks, p.stderr))
         expect(os.path.exists(data + ".bad"), "%s: no .bad file" % hooks)
         want(a, data, "f", 2, what=hooks + " after a damaged file")
+        if hooks != "inline":
+            continue
+        # With PATH.bad ... PATH.bad.999 all taken, the damaged file goes to
+        # a name of its own, and none of them is replaced (it used to be
+        # replaced by the new file).
+        for i in range(1, 1000):
+            write_file("%s.bad.%d" % (data, i), "kept %d\n" % i)
+        damaged = b"TALLYDAT but not a data file"
+        with open(data, "wb") as f:
+            f.write(damaged)
+        p = run([exe, "2"], env={"TALLY_OUTPUT": os.path.join(sub, "all.%m.data")})
+        moved = [f for f in os.listdir(sub)
+                 if re.fullmatch(re.escape(os.path.basename(data)) + r"\.bad\.[0-9a-f]{12}", f)]
+        expect(len(moved) == 1 and "not merged, moved aside to %s/%s" % (sub, moved[0])
+               in p.stderr, "%s: 1000 .bad files: moved to %s, %r" % (hooks, moved, p.stderr))
+        with open(os.path.join(sub, moved[0]), "rb") as f:
+            expect(f.read() == damaged, "%s: the damaged file changed when moved" % hooks)
+        for i in range(1, 1000):
+            with open("%s.bad.%d" % (data, i)) as f:
+                expect(f.read() == "kept %d\n" % i, "%s: %s.bad.%d replaced" % (hooks, data, i))
+        want(a, data, "f", 2, what=hooks + " after 1000 .bad files")
     # The merge path under ASan/UBSan: concurrent writers, repeated dumps,
     # another build, a damaged file.
     if a.runtime_asan:
