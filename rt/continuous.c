@@ -77,6 +77,9 @@ static char cont_file[4096];   /* the continuous file's path */
 static dev_t cont_dev;         /* and its identity, to notice a program */
 static ino_t cont_ino;         /* that closed cont_fd (see file_ok) */
 static size_t page;            /* the page size: regions are aligned to it */
+static int cont_created;       /* this image created the file (not exec'd
+                                  into one it continues) */
+static int cont_dumped;        /* a DUMP chunk of this image is in it */
 
 /* pread exactly N bytes at OFF; whether it worked.  */
 static int
@@ -317,6 +320,7 @@ open_file (const char *path, const char *program)
   note_identity ();
   cont_end = sizeof h + plen + 8;
   session = 0;
+  cont_created = 1;
   return 0;
 }
 
@@ -550,6 +554,24 @@ tally_rt_cont_gone (const struct tally_module *m)
   return 0;
 }
 
+/* A dump into the file failed (reported).  If the file holds nothing but
+   the header this image wrote (no region could be had and no dump was
+   written), a reader would take it for a finished empty profile, or one
+   of a killed process: it is removed, and the dumps that follow write an
+   ordinary file, as without %c.  */
+static void
+drop_if_empty (void)
+{
+  if (!cont_created || nregions || cont_dumped || !file_ok ())
+    return;
+  if (unlink (cont_file) == 0)
+    tally_rt_error ("%s: removed: it held only its header (no counts)",
+                    cont_file);
+  close (cont_fd);
+  cont_fd = -1;
+  state = -1;
+}
+
 int
 tally_rt_cont_dump_begin (uint64_t size)
 {
@@ -579,6 +601,7 @@ tally_rt_cont_dump_begin (uint64_t size)
         e = e ? e : errno;
       tally_rt_error ("cannot write %s: %s (errno %d); no data written",
                       cont_file, tally_rt_errno_text (e), e);
+      drop_if_empty ();
       errno = e;
     }
   return fd;
@@ -588,10 +611,15 @@ void
 tally_rt_cont_dump_end (uint64_t size, int ok)
 {
   if (ok)
-    cont_end += TALLY_DUMP_FIXED + size;
+    {
+      cont_end += TALLY_DUMP_FIXED + size;
+      cont_dumped = 1;
+    }
   else if (ftruncate (cont_fd, (off_t) cont_end) != 0)
     tally_rt_error ("%s: a failed dump could not be cut off; readers will "
                     "leave it out", cont_file);
+  else
+    drop_if_empty ();
 }
 
 /* The fork child could not have a file of its own: every region becomes
@@ -647,6 +675,7 @@ tally_rt_cont_fork_child (void)
   if (!e)
     {
       memcpy (cont_file, path, sizeof path);
+      cont_dumped = 0;
       e = open_file (cont_file, program);
     }
   /* The units still loaded get a chunk and a fresh (zero) region each,

@@ -493,7 +493,8 @@ def check_full_fs(a, work):
     ends as it would.  A forked child whose own region does not fit falls
     back alike (its counts are lost when it is killed, as without %c), and
     its parent's file stays exact; a dlopen'ed library's second load the
-    same.  A file system without fallocate (a seccomp filter) gets the
+    same.  With room for the file's header only, the file is removed (a
+    header alone read as an empty profile).  A file system without fallocate (a seccomp filter) gets the
     region written with zeros: no room is said alike, and with room a
     SIGKILL loses nothing.  Needs root (mount): skipped otherwise."""
     if os.geteuid() != 0:
@@ -528,10 +529,28 @@ def check_full_fs(a, work):
         want_all(a, data.replace("%c", ""), want, "one page free: counts of the exit dump",
                  finished=True)
 
+        # Room for the header, not for the region nor for the exit dump (a
+        # unit of 300 functions): the file would hold its header only, which
+        # readers took for an empty profile of a process that did not
+        # finish; it is removed, and said so.
+        os.unlink(data.replace("%c", ""))
+        big_c = write_file(os.path.join(work, "big.c"), "".join(
+            "int function_with_a_long_name_%d (int x) { return x + %d; }\n" % (i, i)
+            for i in range(300)) + "int main (void) { return function_with_a_long_name_7 (0) != 7; }\n")
+        big = build(a, os.path.join(work, "big"), [big_c], opt="-O0")
+        fill_to(mnt, page)
+        p, _, err = run_pid(big, [], {"TALLY_OUTPUT": data})
+        expect(p.returncode == 0, "header only: ended with %d\n%s" % (p.returncode, err))
+        expect(" its region of " in err and "cannot write " in err
+               and "removed: it held only its header" in err
+               and not os.path.exists(data.replace("%c", "")),
+               "header only: want the file removed, said so; files %s, messages %r"
+               % (os.listdir(mnt), err))
+
         # A file system without fallocate (a seccomp filter makes it fail
         # with EOPNOTSUPP): the region is written with zeros instead, which
         # finds no room just the same, and said so.
-        os.unlink(data.replace("%c", ""))
+        fill_to(mnt, page)
         nofa = os.path.join(work, "no-fallocate")
         run([a.cc, "-O2", os.path.join(a.srcdir, "faults", "no-fallocate.c"), "-o", nofa])
         p, out2, err = run_pid(nofa, [exe, "normal", str(n)], {"TALLY_OUTPUT": data})
