@@ -15,7 +15,7 @@ is the same redefinition.
   *lib:  the libraries GCC adds to a link (none with -nostdlib,
          -nodefaultlibs, -nolibc): the shared runtime by path between
          --push-state --no-as-needed and --pop-state with an rpath, or with
-         -static the static runtime whole.
+         -static or -static-pie the static runtime whole.
 """
 import subprocess
 import sys
@@ -40,7 +40,7 @@ def main():
             sys.exit("gen-specs.py: %r cannot go into a specs file" % path)
     sys.stdout.write(
         "*cc1:\n-fplugin=%s %s\n\n"
-        "*lib:\n%%{static:--push-state --whole-archive %s --pop-state;"
+        "*lib:\n%%{static|static-pie:--push-state --whole-archive %s --pop-state;"
         ":--push-state --no-as-needed %s --pop-state -rpath %s} %s\n\n"
         % (plugin, spec(specs, "cc1"), rt_static, rt_shared, rt_dir, spec(specs, "lib")))
 

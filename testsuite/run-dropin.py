@@ -232,8 +232,9 @@ def check_run_errors(a, work):
 @case("specs")
 def check_specs(a, work):
     """gcc -specs=tally.specs (the build tree's) is the only change: it
-    loads the plugin into compiles and links the runtime into links, with
-    plugin options anywhere on the command line; autoconf's configure with
+    loads the plugin into compiles and links the runtime into links (the
+    static one with -static and -static-pie), with plugin options anywhere
+    on the command line; autoconf's configure with
     CC and CXX, CMake with CMAKE_C_FLAGS and CMAKE_CXX_FLAGS, Meson with
     c_args, c_link_args, cpp_args and cpp_link_args."""
     specs = os.path.join(a.build_dir, "plugin", "tally.specs")
@@ -257,6 +258,15 @@ def check_specs(a, work):
     run([a.cc, "-shared", flag, out + ".o", flag, "-o", out + ".so"])
     expect(any(n.startswith("libtally-rt.so") for n in needed(out + ".so")),
            "-shared with -specs: %s" % needed(out + ".so"))
+    # -static and -static-pie link the static runtime (-static-pie used to
+    # ask for the shared one, and the link failed).
+    for static in ("-static", "-static-pie"):
+        exe = os.path.join(work, "demo" + static)
+        run([a.cxx, flag, static, "-O2", "-I", src, "-x", "c", os.path.join(src, "main.c"),
+             os.path.join(src, "shapes.c"), "-x", "c++", os.path.join(src, "twice.cc"),
+             "-o", exe])
+        expect(needed(exe) == [], "%s with -specs: needs %s" % (static, needed(exe)))
+        check_counts(a, exe, work, "late", name="specs" + static)
 
     if shutil.which("autoconf"):
         d = copy_project(a, work, "specs-autotools")
