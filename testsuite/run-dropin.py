@@ -371,5 +371,34 @@ def check_pkg_config(a, work):
     check_counts(a, os.path.join(d, "demo"), work, "early", tally=tool[0], name="installed-run")
 
 
+@case("pkg-config-uninstalled")
+def check_pkg_config_uninstalled(a, work):
+    """The build tree's tally-uninstalled.pc (meson-uninstalled/, which
+    pkg-config prefers when its directory is on PKG_CONFIG_PATH): its
+    variables name the build tree's plugin, runtimes and headers, and the
+    Makefile example built with `pkg-config --cflags/--libs tally` runs
+    from the build tree with its counts.  (It named an install path under
+    the build tree for the runtime, and an undefined variable for the
+    plugin.)"""
+    pcdir = os.path.join(a.build_dir, "meson-uninstalled")
+    env = compiler_env(a, {"PKG_CONFIG_PATH": pcdir})
+    for var, want in (("plugin", os.path.join(a.build_dir, "plugin", "tally.so")),
+                      ("static_runtime", os.path.join(a.build_dir, "rt", "libtally-rt.a"))):
+        path = run(["pkg-config", "--variable=" + var, "tally"], env=env).stdout.strip()
+        expect(os.path.samefile(path, want) if os.path.exists(path) else False,
+               "--variable=%s: %r, want %s" % (var, path, want))
+    cflags = run(["pkg-config", "--cflags", "tally"], env=env).stdout.split()
+    expect("-fplugin=" + os.path.join(a.build_dir, "plugin", "tally.so") in cflags
+           and "-I" + a.include in cflags, "--cflags: %s" % cflags)
+    libs = run(["pkg-config", "--libs", "tally"], env=env).stdout.split()
+    for f in libs:
+        for d in re.findall(r"-L([^,]+)|-rpath,([^,]+)", f):
+            d = d[0] or d[1]
+            expect(os.path.isdir(d), "--libs names %s, which does not exist: %s" % (d, libs))
+    d = copy_project(a, work, "make")
+    run(["make", "-s", "TALLY=1"], cwd=d, env=env)
+    check_counts(a, os.path.join(d, "demo"), work, "late", name="uninstalled-make")
+
+
 if __name__ == "__main__":
     sys.exit(main("tally-dropin-"))
