@@ -219,6 +219,22 @@ known_option (const char *key)
   return false;
 }
 
+/* "hooks, blocks, ...": option_keys as the unknown-option message lists
+   them, made from the table so that no key is left out of it.  */
+static const char *
+accepted_keys (void)
+{
+  static char list[256];
+  if (!*list)
+    for (const char *k : option_keys)
+      {
+        if (*list)
+          strncat (list, ", ", sizeof list - strlen (list) - 1);
+        strncat (list, k, sizeof list - strlen (list) - 1);
+      }
+  return list;
+}
+
 /* Parse every argument; report each bad one.  Returns false on any error.  */
 static bool
 parse_options (const struct plugin_name_args *info)
@@ -309,9 +325,7 @@ parse_options (const struct plugin_name_args *info)
       else
         {
           error ("unknown option %<-fplugin-arg-%s-%s%>; accepted "
-                 "options: hooks, blocks, placement, entries, at, update, counters, "
-                 "measure, paths, exit, filter, select, verbose, help",
-                 info->base_name, arg->key);
+                 "options: %s", info->base_name, arg->key, accepted_keys ());
           ok = false;
         }
     }
