@@ -447,10 +447,8 @@ tally_image (size_t *len)
     }
   struct tally_rt_writer w = { (unsigned char *) mem, -1, 0, 0, 0, 0 };
   put_image (&w, &im, size);
-  uint32_t crc = tally_crc32 (0, mem, w.total);
-  tally_rt_put_u32 (&w, TALLY_TAG_END);
-  tally_rt_put_u32 (&w, crc);
-  tally_rt_put_u64 (&w, size);
+  struct tally_trailer t = { tally_crc32 (0, mem, w.total), size };
+  tally_trailer_put (w.mem + w.total, &t);
   tally_rt_unlock ();
   *len = size;
   errno = saved;

@@ -339,14 +339,6 @@ w32 (struct wr *w, uint32_t v)
   wbytes (w, b, 4);
 }
 
-static void
-w64 (struct wr *w, uint64_t v)
-{
-  unsigned char b[8];
-  tally_le_put64 (b, v);
-  wbytes (w, b, 8);
-}
-
 struct onode
 {
   uint32_t parent, fn;
@@ -484,10 +476,12 @@ static void
 emit (struct job *j, struct wr *w)
 {
   const struct tally_rt_xside *a = j->side[0], *b = j->side[1];
+  unsigned char f[TALLY_PATH_NODE]; /* the largest fixed part */
   if (j->names)
     {
-      w32 (w, TALLY_TAG_MEAS);
-      w32 (w, j->v);
+      struct tally_meashdr mh = { j->v };
+      tally_meashdr_put (f, &mh);
+      wbytes (w, f, TALLY_MEAS_HEAD);
       const unsigned char *p = j->names + 8;
       for (uint32_t i = 0; i < j->v; i++, p = tally_rt_skip_str (p))
         wbytes (w, p, 4 + tally_le_get32 (p));
@@ -522,22 +516,31 @@ emit (struct job *j, struct wr *w)
                 }
               for (uint32_t k = 0; k < j->v; k++)
                 {
-                  w64 (w, v[2 * k]);
-                  w64 (w, v[2 * k + 1] < v[2 * k] ? v[2 * k + 1] : v[2 * k]);
+                  struct tally_measpair pair = {
+                    v[2 * k], v[2 * k + 1] < v[2 * k] ? v[2 * k + 1] : v[2 * k] };
+                  tally_measpair_put (f, &pair);
+                  wbytes (w, f, TALLY_MEAS_PAIR);
                 }
             }
         }
     }
   if (j->nf)
     {
-      w32 (w, TALLY_TAG_FRAMES);
-      w32 (w, j->nf);
-      for (uint32_t f = 0; f < j->nf; f++)
+      struct tally_frmshdr fh = { j->nf };
+      tally_frmshdr_put (f, &fh);
+      wbytes (w, f, TALLY_FRAMES_FIXED);
+      for (uint32_t i = 0; i < j->nf; i++)
         {
-          const unsigned char *e = j->side[j->fsrc[f] >> 63]->buf
-                                   + (j->fsrc[f] & ~((uint64_t) 1 << 63));
-          w32 (w, TALLY_FRAME_ID_BASE + f);
-          wbytes (w, e + 4, 8 + 4 + tally_le_get32 (e + 12));
+          const unsigned char *e = j->side[j->fsrc[i] >> 63]->buf
+                                   + (j->fsrc[i] & ~((uint64_t) 1 << 63));
+          /* The frame's address and name as read, under its new id.  */
+          struct tally_frmsent fe;
+          tally_frmsent_get (e, &fe);
+          fe.id = TALLY_FRAME_ID_BASE + i;
+          tally_frmsent_put (f, &fe);
+          wbytes (w, f, TALLY_FRAME_FIXED);
+          wbytes (w, e + TALLY_FRAME_FIXED,
+                  TALLY_STR_FIXED + tally_le_get32 (e + TALLY_FRAME_FIXED));
         }
     }
   if (a->x->paths || b->x->paths)
@@ -551,37 +554,36 @@ emit (struct job *j, struct wr *w)
             depth = tally_le_get32 (p + 4) > depth ? tally_le_get32 (p + 4) : depth;
             lost = add_sat (lost, tally_le_get64 (p + 8));
           }
-      w32 (w, TALLY_TAG_PATH);
-      w32 (w, depth);
-      w64 (w, lost);
-      w32 (w, j->nout);
+      struct tally_pathhdr ph = { depth, lost, j->nout };
+      tally_pathhdr_put (f, &ph);
+      wbytes (w, f, TALLY_PATH_HEAD);
       for (uint32_t r = 0; r < j->nout; r++)
         w32 (w, j->outbase[r]);
       w32 (w, j->nn - 1);
       if (!w->p)
-        w->n += ((size_t) j->nn - 1) * 32; /* only counting */
+        w->n += ((size_t) j->nn - 1) * TALLY_PATH_NODE; /* only counting */
       for (uint32_t i = 1; i < j->nn && w->p; i++)
         {
           const struct onode *o = &j->nodes[i];
-          w32 (w, o->parent);
-          w32 (w, o->fn);
-          w64 (w, o->calls);
-          w64 (w, o->incl);
-          w64 (w, o->excl);
+          struct tally_pnode node = { o->parent, o->fn, o->calls, o->incl,
+                                      o->excl };
+          tally_pnode_put (f, &node);
+          wbytes (w, f, TALLY_PATH_NODE);
         }
       if (j->nev)
         {
-          w32 (w, TALLY_TAG_PATH_EVENTS);
-          w32 (w, j->ne);
-          w32 (w, j->nn - 1);
+          struct tally_pevthdr eh = { j->ne, j->nn - 1 };
+          tally_pevthdr_put (f, &eh);
+          wbytes (w, f, TALLY_PEVT_FIXED);
           if (!w->p)
-            w->n += ((size_t) j->nn - 1) * j->ne * 16;
+            w->n += ((size_t) j->nn - 1) * j->ne * TALLY_MEAS_PAIR;
           for (uint32_t i = 1; i < j->nn && w->p; i++)
             for (uint32_t e = 0; e < j->ne; e++)
               {
                 const uint64_t *t = j->nev + ((size_t) i * j->ne + e) * 2;
-                w64 (w, t[0]);
-                w64 (w, t[1] < t[0] ? t[1] : t[0]);
+                struct tally_measpair pair = { t[0], t[1] < t[0] ? t[1] : t[0] };
+                tally_measpair_put (f, &pair);
+                wbytes (w, f, TALLY_MEAS_PAIR);
               }
         }
     }

@@ -46,9 +46,12 @@ static void
 put_merged (struct tally_rt_writer *w, const unsigned char *r,
             const unsigned char *b, const unsigned char *o)
 {
-  tally_rt_put_u32 (w, TALLY_TAG_MODULE);
-  tally_rt_put (w, r + TALLY_MODREC_ABI,
-                TALLY_MODREC_FIXED - TALLY_MODREC_ABI);
+  /* The fixed part as read, under the tag (R's may be TAG_CLAIMED).  */
+  unsigned char f[TALLY_MODREC_FIXED];
+  struct tally_modrec mr;
+  tally_modrec_get (r, &mr);
+  tally_modrec_put (f, &mr);
+  tally_rt_put (w, f, TALLY_MODREC_FIXED);
   uint32_t nfns = tally_le_get32 (r + TALLY_MODREC_NFNS);
   const unsigned char *p = r + TALLY_MODREC_FIXED;
   const unsigned char *q = o ? o + TALLY_MODREC_FIXED : NULL;

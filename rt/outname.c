@@ -196,10 +196,10 @@ tally_rt_finish_file (struct tally_rt_writer *w, uint64_t file_size,
 {
   /* The CRC covers everything before the trailer: fold in what is still
      buffered, then write the trailer outside the checksum.  */
-  uint32_t crc = tally_rt_writer_crc (w);
-  tally_rt_put_u32 (w, TALLY_TAG_END);
-  tally_rt_put_u32 (w, crc);
-  tally_rt_put_u64 (w, file_size);
+  unsigned char b[TALLY_TRAILER_SIZE];
+  struct tally_trailer t = { tally_rt_writer_crc (w), file_size };
+  tally_trailer_put (b, &t);
+  tally_rt_put (w, b, TALLY_TRAILER_SIZE);
   tally_rt_flush (w);
   if (close (w->fd) != 0 && !w->failed && errno != EINTR)
     w->failed = errno;

@@ -167,11 +167,11 @@ put_module (struct tally_rt_writer *w, const struct tally_module *m)
       w->failed = s.failed;
       return;
     }
-  tally_rt_put_u32 (w, TALLY_TAG_MODULE);
-  tally_rt_put_u32 (w, m->abi_version);
-  tally_rt_put_u64 (w, m->checksum);
-  tally_rt_put_u32 (w, m->flags & ~TALLY_MOD_BLOB);
-  tally_rt_put_u32 (w, m->nfns);
+  unsigned char b[TALLY_MODREC_FIXED];
+  struct tally_modrec mr = { m->abi_version, m->checksum,
+                             m->flags & ~TALLY_MOD_BLOB, m->nfns };
+  tally_modrec_put (b, &mr);
+  tally_rt_put (w, b, TALLY_MODREC_FIXED);
   put_str (w, m->source);
   put_str (w, m->directory);
   for (uint32_t i = 0; i < m->nfns; i++)
@@ -180,11 +180,15 @@ put_module (struct tally_rt_writer *w, const struct tally_module *m)
       /* ABI 4: the strings, line and flags as the blob has them.  */
       const unsigned char *r = m->blob + f->record, *e = r;
       for (int k = 0; k < 4; k++)
-        e += 4 + tally_le_get32 (e);
-      tally_rt_put (w, r, (size_t) (e + 8 - r));
+        e += TALLY_STR_FIXED + tally_le_get32 (e);
+      tally_rt_put (w, r, (size_t) (e - r));
       uint32_t nv = tally_rt_fn_nvalues (f);
-      tally_rt_put_u32 (w, nv);
-      tally_rt_put_u32 (w, 0);
+      struct tally_fnrec fr;
+      tally_fnrec_get (e, &fr);
+      fr.nvalues = nv;
+      fr.reserved = 0;
+      tally_fnrec_put (b, &fr);
+      tally_rt_put (w, b, TALLY_FNREC_FIXED);
       for (uint32_t k = 0; k < nv; k++)
         tally_rt_put_u64 (w, tally_rt_fn_value (m, i, k));
       tally_rt_put_u32 (w, f->map ? f->map_size : 0);
@@ -205,14 +209,12 @@ void
 tally_rt_put_header (struct tally_rt_writer *w, uint64_t file_size,
                      uint32_t nmodules, uint32_t flags, const char *program)
 {
-  tally_rt_put (w, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
-  tally_rt_put_u32 (w, TALLY_FILE_VERSION);
-  tally_rt_put_u32 (w, TALLY_BYTE_ORDER_MARK);
-  tally_rt_put_u64 (w, file_size);
-  tally_rt_put_u64 (w, (uint64_t) getpid ());
-  tally_rt_put_u64 (w, (uint64_t) time (NULL));
-  tally_rt_put_u32 (w, nmodules);
-  tally_rt_put_u32 (w, flags);
+  unsigned char b[TALLY_HEADER_FIXED];
+  struct tally_hdr h = { TALLY_FILE_VERSION, TALLY_BYTE_ORDER_MARK, file_size,
+                         (uint64_t) getpid (), (uint64_t) time (NULL),
+                         nmodules, flags };
+  tally_hdr_put (b, &h);
+  tally_rt_put (w, b, TALLY_HEADER_FIXED);
   put_str (w, program);
 }
 
@@ -241,8 +243,10 @@ tally_rt_put_records (struct tally_rt_writer *w, struct tally_module *head,
 static void
 put_incl_excl (struct tally_rt_writer *w, uint64_t incl, uint64_t excl)
 {
-  tally_rt_put_u64 (w, incl);
-  tally_rt_put_u64 (w, excl < incl ? excl : incl);
+  unsigned char b[TALLY_MEAS_PAIR];
+  struct tally_measpair v = { incl, excl < incl ? excl : incl };
+  tally_measpair_put (b, &v);
+  tally_rt_put (w, b, TALLY_MEAS_PAIR);
 }
 
 /* The NEV PAPI event totals (inclusive, exclusive) of function ID.  */
@@ -280,8 +284,10 @@ put_meas (struct tally_rt_writer *w, struct tally_module *head, uint32_t nlive,
   const char *ev_names[TALLY_PAPI_MAX];
   if (nev)
     nev = tally_rt_papi_events (ev_names); /* set once: the same now */
-  tally_rt_put_u32 (w, TALLY_TAG_MEAS);
-  tally_rt_put_u32 (w, 1 + nev);
+  unsigned char b[TALLY_MEAS_HEAD];
+  struct tally_meashdr h = { 1 + nev };
+  tally_meashdr_put (b, &h);
+  tally_rt_put (w, b, TALLY_MEAS_HEAD);
   put_str (w, "cycles");
   for (unsigned e = 0; e < nev; e++)
     put_str (w, ev_names[e]);
@@ -344,10 +350,10 @@ put_paths (struct tally_rt_writer *w, struct tally_module *head, uint32_t nlive,
   const struct tally_path_node *nodes = tally_rt_paths (&now, &depth, &lost);
   if (!nodes)
     n = 0;
-  tally_rt_put_u32 (w, TALLY_TAG_PATH);
-  tally_rt_put_u32 (w, depth);
-  tally_rt_put_u64 (w, lost);
-  tally_rt_put_u32 (w, nlive + retained_count);
+  unsigned char b[TALLY_PATH_NODE];
+  struct tally_pathhdr h = { depth, lost, nlive + retained_count };
+  tally_pathhdr_put (b, &h);
+  tally_rt_put (w, b, TALLY_PATH_HEAD);
   uint32_t written = 0;
   for (struct tally_module *m = head; m && written < nlive; m = m->next)
     if (tally_rt_module_written (m))
@@ -367,12 +373,14 @@ put_paths (struct tally_rt_writer *w, struct tally_module *head, uint32_t nlive,
       if (fn1 > TALLY_FRAME_ID_BASE && !tally_rt_frame_dumped (fn1 - 1))
         fn1 = 0;
       uint32_t parent = fn1 ? nodes[i].parent : 0;
-      tally_rt_put_u32 (w, parent < i ? parent : 0);
-      tally_rt_put_u32 (w, fn1 ? fn1 - 1 : UINT32_MAX);
       uint64_t incl = fn1 ? __atomic_load_n (&nodes[i].incl, __ATOMIC_RELAXED) : 0;
       uint64_t excl = fn1 ? __atomic_load_n (&nodes[i].excl, __ATOMIC_RELAXED) : 0;
-      tally_rt_put_u64 (w, fn1 ? __atomic_load_n (&nodes[i].calls, __ATOMIC_RELAXED) : 0);
-      put_incl_excl (w, incl, excl);
+      struct tally_pnode node = {
+        parent < i ? parent : 0, fn1 ? fn1 - 1 : UINT32_MAX,
+        fn1 ? __atomic_load_n (&nodes[i].calls, __ATOMIC_RELAXED) : 0,
+        incl, excl < incl ? excl : incl };
+      tally_pnode_put (b, &node);
+      tally_rt_put (w, b, TALLY_PATH_NODE);
     }
 }
 
@@ -388,9 +396,10 @@ put_path_events (struct tally_rt_writer *w, uint32_t n, unsigned nev)
   const uint64_t *ev = tally_rt_path_events ();
   if (!nodes)
     n = 0;
-  tally_rt_put_u32 (w, TALLY_TAG_PATH_EVENTS);
-  tally_rt_put_u32 (w, nev);
-  tally_rt_put_u32 (w, n ? n - 1 : 0);
+  unsigned char b[TALLY_PEVT_FIXED];
+  struct tally_pevthdr h = { nev, n ? n - 1 : 0 };
+  tally_pevthdr_put (b, &h);
+  tally_rt_put (w, b, TALLY_PEVT_FIXED);
   for (uint32_t i = 1; i < n; i++)
     {
       int have = ev && __atomic_load_n (&nodes[i].fn_plus1, __ATOMIC_ACQUIRE);
@@ -409,8 +418,10 @@ put_path_events (struct tally_rt_writer *w, uint32_t n, unsigned nev)
 static void
 put_frames (struct tally_rt_writer *w, uint32_t nframes)
 {
-  tally_rt_put_u32 (w, TALLY_TAG_FRAMES);
-  tally_rt_put_u32 (w, nframes);
+  unsigned char b[TALLY_FRAME_FIXED];
+  struct tally_frmshdr h = { nframes };
+  tally_frmshdr_put (b, &h);
+  tally_rt_put (w, b, TALLY_FRAMES_FIXED);
   uint64_t addr;
   const char *name;
   uint32_t len;
@@ -418,8 +429,9 @@ put_frames (struct tally_rt_writer *w, uint32_t nframes)
     if (tally_rt_frame_get (i, &addr, &name, &len))
       {
         nframes--;
-        tally_rt_put_u32 (w, TALLY_FRAME_ID_BASE + i);
-        tally_rt_put_u64 (w, addr);
+        struct tally_frmsent fr = { TALLY_FRAME_ID_BASE + i, addr };
+        tally_frmsent_put (b, &fr);
+        tally_rt_put (w, b, TALLY_FRAME_FIXED);
         tally_rt_put_u32 (w, len);
         tally_rt_put (w, name, len);
       }

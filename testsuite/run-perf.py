@@ -2,7 +2,7 @@
 """The dump's cost and the record blobs it writes from (rt/mapblob.c,
 include/tally/abi.h "The record blob"): a dump costs O(values), not
 O(bytes of block map), and writes the same bytes as the runtime that
-writes every record field by field (libtally-rt-noblob.a).
+writes every record part by part from the descriptors (libtally-rt-noblob.a).
 
 Usage: run-perf.py CHECK --plugin P --runtime RT --runtime-noblob RT
                          --tally T --include DIR --cc CC ... (checklib.py's options)
@@ -138,7 +138,7 @@ def check_identical(a, work):
     """In every mode, at tally_dump (mid-run, writev), at exit, into
     memory (tally_image) and merged (%m): the file written from the blobs
     equals, byte for byte but for pid, time and CRC, the one the runtime
-    without blobs writes field by field; both pass the reader's checks
+    without blobs writes part by part; both pass the reader's checks
     (CRC included).  The program has 700 functions (more pieces than one
     writev takes), a third never run (their values all 0: the shortcut
     of the CRC), and one function with more values than the staging

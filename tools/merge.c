@@ -729,8 +729,9 @@ write_merged (const char *path, const struct accumulator *acc,
     }
   if (acc->nmeas)
     {
-      out_u32 (&w, TALLY_TAG_MEAS);
-      out_u32 (&w, acc->nmeas);
+      struct tally_meashdr mh = { acc->nmeas };
+      tally_meashdr_put (fixed, &mh);
+      out_bytes (&w, fixed, TALLY_MEAS_HEAD);
       for (uint32_t k = 0; k < acc->nmeas; k++)
         out_str (&w, acc->meas_names[k]);
       out_u32 (&w, (uint32_t) acc->n);
@@ -738,28 +739,35 @@ write_merged (const char *path, const struct accumulator *acc,
         {
           out_u32 (&w, (uint32_t) acc->mods[i].nfns);
           for (size_t j = 0; j < acc->mods[i].nfns; j++)
-            for (uint32_t k = 0; k < 2 * acc->nmeas; k++)
-              out_u64 (&w, acc->mods[i].fns[j].meas
-                               ? acc->mods[i].fns[j].meas[k] : 0);
+            for (uint32_t k = 0; k < acc->nmeas; k++)
+              {
+                const uint64_t *m = acc->mods[i].fns[j].meas;
+                struct tally_measpair pair = { m ? m[2 * k] : 0,
+                                               m ? m[2 * k + 1] : 0 };
+                tally_measpair_put (fixed, &pair);
+                out_bytes (&w, fixed, TALLY_MEAS_PAIR);
+              }
         }
     }
   if (acc->paths && acc->nframes)
     {
-      out_u32 (&w, TALLY_TAG_FRAMES);
-      out_u32 (&w, (uint32_t) acc->nframes);
+      struct tally_frmshdr fh = { (uint32_t) acc->nframes };
+      tally_frmshdr_put (fixed, &fh);
+      out_bytes (&w, fixed, TALLY_FRAMES_FIXED);
       for (size_t f = 0; f < acc->nframes; f++)
         {
-          out_u32 (&w, TALLY_FRAME_ID_BASE + (uint32_t) f);
-          out_u64 (&w, acc->frames[f].addr);
+          struct tally_frmsent fe = { TALLY_FRAME_ID_BASE + (uint32_t) f,
+                                      acc->frames[f].addr };
+          tally_frmsent_put (fixed, &fe);
+          out_bytes (&w, fixed, TALLY_FRAME_FIXED);
           out_str (&w, acc->frames[f].name);
         }
     }
   if (acc->paths)
     {
-      out_u32 (&w, TALLY_TAG_PATH);
-      out_u32 (&w, acc->depth);
-      out_u64 (&w, acc->lost);
-      out_u32 (&w, (uint32_t) acc->n);
+      struct tally_pathhdr ph = { acc->depth, acc->lost, (uint32_t) acc->n };
+      tally_pathhdr_put (fixed, &ph);
+      out_bytes (&w, fixed, TALLY_PATH_HEAD);
       uint32_t base = 0;
       for (size_t i = 0; i < acc->n; i++)
         {
@@ -790,19 +798,21 @@ write_merged (const char *path, const struct accumulator *acc,
       if (acc->nmeas > 1)
         {
           uint32_t ne = acc->nmeas - 1;
-          out_u32 (&w, TALLY_TAG_PATH_EVENTS);
-          out_u32 (&w, ne);
-          out_u32 (&w, (uint32_t) (acc->nnodes - 1));
+          struct tally_pevthdr eh = { ne, (uint32_t) (acc->nnodes - 1) };
+          tally_pevthdr_put (fixed, &eh);
+          out_bytes (&w, fixed, TALLY_PEVT_FIXED);
           for (size_t i = 1; i < acc->nnodes; i++)
             for (uint32_t e = 0; e < ne; e++)
               {
                 const uint64_t *t = acc->node_ev + (i * ne + e) * 2;
-                out_u64 (&w, t[0]);
-                out_u64 (&w, t[1] < t[0] ? t[1] : t[0]);
+                struct tally_measpair pair = { t[0], t[1] < t[0] ? t[1] : t[0] };
+                tally_measpair_put (fixed, &pair);
+                out_bytes (&w, fixed, TALLY_MEAS_PAIR);
               }
         }
     }
-  tally_trailer_put (fixed, w.crc, size);
+  struct tally_trailer trl = { w.crc, size };
+  tally_trailer_put (fixed, &trl);
   out_bytes (&w, fixed, TALLY_TRAILER_SIZE);
   if (w.total != size)
     {

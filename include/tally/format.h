@@ -14,14 +14,22 @@
  * They call nothing, not even libc (tally_file_seal only tally_crc32,
  * rt/crc32.c), so the runtime may use them anywhere, signal handlers
  * included, and its merge reader keeps its bounds: the *_get functions
- * read exactly their part's bytes.  For the runtime: the header
- * (tally_hdr_put; TALLY_HDR_* for the fields it patches), the module and
- * function records (tally_modrec_put, tally_fnrec_put; TALLY_MODREC_NFNS,
- * TALLY_FNREC_NVALUES where its reader walks records), path nodes
- * (tally_pnode_put/get), the trailer (tally_trailer_put, tally_file_seal
- * for an image in memory), CMOD and DUMP chunks (tally_cmod_put,
- * tally_cmodfn_put, tally_dump_put) and the block map's fields
- * (TALLY_MAP_KIND ...).
+ * read exactly their part's bytes.  Every writer (the runtime's records,
+ * continuous files and merges, libtally-mpi, `tally merge`) writes every
+ * fixed part through them: the header (tally_hdr_put; TALLY_HDR_* for the
+ * fields it patches; tally_cstart_put after a version 3 header's
+ * program), the module and function records (tally_modrec_put,
+ * tally_fnrec_put; TALLY_MODREC_NFNS, TALLY_FNREC_NVALUES where a reader
+ * walks records), MEAS (tally_meashdr_put, and tally_measpair_put for its
+ * and PEVT's inclusive/exclusive pairs), FRMS (tally_frmshdr_put,
+ * tally_frmsent_put), PATH (tally_pathhdr_put, tally_pnode_put), PEVT
+ * (tally_pevthdr_put), RNKS (tally_rnkshdr_put, tally_rnksrec_put,
+ * tally_rnksval_put), the trailer (tally_trailer_put, tally_file_seal for
+ * an image in memory), CMOD and DUMP chunks (tally_cmod_put,
+ * tally_cmodfn_put, tally_dumphdr_put) and the block map's fields
+ * (TALLY_MAP_KIND ...).  What is left between the fixed parts are
+ * strings, counts of what follows (u32) and arrays of u64 values, written
+ * with tally_le_put32/64.
  *
  *   header   magic "TALLYDAT", u32 version, u32 byte-order mark 0x01020304,
  *            u64 file size, u64 pid, u64 unix time, u32 module count,
@@ -298,13 +306,11 @@ TALLY_CODEC (hdr, TALLY_HDR_FIELDS, tally_magic_put (p))
 #define TALLY_TRL_CRC 4u
 #define TALLY_TRL_SIZE 8u
 
-static inline void
-tally_trailer_put (unsigned char *p, uint32_t crc, uint64_t file_size)
-{
-  tally_le_put32 (p, TALLY_TAG_END);
-  tally_le_put32 (p + TALLY_TRL_CRC, crc);
-  tally_le_put64 (p + TALLY_TRL_SIZE, file_size);
-}
+#define TALLY_TRAILER_FIELDS(X) \
+  X (32, crc, TALLY_TRL_CRC) \
+  X (64, file_size, TALLY_TRL_SIZE)
+
+TALLY_CODEC (trailer, TALLY_TRAILER_FIELDS, tally_le_put32 (p, TALLY_TAG_END))
 
 /* A string: u32 length, then the bytes.  */
 #define TALLY_STR_FIXED 4u
@@ -341,11 +347,28 @@ TALLY_CODEC (modrec, TALLY_MODREC_FIELDS, tally_le_put32 (p, TALLY_TAG_MODULE))
 
 TALLY_CODEC (fnrec, TALLY_FNREC_FIELDS, (void) 0)
 
-/* MEAS: u32 tag, u32 V, V names, u32 record count (TALLY_MEAS_FIXED bytes
-   without the names); per record u32 function count, then per function
-   V pairs of TALLY_MEAS_PAIR bytes */
+/* MEAS: u32 tag, u32 V (TALLY_MEAS_HEAD bytes), V names, u32 record count
+   (TALLY_MEAS_FIXED bytes without the names); per record u32 function
+   count, then per function V pairs of TALLY_MEAS_PAIR bytes */
+#define TALLY_MEAS_NVALUES 4u
+#define TALLY_MEAS_HEAD 8u
 #define TALLY_MEAS_FIXED 12u
 #define TALLY_MEAS_PAIR 16u
+
+#define TALLY_MEASHDR_FIELDS(X) \
+  X (32, nvalues, TALLY_MEAS_NVALUES)
+
+TALLY_CODEC (meashdr, TALLY_MEASHDR_FIELDS, tally_le_put32 (p, TALLY_TAG_MEAS))
+
+/* A pair of MEAS and PEVT: u64 inclusive, u64 exclusive (no larger).  */
+#define TALLY_MEASPAIR_INCL 0u
+#define TALLY_MEASPAIR_EXCL 8u
+
+#define TALLY_MEASPAIR_FIELDS(X) \
+  X (64, incl, TALLY_MEASPAIR_INCL) \
+  X (64, excl, TALLY_MEASPAIR_EXCL)
+
+TALLY_CODEC (measpair, TALLY_MEASPAIR_FIELDS, (void) 0)
 
 /* The function ids of MEAS and PATH: module record REC's functions are
    ids [base, base + count) (its base in the MEAS record).  */
@@ -374,16 +397,40 @@ tally_id_range_find (const struct tally_id_range *r, uint32_t n, uint32_t id)
 
 /* FRMS: u32 tag, u32 count (TALLY_FRAMES_FIXED), then per frame u32 id,
    u64 address (TALLY_FRAME_FIXED) and str name */
+#define TALLY_FRAMES_COUNT 4u
 #define TALLY_FRAMES_FIXED 8u
+#define TALLY_FRAME_ID 0u
+#define TALLY_FRAME_ADDR 4u
 #define TALLY_FRAME_FIXED 12u
 
-/* PATH: u32 tag, u32 depth limit, u64 lost, u32 record count, then a u32
-   base per record, u32 node count (TALLY_PATH_FIXED bytes without the
-   bases), then nodes of TALLY_PATH_NODE bytes */
+#define TALLY_FRMSHDR_FIELDS(X) \
+  X (32, count, TALLY_FRAMES_COUNT)
+
+TALLY_CODEC (frmshdr, TALLY_FRMSHDR_FIELDS, tally_le_put32 (p, TALLY_TAG_FRAMES))
+
+#define TALLY_FRMSENT_FIELDS(X) \
+  X (32, id, TALLY_FRAME_ID) \
+  X (64, addr, TALLY_FRAME_ADDR)
+
+TALLY_CODEC (frmsent, TALLY_FRMSENT_FIELDS, (void) 0)
+
+/* PATH: u32 tag, u32 depth limit, u64 lost, u32 record count
+   (TALLY_PATH_HEAD bytes), then a u32 base per record, u32 node count
+   (TALLY_PATH_FIXED bytes without the bases), then nodes of
+   TALLY_PATH_NODE bytes */
 #define TALLY_PATH_DEPTH 4u
 #define TALLY_PATH_LOST 8u
 #define TALLY_PATH_NRECORDS 16u
+#define TALLY_PATH_HEAD 20u
 #define TALLY_PATH_FIXED 24u
+
+#define TALLY_PATHHDR_FIELDS(X) \
+  X (32, depth, TALLY_PATH_DEPTH) \
+  X (64, lost, TALLY_PATH_LOST) \
+  X (32, nrecords, TALLY_PATH_NRECORDS)
+
+TALLY_CODEC (pathhdr, TALLY_PATHHDR_FIELDS, tally_le_put32 (p, TALLY_TAG_PATH))
+
 #define TALLY_PNODE_PARENT 0u
 #define TALLY_PNODE_FN 4u
 #define TALLY_PNODE_CALLS 8u
@@ -400,18 +447,55 @@ tally_id_range_find (const struct tally_id_range *r, uint32_t n, uint32_t id)
 
 TALLY_CODEC (pnode, TALLY_PNODE_FIELDS, (void) 0)
 
-/* PEVT: u32 tag, u32 event count, u32 node count, then per node and event
-   a pair of TALLY_MEAS_PAIR bytes */
+/* PEVT: u32 tag, u32 event count, u32 node count (TALLY_PEVT_FIXED), then
+   per node and event a pair of TALLY_MEAS_PAIR bytes */
+#define TALLY_PEVT_NEVENTS 4u
+#define TALLY_PEVT_NNODES 8u
 #define TALLY_PEVT_FIXED 12u
+
+#define TALLY_PEVTHDR_FIELDS(X) \
+  X (32, nevents, TALLY_PEVT_NEVENTS) \
+  X (32, nnodes, TALLY_PEVT_NNODES)
+
+TALLY_CODEC (pevthdr, TALLY_PEVTHDR_FIELDS,
+             tally_le_put32 (p, TALLY_TAG_PATH_EVENTS))
 
 /* RNKS: u32 tag, u32 version, u32 job size, u32 record count
    (TALLY_RANKS_FIXED), per record u32 ranks, u32 reserved, u64 value count
    (TALLY_RANKS_MODULE), then values of TALLY_RANKS_VALUE bytes: u64 min,
    u64 max, u32 rank of the max */
+#define TALLY_RANKS_VERSION_AT 4u
+#define TALLY_RANKS_JOBSIZE 8u
+#define TALLY_RANKS_NRECORDS 12u
 #define TALLY_RANKS_FIXED 16u
+#define TALLY_RANKS_NRANKS 0u
+#define TALLY_RANKS_RESERVED 4u
+#define TALLY_RANKS_NVALUES 8u
 #define TALLY_RANKS_MODULE 16u
+#define TALLY_RANKS_MIN 0u
 #define TALLY_RANKS_MAX 8u
 #define TALLY_RANKS_MAXRANK 16u
+
+#define TALLY_RNKSHDR_FIELDS(X) \
+  X (32, version, TALLY_RANKS_VERSION_AT) \
+  X (32, job_size, TALLY_RANKS_JOBSIZE) \
+  X (32, nrecords, TALLY_RANKS_NRECORDS)
+
+TALLY_CODEC (rnkshdr, TALLY_RNKSHDR_FIELDS, tally_le_put32 (p, TALLY_TAG_RANKS))
+
+#define TALLY_RNKSREC_FIELDS(X) \
+  X (32, nranks, TALLY_RANKS_NRANKS) \
+  X (32, reserved, TALLY_RANKS_RESERVED) \
+  X (64, nvalues, TALLY_RANKS_NVALUES)
+
+TALLY_CODEC (rnksrec, TALLY_RNKSREC_FIELDS, (void) 0)
+
+#define TALLY_RNKSVAL_FIELDS(X) \
+  X (64, min, TALLY_RANKS_MIN) \
+  X (64, max, TALLY_RANKS_MAX) \
+  X (32, maxrank, TALLY_RANKS_MAXRANK)
+
+TALLY_CODEC (rnksval, TALLY_RNKSVAL_FIELDS, (void) 0)
 
 /* CMOD chunk: the fixed part (TALLY_CMOD_FIXED), then per function
    TALLY_CMOD_FN bytes */
@@ -452,13 +536,21 @@ TALLY_CODEC (cmodfn, TALLY_CMODFN_FIELDS, (void) 0)
 #define TALLY_DUMP_SESSION 4u
 #define TALLY_DUMP_SIZE 8u
 
-static inline void
-tally_dump_put (unsigned char *p, uint32_t session, uint64_t image_size)
-{
-  tally_le_put32 (p, TALLY_TAG_DUMP);
-  tally_le_put32 (p + TALLY_DUMP_SESSION, session);
-  tally_le_put64 (p + TALLY_DUMP_SIZE, image_size);
-}
+#define TALLY_DUMPHDR_FIELDS(X) \
+  X (32, session, TALLY_DUMP_SESSION) \
+  X (64, image_size, TALLY_DUMP_SIZE)
+
+TALLY_CODEC (dumphdr, TALLY_DUMPHDR_FIELDS, tally_le_put32 (p, TALLY_TAG_DUMP))
+
+/* A version 3 header's end, after the program string: u64 process start
+   (TALLY_CSTART_SIZE bytes) */
+#define TALLY_CSTART_START 0u
+#define TALLY_CSTART_SIZE 8u
+
+#define TALLY_CSTART_FIELDS(X) \
+  X (64, start, TALLY_CSTART_START)
+
+TALLY_CODEC (cstart, TALLY_CSTART_FIELDS, (void) 0)
 
 /* block map: u32 version, kind, block count, edge count, file count
    (TALLY_MAP_FIXED), the files, then blocks and edges */
@@ -487,7 +579,8 @@ tally_file_seal (unsigned char *buf, size_t len)
 {
   size_t t = len - TALLY_TRAILER_SIZE;
   tally_le_put64 (buf + TALLY_HDR_SIZE, len);
-  tally_trailer_put (buf + t, tally_crc32 (0, buf, t), len);
+  struct tally_trailer trl = { tally_crc32 (0, buf, t), len };
+  tally_trailer_put (buf + t, &trl);
 }
 
 #endif /* TALLY_FORMAT_H */
