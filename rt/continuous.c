@@ -207,38 +207,45 @@ static int
 adopt (int fd, uint64_t start)
 {
   struct stat st;
-  unsigned char h[TALLY_HEADER_FIXED + 4];
+  unsigned char h[TALLY_HEADER_FIXED + TALLY_STR_FIXED];
+  struct tally_hdr hdr;
   if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode)
       || !pread_all (fd, h, sizeof h, 0)
-      || memcmp (h, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN) != 0
-      || tally_le_get32 (h + 8) != TALLY_FILE_VERSION_CONT
-      || tally_le_get32 (h + 12) != TALLY_BYTE_ORDER_MARK
-      || tally_le_get64 (h + 24) != (uint64_t) getpid ()
-      || !(tally_le_get32 (h + 44) & TALLY_FILE_CONTINUOUS))
+      || memcmp (h, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN) != 0)
+    return 0;
+  tally_hdr_get (h, &hdr);
+  if (hdr.version != TALLY_FILE_VERSION_CONT
+      || hdr.byte_order != TALLY_BYTE_ORDER_MARK
+      || hdr.pid != (uint64_t) getpid ()
+      || !(hdr.flags & TALLY_FILE_CONTINUOUS))
     return 0;
   uint64_t size = (uint64_t) st.st_size;
   uint64_t pos = sizeof h + tally_le_get32 (h + TALLY_HEADER_FIXED);
-  unsigned char s[8];
-  if (pos + 8 > size || !pread_all (fd, s, 8, pos)
-      || tally_le_get64 (s) != start || start == 0)
+  unsigned char s[TALLY_CSTART_SIZE];
+  struct tally_cstart cs;
+  if (pos + sizeof s > size || !pread_all (fd, s, sizeof s, pos))
     return 0;
-  pos += 8;
+  tally_cstart_get (s, &cs);
+  if (cs.start != start || start == 0)
+    return 0;
+  pos += sizeof s;
   uint32_t next = 0;
   while (pos + TALLY_DUMP_FIXED <= size)
     {
-      unsigned char c[24];
+      unsigned char c[TALLY_DUMP_FIXED];
       if (!pread_all (fd, c, TALLY_DUMP_FIXED, pos))
         return 0;
       uint32_t tag = tally_le_get32 (c);
       uint64_t len;
       if (tag == TALLY_TAG_CMOD)
-        len = tally_le_get64 (c + 8);
+        len = tally_le_get64 (c + TALLY_CMOD_LEN);
       else if (tag == TALLY_TAG_DUMP)
         {
-          len = tally_le_get64 (c + 8);
-          len = len > size ? size : len + TALLY_DUMP_FIXED;
-          if (tally_le_get32 (c + 4) >= next)
-            next = tally_le_get32 (c + 4) + 1;
+          struct tally_dumphdr d;
+          tally_dumphdr_get (c, &d);
+          len = d.image_size > size ? size : d.image_size + TALLY_DUMP_FIXED;
+          if (d.session >= next)
+            next = d.session + 1;
         }
       else
         return 0; /* not ours to continue: it is replaced */
@@ -291,23 +298,20 @@ open_file (const char *path, const char *program)
   size_t plen = strlen (program);
   if (plen > TALLY_MAX_STRING)
     plen = TALLY_MAX_STRING;
-  unsigned char h[TALLY_HEADER_FIXED + 4];
-  memcpy (h, TALLY_FILE_MAGIC, TALLY_FILE_MAGIC_LEN);
-  tally_le_put32 (h + 8, TALLY_FILE_VERSION_CONT);
-  tally_le_put32 (h + 12, TALLY_BYTE_ORDER_MARK);
-  tally_le_put64 (h + 16, 0);
-  tally_le_put64 (h + 24, (uint64_t) getpid ());
-  tally_le_put64 (h + 32, (uint64_t) time (NULL));
-  tally_le_put32 (h + 40, 0);
-  tally_le_put32 (h + 44, TALLY_FILE_CONTINUOUS);
-  tally_le_put32 (h + 48, (uint32_t) plen);
-  unsigned char s[8];
-  tally_le_put64 (s, start);
+  unsigned char h[TALLY_HEADER_FIXED + TALLY_STR_FIXED];
+  struct tally_hdr hdr = { TALLY_FILE_VERSION_CONT, TALLY_BYTE_ORDER_MARK, 0,
+                           (uint64_t) getpid (), (uint64_t) time (NULL), 0,
+                           TALLY_FILE_CONTINUOUS };
+  tally_hdr_put (h, &hdr);
+  tally_le_put32 (h + TALLY_HEADER_FIXED, (uint32_t) plen);
+  unsigned char s[TALLY_CSTART_SIZE];
+  struct tally_cstart cs = { start };
+  tally_cstart_put (s, &cs);
   int e = tally_rt_write_all (fd, h, sizeof h, 0);
   if (!e)
     e = tally_rt_write_all (fd, program, plen, sizeof h);
   if (!e)
-    e = tally_rt_write_all (fd, s, 8, (int64_t) (sizeof h + plen));
+    e = tally_rt_write_all (fd, s, sizeof s, (int64_t) (sizeof h + plen));
   if (!e && tally_rt_out_commit (tmp, path) != 0)
     e = errno; /* reported */
   if (e)
@@ -318,7 +322,7 @@ open_file (const char *path, const char *program)
     }
   cont_fd = fd;
   note_identity ();
-  cont_end = sizeof h + plen + 8;
+  cont_end = sizeof h + plen + TALLY_CSTART_SIZE;
   session = 0;
   cont_created = 1;
   return 0;
@@ -417,25 +421,24 @@ write_chunk (int fd, const struct tally_module *m, uint64_t off,
   if (mem == MAP_FAILED)
     return errno;
   unsigned char *b = (unsigned char *) mem;
-  tally_le_put32 (b, TALLY_TAG_CMOD);
-  tally_le_put64 (b + 8, region + len - off);
-  tally_le_put64 (b + 16, region - off);
-  tally_le_put64 (b + 24, len);
-  tally_le_put32 (b + 32, m->nfns);
-  tally_le_put32 (b + 36, (uint32_t) rec);
+  struct tally_cmod c = { 0, region + len - off, region - off, len, m->nfns,
+                          (uint32_t) rec };
+  tally_cmod_put (b, &c);
   unsigned char *t = b + TALLY_CMOD_FIXED;
   for (uint32_t i = 0; i < m->nfns; i++, t += TALLY_CMOD_FN)
     {
       const struct tally_fn *f = m->fns[i];
       int vis = f->visited && f->nvisited;
-      tally_le_put64 (t, (uint64_t) ((uintptr_t) f->counters - start));
-      tally_le_put64 (t + 8, vis ? (uint64_t) ((uintptr_t) f->visited - start)
-                        : UINT64_MAX);
-      tally_le_put32 (t + 16, f->ncounters);
-      tally_le_put32 (t + 20, vis ? f->nvisited : 0);
+      struct tally_cmodfn cf = {
+        (uint64_t) ((uintptr_t) f->counters - start),
+        vis ? (uint64_t) ((uintptr_t) f->visited - start) : UINT64_MAX,
+        f->ncounters, vis ? f->nvisited : 0 };
+      tally_cmodfn_put (t, &cf);
     }
   tally_rt_module_record (m, t);
-  tally_le_put32 (b + 4, tally_crc32 (0, b + 8, head - 8));
+  /* The CRC covers the chunk from its length on (TALLY_CMOD_LEN).  */
+  c.crc = tally_crc32 (0, b + TALLY_CMOD_LEN, head - TALLY_CMOD_LEN);
+  tally_cmod_put (b, &c);
   int e = tally_rt_write_all (fd, b, head, (int64_t) off);
   munmap (mem, head);
   return e;
@@ -576,9 +579,8 @@ int
 tally_rt_cont_dump_begin (uint64_t size)
 {
   unsigned char h[TALLY_DUMP_FIXED];
-  tally_le_put32 (h, TALLY_TAG_DUMP);
-  tally_le_put32 (h + 4, session);
-  tally_le_put64 (h + 8, size);
+  struct tally_dumphdr d = { session, size };
+  tally_dumphdr_put (h, &d);
   if (!file_ok ())
     {
       tally_rt_error ("%s: its descriptor was closed by the program and the "
