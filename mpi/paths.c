@@ -540,21 +540,21 @@ fail:
   return -1;
 }
 
-/* Little-endian writer into W (NULL: only count).  */
+/* The file's bytes into W (NULL: only count).  */
 static void
-w32 (unsigned char **w, size_t *n, uint32_t v)
+wbytes (unsigned char **w, size_t *n, const void *p, size_t l)
 {
   if (*w)
-    tally_le_put32 (*w, v), *w += 4;
-  *n += 4;
+    memcpy (*w, p, l), *w += l;
+  *n += l;
 }
 
 static void
-w64 (unsigned char **w, size_t *n, uint64_t v)
+w32 (unsigned char **w, size_t *n, uint32_t v)
 {
-  if (*w)
-    tally_le_put64 (*w, v), *w += 8;
-  *n += 8;
+  unsigned char b[4];
+  tally_le_put32 (b, v);
+  wbytes (w, n, b, 4);
 }
 
 size_t
@@ -563,29 +563,29 @@ ptree_write (const struct ptree *t, uint32_t nrec, const uint32_t *gbase,
 {
   struct pview v;
   size_t n = 0;
+  unsigned char b[TALLY_PATH_NODE];
   if (!t->len || view (t, &v))
     return 0;
   if (v.nframes)
     {
-      w32 (&w, &n, TALLY_TAG_FRAMES);
-      w32 (&w, &n, v.nframes);
+      struct tally_frmshdr fh = { v.nframes };
+      tally_frmshdr_put (b, &fh);
+      wbytes (&w, &n, b, TALLY_FRAMES_FIXED);
       const unsigned char *p = v.frames;
       for (uint32_t i = 0; i < v.nframes; i++)
         {
           uint32_t l = g32 (p + 8);
-          w32 (&w, &n, TALLY_FRAME_ID_BASE + i);
-          w64 (&w, &n, g64 (p));
+          struct tally_frmsent fe = { TALLY_FRAME_ID_BASE + i, g64 (p) };
+          tally_frmsent_put (b, &fe);
+          wbytes (&w, &n, b, TALLY_FRAME_FIXED);
           w32 (&w, &n, l);
-          if (w)
-            memcpy (w, p + 12, l), w += l;
-          n += l;
+          wbytes (&w, &n, p + 12, l);
           p += 12 + l;
         }
     }
-  w32 (&w, &n, TALLY_TAG_PATH);
-  w32 (&w, &n, v.depth);
-  w64 (&w, &n, v.lost);
-  w32 (&w, &n, nrec);
+  struct tally_pathhdr ph = { v.depth, v.lost, nrec };
+  tally_pathhdr_put (b, &ph);
+  wbytes (&w, &n, b, TALLY_PATH_HEAD);
   for (uint32_t i = 0; i < nrec; i++)
     w32 (&w, &n, gbase[i]);
   w32 (&w, &n, v.nnodes);
@@ -593,19 +593,24 @@ ptree_write (const struct ptree *t, uint32_t nrec, const uint32_t *gbase,
   for (uint32_t i = 0; i < v.nnodes; i++)
     {
       const unsigned char *p = v.nodes + i * nw;
-      w32 (&w, &n, g32 (p));
-      w32 (&w, &n, g32 (p + 4));
-      for (int k = 0; k < 3; k++)
-        w64 (&w, &n, g64 (p + 8 + 8 * k));
+      struct tally_pnode node = { g32 (p), g32 (p + 4), g64 (p + 8),
+                                  g64 (p + 16), g64 (p + 24) };
+      tally_pnode_put (b, &node);
+      wbytes (&w, &n, b, TALLY_PATH_NODE);
     }
   if (v.e)
     {
-      w32 (&w, &n, TALLY_TAG_PATH_EVENTS);
-      w32 (&w, &n, v.e);
-      w32 (&w, &n, v.nnodes);
+      struct tally_pevthdr eh = { v.e, v.nnodes };
+      tally_pevthdr_put (b, &eh);
+      wbytes (&w, &n, b, TALLY_PEVT_FIXED);
       for (uint32_t i = 0; i < v.nnodes; i++)
-        for (uint32_t k = 0; k < 2 * v.e; k++)
-          w64 (&w, &n, g64 (v.nodes + i * nw + 32 + 8 * k));
+        for (uint32_t k = 0; k < v.e; k++)
+          {
+            const unsigned char *p = v.nodes + i * nw + 32 + 16 * k;
+            struct tally_measpair pair = { g64 (p), g64 (p + 8) };
+            tally_measpair_put (b, &pair);
+            wbytes (&w, &n, b, TALLY_MEAS_PAIR);
+          }
     }
   return n;
 }

@@ -139,13 +139,21 @@ API MPI_Alltoallv (const void *sb, const int sn[], const int sdis[], MPI_Datatyp
                    const int rn[], const int rdis[], MPI_Datatype rt, MPI_Comm c)
 { TIMED (R_Alltoallv, PMPI_Alltoallv (sb, sn, sdis, st, rb, rn, rdis, rt, c)); }
 
-/* Little-endian writer; W NULL: only count.  */
+/* The file's bytes into W (NULL: only count).  */
+static void
+wbytes (unsigned char **w, size_t *n, const void *p, size_t l)
+{
+  if (*w)
+    memcpy (*w, p, l), *w += l;
+  *n += l;
+}
+
 static void
 w32 (unsigned char **w, size_t *n, uint32_t v)
 {
-  if (*w)
-    tally_le_put32 (*w, v), *w += 4;
-  *n += 4;
+  unsigned char b[4];
+  tally_le_put32 (b, v);
+  wbytes (w, n, b, 4);
 }
 
 static void
@@ -153,9 +161,7 @@ wstr (unsigned char **w, size_t *n, const char *s)
 {
   uint32_t l = (uint32_t) strlen (s);
   w32 (w, n, l);
-  if (*w)
-    memcpy (*w, s, l), *w += l;
-  *n += l;
+  wbytes (w, n, s, l);
 }
 
 #define SOURCE "libtally-mpi (MPI routines)"
@@ -172,12 +178,11 @@ routines_record (unsigned char *w, uint64_t *checksum)
     for (const char *p = names[i]; *p; p++)
       h = (h ^ (unsigned char) *p) * 1099511628211ull;
   *checksum = h;
-  w32 (&w, &n, TALLY_TAG_MODULE);
-  w32 (&w, &n, TALLY_ABI_VERSION);
-  w32 (&w, &n, (uint32_t) h);
-  w32 (&w, &n, (uint32_t) (h >> 32));
-  w32 (&w, &n, 0x2 | 0x10000); /* hooks=call; function flag bit 2 set */
-  w32 (&w, &n, R_COUNT);
+  unsigned char b[TALLY_MODREC_FIXED];
+  /* hooks=call; function flag bit 2 set */
+  struct tally_modrec mr = { TALLY_ABI_VERSION, h, 0x2 | 0x10000, R_COUNT };
+  tally_modrec_put (b, &mr);
+  wbytes (&w, &n, b, TALLY_MODREC_FIXED);
   wstr (&w, &n, SOURCE);
   wstr (&w, &n, "");
   for (int i = 0; i < R_COUNT; i++)
@@ -186,14 +191,14 @@ routines_record (unsigned char *w, uint64_t *checksum)
       for (int s = 0; s < 3; s++)
         wstr (&w, &n, names[i]);
       wstr (&w, &n, "mpi.h");
-      w32 (&w, &n, 0);                   /* line */
-      w32 (&w, &n, TALLY_FN_ARTIFICIAL); /* flags */
-      w32 (&w, &n, 2);                   /* counters */
-      w32 (&w, &n, 0);
+      /* line 0, two counters (entries and exits: both the calls) */
+      struct tally_fnrec fr = { 0, TALLY_FN_ARTIFICIAL, 2, 0 };
+      tally_fnrec_put (b, &fr);
+      wbytes (&w, &n, b, TALLY_FNREC_FIXED);
       for (int k = 0; k < 2; k++)
         {
-          w32 (&w, &n, (uint32_t) c);
-          w32 (&w, &n, (uint32_t) (c >> 32));
+          tally_le_put64 (b, c);
+          wbytes (&w, &n, b, 8);
         }
       w32 (&w, &n, 0); /* no block map */
     }
@@ -212,10 +217,11 @@ routines_meas (unsigned char *w, uint32_t v)
   tally_le_put32 (w, R_COUNT);
   w += 4;
   for (int i = 0; i < R_COUNT; i++)
-    for (uint32_t k = 0; k < v; k++)
+    for (uint32_t k = 0; k < v; k++, w += TALLY_MEAS_PAIR)
       {
+        /* The cycles in the routine, inclusive and exclusive alike.  */
         uint64_t c = k ? 0 : __atomic_load_n (&cycles[i], __ATOMIC_RELAXED);
-        tally_le_put64 (w, c), w += 8;  /* inclusive */
-        tally_le_put64 (w, c), w += 8;  /* exclusive */
+        struct tally_measpair pair = { c, c };
+        tally_measpair_put (w, &pair);
       }
 }

@@ -186,7 +186,7 @@ index_image (const unsigned char *image, size_t len, uint32_t *nrec,
              const unsigned char **extras)
 {
   struct cur c = { image + TALLY_HEADER_FIXED, image + len - TALLY_TRAILER_SIZE, 0 };
-  uint32_t n = tally_le_get32 (image + 40);
+  uint32_t n = tally_le_get32 (image + TALLY_HDR_NMODULES);
   cstr (&c);
   struct rec *r = calloc (n ? n : 1, sizeof *r);
   if (!r)
@@ -780,7 +780,7 @@ reduce (void)
          of the jobs): without RNKS, whose per-rank statistics of one job
          do not add up with another's.  */
       int merge = merges (pattern);
-      uint64_t out = TALLY_HEADER_FIXED + 4
+      uint64_t out = TALLY_HEADER_FIXED + TALLY_STR_FIXED
                      + tally_le_get32 (image + TALLY_HEADER_FIXED);
       for (size_t i = 0; i < nall; i++)
         {
@@ -797,16 +797,18 @@ reduce (void)
         }
       if (vg)
         {
-          out += 12 + mnames_len;
+          out += TALLY_MEAS_FIXED + mnames_len;
           for (size_t i = 0; i < nall; i++)
-            out += 4 + (uint64_t) all[i].nfns * vg * 16;
+            out += 4 + (uint64_t) all[i].nfns * vg * TALLY_MEAS_PAIR;
         }
       out += ptree_write (&tree, (uint32_t) nall, gbase, NULL);
       if (!merge)
         {
-          out += 16;
+          out += TALLY_RANKS_FIXED;
           for (size_t i = 0; i < nall; i++)
-            out += 16 + (all[i].ncounters + (uint64_t) all[i].nfns * vg * 2) * 20;
+            out += TALLY_RANKS_MODULE
+                   + (all[i].ncounters + (uint64_t) all[i].nfns * vg * 2)
+                         * TALLY_RANKS_VALUE;
         }
       out += TALLY_TRAILER_SIZE;
       unsigned char *f = mmap (NULL, out, PROT_READ | PROT_WRITE,
@@ -818,11 +820,14 @@ reduce (void)
           goto told;
         }
       uint32_t plen = tally_le_get32 (image + TALLY_HEADER_FIXED);
-      memcpy (f, image, TALLY_HEADER_FIXED + 4 + plen);
-      tally_le_put64 (f + 16, out);
-      tally_le_put32 (f + 40, (uint32_t) nall);
-      tally_le_put32 (f + 44, TALLY_FILE_AT_EXIT);
-      unsigned char *w = f + TALLY_HEADER_FIXED + 4 + plen;
+      memcpy (f, image, TALLY_HEADER_FIXED + TALLY_STR_FIXED + plen);
+      struct tally_hdr hdr;
+      tally_hdr_get (f, &hdr);
+      hdr.file_size = out;
+      hdr.nmodules = (uint32_t) nall;
+      hdr.flags = TALLY_FILE_AT_EXIT;
+      tally_hdr_put (f, &hdr);
+      unsigned char *w = f + TALLY_HEADER_FIXED + TALLY_STR_FIXED + plen;
       uint64_t vat = 0;
       uint64_t *sums = vals; /* reused: rank 0's own values are done with */
       for (size_t i = 0; i < nall; i++)
@@ -839,8 +844,8 @@ reduce (void)
         }
       if (vg)
         {
-          tally_le_put32 (w, TALLY_TAG_MEAS), w += 4;
-          tally_le_put32 (w, vg), w += 4;
+          struct tally_meashdr mh = { vg };
+          tally_meashdr_put (w, &mh), w += TALLY_MEAS_HEAD;
           memcpy (w, mnames, mnames_len), w += mnames_len;
           tally_le_put32 (w, (uint32_t) nall), w += 4;
           vat = 0;
@@ -848,31 +853,33 @@ reduce (void)
             {
               tally_le_put32 (w, all[i].nfns), w += 4;
               vat += all[i].ncounters;
-              for (uint64_t j = 0; j < (uint64_t) all[i].nfns * vg * 2; j++)
-                tally_le_put64 (w, res[vat + j].sum), w += 8;
+              for (uint64_t j = 0; j < (uint64_t) all[i].nfns * vg * 2; j += 2)
+                {
+                  struct tally_measpair pair = { res[vat + j].sum,
+                                                 res[vat + j + 1].sum };
+                  tally_measpair_put (w, &pair), w += TALLY_MEAS_PAIR;
+                }
               vat += (uint64_t) all[i].nfns * vg * 2;
             }
         }
       w += ptree_write (&tree, (uint32_t) nall, gbase, w);
       if (!merge)
         {
-          tally_le_put32 (w, TALLY_TAG_RANKS), w += 4;
-          tally_le_put32 (w, TALLY_RANKS_VERSION), w += 4;
-          tally_le_put32 (w, (uint32_t) size), w += 4;
-          tally_le_put32 (w, (uint32_t) nall), w += 4;
+          struct tally_rnkshdr rh = { TALLY_RANKS_VERSION, (uint32_t) size,
+                                      (uint32_t) nall };
+          tally_rnkshdr_put (w, &rh), w += TALLY_RANKS_FIXED;
         }
       vat = 0;
       for (size_t i = 0; i < nall && !merge; i++)
         {
           uint64_t nm = (uint64_t) all[i].nfns * vg * 2;
-          tally_le_put32 (w, all[i].nranks), w += 4;
-          tally_le_put32 (w, 0), w += 4;
-          tally_le_put64 (w, all[i].ncounters + nm), w += 8;
+          struct tally_rnksrec rr = { all[i].nranks, 0, all[i].ncounters + nm };
+          tally_rnksrec_put (w, &rr), w += TALLY_RANKS_MODULE;
           for (uint64_t j = 0; j < all[i].ncounters + nm; j++, vat++)
             {
-              tally_le_put64 (w, res[vat].min), w += 8;
-              tally_le_put64 (w, res[vat].max), w += 8;
-              tally_le_put32 (w, res[vat].rank), w += 4;
+              struct tally_rnksval rv = { res[vat].min, res[vat].max,
+                                          res[vat].rank };
+              tally_rnksval_put (w, &rv), w += TALLY_RANKS_VALUE;
             }
         }
       memset (w, 0, TALLY_TRAILER_SIZE);
