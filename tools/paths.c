@@ -425,21 +425,61 @@ tally_tree_folded (const struct tally_tree *t, FILE *out)
   free (up);
 }
 
+/* The length of the UTF-8 sequence at S if it is one character XML allows
+   that is not a control character (U+0020..U+007E, U+00A0..U+D7FF,
+   U+E000..U+FFFD, U+10000..U+10FFFF), else 0.  */
+static size_t
+xml_char (const unsigned char *s)
+{
+  if (s[0] >= 0x20 && s[0] < 0x7f)
+    return 1;
+  size_t n = s[0] >= 0xc2 && s[0] <= 0xdf ? 2
+             : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+             : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+  uint32_t c = n == 2 ? s[0] & 0x1f : n == 3 ? s[0] & 0x0f : s[0] & 0x07;
+  for (size_t k = 1; k < n; k++)
+    {
+      if ((s[k] & 0xc0) != 0x80) /* the NUL at the end included */
+        return 0;
+      c = c << 6 | (s[k] & 0x3f);
+    }
+  /* Overlong forms, surrogates, U+FFFE and U+FFFF, beyond U+10FFFF, the
+     C1 controls.  */
+  if (!n || (n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff))
+      || (c >= 0xd800 && c <= 0xdfff) || c == 0xfffe || c == 0xffff
+      || c < 0xa0)
+    return 0;
+  return n;
+}
+
+/* S as XML character data or a double-quoted attribute value: markup
+   characters as entities, and every byte that does not start a character
+   XML allows (a control character, invalid UTF-8: names come from data
+   files, which anyone can write) as '?'.  At most MAX characters, then
+   "..".  */
 static void
 put_xml (FILE *out, const char *s, size_t max)
 {
+  const unsigned char *p = (const unsigned char *) s;
   size_t n = 0;
-  for (; *s && n < max; s++, n++)
-    switch (*s)
+  for (; *p && n < max; n++)
+    switch (*p)
       {
-      case '<': fputs ("&lt;", out); break;
-      case '>': fputs ("&gt;", out); break;
-      case '&': fputs ("&amp;", out); break;
-      case '"': fputs ("&quot;", out); break;
+      case '<': fputs ("&lt;", out); p++; break;
+      case '>': fputs ("&gt;", out); p++; break;
+      case '&': fputs ("&amp;", out); p++; break;
+      case '"': fputs ("&quot;", out); p++; break;
       default:
-        fputc ((unsigned char) *s < 0x20 ? '?' : *s, out);
+        {
+          size_t k = xml_char (p);
+          if (k)
+            fwrite (p, 1, k, out);
+          else
+            fputc ('?', out);
+          p += k ? k : 1;
+        }
       }
-  if (*s)
+  if (*p)
     fputs ("..", out);
 }
 
@@ -447,7 +487,8 @@ put_xml (FILE *out, const char *s, size_t max)
 #define SVG_PAD 10.0
 #define FRAME_H 16
 
-/* Draw node I (not the root) at X, of width W pixels.  */
+/* Draw node I (not the root) at X, of width W pixels.  The script below
+   reads the frame back from this markup: keep the two in step.  */
 static void
 svg_rect (const struct tally_tree *t, size_t i, double x, double w,
           unsigned maxdepth, uint64_t grand, FILE *out)
@@ -481,7 +522,8 @@ svg_rect (const struct tally_tree *t, size_t i, double x, double w,
 
 /* Draw the tree from the root at X, W pixels wide: each node, then its
    children left to right after its self cycles, widest first; a child
-   narrower than 0.1 pixel is left out with its subtree.  */
+   narrower than 0.1 pixel is left out with its subtree.  The frames come
+   out depth first, a node before its subtree (the script relies on it).  */
 static void
 svg_tree (const struct tally_tree *t, double x, double scale,
           unsigned maxdepth, uint64_t grand, FILE *out)
@@ -503,6 +545,151 @@ svg_tree (const struct tally_tree *t, double x, double scale,
   free (w.f);
 }
 
+/* The flame graph's script (doc/cli.md, "tally flame"): click a frame to
+   zoom to it, "Reset Zoom" (or Escape) to go back, type in the search
+   field to highlight the frames whose name holds the text, with their
+   count and share.  It reads the frames from the markup svg_rect writes
+   (the name and total from the title, the place from the rect) only at
+   the first click or search, and changes nothing but their place, text
+   and classes.  */
+static const char svg_script[] =
+  "(function () {\n"
+  "  \"use strict\";\n"
+  "  var svg = document.documentElement, NS = svg.namespaceURI;\n"
+  "  var PAD = 10, FULL = +svg.getAttribute(\"width\") - 2 * PAD;\n"
+  "  var box = document.getElementById(\"frames\");\n"
+  "  var unzoom = document.getElementById(\"unzoom\");\n"
+  "  var matched = document.getElementById(\"matched\");\n"
+  "  var input = document.getElementById(\"search\");\n"
+  "  var F = null; /* the frames, read at the first click or search */\n"
+  "  var zoomed = -1;\n"
+  "  function quote(s) { return s.replace(/[.*+?^${}()|[\\]\\\\]/g, \"\\\\$&\"); }\n"
+  "  /* A frame's name and total: its title less the values tally wrote\n"
+  "     after them, \" (TOTAL EVENT, P%; self S, calls C)\".  */\n"
+  "  var tail = new RegExp(\" \\\\((\\\\d+) \" + quote(svg.getAttribute(\"data-event\") || \"\")\n"
+  "                        + \", \\\\d+\\\\.\\\\d\\\\d%; self \\\\d+, calls \\\\d+\\\\)$\");\n"
+  "  function frames() {\n"
+  "    if (F)\n"
+  "      return F;\n"
+  "    F = [];\n"
+  "    var gs = box.children, stack = [];\n"
+  "    for (var i = 0; i < gs.length; i++) {\n"
+  "      var g = gs[i], r = g.getElementsByTagNameNS(NS, \"rect\")[0];\n"
+  "      var t = g.getElementsByTagNameNS(NS, \"title\")[0].textContent;\n"
+  "      var m = tail.exec(t), x = g.getElementsByTagNameNS(NS, \"text\")[0];\n"
+  "      var f = { g: g, r: r, t: x || null, label: x ? x.textContent : \"\",\n"
+  "                name: m ? t.slice(0, m.index) : t, total: m ? +m[1] : 0,\n"
+  "                x: +r.getAttribute(\"x\"), w: +r.getAttribute(\"width\"),\n"
+  "                y: +r.getAttribute(\"y\"), end: gs.length };\n"
+  "      /* Frames come parent first (depth first), a deeper one higher up:\n"
+  "         a frame's subtree is the frames after it up to the first one\n"
+  "         at its height or below, F[i].end.  */\n"
+  "      while (stack.length && F[stack[stack.length - 1]].y <= f.y)\n"
+  "        F[stack.pop()].end = i;\n"
+  "      stack.push(i);\n"
+  "      g.tallyFrame = i;\n"
+  "      F.push(f);\n"
+  "    }\n"
+  "    return F;\n"
+  "  }\n"
+  "  function place(f, x, w) {\n"
+  "    f.r.setAttribute(\"x\", x.toFixed(2));\n"
+  "    f.r.setAttribute(\"width\", w.toFixed(2));\n"
+  "    var chars = Math.floor(w / 7);\n"
+  "    var s = chars < 3 ? \"\" : f.name.length > chars - 2\n"
+  "                             ? f.name.slice(0, chars - 2) + \"..\" : f.name;\n"
+  "    if (!f.t && s) {\n"
+  "      f.t = document.createElementNS(NS, \"text\");\n"
+  "      f.g.appendChild(f.t);\n"
+  "    }\n"
+  "    if (f.t) {\n"
+  "      f.t.setAttribute(\"x\", (x + 3).toFixed(2));\n"
+  "      f.t.setAttribute(\"y\", (f.y + 11.5).toFixed(1));\n"
+  "      f.t.textContent = s;\n"
+  "    }\n"
+  "  }\n"
+  "  function show(f, how) {\n"
+  "    f.g.classList.toggle(\"hidden\", how === 0);\n"
+  "    f.g.classList.toggle(\"parent\", how === 2);\n"
+  "  }\n"
+  "  /* Zoom to frame I: it and its subtree fill the width, its callers\n"
+  "     stay (full width, faded), every other frame is hidden.  */\n"
+  "  function zoom(i) {\n"
+  "    var F = frames(), z = F[i], k = FULL / z.w, up = z.y, j;\n"
+  "    for (j = 0; j < F.length; j++)\n"
+  "      if (j < i || j >= z.end)\n"
+  "        show(F[j], 0);\n"
+  "    for (j = i - 1; j >= 0; j--)\n"
+  "      if (F[j].y > up) {\n"
+  "        up = F[j].y;\n"
+  "        show(F[j], 2);\n"
+  "        place(F[j], PAD, FULL);\n"
+  "      }\n"
+  "    for (j = i; j < z.end; j++) {\n"
+  "      show(F[j], 1);\n"
+  "      place(F[j], PAD + (F[j].x - z.x) * k, F[j].w * k);\n"
+  "    }\n"
+  "    zoomed = i;\n"
+  "    unzoom.classList.remove(\"hidden\");\n"
+  "  }\n"
+  "  function reset() {\n"
+  "    if (zoomed < 0)\n"
+  "      return;\n"
+  "    frames().forEach(function (f) {\n"
+  "      show(f, 1);\n"
+  "      place(f, f.x, f.w);\n"
+  "      if (f.t)\n"
+  "        f.t.textContent = f.label;\n"
+  "    });\n"
+  "    zoomed = -1;\n"
+  "    unzoom.classList.add(\"hidden\");\n"
+  "  }\n"
+  "  /* Highlight the frames whose name holds TERM (any case) and show how\n"
+  "     many, and their share of the whole: the totals of the matches that\n"
+  "     are not inside another match.  */\n"
+  "  function search(term) {\n"
+  "    var F = frames(), q = term.toLowerCase(), n = 0, sum = 0, end = 0;\n"
+  "    for (var j = 0; j < F.length; j++) {\n"
+  "      var m = q !== \"\" && F[j].name.toLowerCase().indexOf(q) >= 0;\n"
+  "      F[j].g.classList.toggle(\"match\", m);\n"
+  "      if (m) {\n"
+  "        n++;\n"
+  "        if (j >= end) {\n"
+  "          sum += F[j].total;\n"
+  "          end = F[j].end;\n"
+  "        }\n"
+  "      }\n"
+  "    }\n"
+  "    var all = +svg.getAttribute(\"data-total\");\n"
+  "    matched.textContent = q === \"\" ? \"\" : \"Matched: \" + n + (n === 1 ? \" frame, \" : \" frames, \")\n"
+  "                          + (all ? (100 * sum / all).toFixed(2) : \"0.00\") + \"%\";\n"
+  "  }\n"
+  "  box.addEventListener(\"click\", function (e) {\n"
+  "    for (var g = e.target; g && g !== box; g = g.parentNode)\n"
+  "      if (g.parentNode === box) {\n"
+  "        frames();\n"
+  "        zoom(g.tallyFrame);\n"
+  "        return;\n"
+  "      }\n"
+  "  });\n"
+  "  unzoom.addEventListener(\"click\", reset);\n"
+  "  input.addEventListener(\"input\", function () { search(input.value); });\n"
+  "  document.addEventListener(\"keydown\", function (e) {\n"
+  "    if (e.key === \"Escape\") {\n"
+  "      if (input.value) {\n"
+  "        input.value = \"\";\n"
+  "        search(\"\");\n"
+  "      } else\n"
+  "        reset();\n"
+  "      input.blur();\n"
+  "    } else if ((e.key === \"/\" && e.target !== input)\n"
+  "               || (e.key === \"f\" && (e.ctrlKey || e.metaKey))) {\n"
+  "      e.preventDefault();\n"
+  "      input.focus();\n"
+  "    }\n"
+  "  });\n"
+  "})();\n";
+
 void
 tally_tree_svg (const struct tally_tree *t, FILE *out, const char *title)
 {
@@ -514,23 +701,42 @@ tally_tree_svg (const struct tally_tree *t, FILE *out, const char *title)
   uint64_t grand = t->n[0].total;
   double scale = grand ? (SVG_WIDTH - 2 * SVG_PAD) / (double) grand : 0;
   int height = 40 + (int) maxdepth * FRAME_H + 30;
+  const char *event = t->event ? t->event : "cycles";
   fprintf (out, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
            "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-           "xmlns=\"http://www.w3.org/2000/svg\">\n"
+           "xmlns=\"http://www.w3.org/2000/svg\" data-total=\"%" PRIu64 "\" "
+           "data-event=\"", (int) SVG_WIDTH, height, (int) SVG_WIDTH, height,
+           grand);
+  put_xml (out, event, 200);
+  fprintf (out, "\">\n"
            "<style>text { font-family: monospace; font-size: 12px; "
-           "fill: #000; pointer-events: none; } rect:hover { stroke: #000; "
-           "stroke-width: 0.5; }</style>\n"
+           "fill: #000; pointer-events: none; } #frames > g { cursor: pointer; } "
+           "#frames > g:hover > rect { stroke: #000; stroke-width: 0.5; } "
+           "#frames > g.match > rect { fill: rgb(230,0,230); } "
+           ".parent { opacity: 0.5; } .hidden { display: none; } "
+           "#unzoom { fill: #00c; pointer-events: auto; cursor: pointer; } "
+           "#unzoom:hover { text-decoration: underline; }</style>\n"
            "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" "
            "fill=\"#f8f8f0\"/>\n<text x=\"%d\" y=\"24\" "
-           "style=\"font-size: 16px\">",
-           (int) SVG_WIDTH, height, (int) SVG_WIDTH, height,
-           (int) SVG_PAD);
+           "style=\"font-size: 16px\">", (int) SVG_PAD);
   put_xml (out, title, 200);
   fputs (" — exclusive ", out);
-  put_xml (out, t->event ? t->event : "cycles", 200);
+  put_xml (out, event, 200);
   fprintf (out, ", %" PRIu64 " in all (width: inclusive)</text>\n", grand);
+  fputs ("<g id=\"frames\">\n", out);
   svg_tree (t, SVG_PAD, scale, maxdepth, grand, out);
-  fputs ("</svg>\n", out);
+  /* The controls, in the bar under the frames.  */
+  fprintf (out, "</g>\n<text id=\"unzoom\" class=\"hidden\" x=\"%d\" "
+           "y=\"%d\">Reset Zoom</text>\n<text id=\"matched\" x=\"%d\" "
+           "y=\"%d\" text-anchor=\"end\"></text>\n<foreignObject x=\"%d\" "
+           "y=\"%d\" width=\"200\" height=\"22\"><input "
+           "xmlns=\"http://www.w3.org/1999/xhtml\" id=\"search\" "
+           "type=\"text\" placeholder=\"Search (/)\" "
+           "style=\"width: 190px; font: 12px monospace\"/></foreignObject>\n",
+           (int) SVG_PAD, height - 10, (int) (SVG_WIDTH - SVG_PAD) - 210,
+           height - 10, (int) (SVG_WIDTH - SVG_PAD) - 200, height - 26);
+  fprintf (out, "<script type=\"text/ecmascript\"><![CDATA[\n%s]]></script>\n"
+           "</svg>\n", svg_script);
 }
 
 void
