@@ -104,7 +104,7 @@ def table(facts, workloads, modes, rows, only=None):
           "workloads; size is the binary's text + data." % (facts.get("date", "?"), commit), "",
           "| mode | what | " + " | ".join(workloads) + " | geomean Ir | geomean wall | geomean size |",
           "|---|---|" + "---:|" * (len(workloads) + 3)]
-    slow = False
+    slow = fail = dash = False
     for m in shown:
         label, out, acc = "", [], {"Ir": [], "wall": [], "size": []}
         present = 0
@@ -117,6 +117,7 @@ def table(facts, workloads, modes, rows, only=None):
             label = label or r["label"]
             if r["status"] in ("FAIL", "n/a"):
                 out.append(r["status"])
+                fail = True
                 continue
             for k in acc:
                 if r[k] is not None:
@@ -124,6 +125,7 @@ def table(facts, workloads, modes, rows, only=None):
             wall = fmt(r["wall"], 2) + ("†" if r["slow"] and r["wall"] is not None else "")
             slow |= r["slow"]
             out.append("%s / %s" % (fmt(r["Ir"], 3), wall))
+            dash |= r["Ir"] is None or r["wall"] is None
         means = []
         for k, d in (("Ir", 3), ("wall", 2), ("size", 2)):
             g = fmt(geomean(acc[k]), d)
@@ -132,12 +134,17 @@ def table(facts, workloads, modes, rows, only=None):
             means.append(g)
         md.append("| `%s` | %s | %s | %s |" % (m, label, " | ".join(out), " | ".join(means)))
     md.append("")
-    notes = ["-: not measured (no cachegrind column for that tool)", "FAIL: the build or "
-             "the output check failed (the report's Checks say why)"]
+    notes = []
     if slow:
-        notes.insert(0, "†: on the small `slow` input, against the baseline on that input "
+        notes.append("†: on the small `slow` input, against the baseline on that input "
                      "(the tool's start-up included)")
-    md += ["; ".join(notes) + ".", ""]
+    if dash:
+        notes.append("-: not measured (cachegrind cannot run that tool, or no wall-clock pairs)")
+    if fail:
+        notes.append("FAIL, n/a: the build or the output check failed, or the mode cannot run "
+                     "here (the report says why)")
+    if notes:
+        md += ["; ".join(notes) + ".", ""]
     return md
 
 
