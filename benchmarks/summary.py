@@ -98,10 +98,11 @@ def table(facts, workloads, modes, rows, only=None):
              and not all(rows.get((w, m), {}).get("status") in (None, "base") for w in workloads)]
     commit = facts.get("tally", "?").split()[0]
     md = ["Run: %s, tally %s.  Each cell is **instructions / wall clock**, both ÷ the "
-          "uninstrumented build of the same compiler (gcc modes ÷ `gcc`, clang modes ÷ "
-          "`clang`): cachegrind's Ir on the `cg` input, exact; the median of the paired "
-          "wall-clock ratios on the wall input, noisy.  The geometric means are over the "
-          "workloads; size is the binary's text + data." % (facts.get("date", "?"), commit), "",
+          "mode's uninstrumented baseline in the same run (gcc modes ÷ `gcc`, clang modes ÷ "
+          "`clang`, each other compiler or link its own): cachegrind's Ir on the `cg` input, "
+          "exact; the median of the paired wall-clock ratios on the wall input, noisy.  The "
+          "geometric means are over the workloads; size is the binary's text + data."
+          % (facts.get("date", "?"), commit), "",
           "| mode | what | " + " | ".join(workloads) + " | geomean Ir | geomean wall | geomean size |",
           "|---|---|" + "---:|" * (len(workloads) + 3)]
     slow = fail = dash = False
