@@ -513,7 +513,9 @@ tally_ranks_report (const struct ranks_opts *opts)
   if (!status)
     {
       sort_key = o.sort;
-      qsort (t.rows, t.n, sizeof *t.rows, cmp_rows);
+      if (t.n > 1) /* t.rows is NULL without functions: qsort wants a
+                      pointer */
+        qsort (t.rows, t.n, sizeof *t.rows, cmp_rows);
       size_t n = o.top && o.top < t.n ? o.top : t.n;
       print_table (&t, &o, what, n);
     }

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""The `tally` command reading what it is given (suite `tools`): the seed
+corpus of the data-file reader through every subcommand of the sanitized
+tool, sources that are not regular files, files of two checkouts of one
+program, the messages of commands over several bad files, and what CSV
+and the ranks table print.
+
+    run-tools.py CASE --tally T --tally-asan T --srcdir DIR ...
+
+Each case prints "ok: CASE", "FAIL: CASE" with the reason, or "skipped:
+CASE (reason)", and exits 0, 1 or 77."""
+import concurrent.futures
+import os
+import re
+import subprocess
+import sys
+
+from checklib import case, expect, main, run
+
+# Words of stderr that only a sanitizer writes.
+SANITIZER = re.compile(r"runtime error:|Sanitizer|==\d+==ERROR")
+
+
+def corpus_dir(a):
+    return os.path.join(a.srcdir, "..", "tools", "fuzz-corpus")
+
+
+def first_source(a, path):
+    """The base name of the first module source `tally dump` shows in PATH,
+    or None."""
+    p = run([a.tally, "dump", path], check=False)
+    m = re.search(r' source="([^"]*)"', p.stdout)
+    return os.path.basename(m.group(1)) if m else None
+
+
+def corpus_commands(a, path, other, out):
+    """Every subcommand and option that reads data files, over PATH (and
+    OTHER, a valid file, for the commands that take two); OUT is a scratch
+    output name."""
+    cmds = [["report"], ["report", "--all", "--json"], ["report", "--csv", "--clones"],
+            ["report", "--sort=excl", "--top=1"], ["report", "--blocks", "--json"],
+            ["report", "--tree", "--all"], ["report", "--tree", "--event=perf::TASK-CLOCK"],
+            ["report", "--ranks"], ["report", "--ranks", "--json", "--metric=cycles"],
+            ["report", "--ranks", "--csv"], ["report", "--rank=0"], ["dump"], ["lcov", "--all"],
+            ["lcov", "-o", out], ["merge", "--force", "-o", out], ["flame", "--folded"],
+            ["flame", "-o", out, "--event=perf::TASK-CLOCK"], ["select", "--filter"]]
+    runs = [c + [path] for c in cmds]
+    source = first_source(a, path)
+    if source:
+        runs.append(["report", "--json", "--lines", source, path])
+    runs.append(["merge", "-j", "2", "-o", out, path, other])
+    for opts in ([], ["--lines", "--json"], ["--all", "--csv"], ["--sort=cycles"]):
+        runs += [["diff", *opts, path, path], ["diff", *opts, other, path]]
+    return runs
+
+
+@case("fuzz-corpus")
+def check_fuzz_corpus(a, work):
+    """Every seed of tools/fuzz-corpus (valid files and each kind of damage
+    the reader knows) through every subcommand and option of the ASan and
+    UBSan build of `tally` that reads data files: each run ends within 60
+    s with status 0, or 1 (2 for an option the file cannot serve) and
+    lines `tally: ...` on stderr, and never with a sanitizer's report."""
+    corpus = corpus_dir(a)
+    seeds = sorted(os.listdir(corpus))
+    expect(len(seeds) >= 60, "only %d seeds in %s" % (len(seeds), corpus))
+    other = os.path.join(corpus, "one-module")
+    jobs = []
+    for i, seed in enumerate(seeds):
+        out = os.path.join(work, "out%d" % i)
+        for cmd in corpus_commands(a, os.path.join(corpus, seed), other, out):
+            jobs.append((seed, cmd))
+
+    def one(job):
+        seed, cmd = job
+        try:
+            p = subprocess.run([a.tally_asan, *cmd], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=60, cwd=work)
+        except subprocess.TimeoutExpired:
+            return "%s: tally %s: still running after 60 s" % (seed, " ".join(cmd))
+        err = p.stderr.decode("utf-8", "replace")
+        what = "%s: tally %s: exit %d" % (seed, " ".join(cmd), p.returncode)
+        if SANITIZER.search(err):
+            return "%s, a sanitizer's report:\n%s" % (what, err[:3000])
+        if p.returncode not in (0, 1, 2):
+            return "%s\n%s" % (what, err[:2000])
+        lines = err.splitlines()
+        if p.returncode and not lines:
+            return "%s and no message" % what
+        stray = [l for l in lines if not l.startswith(("tally: ", "  "))]
+        if stray:
+            return "%s, stderr lines that are not tally's messages:\n%s" % (what, "\n".join(stray[:5]))
+        return None
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        bad = [r for r in pool.map(one, jobs) if r]
+    expect(not bad, "%d of %d runs went wrong:\n%s" % (len(bad), len(jobs), "\n".join(bad[:10])))
+
+
+if __name__ == "__main__":
+    sys.exit(main("tally-tools-"))
