@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 
-from checklib import case, expect, main, run
+from checklib import case, expect, main, run, write_file
 
 # Words of stderr that only a sanitizer writes.
 SANITIZER = re.compile(r"runtime error:|Sanitizer|==\d+==ERROR")
@@ -95,6 +95,59 @@ def check_fuzz_corpus(a, work):
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         bad = [r for r in pool.map(one, jobs) if r]
     expect(not bad, "%d of %d runs went wrong:\n%s" % (len(bad), len(jobs), "\n".join(bad[:10])))
+
+
+def two_units(a, work, flags_a, flags_b, name="prog"):
+    """WORK/NAME from a.c (main, calling f twice) compiled with FLAGS_A and
+    b.c (f) with FLAGS_B, both -O0 with the plugin, run once; returns its
+    data file."""
+    srcs = {"a.c": "int f (int);\nint main (void)\n{\n  return f (1) + f (2) - 4;\n}\n",
+            "b.c": "int f (int x)\n{\n  if (x > 1)\n    return x + 1;\n  return x;\n}\n"}
+    objs = []
+    for src, flags in (("a.c", flags_a), ("b.c", flags_b)):
+        path = write_file(os.path.join(work, src), srcs[src])
+        obj = os.path.join(work, name + "-" + src + ".o")
+        run([a.cc, "-O0", "-fplugin=" + a.plugin, *flags, "-c", path, "-o", obj], cwd=work)
+        objs.append(obj)
+    exe = os.path.join(work, name)
+    run([a.cc, *objs, "-o", exe, a.runtime])
+    data = exe + ".data"
+    run([exe], env={"TALLY_OUTPUT": data})
+    return data
+
+
+@case("lcov-no-blocks")
+def check_lcov_no_blocks(a, work):
+    """`tally lcov` of modules built without block counters writes their
+    function records only (FN, FNDA, no DA or BRDA) and says so in one
+    warning on stderr, exit 0: 'no module ...' when none has them, 'N of M
+    modules ...' when some lack them, nothing when all have them."""
+    blocks = ["-fplugin-arg-tally-blocks=count"]
+    cases = (("none", [], [], "tally: lcov: warning: no module was built with block counters"),
+             ("some", blocks, [], "tally: lcov: warning: 1 of 2 modules was built without block counters"),
+             ("all", blocks, blocks, None))
+    for name, fa, fb, want in cases:
+        data = two_units(a, work, fa, fb, name)
+        p = run([a.tally, "lcov", data], check=False)
+        expect(p.returncode == 0, "%s: exit %d\n%s" % (name, p.returncode, p.stderr))
+        records = {}
+        for rec in p.stdout.split("end_of_record\n"):
+            sf = re.search(r"^SF:(.*)$", rec, re.M)
+            if sf:
+                records[os.path.basename(sf.group(1))] = rec
+        expect(sorted(records) == ["a.c", "b.c"], "%s: records for %s" % (name, sorted(records)))
+        for src, flags in (("a.c", fa), ("b.c", fb)):
+            rec = records[src]
+            expect(re.search(r"^FNDA:\d+,(main|f)$", rec, re.M), "%s: %s has no FNDA:\n%s" % (name, src, rec))
+            has_da = re.search(r"^DA:", rec, re.M) is not None
+            expect(has_da == bool(flags), "%s: %s %s DA lines:\n%s"
+                   % (name, src, "lacks" if flags else "has", rec))
+        lines = p.stderr.splitlines()
+        if want:
+            expect(len(lines) == 1 and lines[0].startswith(want),
+                   "%s: want one line starting %r on stderr, got:\n%s" % (name, want, p.stderr))
+        else:
+            expect(not lines, "%s: stderr:\n%s" % (name, p.stderr))
 
 
 if __name__ == "__main__":

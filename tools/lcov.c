@@ -275,6 +275,20 @@ cmd_lcov (int argc, char **argv)
                  "not be determined\n", unknown,
                  unknown == 1 ? "line" : "lines",
                  unknown == 1 ? "its" : "their");
+      /* Said, not silent: a tracefile without DA lines reads as code
+         that never ran in some viewers, and as nothing to see in others.  */
+      if (m.plain_modules == m.nmodules && m.nmodules)
+        error_msg ("lcov: warning: no module was built with block counters "
+                   "(-fplugin-arg-tally-blocks=count or visited): the "
+                   "tracefile has function records (FN, FNDA) only, no line "
+                   "or branch data");
+      else if (m.plain_modules)
+        error_msg ("lcov: warning: %" PRIu64 " of %" PRIu64 " modules %s "
+                   "built without block counters "
+                   "(-fplugin-arg-tally-blocks=count or visited): their "
+                   "functions have function records (FN, FNDA) only, no line "
+                   "or branch data", m.plain_modules, m.nmodules,
+                   plural (m.plain_modules, "was", "were"));
       if (left && !status)
         status = EXIT_BAD_DATA; /* the tracefile lacks them: say so */
       merge_notes (&m);
