@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 
-from checklib import case, expect, main, run, write_file
+from checklib import case, expect, Failure, main, run, write_file
 
 # Words of stderr that only a sanitizer writes.
 SANITIZER = re.compile(r"runtime error:|Sanitizer|==\d+==ERROR")
@@ -148,6 +148,62 @@ def check_lcov_no_blocks(a, work):
                    "%s: want one line starting %r on stderr, got:\n%s" % (name, want, p.stderr))
         else:
             expect(not lines, "%s: stderr:\n%s" % (name, p.stderr))
+
+
+# The largest source tally reads (tools/srcfile.h, doc/cli.md).
+SOURCE_MAX = 256 << 20
+
+
+@case("source-files")
+def check_source_files(a, work):
+    """Sources named /dev/zero, /dev/urandom, a FIFO and a sparse regular
+    file one byte over 256 MiB (by #line): `tally lcov` writes every
+    record (with its DA lines) within 60 s and warns that each of those
+    cannot be read for markers, saying why; `report --lines` of each is an
+    error saying why, exit 1, at once; the real source still reads."""
+    fifo = os.path.join(work, "fifo.c")
+    os.mkfifo(fifo)
+    big = os.path.join(work, "big.c")
+    with open(big, "wb") as f:
+        f.truncate(SOURCE_MAX + 1)
+    names = {"/dev/zero": "a character device, not a regular file",
+             "/dev/urandom": "a character device, not a regular file",
+             fifo: "a FIFO, not a regular file",
+             big: "larger than 256 MiB"}
+    text = ""
+    for k, name in enumerate(names):
+        text += '#line 1 "%s"\nint f%d (int x) { return x > 0 ? x + %d : 0; }\n' % (name, k, k)
+    text += '#line 10 "s.c"\nint main (void)\n{\n  return f0 (1) + f1 (1) + f2 (1) + f3 (1) - 10;\n}\n'
+    src = write_file(os.path.join(work, "s.c"), text)
+    exe = os.path.join(work, "prog")
+    run([a.cc, "-O0", "-fplugin=" + a.plugin, "-fplugin-arg-tally-blocks=count", src, "-o", exe,
+         a.runtime], cwd=work)
+    data = exe + ".data"
+    run([exe], env={"TALLY_OUTPUT": data})
+
+    def tally(*args):
+        try:
+            return run([a.tally, *args], check=False, timeout=60)
+        except subprocess.TimeoutExpired:
+            raise Failure("tally %s: still running after 60 s" % " ".join(args))
+
+    p = tally("lcov", data)
+    expect(p.returncode == 0, "lcov: exit %d\n%s" % (p.returncode, p.stderr))
+    sf = re.findall(r"^SF:(.*)$", p.stdout, re.M)
+    expect(sorted(sf) == sorted(list(names) + [src]), "lcov: records for %s" % sf)
+    expect(len(re.findall(r"^DA:1,1$", p.stdout, re.M)) >= 4, "lcov: the line counts:\n%s" % p.stdout)
+    for name, why in names.items():
+        want = "tally: lcov: warning: cannot read %s for LCOV_EXCL markers: it is %s" % (name, why)
+        expect(want in p.stderr, "lcov: want %r in:\n%s" % (want, p.stderr))
+    expect(len(p.stderr.splitlines()) == len(names), "lcov: stderr:\n%s" % p.stderr)
+    for name, why in names.items():
+        p = tally("report", "--lines", name, data)
+        want = "tally: report: cannot read the source %s: it is %s" % (name, why)
+        expect(p.returncode == 1 and want in p.stderr,
+               "report --lines %s: exit %d, want %r in:\n%s" % (name, p.returncode, want, p.stderr))
+    p = tally("report", "--lines", "s.c", data)
+    expect(p.returncode == 0 and re.search(r"^\s+1:\s+12:  return f0", p.stdout, re.M),
+           "report --lines s.c: exit %d\n%s%s" % (p.returncode, p.stdout, p.stderr))
 
 
 if __name__ == "__main__":

@@ -137,10 +137,11 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c,
           continue;
         }
       struct tally_markers mk;
+      char why[128];
       memset (&mk, 0, sizeof mk);
-      if (markers && tally_markers_read (path, &mk) != 0)
+      if (markers && tally_markers_read (path, &mk, why, sizeof why) != 0)
         error_msg ("lcov: warning: cannot read %s for LCOV_EXCL markers: %s",
-                   path, strerror (errno));
+                   path, why);
       else if (mk.unterminated)
         error_msg ("lcov: warning: unterminated exclusion section in %s",
                    path);
