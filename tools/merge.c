@@ -687,6 +687,14 @@ write_merged (const char *path, const struct accumulator *acc,
             + TALLY_MEAS_PAIR * (uint64_t) (acc->nmeas - 1) * (acc->nnodes - 1);
   struct tally_out o;
   char err[512];
+  if (strcmp (path, "-") == 0 && isatty (STDOUT_FILENO))
+    {
+      /* A data file holds any bytes a name has, escape sequences too.  */
+      error_msg ("merge: -o -: standard output is a terminal, and the "
+                 "output is a binary data file; redirect it, or give -o "
+                 "FILE");
+      return EXIT_BAD_DATA;
+    }
   if (tally_out_open (&o, path, err, sizeof err) != 0)
     {
       error_msg ("merge: %s", err);

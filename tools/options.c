@@ -62,11 +62,12 @@ const struct cli_opt cli_opts[] = {
   /* merge, flame, lcov */
   { "--output", 'o', "OUT", OPT_OUTPUT, M,
     "the file to write (replaced atomically; may be\n"
-    "one of the inputs)" },
+    "one of the inputs; - for standard output)" },
   { "--output", 'o', "OUT", OPT_OUTPUT, F,
-    "write to OUT instead of standard output" },
+    "write to OUT instead of standard output (-)" },
   { "--output", 'o', "OUT", OPT_OUTPUT, L,
-    "the tracefile to write (default: standard output)" },
+    "the tracefile to write (default, and -: standard\n"
+    "output)" },
   { "--jobs", 'j', "N", OPT_JOBS, M,
     "read the files ahead on N - 1 threads (1 to 256;\n"
     "default 1: one file at a time)" },
