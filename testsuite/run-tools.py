@@ -10,6 +10,8 @@ and the ranks table print.
 Each case prints "ok: CASE", "FAIL: CASE" with the reason, or "skipped:
 CASE (reason)", and exits 0, 1 or 77."""
 import concurrent.futures
+import csv
+import io
 import os
 import re
 import subprocess
@@ -204,6 +206,80 @@ def check_source_files(a, work):
     p = tally("report", "--lines", "s.c", data)
     expect(p.returncode == 0 and re.search(r"^\s+1:\s+12:  return f0", p.stdout, re.M),
            "report --lines s.c: exit %d\n%s%s" % (p.returncode, p.stdout, p.stderr))
+
+
+
+@case("merge-bad-inputs")
+def check_merge_bad_inputs(a, work):
+    """`tally merge` of a valid file among four bad ones (empty, cut short,
+    a flipped byte under the CRC, missing), with -j 1 and -j 3: exit 1,
+    one `tally: FILE: PROBLEM` line for each bad file, in the order given,
+    none for the valid one, and no output written (as `report` names
+    them all)."""
+    good = two_units(a, work, [], [])
+    data = open(good, "rb").read()
+    empty = write_file(os.path.join(work, "empty.data"), "")
+    cut = os.path.join(work, "cut.data")
+    with open(cut, "wb") as f:
+        f.write(data[:len(data) // 2])
+    flipped = os.path.join(work, "flipped.data")
+    with open(flipped, "wb") as f:
+        f.write(data[:60] + bytes([data[60] ^ 0x20]) + data[61:])
+    missing = os.path.join(work, "missing.data")
+    bad = [empty, cut, flipped, missing]
+    p = run([a.tally, "report", empty, good, cut, flipped, missing], check=False)
+    expect(p.returncode == 1 and all(("tally: %s: " % b) in p.stderr for b in bad),
+           "report does not name them all:\n%s" % p.stderr)
+    for jobs in ("1", "3"):
+        out = os.path.join(work, "out%s.data" % jobs)
+        p = run([a.tally, "merge", "-j", jobs, "-o", out, empty, good, cut, flipped, missing],
+                check=False)
+        named = [l.split(": ")[1] for l in p.stderr.splitlines() if l.startswith("tally: ")]
+        expect(p.returncode == 1 and named == bad,
+               "merge -j %s: exit %d, files named %s, want %s\n%s"
+               % (jobs, p.returncode, named, bad, p.stderr))
+        expect(not os.path.exists(out), "merge -j %s wrote %s" % (jobs, out))
+
+
+def text_escaped(raw):
+    """RAW (bytes, ASCII but for control characters, DEL and 0xff) as
+    tally's text and CSV output show it: those bytes as \\xNN."""
+    return "".join("\\x%02x" % b if b < 0x20 or b >= 0x7f else chr(b) for b in raw)
+
+
+@case("csv-escapes")
+def check_csv_escapes(a, work):
+    """A source file named with ESC, a line feed, DEL, a byte that is not
+    UTF-8, a comma and a quote: `report --csv`, `report --ranks --csv` and
+    `diff --all --csv` write no control character but the line ends and
+    valid UTF-8, and Python's csv module reads the name back in the form
+    the text output shows (each such byte as \\xNN, the field quoted for
+    the comma and quote), the rows one line each."""
+    raw = b'e\x1b[31mv\nil\x7f\xff,"q".c'
+    evil = os.path.join(work.encode(), raw)
+    with open(evil, "wb") as f:
+        f.write(b"int f (int x) { return x + 1; }\n")
+    good = write_file(os.path.join(work, "m.c"), "int f (int);\nint main (void) { return f (0) - 1; }\n")
+    exe = os.path.join(work, "prog")
+    run([a.cc, "-O0", "-fplugin=" + a.plugin, os.fsdecode(evil), good, "-o", exe, a.runtime])
+    data = exe + ".data"
+    run([exe], env={"TALLY_OUTPUT": data})
+    want = text_escaped(evil)
+    for args, column in ((["report", "--csv"], "file"), (["report", "--ranks", "--csv"], "file"),
+                         (["diff", "--all", "--csv", data], "file")):
+        p = subprocess.run([a.tally, *args, data], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        what = "tally " + " ".join(args[:3])
+        expect(p.returncode == 0, "%s: exit %d\n%s" % (what, p.returncode, p.stderr))
+        try:
+            text = p.stdout.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise Failure("%s: output is not UTF-8 (%s)" % (what, e))
+        raw_ctl = sorted({c for c in text if (ord(c) < 0x20 and c != "\n") or ord(c) == 0x7f})
+        expect(not raw_ctl, "%s: raw control characters %r in:\n%s" % (what, raw_ctl, text))
+        rows = list(csv.DictReader(io.StringIO(text)))
+        expect(len(rows) == len(text.splitlines()) - 1, "%s: a row spans lines:\n%s" % (what, text))
+        files = [r[column] for r in rows]
+        expect(want in files, "%s: %r not among the files %r" % (what, want, files))
 
 
 if __name__ == "__main__":

@@ -870,7 +870,9 @@ cmd_merge (int argc, char **argv)
       error_msg ("merge: out of memory");
       status = EXIT_BAD_DATA;
     }
-  for (size_t pi = 0; pi < npaths && !status; pi++)
+  /* After a bad file the others are still read and checked, not added,
+     so that every bad one is named at once (as report does).  */
+  for (size_t pi = 0; pi < npaths && pf; pi++)
     {
       const char *a = paths[pi];
       struct tally_data d;
@@ -880,7 +882,7 @@ cmd_merge (int argc, char **argv)
         {
           error_msg ("%s: %s", a, err);
           status = EXIT_BAD_DATA;
-          break;
+          continue;
         }
       /* Its maps are copied into the output: one tally report could not
          decode would make the output unreadable.  */
@@ -889,7 +891,12 @@ cmd_merge (int argc, char **argv)
           error_msg ("%s: %s; nothing written", a, merr);
           tally_data_free (&d);
           status = EXIT_BAD_DATA;
-          break;
+          continue;
+        }
+      if (status)
+        {
+          tally_data_free (&d);
+          continue;
         }
       note_unfinished (a, &d);
       if (d.ranks)
