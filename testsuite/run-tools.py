@@ -282,5 +282,45 @@ def check_csv_escapes(a, work):
         expect(want in files, "%s: %r not among the files %r" % (what, want, files))
 
 
+
+@case("ranks-columns")
+def check_ranks_columns(a, work):
+    """`report --ranks`'s table pads the function column as report's does:
+    every location starts two columns after the longest name printed when
+    that has at most 40 columns (26 against 1 to 4, with --top=3), at 40
+    otherwise, a longer name (50) pushing only its own location right; a
+    file name with ESC shows it escaped, never raw."""
+    longname = "z" * 50  # past 40 columns, last by name
+    mid = "a_medium_length_function_n"  # 26 columns
+    raw = b"r\x1bk.c"
+    src = os.path.join(work.encode(), raw)
+    body = "int g (int x) { return x + 1; }\nint %s (int x) { return x + 2; }\n" % mid
+    with open(src, "wb") as f:
+        f.write(body.encode())
+    main_c = write_file(os.path.join(work, "m.c"),
+                        "int g (int), %s (int), %s (int);\n"
+                        "int %s (int x) { return x; }\n"
+                        "int main (void) { return g (0) + %s (0) + %s (0) - 3; }\n"
+                        % (mid, longname, longname, mid, longname))
+    exe = os.path.join(work, "prog")
+    run([a.cc, "-O0", "-fplugin=" + a.plugin, os.fsdecode(src), main_c, "-o", exe, a.runtime])
+    data = exe + ".data"
+    run([exe], env={"TALLY_OUTPUT": data})
+    for top, names in ((["--top=3"], {"g", mid, "main"}), ([], {"g", mid, "main", longname})):
+        p = subprocess.run([a.tally, "report", "--ranks", "--sort=name", *top, data],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        text = p.stdout.decode("utf-8", "replace")
+        expect(p.returncode == 0 and "\x1b" not in text and "r\\x1bk.c" in text,
+               "report --ranks: exit %d, ESC not escaped:\n%r" % (p.returncode, text))
+        lines = text.splitlines()
+        col = lines[1].index("function")
+        rows = {line[col:].split(" ")[0]: line for line in lines[2:]}
+        expect(set(rows) == names, "rows %s:\n%s" % (sorted(rows), text))
+        width = min(40, max(len(n) for n in rows))
+        for name, line in rows.items():
+            at = col + max(len(name), width) + 2
+            expect(line[at - 2:at] == "  " and line[at] != " ",
+                   "the location of %s does not start at column %d:\n%s" % (name, at, text))
+
 if __name__ == "__main__":
     sys.exit(main("tally-tools-"))
