@@ -306,5 +306,44 @@ def check_diff(a, work):
                                                          p.stdout, p.stderr))
 
 
+def diff_prog_runs(a, work, name, inputs, flags=("at=early", "blocks=count"), src=None, cwd=None):
+    """reports/diff-prog.c (or SRC) built at -O0 with FLAGS as WORK/NAME,
+    run once per N of INPUTS: [(data file, {function: calls the program
+    counted})]."""
+    src = src or os.path.abspath(os.path.join(a.srcdir, "reports", "diff-prog.c"))
+    exe = os.path.join(work, name)
+    run([a.cc, "-O0", "-fplugin=" + a.plugin, *["-fplugin-arg-tally-" + f for f in flags],
+         src, "-o", exe, a.runtime], cwd=cwd)
+    res = []
+    for n in inputs:
+        data = os.path.join(work, "%s-%d.data" % (name, n))
+        words = run_data(exe, data, [str(n)]).split()
+        res.append((data, {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}))
+    return res
+
+
+@case("diff-all")
+def check_diff_all(a, work):
+    """tally diff --all's summary counts the rows whose calls differ, not
+    every row it lists: runs of diff-prog.c with N = 3 and 4 differ in
+    the functions the program says (step, twice), the others (fixed, big,
+    main) unchanged, with and without --all, in text and JSON; the rows
+    --all adds have delta 0."""
+    (fa, pa), (fb, pb) = diff_prog_runs(a, work, "prog", [3, 4])
+    differ = sorted(fn for fn in pa if pa[fn] != pb[fn])
+    same = len(pa) - len(differ) + 1  # and main
+    expect(differ == ["step", "twice"], "the program says %s -> %s" % (pa, pb))
+    for opts in ([], ["--all"]):
+        text = run([a.tally, "diff", *opts, fa, fb]).stdout
+        want = "%d functions differ, %d unchanged%s;" % (len(differ), same,
+                                                         "" if opts else " (--all lists them)")
+        expect(want in text, "tally diff %s: want %r in:\n%s" % (opts, want, text))
+        js = json.loads(run([a.tally, "diff", "--json", *opts, fa, fb]).stdout)
+        deltas = {f["name"]: f["delta_calls"] for f in js["functions"]}
+        expect(js["unchanged"] == same and sorted(n for n, d in deltas.items() if d) == differ
+               and list(deltas.values()).count(0) == (same if opts else 0),
+               "tally diff --json %s: %s" % (opts, js))
+
+
 if __name__ == "__main__":
     sys.exit(main("tally-reports-"))

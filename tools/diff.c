@@ -324,8 +324,8 @@ put_count (const struct side *s, int width)
 
 static void
 print_text (const struct input *in, const struct diff *df, struct frow **rows,
-            size_t n, size_t unchanged, const struct lrow *lines,
-            size_t nlines, int show_lines)
+            size_t n, size_t differ, size_t unchanged, int all,
+            const struct lrow *lines, size_t nlines, int show_lines)
 {
   uint64_t total[2] = { 0, 0 };
   for (size_t i = 0; i < df->nrows; i++)
@@ -343,9 +343,9 @@ print_text (const struct input *in, const struct diff *df, struct frow **rows,
   if (show_lines)
     printf ("%zu %s differ\n", nlines, nlines == 1 ? "line" : "lines");
   else
-    printf ("%zu %s differ, %zu unchanged%s; calls %s, ratio %s\n", n,
-            n == 1 ? "function" : "functions", unchanged,
-            unchanged ? " (--all lists them)" : "", d, r);
+    printf ("%zu %s, %zu unchanged%s; calls %s, ratio %s\n", differ,
+            differ == 1 ? "function differs" : "functions differ", unchanged,
+            unchanged && !all ? " (--all lists them)" : "", d, r);
   if (show_lines)
     {
       printf ("%12s %12s %12s  %s\n", "count-A", "count-B", "delta",
@@ -704,7 +704,8 @@ cmd_diff (int argc, char **argv)
   else if (format == CSV)
     print_csv (&df, rows, shown, lines, nlines, show_lines);
   else
-    print_text (in, &df, rows, shown, unchanged, lines, nlines, show_lines);
+    print_text (in, &df, rows, shown, df.nrows - unchanged, unchanged, all,
+                lines, nlines, show_lines);
   free (lines);
   free (rows);
 out:
