@@ -50,6 +50,10 @@ const struct cli_opt cli_opts[] = {
     "called and the frames below the first instrumented call" },
   { "--all", 0, NULL, OPT_ALL, D,
     "also list what did not change (and system headers)" },
+  { "--map", 0, "OLD=NEW", OPT_MAP, D,
+    "pair A's files under directory OLD with B's under\n"
+    "NEW (two checkouts of one program); may be repeated;\n"
+    "by default the one directory that pairs the most" },
   { "--ranks", 0, NULL, OPT_RANKS, R,
     "the ranks of an MPI job (a file libtally-mpi reduced, or\n"
     "one file per rank): per function min, mean, max, rank of\n"
