@@ -362,7 +362,8 @@ def check_checkouts(a, work):
     the program's own counts with N = 3 and 4), says how it paired them
     (A's tree with B's), and --map gives the same pairing without the
     note; a --map to elsewhere, or another program, pairs nothing and
-    says so.  report, lcov and merge refuse an at=late build of one
+    says so; the ASan/UBSan tool is clean doing it.  report, lcov and
+    merge refuse an at=late build of one
     checkout with an at=early build of the other, naming both paths, and
     sum them with --force; files of one checkout sum as before."""
     src = os.path.abspath(os.path.join(a.srcdir, "reports", "diff-prog.c"))
@@ -399,6 +400,10 @@ def check_checkouts(a, work):
         step = [r for r in lines if int(r["count_a"]) == pa["step"] and int(r["count_b"]) == pb["step"]]
         expect(step, "%s: tally diff --lines has no line run step's %d and %d times: %s"
                % (how, pa["step"], pb["step"], lines))
+        for args in (["--lines", "--json"], ["--all", "--csv"]):
+            p = run([a.tally_asan, "diff", *args, fa, fb], check=False)
+            expect(p.returncode == 0 and "Sanitizer" not in p.stderr and "runtime error" not in p.stderr,
+                   "%s: the ASan/UBSan tally diff %s: exit %d\n%s" % (how, args, p.returncode, p.stderr))
         p = run([a.tally, "diff", "--map", "%s=%s" % (trees[0], work), fa, fb])
         expect("tally: warning: diff: no function of A is in B" in p.stderr,
                "%s: a --map to elsewhere: %s" % (how, p.stderr))

@@ -533,10 +533,12 @@ make_rows (struct diff *df)
 static int
 take_maps (struct diff *df, const char **maps, size_t nmaps)
 {
+  if (!nmaps)
+    return 0;
   char cwd[4096];
   if (!getcwd (cwd, sizeof cwd))
     cwd[0] = 0;
-  df->maps = xcalloc (nmaps ? nmaps : 1, sizeof *df->maps);
+  df->maps = xcalloc (nmaps, sizeof *df->maps);
   for (size_t i = 0; i < nmaps; i++)
     {
       const char *eq = strchr (maps[i], '=');
