@@ -314,9 +314,11 @@ print_source (const struct cov_file *f)
   FILE *in = tally_source_open (f->path, why, sizeof why);
   if (!in)
     {
-      error_msg ("report: cannot read the source %s: %s (line counts need "
-                 "the source file at the path it was compiled from)",
-                 f->path, why);
+      /* A file that is there but not one to read needs no hint.  */
+      error_msg ("report: cannot read the source %s: %s%s", f->path, why,
+                 strncmp (why, "it is ", 6) == 0 ? ""
+                 : " (line counts need the source file at the path it was "
+                   "compiled from)");
       return EXIT_BAD_DATA;
     }
   printf ("%9s:%5u:Source:", "-", 0u);
