@@ -47,9 +47,10 @@ note_unfinished (const char *path, const struct tally_data *d)
 {
   if (d->flags & TALLY_DATA_UNFINISHED)
     fprintf (stderr, "tally: %s: process did not finish: counts up to the "
-             "kill (continuous file without an exit dump: counters=mapped "
-             "units are counted to the end, others as of the last dump "
-             "if any)\n", path);
+             "kill (continuous file without an exit dump: the process was "
+             "killed, or its exit dump could not be written, which it said; "
+             "counters=mapped units are counted to the end, others as of "
+             "the last dump if any)\n", path);
   if (d->flags & TALLY_DATA_CUT)
     fprintf (stderr, "tally: %s: the last chunk was cut short by the "
              "process's end and is left out\n", path);

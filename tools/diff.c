@@ -178,7 +178,7 @@ read_side (struct diff *df, struct input *in, int k)
     }
   if (in->d.flags & TALLY_DATA_UNFINISHED)
     fprintf (stderr, "tally: %s: process did not finish: counts up to the "
-             "kill\n", in->path);
+             "kill (or to an exit dump that could not be written)\n", in->path);
   size_t nfns = 0;
   for (uint32_t i = 0; i < in->d.nmodules; i++)
     nfns += in->d.modules[i].nfns;
