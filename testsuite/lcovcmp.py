@@ -30,11 +30,13 @@ KINDS = {
                     "GCC discards as unused before gcov's pass (an unused "
                     "inline or template function), which at=early still "
                     "sees",
-    "only-tally": "tally counts it, gcov has no record: an always_inline "
-                  "function, which GCC inlines at -O0 before gcov's pass, "
-                  "or a function gcov leaves out",
+    "only-tally": "tally counts it, gcov has no record: the first line of an "
+                  "always_inline function, which GCC inlines at -O0 before "
+                  "gcov's pass, a line holding only a call of one, or a "
+                  "function gcov leaves out",
     "only-gcov": "gcov counts it, tally has no record",
-    "differ": "both count it, differently",
+    "differ": "both count it, differently (at -O0: in and around "
+              "always_inline functions, doc/plugin-options.md)",
 }
 
 

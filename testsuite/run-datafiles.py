@@ -220,12 +220,21 @@ def check_merge_shrink(a, work):
 
 @case("tool-output")
 def check_tool_output(a, work):
-    """`-o OUT` of tally lcov, merge and flame (tools/output.c): a device or
-    a FIFO is written in place, never replaced by a regular file; a
-    directory is refused; a symbolic link planted at the old predictable
-    temporary name (OUT.tmp.PID) is not followed; a regular OUT is replaced
-    whole.  The character device (made with mknod in the scratch directory,
-    never the system's /dev/null) needs root."""
+    """`-o OUT` of tally lcov, merge and flame (tools/output.c, the
+    runtime's rules): a character device or a FIFO named directly is
+    written in place, never replaced by a regular file; `-o -` is standard
+    output; a directory is refused; a symbolic link at OUT is refused,
+    neither followed nor replaced (its target untouched), and so is one
+    planted at the old predictable temporary name (OUT.tmp.PID); a regular
+    OUT is replaced whole.  As root (else skipped): block devices are
+    refused (one over a loop device of the test's own file, whose bytes
+    must stay, and one of major 0, which no device has); in a sticky
+    world-writable directory, links another user planted there (to that
+    block device, to a character device, to a regular file) are refused
+    and what they lead to untouched, as is a regular file another user
+    owns there, while root's own is replaced; a character device or FIFO
+    another user owns is refused.  Device nodes are made with mknod in
+    the scratch directory, never the system's."""
     exe = build_abc(a, work, extra=["-fplugin-arg-tally-paths=on", "-fplugin-arg-tally-measure=cycles",
                                       "-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-blocks=count"])
     data = os.path.join(work, "abc.data")
@@ -256,6 +265,12 @@ def check_tool_output(a, work):
             expect(got.get("data") == want[name], "%s -o FIFO: the reader got other bytes" % name)
         else:
             expect(len(got.get("data", b"")) == len(want[name]), "merge -o FIFO: wrong size")
+        # -o -: standard output.
+        p = subprocess.run([a.tally, *args, "-o", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           cwd=work)
+        expect(p.returncode == 0 and len(p.stdout) == len(want[name])
+               and not os.path.exists(os.path.join(work, "-")),
+               "%s -o -: exit %d, %d bytes\n%s" % (name, p.returncode, len(p.stdout), p.stderr))
         if dev:
             p = run([a.tally, *args, "-o", dev], check=False)
             expect(p.returncode == 0, "%s -o DEVICE: exit %d\n%s" % (name, p.returncode, p.stderr))
@@ -279,8 +294,8 @@ def check_tool_output(a, work):
                "%s -o followed the link planted at %s.tmp.PID" % (name, out))
         expect(p.returncode == 0 and stat.S_ISREG(os.lstat(out).st_mode),
                "%s -o beside a planted link: exit %d\n%s" % (name, p.returncode, p.stderr))
-        # A regular OUT is replaced whole; a link at OUT is replaced, its
-        # target untouched; no temporary is left behind.
+        # A regular OUT is replaced whole; a link at OUT is refused, its
+        # target untouched and the link kept; no temporary is left behind.
         with open(out, "w") as f:
             f.write("old contents that are longer than nothing\n" * 200)
         run([a.tally, *args, "-o", out])
@@ -288,14 +303,94 @@ def check_tool_output(a, work):
             expect(open(out, "rb").read() == want[name], "%s -o over a regular file" % name)
         link = os.path.join(work, name + ".link")
         os.symlink(victim, link)
-        run([a.tally, *args, "-o", link])
-        expect(open(victim).read() == "precious\n" and not os.path.islink(link),
-               "%s -o LINK wrote through the link" % name)
+        p = run([a.tally, *args, "-o", link], check=False)
+        expect(p.returncode == 1 and "cannot write %s: it is a symbolic link (not followed, not replaced)"
+               % link in p.stderr, "%s -o LINK: exit %d\n%s" % (name, p.returncode, p.stderr))
+        expect(open(victim).read() == "precious\n" and os.path.islink(link),
+               "%s -o LINK wrote through the link or replaced it" % name)
         left = [f for f in os.listdir(work) if ".tmp." in f and not os.path.islink(os.path.join(work, f))]
         expect(not left, "temporaries left behind: %s" % left)
     if not dev:
-        raise Skip("(not root: the character-device case was not run; the FIFO, "
-                   "directory and link cases passed)")
+        raise Skip("(not root: the device, sticky-directory and other-owner cases were not run; "
+                   "the FIFO, directory and link cases passed)")
+    untrusted_targets(a, work, commands, victim)
+
+
+def untrusted_targets(a, work, commands, victim):
+    """tool-output's root part: block devices, links planted by another
+    user in a sticky directory, files and devices of another user."""
+    nobody = 65534
+    image = os.path.join(work, "disk.img")
+    pattern = bytes(range(256)) * 4096  # 1 MiB
+    with open(image, "wb") as f:
+        f.write(pattern)
+    # A block device of no device at all (major 0), always; and one over a
+    # loop device of our own image, where losetup can make one.
+    blocks = [os.path.join(work, "blk0")]
+    os.mknod(blocks[0], 0o600 | stat.S_IFBLK, os.makedev(0, 0))
+    loop = None
+    p = run(["losetup", "--find", "--show", image], check=False)
+    if p.returncode == 0 and p.stdout.strip().startswith("/dev/loop"):
+        loop = p.stdout.strip()
+    try:
+        if loop:
+            blocks.append(os.path.join(work, "blk"))
+            os.mknod(blocks[1], 0o600 | stat.S_IFBLK, os.stat(loop).st_rdev)
+
+        def loop_intact(what):
+            if not loop:
+                return
+            with open(blocks[1], "rb") as f:
+                head = f.read(65536)
+            expect(head == pattern[:65536], "%s: the loop device's first bytes changed" % what)
+
+        shared = os.path.join(work, "shared")
+        os.mkdir(shared)
+        os.chmod(shared, 0o1777)
+        chr_dev = os.path.join(work, "null")
+        planted = {}
+        for k, target in enumerate(blocks + [chr_dev, victim]):
+            link = os.path.join(shared, "planted%d" % k)
+            os.symlink(target, link)
+            os.lchown(link, nobody, nobody)
+            planted[link] = target
+        theirs = write_file(os.path.join(shared, "theirs"), "their file\n")
+        os.chown(theirs, nobody, nobody)
+        their_chr = os.path.join(work, "their-null")
+        os.mknod(their_chr, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.chown(their_chr, nobody, nobody)
+        their_fifo = os.path.join(work, "their-fifo")
+        os.mkfifo(their_fifo)
+        os.chown(their_fifo, nobody, nobody)
+        for name, args in commands.items():
+            def refused(out, why):
+                p = run([a.tally, *args, "-o", out], check=False, timeout=60)
+                msg = "cannot write %s: %s" % (out, why)
+                expect(p.returncode == 1 and msg in p.stderr,
+                       "%s -o %s: exit %d, want %r in:\n%s" % (name, out, p.returncode, msg, p.stderr))
+            for blk in blocks:
+                refused(blk, "it is a block device")
+                expect(stat.S_ISBLK(os.lstat(blk).st_mode), "%s -o replaced %s" % (name, blk))
+            loop_intact("%s -o BLOCK" % name)
+            for link, target in planted.items():
+                refused(link, "it is a symbolic link")
+                expect(os.path.islink(link), "%s -o replaced the planted link %s" % (name, link))
+            loop_intact("%s -o LINK-TO-BLOCK" % name)
+            expect(open(victim).read() == "precious\n", "%s -o a planted link wrote its target" % name)
+            refused(theirs, "it is owned by another user (uid %d), in a directory others can write to"
+                    % nobody)
+            expect(open(theirs).read() == "their file\n", "%s -o replaced another user's file" % name)
+            refused(their_chr, "it is a character device owned by another user (uid %d)" % nobody)
+            refused(their_fifo, "it is a FIFO owned by another user (uid %d)" % nobody)
+            mine = write_file(os.path.join(shared, name + ".mine"), "old\n")
+            run([a.tally, *args, "-o", mine])
+            expect(open(mine, "rb").read() != b"old\n" and os.lstat(mine).st_uid == os.geteuid(),
+                   "%s -o over root's own file in the sticky directory did not replace it" % name)
+    finally:
+        if loop:
+            run(["losetup", "-d", loop], check=False)
+    if loop:
+        expect(open(image, "rb").read() == pattern, "the loop device's image changed")
 
 
 @case("lcov-names")

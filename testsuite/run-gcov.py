@@ -17,6 +17,10 @@ Checks:
            LCOV_EXCL_BR_LINE/BR_START/BR_STOP as lcov does: the same lines
            as `lcov --capture` of a --coverage build, no branches on the
            BR lines; --no-markers keeps them all, as lcov's does.
+  always-inline  gcov-inline/always-inline.c: the lines where GCC's
+           inlining of always_inline functions at -O0, after tally's pass
+           and before gcov's, makes the counts differ are exactly the
+           tagged ones, as documented; tally's are the program's own.
   cdtors   with --coverage and tally together, GCC's own constructor and
            destructor (_sub_I_00100_0, _sub_D_00100_1) are not instrumented,
            so the file's last line, the closing brace of a function that
@@ -112,6 +116,53 @@ def check_corpus(a, work):
                             fails, totals)
     print("corpus: %d lines equal, %d not" % tuple(totals))
     expect(not fails, "\n".join(fails))
+
+
+@case("always-inline")
+def check_always_inline(a, work):
+    """gcov-inline/always-inline.c: the lines where tally's counts
+    (at=early, -O0) and gcov's differ, because GCC inlines always_inline
+    functions at -O0 after tally's pass and before gcov's, are exactly the
+    tagged ones, each as doc/plugin-options.md says; tally's count of each
+    is what the program counted itself (its calls, its loop's N), and
+    every other line is the same in both."""
+    need_tools()
+    src = os.path.join(a.srcdir, "gcov-inline", "always-inline.c")
+    ginfo, gout = gcov_info(a, src, work)
+    tinfo, tout, _ = tally_info(a, src, work)
+    expect(gout == tout, "the two builds printed %r and %r" % (gout, tout))
+    words = gout.split()
+    got = {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+    n, calls = got["n"], {f: got[f] for f in ("bump", "pick", "scale")}
+    own = os.path.normpath(src)
+    gcov = {k[1]: c for k, c in lcovcmp.read_info(ginfo).items() if k[0] == own}
+    tally = {k[1]: c for k, c in lcovcmp.read_info(tinfo).items() if k[0] == own}
+    want = {}  # line: (gcov's count or None for no line, tally's)
+    with open(src) as f:
+        for no, text in enumerate(f, 1):
+            if "/* DEF */" in text:
+                want[no] = (None, calls[text.split()[0]])
+            elif "/* CALL-ONLY */" in text:
+                want[no] = (None, n)
+            elif "/* CONST-SOME */" in text:
+                # pick's test: one of its two calls a round passes mode 1.
+                want[no] = (n, calls["pick"])
+            elif "/* CONST-ALL */" in text:
+                want[no] = (0, calls["scale"])
+            elif "/* ARG-AND-RESULT */" in text:
+                want[no] = (2 * n, n)
+            elif "/* SHARED-BLOCK */" in text:
+                # bump's copy at the CALL-ONLY line (n calls) is left out.
+                want[no] = (calls["bump"] - n, calls["bump"])
+    expect(len(want) == 8, "tags found on lines %s" % sorted(want))
+    bad = []
+    for no in sorted(set(gcov) | set(tally) | set(want)):
+        g, t = gcov.get(no), tally.get(no)
+        w = want.get(no, (t, t))
+        if (g, t) != w:
+            bad.append("line %d: gcov %s, tally %s; want gcov %s, tally %s%s"
+                       % (no, g, t, w[0], w[1], "" if no in want else " (no tag: the same)"))
+    expect(not bad, "\n".join(bad))
 
 
 CDTOR_SRC = r"""

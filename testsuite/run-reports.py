@@ -16,7 +16,7 @@ import sys
 import zlib
 
 import checklib
-from checklib import case, expect, main, report_csv, run, tally_opts
+from checklib import case, expect, main, report_csv, run, tally_opts, write_file
 
 
 def build(a, work, name, src, flags=(), cxx=False):
@@ -304,6 +304,142 @@ def check_diff(a, work):
         expect(p.returncode == code and p.stdout == "" and p.stderr.startswith("tally: "),
                "tally diff %s: exit %d (want %d) %r %r" % (args, p.returncode, code,
                                                          p.stdout, p.stderr))
+
+
+def diff_prog_runs(a, work, name, inputs, flags=("at=early", "blocks=count"), src=None, cwd=None):
+    """reports/diff-prog.c (or SRC) built at -O0 with FLAGS as WORK/NAME,
+    run once per N of INPUTS: [(data file, {function: calls the program
+    counted})]."""
+    src = src or os.path.abspath(os.path.join(a.srcdir, "reports", "diff-prog.c"))
+    exe = os.path.join(work, name)
+    run([a.cc, "-O0", "-fplugin=" + a.plugin, *["-fplugin-arg-tally-" + f for f in flags],
+         src, "-o", exe, a.runtime], cwd=cwd)
+    res = []
+    for n in inputs:
+        data = os.path.join(work, "%s-%d.data" % (name, n))
+        words = run_data(exe, data, [str(n)]).split()
+        res.append((data, {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}))
+    return res
+
+
+@case("diff-all")
+def check_diff_all(a, work):
+    """tally diff --all's summary counts the rows whose calls differ, not
+    every row it lists: runs of diff-prog.c with N = 3 and 4 differ in
+    the functions the program says (step, twice), the others (fixed, big,
+    main) unchanged, with and without --all, in text and JSON; the rows
+    --all adds have delta 0."""
+    (fa, pa), (fb, pb) = diff_prog_runs(a, work, "prog", [3, 4])
+    differ = sorted(fn for fn in pa if pa[fn] != pb[fn])
+    same = len(pa) - len(differ) + 1  # and main
+    expect(differ == ["step", "twice"], "the program says %s -> %s" % (pa, pb))
+    for opts in ([], ["--all"]):
+        text = run([a.tally, "diff", *opts, fa, fb]).stdout
+        want = "%d functions differ, %d unchanged%s;" % (len(differ), same,
+                                                         "" if opts else " (--all lists them)")
+        expect(want in text, "tally diff %s: want %r in:\n%s" % (opts, want, text))
+        js = json.loads(run([a.tally, "diff", "--json", *opts, fa, fb]).stdout)
+        deltas = {f["name"]: f["delta_calls"] for f in js["functions"]}
+        expect(js["unchanged"] == same and sorted(n for n, d in deltas.items() if d) == differ
+               and list(deltas.values()).count(0) == (same if opts else 0),
+               "tally diff --json %s: %s" % (opts, js))
+
+
+def checkout(work, name):
+    """WORK/NAME/src/prog.c, a copy of reports/diff-prog.c, and an empty
+    WORK/NAME/build: one checkout of the program.  Returns the tree."""
+    tree = os.path.join(work, name)
+    os.makedirs(os.path.join(tree, "src"))
+    os.makedirs(os.path.join(tree, "build"))
+    return tree
+
+
+@case("checkouts")
+def check_checkouts(a, work):
+    """One program in two checkouts (WORK/main and WORK/wt-2, built in
+    their build directories from ../src/prog.c, and from the absolute
+    path): tally diff pairs every function and line (the calls those of
+    the program's own counts with N = 3 and 4), says how it paired them
+    (A's tree with B's), and --map gives the same pairing without the
+    note; a --map to elsewhere, or another program, pairs nothing and
+    says so; the ASan/UBSan tool is clean doing it.  report, lcov and
+    merge refuse an at=late build of one
+    checkout with an at=early build of the other, naming both paths, and
+    sum them with --force; files of one checkout sum as before."""
+    src = os.path.abspath(os.path.join(a.srcdir, "reports", "diff-prog.c"))
+    trees = [checkout(work, "main"), checkout(work, "wt-2")]
+    for t in trees:
+        with open(src) as f, open(os.path.join(t, "src", "prog.c"), "w") as g:
+            g.write(f.read())
+    for how in ("relative", "absolute"):
+        runs = []
+        for t, n in zip(trees, (3, 4)):
+            build = os.path.join(t, "build")
+            prog = "../src/prog.c" if how == "relative" else os.path.join(t, "src", "prog.c")
+            [run_] = diff_prog_runs(a, build, how, [n], src=prog, cwd=build)
+            runs.append(run_)
+        (fa, pa), (fb, pb) = runs
+        differ = sorted(fn for fn in pa if pa[fn] != pb[fn])
+        same = len(pa) - len(differ) + 1
+        p = run([a.tally, "diff", fa, fb])
+        want = "%d functions differ, %d unchanged" % (len(differ), same)
+        note = "tally: note: diff: A's files under %s are paired with B's under %s" % tuple(trees)
+        expect(want in p.stdout and note in p.stderr,
+               "%s: tally diff: want %r and %r:\n%s%s" % (how, want, note, p.stdout, p.stderr))
+        rows = list(csv.DictReader(io.StringIO(run([a.tally, "diff", "--all", "--csv", fa, fb]).stdout)))
+        got = {r["function"]: (int(r["calls_a"]), int(r["calls_b"])) for r in rows}
+        wanted = {fn: (pa[fn], pb[fn]) for fn in pa}
+        wanted["main"] = (1, 1)
+        expect(got == wanted, "%s: tally diff --all --csv: %s, the programs say %s" % (how, got, wanted))
+        mapped = run([a.tally, "diff", "--all", "--csv", "--map", "%s=%s" % tuple(trees), fa, fb])
+        expect(list(csv.DictReader(io.StringIO(mapped.stdout))) == rows and "note" not in mapped.stderr,
+               "%s: tally diff --map: %s%s" % (how, mapped.stdout, mapped.stderr))
+        lines = list(csv.DictReader(io.StringIO(run([a.tally, "diff", "--lines", "--csv", fa, fb]).stdout)))
+        expect(lines and all(r["count_a"] and r["count_b"] for r in lines),
+               "%s: tally diff --lines pairs no line: %s" % (how, lines))
+        step = [r for r in lines if int(r["count_a"]) == pa["step"] and int(r["count_b"]) == pb["step"]]
+        expect(step, "%s: tally diff --lines has no line run step's %d and %d times: %s"
+               % (how, pa["step"], pb["step"], lines))
+        for args in (["--lines", "--json"], ["--all", "--csv"]):
+            p = run([a.tally_asan, "diff", *args, fa, fb], check=False)
+            expect(p.returncode == 0 and "Sanitizer" not in p.stderr and "runtime error" not in p.stderr,
+                   "%s: the ASan/UBSan tally diff %s: exit %d\n%s" % (how, args, p.returncode, p.stderr))
+        p = run([a.tally, "diff", "--map", "%s=%s" % (trees[0], work), fa, fb])
+        expect("tally: warning: diff: no function of A is in B" in p.stderr,
+               "%s: a --map to elsewhere: %s" % (how, p.stderr))
+    other = write_file(os.path.join(work, "other.c"), "int main (void) { return 0; }\n")
+    exe = os.path.join(work, "other")
+    run([a.cc, "-O0", "-fplugin=" + a.plugin, other, "-o", exe, a.runtime])
+    od = os.path.join(work, "other.data")
+    checklib.run_data(exe, od)
+    p = run([a.tally, "diff", od, fa])
+    expect("tally: warning: diff: no function of A is in B (A's files are under %s, B's under %s/src)"
+           % (work, trees[0]) in p.stderr, "another program: %s" % p.stderr)
+
+    # at=late in one checkout, at=early in the other: refused.
+    files = []
+    for t, at in zip(trees, ("late", "early")):
+        build = os.path.join(t, "build")
+        [(data, _)] = diff_prog_runs(a, build, "at-" + at, [3], flags=("at=" + at,),
+                                     src="../src/prog.c", cwd=build)
+        files.append(data)
+    want = ("%s/src/prog.c was built with at=late hooks=inline blocks=none (%s) and %s/src/prog.c, "
+            "the same file in another checkout, with at=early hooks=inline blocks=none (%s)"
+            % (trees[0], files[0], trees[1], files[1]))
+    for cmd in (["report"], ["lcov"], ["merge", "-o", os.path.join(work, "m.data")]):
+        p = run([a.tally, *cmd, *files], check=False)
+        expect(p.returncode == 1 and p.stdout == "" and want in p.stderr,
+               "tally %s of two checkouts' at=late and at=early: exit %d\n%s%s"
+               % (cmd[0], p.returncode, p.stdout, p.stderr))
+        p = run([a.tally, *cmd, "--force", *files], check=False)
+        expect(p.returncode == 0 and "tally: warning: %s: %s" % (cmd[0], want) in p.stderr,
+               "tally %s --force: exit %d\n%s" % (cmd[0], p.returncode, p.stderr))
+    # One checkout's files (two runs) sum as ever.
+    build = os.path.join(trees[0], "build")
+    both = diff_prog_runs(a, build, "late", [3, 4], flags=("at=late",), src="../src/prog.c", cwd=build)
+    rows = csv_calls(a, both[0][0], both[1][0])
+    expect(rows.get("step") == both[0][1]["step"] + both[1][1]["step"],
+           "one checkout's files: step %s" % rows.get("step"))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 /* builds.h - modules of one source built with settings whose counts do not
  * add up (at=, hooks=, blocks=): `tally report`, `lcov`, `flame` and
- * `merge` refuse to sum them unless --force.  */
+ * `merge` refuse to sum them unless --force; in one place or in two
+ * checkouts of the program.  */
 #ifndef TALLY_TOOLS_BUILDS_H
 #define TALLY_TOOLS_BUILDS_H
 
@@ -20,6 +21,12 @@ void tally_builds_add (struct tally_builds *b, const char *path,
 int tally_builds_check (const struct tally_builds *b, const char *what,
                         int force);
 void tally_builds_free (struct tally_builds *b);
+
+/* The directory holding every module source of D (each made absolute
+   against its compiler's directory), "" for the root directory, or NULL
+   when D has none; a malloc'd string.  Two checkouts of a program have
+   their files at the same paths below it.  */
+char *tally_sources_root (const struct tally_data *d);
 
 /* The settings of module flags FLAGS that change what a count means:
    at=, hooks= (inline and call count alike) and blocks=.  Two modules

@@ -47,9 +47,10 @@ note_unfinished (const char *path, const struct tally_data *d)
 {
   if (d->flags & TALLY_DATA_UNFINISHED)
     fprintf (stderr, "tally: %s: process did not finish: counts up to the "
-             "kill (continuous file without an exit dump: counters=mapped "
-             "units are counted to the end, others as of the last dump "
-             "if any)\n", path);
+             "kill (continuous file without an exit dump: the process was "
+             "killed, or its exit dump could not be written, which it said; "
+             "counters=mapped units are counted to the end, others as of "
+             "the last dump if any)\n", path);
   if (d->flags & TALLY_DATA_CUT)
     fprintf (stderr, "tally: %s: the last chunk was cut short by the "
              "process's end and is left out\n", path);
@@ -353,6 +354,7 @@ cli_parse (int argc, char **argv, struct cli_parsed *p,
   memset (p, 0, sizeof *p);
   p->files = xmalloc ((size_t) argc * sizeof *p->files);
   p->lines = xmalloc ((size_t) argc * sizeof *p->lines);
+  p->maps = xmalloc ((size_t) argc * sizeof *p->maps);
   cli_start (&a, argc, argv);
   a.note = unknown_note;
   while ((r = cli_next (&a)) > 0 || r == CLI_FILE)
@@ -364,6 +366,8 @@ cli_parse (int argc, char **argv, struct cli_parsed *p,
         p->word[r] = a.arg;
         if (r == OPT_LINES)
           p->lines[p->nlines++] = a.value;
+        if (r == OPT_MAP)
+          p->maps[p->nmaps++] = a.value;
       }
   if (r != CLI_END)
     return r == CLI_HELP ? 0 : EXIT_USAGE;
@@ -380,6 +384,7 @@ cli_parsed_free (struct cli_parsed *p)
 {
   free (p->files);
   free (p->lines);
+  free (p->maps);
 }
 
 /* Print TEXT's lines, the first after COL columns of which USED are

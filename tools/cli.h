@@ -37,7 +37,7 @@ enum cli_id
   OPT_OUTPUT, OPT_FORCE, OPT_ALL, OPT_JSON, OPT_CSV, OPT_SORT, OPT_TOP,
   OPT_CLONES, OPT_TREE, OPT_EVENT, OPT_BLOCKS, OPT_LINES, OPT_RANKS,
   OPT_METRIC, OPT_RANK, OPT_FOLDED, OPT_NO_MARKERS, OPT_PERCENT, OPT_FILTER,
-  OPT_JOBS, OPT_RUNTIME, OPT_OVERRIDE, OPT_PRINT_ENV,
+  OPT_JOBS, OPT_RUNTIME, OPT_OVERRIDE, OPT_PRINT_ENV, OPT_MAP,
   OPT_COUNT
 };
 
@@ -130,6 +130,8 @@ struct cli_parsed
   size_t nfiles;
   const char **lines;          /* every value of --lines, in order */
   size_t nlines;
+  const char **maps;           /* every value of --map, in order */
+  size_t nmaps;
 };
 
 int cli_choice (const char *v, const char *const *choices);

@@ -6,13 +6,23 @@
  * files may come from other builds of the program (at=late against
  * at=early, hooks=inline against call, before and after an edit).  The
  * clones of a function have its name, so they are folded into it; the
- * records of several modules (a header's inline function) add up.  */
+ * records of several modules (a header's inline function) add up.
+ *
+ * The commonest diff compares two checkouts (before and after a change,
+ * two worktrees): the same files under other directories.  So A's files
+ * are first moved to B's places: by the user's --map OLD=NEW, or else by
+ * the one directory substitution that pairs the most source files (each
+ * file of A with each of B of the same name, the directories before
+ * their longest common tail voting for it), when it pairs more than the
+ * files' own paths do; the pairing chosen is said on stderr, and so is a
+ * diff where nothing pairs.  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "blockmap.h"
 #include "cli.h"
@@ -37,18 +47,41 @@ struct side
 
 struct frow
 {
-  char *name, *file; /* file: absolute */
+  char *name, *file; /* file: absolute, A's moved to B's places */
   uint32_t line;
   struct side s[2];
+};
+
+/* One function record of side K, kept until the pairing is known.  */
+struct fent
+{
+  const char *name; /* the side's data */
+  char *file;       /* absolute */
+  uint32_t line;
+  int k;
+  struct side s;
 };
 
 /* One source line with code, on either side.  */
 struct lrow
 {
-  const char *file; /* the cov_result's */
+  const char *file; /* a struct kfile's key */
   uint32_t line;
   int known[2];
   uint64_t count[2];
+};
+
+/* A covered file of one side, under the name it is paired by.  */
+struct kfile
+{
+  char *key;                /* A's: moved to B's places */
+  const struct cov_file *f; /* its path is the file's own */
+};
+
+/* A's directory OLD is B's NEW ("" for the root directory).  */
+struct pmap
+{
+  char *old, *new;
 };
 
 /* One side: the file read, its decoded maps and solved flows.  */
@@ -70,6 +103,12 @@ struct diff
   size_t *slots; /* hash of (name, file) -> row index + 1 */
   size_t nslots;
   int measured;
+  struct fent *ents; /* both sides' function records */
+  size_t nents, capents;
+  struct pmap *maps; /* how A's files are moved (none: as they are) */
+  size_t nmaps;
+  int inferred;      /* maps[0] was found, not given */
+  size_t both;       /* rows with the function on both sides */
 };
 
 static size_t
@@ -139,7 +178,7 @@ read_side (struct diff *df, struct input *in, int k)
     }
   if (in->d.flags & TALLY_DATA_UNFINISHED)
     fprintf (stderr, "tally: %s: process did not finish: counts up to the "
-             "kill\n", in->path);
+             "kill (or to an exit dump that could not be written)\n", in->path);
   size_t nfns = 0;
   for (uint32_t i = 0; i < in->d.nmodules; i++)
     nfns += in->d.modules[i].nfns;
@@ -193,19 +232,23 @@ read_side (struct diff *df, struct input *in, int k)
               in->bodies[b].fn_line = f->line;
               in->nbodies++;
             }
-          char *file = cov_resolve_path (m->directory, f->file);
-          struct frow *r = row_of (df, f->name, file, f->line);
-          free (file);
-          struct side *s = &r->s[k];
-          s->present = 1;
-          s->unknown |= unknown;
-          s->calls = add_sat (s->calls, calls);
-          s->exits = add_sat (s->exits, exits);
+          df->ents = xgrow (df->ents, &df->capents, df->nents + 1,
+                            sizeof *df->ents);
+          struct fent *e = &df->ents[df->nents++];
+          memset (e, 0, sizeof *e);
+          e->name = f->name;
+          e->file = cov_resolve_path (m->directory, f->file);
+          e->line = f->line;
+          e->k = k;
+          e->s.present = 1;
+          e->s.unknown = unknown;
+          e->s.calls = calls;
+          e->s.exits = exits;
           if (f->meas)
             {
-              s->measured = 1;
-              s->incl = add_sat (s->incl, f->meas[0]);
-              s->excl = add_sat (s->excl, f->meas[1]);
+              e->s.measured = 1;
+              e->s.incl = f->meas[0];
+              e->s.excl = f->meas[1];
             }
         }
       free_all (bm, flows);
@@ -226,6 +269,334 @@ free_side (struct input *in)
   free (in->bodies);
   cov_free (&in->cov);
   tally_data_free (&in->d);
+}
+
+/* Whether PATH is DIR or lies below it ("" is the root directory).  */
+static int
+under (const char *path, const char *dir)
+{
+  size_t n = strlen (dir);
+  return strncmp (path, dir, n) == 0 && (path[n] == '/' || (n && !path[n]));
+}
+
+/* PATH of side K as it is paired: A's moved by the first map whose OLD
+   holds it; a malloc'd string.  */
+static char *
+paired_path (const struct diff *df, int k, const char *path)
+{
+  for (size_t i = 0; k == 0 && i < df->nmaps; i++)
+    if (under (path, df->maps[i].old))
+      {
+        const char *rest = path + strlen (df->maps[i].old);
+        size_t n = strlen (df->maps[i].new);
+        char *out = xmalloc (n + strlen (rest) + 2);
+        memcpy (out, df->maps[i].new, n);
+        strcpy (out + n, *rest || n ? rest : "/");
+        return out;
+      }
+  return xstrdup (path);
+}
+
+/* The distinct files of side K's functions, sorted; their number in *N.  */
+static const char **
+side_files (const struct diff *df, int k, size_t *n)
+{
+  const char **v = xmalloc ((df->nents ? df->nents : 1) * sizeof *v);
+  size_t m = 0;
+  for (size_t i = 0; i < df->nents; i++)
+    if (df->ents[i].k == k)
+      v[m++] = df->ents[i].file;
+  if (m > 1)
+    qsort (v, m, sizeof *v, compare_strings);
+  size_t u = 0;
+  for (size_t i = 0; i < m; i++)
+    if (!u || strcmp (v[u - 1], v[i]) != 0)
+      v[u++] = v[i];
+  *n = u;
+  return v;
+}
+
+static int
+has_file (const char **v, size_t n, const char *path)
+{
+  return bsearch (&path, v, n, sizeof *v, compare_strings) != NULL;
+}
+
+static const char *
+base_name (const char *path)
+{
+  const char *slash = strrchr (path, '/');
+  return slash ? slash + 1 : path;
+}
+
+static int
+by_base (const void *pa, const void *pb)
+{
+  const char *a = *(const char *const *) pa, *b = *(const char *const *) pb;
+  int c = strcmp (base_name (a), base_name (b));
+  return c ? c : strcmp (a, b);
+}
+
+/* The length of the directory of A (and in *LB of B) before the longest
+   tail of whole components the two paths share (at least the file
+   name).  */
+static size_t
+common_tail (const char *a, const char *b, size_t *lb)
+{
+  size_t i = strlen (a), j = strlen (b);
+  while (i > 0 && j > 0)
+    {
+      size_t s = i, t = j;
+      while (s > 0 && a[s - 1] != '/')
+        s--;
+      while (t > 0 && b[t - 1] != '/')
+        t--;
+      if (i - s != j - t || memcmp (a + s, b + t, i - s) != 0 || !s || !t)
+        break;
+      i = s - 1; /* the slash before the shared component */
+      j = t - 1;
+    }
+  *lb = j;
+  return i;
+}
+
+/* A candidate directory substitution and the files of A it pairs.  */
+struct vote
+{
+  const char *a, *b; /* prefixes of two file names */
+  size_t na, nb;
+  size_t files;
+};
+
+/* Find the directory of A's files that, replaced by one of B's, pairs
+   the most files; kept in DF->maps if it pairs more than their own
+   paths do.  Files of a name more than 64 files of a side share are left
+   out of the vote (too ambiguous to count).  Returns how many files of A
+   pair by their own path, and sets *PAIRED to how many pair in the end.  */
+static size_t
+infer_map (struct diff *df, size_t *paired)
+{
+  size_t na, nb;
+  const char **fa = side_files (df, 0, &na), **fb = side_files (df, 1, &nb);
+  size_t own = 0;
+  for (size_t i = 0; i < na; i++)
+    own += has_file (fb, nb, fa[i]);
+  *paired = own;
+  const char **bb = xmalloc ((nb ? nb : 1) * sizeof *bb);
+  memcpy (bb, fb, nb * sizeof *bb);
+  if (nb > 1)
+    qsort (bb, nb, sizeof *bb, by_base);
+  struct vote *votes = NULL;
+  size_t nvotes = 0, capvotes = 0;
+  for (size_t i = 0; i < na; i++)
+    {
+      const char *base = base_name (fa[i]);
+      /* The run of B's files with this name.  */
+      size_t lo = 0, hi = nb;
+      while (lo < hi)
+        {
+          size_t mid = lo + (hi - lo) / 2;
+          if (strcmp (base_name (bb[mid]), base) < 0)
+            lo = mid + 1;
+          else
+            hi = mid;
+        }
+      size_t end = lo;
+      while (end < nb && strcmp (base_name (bb[end]), base) == 0)
+        end++;
+      if (end - lo > 64)
+        continue;
+      for (size_t j = lo; j < end; j++)
+        {
+          size_t lb, la = common_tail (fa[i], bb[j], &lb);
+          if (la == lb && memcmp (fa[i], bb[j], la) == 0)
+            continue; /* the same directory: their own path */
+          size_t v = 0;
+          while (v < nvotes
+                 && !(votes[v].na == la && votes[v].nb == lb
+                      && memcmp (votes[v].a, fa[i], la) == 0
+                      && memcmp (votes[v].b, bb[j], lb) == 0))
+            v++;
+          if (v == nvotes)
+            {
+              if (nvotes >= 4096)
+                continue; /* enough candidates for any real pair of trees */
+              votes = xgrow (votes, &capvotes, nvotes + 1, sizeof *votes);
+              votes[nvotes++] = (struct vote) { fa[i], bb[j], la, lb, 0 };
+            }
+          votes[v].files++;
+        }
+    }
+  /* The most files; of equals the shortest, then the first by name.  */
+  struct vote *best = NULL;
+  for (size_t v = 0; v < nvotes; v++)
+    if (!best || votes[v].files > best->files
+        || (votes[v].files == best->files
+            && (votes[v].na < best->na
+                || (votes[v].na == best->na
+                    && strncmp (votes[v].a, best->a, best->na) < 0))))
+      best = &votes[v];
+  if (best && best->files > own)
+    {
+      df->maps = xcalloc (1, sizeof *df->maps);
+      df->maps[0].old = xmalloc (best->na + 1);
+      memcpy (df->maps[0].old, best->a, best->na);
+      df->maps[0].old[best->na] = 0;
+      df->maps[0].new = xmalloc (best->nb + 1);
+      memcpy (df->maps[0].new, best->b, best->nb);
+      df->maps[0].new[best->nb] = 0;
+      df->nmaps = 1;
+      size_t now = 0;
+      for (size_t i = 0; i < na; i++)
+        {
+          char *p = paired_path (df, 0, fa[i]);
+          now += has_file (fb, nb, p);
+          free (p);
+        }
+      if (now > own)
+        {
+          df->inferred = 1;
+          *paired = now;
+        }
+      else
+        {
+          free_all (df->maps[0].old, df->maps[0].new, df->maps);
+          df->maps = NULL;
+          df->nmaps = 0;
+        }
+    }
+  free_all (votes, bb, fa, fb);
+  return own;
+}
+
+/* The longest directory that holds every file of side K ("/" at
+   least); a malloc'd string.  */
+static char *
+side_root (const struct diff *df, int k)
+{
+  size_t n;
+  const char **v = side_files (df, k, &n);
+  size_t len = 0;
+  if (n)
+    {
+      const char *x = v[0];
+      len = strrchr (x, '/') ? (size_t) (strrchr (x, '/') - x) : 0;
+      for (size_t i = 1; i < n; i++)
+        while (len > 0 && !(strncmp (v[i], x, len) == 0 && v[i][len] == '/'))
+          {
+            while (len > 0 && x[len - 1] != '/')
+              len--;
+            if (len > 0)
+              len--; /* the slash */
+          }
+    }
+  char *root = xmalloc (len + 2);
+  if (len)
+    memcpy (root, v[0], len);
+  strcpy (root + len, len ? "" : "/");
+  free (v);
+  return root;
+}
+
+/* Fold the function records into rows, A's files moved as DF->maps say.
+   Returns the rows found on both sides.  */
+static size_t
+make_rows (struct diff *df)
+{
+  for (size_t i = 0; i < df->nents; i++)
+    {
+      const struct fent *e = &df->ents[i];
+      char *file = paired_path (df, e->k, e->file);
+      struct frow *r = row_of (df, e->name, file, e->line);
+      free (file);
+      struct side *s = &r->s[e->k];
+      s->present = 1;
+      s->unknown |= e->s.unknown;
+      s->calls = add_sat (s->calls, e->s.calls);
+      s->exits = add_sat (s->exits, e->s.exits);
+      if (e->s.measured)
+        {
+          s->measured = 1;
+          s->incl = add_sat (s->incl, e->s.incl);
+          s->excl = add_sat (s->excl, e->s.excl);
+        }
+    }
+  size_t both = 0;
+  for (size_t i = 0; i < df->nrows; i++)
+    both += df->rows[i].s[0].present && df->rows[i].s[1].present;
+  return both;
+}
+
+/* Read the --map values MAPS into DF: "OLD=NEW", each made absolute
+   against the current directory.  Returns 0, or the usage error's
+   status.  */
+static int
+take_maps (struct diff *df, const char **maps, size_t nmaps)
+{
+  if (!nmaps)
+    return 0;
+  char cwd[4096];
+  if (!getcwd (cwd, sizeof cwd))
+    cwd[0] = 0;
+  df->maps = xcalloc (nmaps, sizeof *df->maps);
+  for (size_t i = 0; i < nmaps; i++)
+    {
+      const char *eq = strchr (maps[i], '=');
+      if (!eq || eq == maps[i] || !eq[1])
+        return cli_usage ("diff", "--map needs OLD=NEW, two directories, "
+                          "not '%s'", maps[i]);
+      char *old = xmalloc ((size_t) (eq - maps[i]) + 1);
+      memcpy (old, maps[i], (size_t) (eq - maps[i]));
+      old[eq - maps[i]] = 0;
+      struct pmap *m = &df->maps[df->nmaps++];
+      m->old = cov_resolve_path (cwd, old);
+      m->new = cov_resolve_path (cwd, eq + 1);
+      free (old);
+      /* The root directory is the empty prefix.  */
+      if (strcmp (m->old, "/") == 0)
+        m->old[0] = 0;
+      if (strcmp (m->new, "/") == 0)
+        m->new[0] = 0;
+    }
+  return 0;
+}
+
+/* Say on stderr how A and B were paired when it is not by the files' own
+   paths, and when nothing pairs.  */
+static void
+pairing_notes (const struct diff *df, size_t own, size_t paired,
+               size_t both)
+{
+  size_t na = 0, nb = 0;
+  for (size_t i = 0; i < df->nents; i++)
+    {
+      if (df->ents[i].k)
+        nb++;
+      else
+        na++;
+    }
+  if (df->inferred)
+    fprintf (stderr, "tally: note: diff: A's files under %s are paired with "
+             "B's under %s (%zu source %s so, %zu by %s own path); "
+             "--map=OLD=NEW pairs otherwise\n",
+             *df->maps[0].old ? df->maps[0].old : "/",
+             *df->maps[0].new ? df->maps[0].new : "/", paired,
+             plural (paired, "file pairs", "files pair"), own,
+             plural (own, "its", "their"));
+  if (!both && na && nb)
+    {
+      char *ra = side_root (df, 0), *rb = side_root (df, 1);
+      if (df->nmaps && !df->inferred)
+        fprintf (stderr, "tally: warning: diff: no function of A is in B, "
+                 "with the --map given (A's files are under %s, B's under "
+                 "%s)\n", ra, rb);
+      else
+        fprintf (stderr, "tally: warning: diff: no function of A is in B "
+                 "(A's files are under %s, B's under %s); if they are one "
+                 "program in two places, --map=%s=%s pairs them\n", ra, rb,
+                 ra, rb);
+      free_all (ra, rb);
+    }
 }
 
 /* |B - A| and its sign.  */
@@ -324,8 +695,8 @@ put_count (const struct side *s, int width)
 
 static void
 print_text (const struct input *in, const struct diff *df, struct frow **rows,
-            size_t n, size_t unchanged, const struct lrow *lines,
-            size_t nlines, int show_lines)
+            size_t n, size_t differ, size_t unchanged, int all,
+            const struct lrow *lines, size_t nlines, int show_lines)
 {
   uint64_t total[2] = { 0, 0 };
   for (size_t i = 0; i < df->nrows; i++)
@@ -343,9 +714,9 @@ print_text (const struct input *in, const struct diff *df, struct frow **rows,
   if (show_lines)
     printf ("%zu %s differ\n", nlines, nlines == 1 ? "line" : "lines");
   else
-    printf ("%zu %s differ, %zu unchanged%s; calls %s, ratio %s\n", n,
-            n == 1 ? "function" : "functions", unchanged,
-            unchanged ? " (--all lists them)" : "", d, r);
+    printf ("%zu %s, %zu unchanged%s; calls %s, ratio %s\n", differ,
+            differ == 1 ? "function differs" : "functions differ", unchanged,
+            unchanged && !all ? " (--all lists them)" : "", d, r);
   if (show_lines)
     {
       printf ("%12s %12s %12s  %s\n", "count-A", "count-B", "delta",
@@ -439,8 +810,17 @@ print_json (const struct input *in, const struct diff *df, struct frow **rows,
       printf (", \"pid\": %" PRIu64 ", \"modules\": %lu},\n", in[k].d.pid,
               (unsigned long) in[k].d.nmodules);
     }
-  printf ("  \"measured\": %s,\n  \"unchanged\": %zu,\n  \"functions\": [",
-          df->measured ? "true" : "false", unchanged);
+  printf ("  \"measured\": %s,\n  \"unchanged\": %zu,\n  \"paired\": %zu,\n"
+          "  \"map\": [", df->measured ? "true" : "false", unchanged, df->both);
+  for (size_t i = 0; i < df->nmaps; i++)
+    {
+      fputs (i ? ", {\"a\": " : "{\"a\": ", stdout);
+      put_str (*df->maps[i].old ? df->maps[i].old : "/");
+      fputs (", \"b\": ", stdout);
+      put_str (*df->maps[i].new ? df->maps[i].new : "/");
+      putchar ('}');
+    }
+  printf ("],\n  \"functions\": [");
   for (size_t i = 0; i < n; i++)
     {
       const struct frow *w = rows[i];
@@ -554,29 +934,55 @@ print_csv (const struct diff *df, struct frow **rows, size_t n,
     }
 }
 
-/* The lines of both sides' coverage, those that differ (all with ALL),
-   system headers left out unless ALL.  */
+static int
+by_key (const void *pa, const void *pb)
+{
+  return strcmp (((const struct kfile *) pa)->key,
+                 ((const struct kfile *) pb)->key);
+}
+
+/* Side K's covered files under the names they are paired by, sorted by
+   them; their number in *N.  */
+static struct kfile *
+keyed_files (const struct diff *df, const struct input *in, int k, size_t *n)
+{
+  const struct cov_result *c = &in[k].cov;
+  struct kfile *v = xmalloc ((c->nfiles ? c->nfiles : 1) * sizeof *v);
+  for (size_t i = 0; i < c->nfiles; i++)
+    {
+      v[i].key = paired_path (df, k, c->files[i].path);
+      v[i].f = &c->files[i];
+    }
+  if (c->nfiles > 1)
+    qsort (v, c->nfiles, sizeof *v, by_key);
+  *n = c->nfiles;
+  return v;
+}
+
+/* The lines of both sides' coverage (K[s], N[s]: side s's files as
+   keyed_files gives them), those that differ (all with ALL), system
+   headers left out unless ALL.  */
 static struct lrow *
-diff_lines (const struct input *in, int all, size_t *n)
+diff_lines (struct kfile *const kf[2], const size_t nk[2], int all,
+            size_t *n)
 {
   size_t cap = 64;
   struct lrow *v = xmalloc (cap * sizeof *v);
   *n = 0;
   size_t i[2] = { 0, 0 };
-  const struct cov_result *c0 = &in[0].cov, *c1 = &in[1].cov;
-  /* Both file lists are sorted by path; walk them together.  */
-  while (i[0] < c0->nfiles || i[1] < c1->nfiles)
+  /* Both file lists are sorted by key; walk them together.  */
+  while (i[0] < nk[0] || i[1] < nk[1])
     {
       const struct cov_file *f[2] = { NULL, NULL };
-      int cmp = i[0] >= c0->nfiles   ? 1
-                : i[1] >= c1->nfiles ? -1
-                : strcmp (c0->files[i[0]].path, c1->files[i[1]].path);
+      int cmp = i[0] >= nk[0]   ? 1
+                : i[1] >= nk[1] ? -1
+                : strcmp (kf[0][i[0]].key, kf[1][i[1]].key);
+      const char *key = cmp <= 0 ? kf[0][i[0]].key : kf[1][i[1]].key;
       if (cmp <= 0)
-        f[0] = &c0->files[i[0]++];
+        f[0] = kf[0][i[0]++].f;
       if (cmp >= 0)
-        f[1] = &c1->files[i[1]++];
-      const char *path = f[0] ? f[0]->path : f[1]->path;
-      if (!all && tally_system_path (path))
+        f[1] = kf[1][i[1]++].f;
+      if (!all && tally_system_path (f[0] ? f[0]->path : f[1]->path))
         continue;
       size_t j[2] = { 0, 0 };
       size_t nl[2] = { f[0] ? f[0]->nlines : 0, f[1] ? f[1]->nlines : 0 };
@@ -590,7 +996,7 @@ diff_lines (const struct input *in, int all, size_t *n)
           if (j[1] < nl[1] && b <= a)
             l[1] = &f[1]->lines[j[1]++];
           struct lrow w;
-          w.file = path;
+          w.file = key;
           w.line = l[0] ? l[0]->line : l[1]->line;
           for (int k = 0; k < 2; k++)
             {
@@ -642,14 +1048,16 @@ cmd_diff (int argc, char **argv)
   const char *paths[2] = { a.files[0], a.files[1] };
   int all = a.v[OPT_ALL] != NULL, show_lines = a.v[OPT_LINES] != NULL;
   enum diff_format format = a.v[OPT_JSON] ? JSON : a.v[OPT_CSV] ? CSV : TEXT;
-  cli_parsed_free (&a);
   sort_by = k == 0 ? BY_CALLS : k == 1 ? BY_CYCLES : BY_NAME;
 
   struct input in[2];
   struct diff df;
   memset (in, 0, sizeof in);
   memset (&df, 0, sizeof df);
-  status = 0;
+  status = take_maps (&df, a.maps, a.nmaps);
+  cli_parsed_free (&a);
+  if (status)
+    goto out;
   for (int k = 0; k < 2; k++)
     {
       in[k].path = paths[k];
@@ -672,6 +1080,11 @@ cmd_diff (int argc, char **argv)
   if (status)
     goto out;
 
+  size_t own = 0, paired = 0;
+  if (!df.nmaps)
+    own = infer_map (&df, &paired);
+  df.both = make_rows (&df);
+  pairing_notes (&df, own, paired, df.both);
   struct frow **rows = xmalloc ((df.nrows ? df.nrows : 1)
                                             * sizeof *rows);
   size_t n = 0, unchanged = 0;
@@ -689,11 +1102,16 @@ cmd_diff (int argc, char **argv)
   qsort (rows, n, sizeof *rows, by_change);
   struct lrow *lines = NULL;
   size_t nlines = 0;
+  struct kfile *kf[2] = { NULL, NULL };
+  size_t nk[2] = { 0, 0 };
   if (show_lines)
     {
       for (int k = 0; k < 2; k++)
-        cov_compute (in[k].bodies, in[k].nbodies, &in[k].cov);
-      lines = diff_lines (in, all, &nlines);
+        {
+          cov_compute (in[k].bodies, in[k].nbodies, &in[k].cov);
+          kf[k] = keyed_files (&df, in, k, &nk[k]);
+        }
+      lines = diff_lines (kf, nk, all, &nlines);
       qsort (lines, nlines, sizeof *lines, lines_by_change);
       if (top && top < nlines)
         nlines = top;
@@ -704,15 +1122,26 @@ cmd_diff (int argc, char **argv)
   else if (format == CSV)
     print_csv (&df, rows, shown, lines, nlines, show_lines);
   else
-    print_text (in, &df, rows, shown, unchanged, lines, nlines, show_lines);
+    print_text (in, &df, rows, shown, df.nrows - unchanged, unchanged, all,
+                lines, nlines, show_lines);
   free (lines);
   free (rows);
+  for (int k = 0; k < 2; k++)
+    {
+      for (size_t i = 0; i < nk[k]; i++)
+        free (kf[k][i].key);
+      free (kf[k]);
+    }
 out:
   for (int k = 0; k < 2; k++)
     free_side (&in[k]);
   for (size_t i = 0; i < df.nrows; i++)
     free_all (df.rows[i].name, df.rows[i].file);
-  free_all (df.rows, df.slots);
+  for (size_t i = 0; i < df.nents; i++)
+    free (df.ents[i].file);
+  for (size_t i = 0; i < df.nmaps; i++)
+    free_all (df.maps[i].old, df.maps[i].new);
+  free_all (df.rows, df.slots, df.ents, df.maps);
   return status;
 }
 

@@ -82,10 +82,9 @@ tree_command (const char *what, const char **files, size_t nfiles,
     tally_tree_print (t, stdout);
   else
     {
-      struct tally_out o = { stdout, NULL, NULL };
+      struct tally_out o;
       char err[512];
-      if (strcmp (out, "-") != 0
-          && tally_out_open (&o, out, err, sizeof err) != 0)
+      if (tally_out_open (&o, out, err, sizeof err) != 0)
         {
           error_msg ("%s: %s", what, err);
           tally_tree_free (t);
@@ -95,7 +94,7 @@ tree_command (const char *what, const char **files, size_t nfiles,
         tally_tree_folded (t, o.f);
       else
         tally_tree_svg (t, o.f, nfiles == 1 ? files[0] : "tally flame");
-      if (o.f != stdout && tally_out_close (&o, err, sizeof err) != 0)
+      if (tally_out_close (&o, err, sizeof err) != 0)
         {
           error_msg ("%s: %s", what, err);
           rc = EXIT_BAD_DATA;

@@ -137,10 +137,11 @@ write_lcov (FILE *out, const struct merge *m, const struct cov_result *c,
           continue;
         }
       struct tally_markers mk;
+      char why[128];
       memset (&mk, 0, sizeof mk);
-      if (markers && tally_markers_read (path, &mk) != 0)
+      if (markers && tally_markers_read (path, &mk, why, sizeof why) != 0)
         error_msg ("lcov: warning: cannot read %s for LCOV_EXCL markers: %s",
-                   path, strerror (errno));
+                   path, why);
       else if (mk.unterminated)
         error_msg ("lcov: warning: unterminated exclusion section in %s",
                    path);
@@ -275,6 +276,20 @@ cmd_lcov (int argc, char **argv)
                  "not be determined\n", unknown,
                  unknown == 1 ? "line" : "lines",
                  unknown == 1 ? "its" : "their");
+      /* Said, not silent: a tracefile without DA lines reads as code
+         that never ran in some viewers, and as nothing to see in others.  */
+      if (m.plain_modules == m.nmodules && m.nmodules)
+        error_msg ("lcov: warning: no module was built with block counters "
+                   "(-fplugin-arg-tally-blocks=count or visited): the "
+                   "tracefile has function records (FN, FNDA) only, no line "
+                   "or branch data");
+      else if (m.plain_modules)
+        error_msg ("lcov: warning: %" PRIu64 " of %" PRIu64 " modules %s "
+                   "built without block counters "
+                   "(-fplugin-arg-tally-blocks=count or visited): their "
+                   "functions have function records (FN, FNDA) only, no line "
+                   "or branch data", m.plain_modules, m.nmodules,
+                   plural (m.plain_modules, "was", "were"));
       if (left && !status)
         status = EXIT_BAD_DATA; /* the tracefile lacks them: say so */
       merge_notes (&m);

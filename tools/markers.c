@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "markers.h"
+#include "srcfile.h"
 
 enum
 {
@@ -101,10 +102,11 @@ add_byte (struct scan *s, char c)
 }
 
 int
-tally_markers_read (const char *path, struct tally_markers *out)
+tally_markers_read (const char *path, struct tally_markers *out, char *why,
+                    size_t whylen)
 {
   memset (out, 0, sizeof *out);
-  FILE *f = fopen (path, "rb");
+  FILE *f = tally_source_open (path, why, whylen);
   if (!f)
     return -1;
   struct scan s;
@@ -112,25 +114,45 @@ tally_markers_read (const char *path, struct tally_markers *out)
   s.m = out;
   char buf[8192];
   size_t n;
+  uint64_t total = 0;
   int failed = 0;
   while (!failed && (n = fread (buf, 1, sizeof buf, f)) > 0)
-    for (size_t i = 0; i < n && !failed; i++)
-      {
-        if (buf[i] == '\n')
-          failed = end_line (&s) != 0;
-        else
-          add_byte (&s, buf[i]);
-      }
+    {
+      total += n;
+      if (total > TALLY_SOURCE_MAX)
+        {
+          snprintf (why, whylen, "%s", TALLY_SOURCE_TOO_LONG);
+          failed = 1;
+        }
+      for (size_t i = 0; i < n && !failed; i++)
+        {
+          if (buf[i] == '\n')
+            {
+              if (end_line (&s) != 0)
+                {
+                  snprintf (why, whylen, "%s", strerror (ENOMEM));
+                  failed = 1;
+                }
+            }
+          else
+            add_byte (&s, buf[i]);
+        }
+    }
   if (!failed && ferror (f))
-    failed = 1;
-  else if (!failed && s.pending)
-    failed = end_line (&s) != 0; /* a last line without a newline */
-  int saved = errno;
+    {
+      snprintf (why, whylen, "read error: %s", strerror (errno ? errno : EIO));
+      failed = 1;
+    }
+  else if (!failed && s.pending && end_line (&s) != 0) /* a last line
+                                                          without a newline */
+    {
+      snprintf (why, whylen, "%s", strerror (ENOMEM));
+      failed = 1;
+    }
   fclose (f);
   if (failed)
     {
       tally_markers_free (out);
-      errno = saved ? saved : EIO;
       return -1;
     }
   out->unterminated = s.excl || s.br;

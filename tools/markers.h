@@ -26,9 +26,12 @@ struct tally_markers
   int unterminated;     /* a section was still open at the end */
 };
 
-/* Read PATH's markers into *OUT.  Returns 0, or -1 with errno set (the
-   file cannot be opened or read) and *OUT empty.  */
-int tally_markers_read (const char *path, struct tally_markers *out);
+/* Read PATH's markers into *OUT (PATH opened as srcfile.h says: only a
+   regular file, of at most TALLY_SOURCE_MAX bytes).  Returns 0, or -1
+   with the reason in WHY (the file cannot be opened or read, or is not
+   one to read) and *OUT empty.  */
+int tally_markers_read (const char *path, struct tally_markers *out,
+                        char *why, size_t whylen);
 
 /* The TALLY_EXCL_* flags of LINE.  */
 unsigned tally_markers_of (const struct tally_markers *m, uint32_t line);

@@ -687,6 +687,14 @@ write_merged (const char *path, const struct accumulator *acc,
             + TALLY_MEAS_PAIR * (uint64_t) (acc->nmeas - 1) * (acc->nnodes - 1);
   struct tally_out o;
   char err[512];
+  if (strcmp (path, "-") == 0 && isatty (STDOUT_FILENO))
+    {
+      /* A data file holds any bytes a name has, escape sequences too.  */
+      error_msg ("merge: -o -: standard output is a terminal, and the "
+                 "output is a binary data file; redirect it, or give -o "
+                 "FILE");
+      return EXIT_BAD_DATA;
+    }
   if (tally_out_open (&o, path, err, sizeof err) != 0)
     {
       error_msg ("merge: %s", err);
@@ -872,7 +880,9 @@ cmd_merge (int argc, char **argv)
       error_msg ("merge: out of memory");
       status = EXIT_BAD_DATA;
     }
-  for (size_t pi = 0; pi < npaths && !status; pi++)
+  /* After a bad file the others are still read and checked, not added,
+     so that every bad one is named at once (as report does).  */
+  for (size_t pi = 0; pi < npaths && pf; pi++)
     {
       const char *a = paths[pi];
       struct tally_data d;
@@ -882,7 +892,7 @@ cmd_merge (int argc, char **argv)
         {
           error_msg ("%s: %s", a, err);
           status = EXIT_BAD_DATA;
-          break;
+          continue;
         }
       /* Its maps are copied into the output: one tally report could not
          decode would make the output unreadable.  */
@@ -891,7 +901,12 @@ cmd_merge (int argc, char **argv)
           error_msg ("%s: %s; nothing written", a, merr);
           tally_data_free (&d);
           status = EXIT_BAD_DATA;
-          break;
+          continue;
+        }
+      if (status)
+        {
+          tally_data_free (&d);
+          continue;
         }
       note_unfinished (a, &d);
       if (d.ranks)

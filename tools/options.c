@@ -50,6 +50,10 @@ const struct cli_opt cli_opts[] = {
     "called and the frames below the first instrumented call" },
   { "--all", 0, NULL, OPT_ALL, D,
     "also list what did not change (and system headers)" },
+  { "--map", 0, "OLD=NEW", OPT_MAP, D,
+    "pair A's files under directory OLD with B's under\n"
+    "NEW (two checkouts of one program); may be repeated;\n"
+    "by default the one directory that pairs the most" },
   { "--ranks", 0, NULL, OPT_RANKS, R,
     "the ranks of an MPI job (a file libtally-mpi reduced, or\n"
     "one file per rank): per function min, mean, max, rank of\n"
@@ -62,11 +66,12 @@ const struct cli_opt cli_opts[] = {
   /* merge, flame, lcov */
   { "--output", 'o', "OUT", OPT_OUTPUT, M,
     "the file to write (replaced atomically; may be\n"
-    "one of the inputs)" },
+    "one of the inputs; - for standard output)" },
   { "--output", 'o', "OUT", OPT_OUTPUT, F,
-    "write to OUT instead of standard output" },
+    "write to OUT instead of standard output (-)" },
   { "--output", 'o', "OUT", OPT_OUTPUT, L,
-    "the tracefile to write (default: standard output)" },
+    "the tracefile to write (default, and -: standard\n"
+    "output)" },
   { "--jobs", 'j', "N", OPT_JOBS, M,
     "read the files ahead on N - 1 threads (1 to 256;\n"
     "default 1: one file at a time)" },

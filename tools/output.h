@@ -1,18 +1,20 @@
 /* output.h - the file named by `-o OUT` of tally lcov, merge and flame.
  *
  * One way to write it, shared by every subcommand (doc/cli.md, "Output
- * files"):
+ * files"), by the runtime's rules (rt/outfile.c):
+ *   - "-": standard output.
  *   - OUT missing or a regular file: the output goes to a new temporary in
  *     OUT's directory, created exclusively (O_CREAT|O_EXCL|O_NOFOLLOW) under
  *     an unpredictable name OUT.tmp.XXXXXXXXXXXX, and is renamed over OUT
- *     when complete: readers see the old file or the whole new one, and a
- *     name planted in advance (a symbolic link at the temporary's name) is
- *     never followed.  A symbolic link at OUT itself is replaced, not
- *     followed, unless it leads to a file that is not a regular one.
- *   - OUT exists and is not a regular file (a character device such as
- *     /dev/null or /dev/stdout, a FIFO): written in place, never replaced
- *     and never truncated.
- *   - OUT is a directory: refused.  */
+ *     when complete (OUT looked at again first): readers see the old file
+ *     or the whole new one, and a name planted in advance (a symbolic link
+ *     at the temporary's name) is never followed.  Not over another user's
+ *     file in a sticky or world-writable directory.
+ *   - OUT a character device or FIFO named directly (not through a link),
+ *     the user's or root's, with one link: written in place, never
+ *     replaced and never truncated.
+ *   - OUT a symbolic link, a directory, a block device, a socket:
+ *     refused.  */
 #ifndef TALLY_TOOLS_OUTPUT_H
 #define TALLY_TOOLS_OUTPUT_H
 
@@ -22,7 +24,7 @@
 struct tally_out
 {
   FILE *f;     /* write the output here */
-  char *path;  /* OUT as given */
+  char *path;  /* OUT as given, or NULL for standard output ("-") */
   char *tmp;   /* the temporary renamed over OUT, or NULL (in place) */
 };
 

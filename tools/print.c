@@ -151,24 +151,34 @@ put_fn_names (const char *first, const char *sep, enum escape how,
     }
 }
 
-/* Write S as a CSV field (RFC 4180): quoted, with quotes doubled, when it
-   holds a comma, a quote or a line break.  */
+/* Write S as a CSV field: control characters (CR and LF too) and bytes
+   that are not valid UTF-8 as \xNN, as the text output shows them, so
+   that a hostile name can send no escape sequence to a terminal and
+   every row is one line; then quoted, with quotes doubled (RFC 4180),
+   when it holds a comma or a quote.  */
 void
-put_csv (const char *s)
+put_csv (const char *str)
 {
-  if (!strpbrk (s, ",\"\r\n"))
+  const unsigned char *s = (const unsigned char *) str;
+  int quote = strpbrk (str, ",\"") != NULL;
+  if (quote)
+    putchar ('"');
+  while (*s)
     {
-      fputs (s, stdout);
-      return;
-    }
-  putchar ('"');
-  for (; *s; s++)
-    {
+      size_t n = utf8_len (s);
+      if (n == 0 || *s < 0x20 || *s == 0x7f)
+        {
+          printf ("\\x%02x", *s);
+          s++;
+          continue;
+        }
       if (*s == '"')
         putchar ('"');
-      putchar (*s);
+      fwrite (s, 1, n, stdout);
+      s += n;
     }
-  putchar ('"');
+  if (quote)
+    putchar ('"');
 }
 
 /* Write S as a C string literal, for dump.  */

@@ -412,24 +412,32 @@ print_table (const struct table *t, const struct ranks_opts *o, const char *what
                                                       : "cycles (exclusive)";
   printf ("%" PRIu32 " ranks (%s), %zu functions, %s per rank\n", t->ranks,
           what, t->n, mname);
-  printf ("%9s %6s %14s %16s %14s  %s  %s\n", "imbalance", "rank", "max",
-          "mean", "min", "function", "location");
+  /* The function column as report's table has it: as wide as the
+     longest name printed, up to 40 columns.  */
+  size_t wname = strlen ("function");
+  for (size_t i = 0; i < n; i++)
+    if (text_width (t->rows[i].name) > wname)
+      wname = text_width (t->rows[i].name);
+  if (wname > 40)
+    wname = 40;
+  printf ("%9s %6s %14s %16s %14s  %-*s  %s\n", "imbalance", "rank", "max",
+          "mean", "min", (int) wname, "function", "location");
   for (size_t i = 0; i < n; i++)
     {
       const struct row *r = &t->rows[i];
       const struct stat1 *s = metric_of (r, sort_metric);
-      char ranks[32] = "";
-      if (r->holders != t->ranks)
-        snprintf (ranks, sizeof ranks, " (%" PRIu32 " ranks)", r->holders);
       if (sort_metric == 0 && r->unknown)
-        {
-          printf ("%9s %6s %14s %16s %14s  %s  %s:%" PRIu32 "%s\n", "-", "-",
-                  "-", "-", "-", r->name, r->file, r->line, ranks);
-          continue;
-        }
-      printf ("%9.3f %6" PRIu32 " %14" PRIu64 " %16.2f %14" PRIu64
-              "  %s  %s:%" PRIu32 "%s\n", imbalance (r, s), s->rank, s->max,
-              mean (r, s), s->min, r->name, r->file, r->line, ranks);
+        printf ("%9s %6s %14s %16s %14s  ", "-", "-", "-", "-", "-");
+      else
+        printf ("%9.3f %6" PRIu32 " %14" PRIu64 " %16.2f %14" PRIu64 "  ",
+                imbalance (r, s), s->rank, s->max, mean (r, s), s->min);
+      size_t w = put_text (r->name);
+      printf ("%*s  ", (int) (w < wname ? wname - w : 0), "");
+      put_text (r->file);
+      printf (":%" PRIu32, r->line);
+      if (r->holders != t->ranks)
+        printf (" (%" PRIu32 " ranks)", r->holders);
+      putchar ('\n');
     }
 }
 
@@ -513,7 +521,9 @@ tally_ranks_report (const struct ranks_opts *opts)
   if (!status)
     {
       sort_key = o.sort;
-      qsort (t.rows, t.n, sizeof *t.rows, cmp_rows);
+      if (t.n > 1) /* t.rows is NULL without functions: qsort wants a
+                      pointer */
+        qsort (t.rows, t.n, sizeof *t.rows, cmp_rows);
       size_t n = o.top && o.top < t.n ? o.top : t.n;
       print_table (&t, &o, what, n);
     }

@@ -24,6 +24,7 @@
 #include "print.h"
 #include "ranks.h"
 #include "select.h"
+#include "srcfile.h"
 #include "summed.h"
 #include "tally/abi.h"
 #include "tally/format.h"
@@ -309,12 +310,15 @@ select_sources (const struct cov_result *c, const struct report_opts *o,
 static int
 print_source (const struct cov_file *f)
 {
-  FILE *in = fopen (f->path, "r");
+  char why[128];
+  FILE *in = tally_source_open (f->path, why, sizeof why);
   if (!in)
     {
-      error_msg ("report: cannot read the source %s: %s (line counts need "
-                 "the source file at the path it was compiled from)",
-                 f->path, strerror (errno));
+      /* A file that is there but not one to read needs no hint.  */
+      error_msg ("report: cannot read the source %s: %s%s", f->path, why,
+                 strncmp (why, "it is ", 6) == 0 ? ""
+                 : " (line counts need the source file at the path it was "
+                   "compiled from)");
       return EXIT_BAD_DATA;
     }
   printf ("%9s:%5u:Source:", "-", 0u);
@@ -324,9 +328,18 @@ print_source (const struct cov_file *f)
   size_t cap = 0, li = 0;
   uint32_t lineno = 0;
   ssize_t len;
+  uint64_t total = 0;
   for (;;)
     {
       len = getline (&buf, &cap, in);
+      if (len > 0 && (total += (uint64_t) len) > TALLY_SOURCE_MAX)
+        {
+          free (buf);
+          fclose (in);
+          error_msg ("report: cannot read the source %s: %s", f->path,
+                     TALLY_SOURCE_TOO_LONG);
+          return EXIT_BAD_DATA;
+        }
       if (len < 0 && li >= f->nlines)
         break;
       lineno++;

@@ -309,6 +309,8 @@ merge_file (struct merge *m, const char *path, const struct tally_data *d)
   for (uint32_t i = 0; i < d->nmodules; i++)
     {
       m->user_modules += (d->modules[i].flags & TALLY_MOD_HOOKS_USER) != 0;
+      m->plain_modules += !(d->modules[i].flags & (TALLY_MOD_BLOCKS_COUNT
+                                                   | TALLY_MOD_BLOCKS_VISITED));
       for (uint32_t j = 0; j < d->modules[i].nfns; j++)
         add_body (m, &d->modules[i], j, &d->modules[i].fns[j], d->nmeas);
     }

@@ -119,6 +119,8 @@ struct merge
   size_t nfiles, files_cap;
   uint64_t nmodules;
   uint64_t user_modules; /* built with hooks=user: tally counted nothing */
+  uint64_t plain_modules; /* built without block counters (blocks=none):
+                             no line or branch data */
   uint64_t calls;
   uint64_t exits;
   int measured;  /* some file has cycles (a MEAS record) */
