@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 
+import summary
 from bench_common import *  # noqa: F401,F403
 from bench_setup import *  # noqa: F401,F403
 from bench_events import events_tables
@@ -206,6 +207,10 @@ def write_report(ctx, workloads, modes, results_dir):
            "on the same input: %s" % ("all the same" if not fails else "%d failed" % len(fails))]
     md += ["- FAIL `%s` `%s`: %s" % (w, m, v[6:]) for (w, m), v in fails]
     md += ["", "![wall-clock ratio](wall.svg)", "", "![instructions ratio](instructions.svg)", ""]
+    # The summary (benchmarks/summary.py: the table doc/benchmarks.md shows),
+    # made from the workload tables above, before them.
+    first = next(i for i, l in enumerate(md) if l.startswith("## "))
+    md[first:first] = summary.report_section(md)
     with open(os.path.join(results_dir, "report.md"), "w") as f:
         f.write("\n".join(md))
     fields = list(csv_rows[0].keys()) if csv_rows else []
@@ -218,7 +223,7 @@ def write_report(ctx, workloads, modes, results_dir):
 
 
 def charts(ctx, workloads, modes, results_dir):
-    """Clustered bars, one cluster per mode, one bar per workload, log y."""
+    """wall.svg and instructions.svg (and PNG copies) of the run."""
     if not shutil.which("gnuplot"):
         log("no gnuplot: charts skipped")
         return
@@ -226,22 +231,32 @@ def charts(ctx, workloads, modes, results_dir):
                                  ("Ir", "instructions (cachegrind Ir) ÷ uninstrumented", "instructions")):
         rows = [m for m in modes if not m.is_baseline and
                 any(ctx.ok(w.name, m.name) and ratios_of(ctx, w.name, m)[metric] for w in workloads)]
-        if not rows:
-            continue
-        dat = os.path.join(results_dir, fname + ".dat")
-        with open(dat, "w") as f:
-            f.write("mode " + " ".join(w.name for w in workloads) + "\n")
-            for m in rows:
-                vals = []
-                for w in workloads:
-                    v = ratios_of(ctx, w.name, m)[metric] if ctx.ok(w.name, m.name) else None
-                    vals.append("%.4f" % v if v else "-")
-                f.write(m.name + " " + " ".join(vals) + "\n")
-        gp = os.path.join(results_dir, fname + ".gp")
-        with open(gp, "w") as f:
-            f.write("""set terminal svg size 1200,520 dynamic font 'sans,11' background '#ffffff'
+        series = [(m.name, [ratios_of(ctx, w.name, m)[metric] if ctx.ok(w.name, m.name) else None
+                            for w in workloads]) for m in rows]
+        if series:
+            plot(results_dir, fname, title, "%s run, %s" % (
+                ctx.kind, time.strftime("%Y-%m-%d", time.gmtime(ctx.start))),
+                [w.name for w in workloads], series)
+
+
+def plot(out_dir, fname, title, subtitle, workloads, series):
+    """OUT_DIR/FNAME.svg and .png: clustered bars, one cluster per mode of
+    SERIES [(mode, [ratio or None per workload])], one bar per workload,
+    log y (benchmarks/summary.py draws a kept report's the same way).
+    True when gnuplot drew them."""
+    if not shutil.which("gnuplot"):
+        log("no gnuplot: charts skipped")
+        return False
+    dat = os.path.join(out_dir, fname + ".dat")
+    with open(dat, "w") as f:
+        f.write("mode " + " ".join(workloads) + "\n")
+        for name, vals in series:
+            f.write(name + " " + " ".join("%.4f" % v if v else "-" for v in vals) + "\n")
+    gp = os.path.join(out_dir, fname + ".gp")
+    with open(gp, "w") as f:
+        f.write("""set terminal svg size 1200,520 dynamic font 'sans,11' background '#ffffff'
 set output '%s'
-set title '%s (%s run, %s)'
+set title '%s (%s)'
 set style data histogram
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1
@@ -259,11 +274,11 @@ plot for [i=2:%d] '%s' using i:xtic(1) title columnhead(i)
 set terminal pngcairo size 1200,520 font 'sans,10' background '#ffffff'
 set output '%s'
 replot
-""" % (os.path.join(results_dir, fname + ".svg"), title, ctx.kind,
-                time.strftime("%Y-%m-%d", time.gmtime(ctx.start)), len(workloads) + 1, dat,
-                os.path.join(results_dir, fname + ".png")))
-        r = subprocess.run(["gnuplot", gp], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if r.returncode:
-            log("gnuplot failed: " + r.stdout.strip()[:300])
+""" % (os.path.join(out_dir, fname + ".svg"), title, subtitle, len(workloads) + 1, dat,
+            os.path.join(out_dir, fname + ".png")))
+    r = subprocess.run(["gnuplot", gp], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode:
+        log("gnuplot failed: " + r.stdout.strip()[:300])
+    return r.returncode == 0
 
 

@@ -2,7 +2,7 @@
 """visited_stores.py - how many blocks=visited byte stores a program
 executes, and the hottest: runs it under callgrind --dump-instr=yes and
 sums the executions of every instruction objdump shows storing into a
-`__tally.v.*` array (doc/benchmarks.md, "Derived visited blocks").
+`__tally.v.*` array (doc/benchmarks/visited.md).
 
 usage: visited_stores.py [--top N] EXE [ARG...]   (run in the folder the
 program expects; its own output is discarded)

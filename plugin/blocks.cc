@@ -583,7 +583,7 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
              5 instructions per run, which measured dearer than the adds
              it saves on bzip2, lua and sqlite (the loops GCC's guessed
              profile expects to go round often mostly go round once or
-             twice): see doc/benchmarks.md.  */
+             twice): see doc/benchmarks/placement-floor.md.  */
           if (TREE_CODE (niter) == INTEGER_CST && !integer_zerop (niter))
             d->niter = niter;
         }

@@ -317,8 +317,8 @@ const char *const tally_counter_asm_template = counter_asm;
    fuses them), but the RTL passes see one insn instead of a load, an
    add, a store and two pseudos: RTL PRE no longer treats every counter
    as a load expression it could move, and the dataflow and register
-   allocation passes have fewer pseudos (doc/benchmarks.md, compile
-   time).  */
+   allocation passes have fewer pseudos
+   (doc/benchmarks/compile-time.md).  */
 void
 tally_updates_to_asm (function *fun, tree array)
 {

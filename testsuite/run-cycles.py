@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What measure=cycles' hot path costs, checked in the machine code, and
 what its x86-64 slow-path calls promise (issue 16, target 5;
-doc/benchmarks.md "measure=cycles per call"):
+doc/benchmarks/cycles-floor.md):
   - leaf-cost: a hooks=inline leaf keeps no frame and saves no register
     (the slow paths are asm calls of register-preserving runtime entries),
     its fast path writes neither node nor flags, and the instructions
@@ -40,7 +40,7 @@ from measurelib import check_structure, check_sums, x86_64
 
 # The most instructions the inline hooks may add to a leaf's fast path
 # besides the two time-stamp reads (rdtsc; shl; or): what this plugin
-# emits (see doc/benchmarks.md for the instruction-by-instruction list);
+# emits (see doc/benchmarks/cycles-floor.md for the instruction-by-instruction list);
 # main before the first cycles branch saved three registers for the slow
 # calls (49 added to benchmarks/support/micro.c's leaf_mul), 63dc963 added
 # 37, the push and pop as one addq on %fs:top and the CFA kept in a
@@ -51,7 +51,7 @@ LEAF_BOUND = 34
 # time-stamp reads, measured by cachegrind (per-call below): main e657985
 # had 39.3 inline and 121.0 as calls (C hooks) on this program; now 36.3
 # and 45.0 (the push and pop as one addq, the assembly hooks);
-# doc/benchmarks.md lists them one by one.
+# doc/benchmarks/cycles-floor.md lists them one by one.
 INLINE_BOUND = 38
 CALL_BOUND = 48
 

@@ -35,6 +35,14 @@ Checks (one per run, named on the command line):
          cheaper build's total, over gcc's; the peer's ratio over its own
          baseline; a workload without files is an error naming it.
 
+  summary  benchmarks/summary.py (doc/benchmarks.md's table, report.md's
+         Summary) on a report written here: "Ir / wall" per workload, the
+         geometric means over the workloads the mode passed ("(n=K)" when
+         fewer), FAIL cells, slow-input wall marked, baselines left out,
+         the run named from the header; --modes; a file without workload
+         tables and an unknown mode are errors; the report's own Summary
+         section (bench_report.py puts it first) is not read as a workload.
+
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
 import json
@@ -246,6 +254,69 @@ def check_choice(a, work):
     r = run([sys.executable, tool, work, "none"], check=False)
     expect(r.returncode != 0 and "none" in r.stderr, "missing workload: status %d, %s"
            % (r.returncode, r.stderr))
+
+
+SUMMARY_HEAD = """# Overhead comparison (benchmarks/run)
+
+- date: 2026-01-02 03:04 UTC; full run, 5 wall-clock pairs per mode
+- tally: abc1234 (/work/x)
+"""
+SUMMARY_WORKLOAD = """
+## %s
+
+| mode | wall ÷ base (median, min–max of pairs) | instructions | branches | mispredicts | D1 refs | D1 misses | I1 misses | LL misses | binary size | compile time | output |
+|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+| `gcc` uninstrumented gcc -O2 | 0.500 s (1.000) | 1,000,000 | 1 | 1 | 1 | 1 | 1 | 1 | 2 KiB | 0.1 s | reference |
+| `tally-inline` entry/exit counters inline | %s | %s | 1 | 1 | 1 | 1 | 1 | 1 | %s | 1.00 | same |
+| `tally-x` a mode that fails | %s | %s | 1 | 1 | 1 | 1 | 1 | 1 | 2.00 | 1.00 | %s |
+| `uftrace` uftrace record | %s slow input | - | - | - | - | - | - | - | - | - | same |
+"""
+
+
+@case("summary")
+def check_summary(a, work):
+    root = os.path.dirname(a.srcdir)
+    tool = os.path.join(root, "benchmarks", "summary.py")
+    report = os.path.join(work, "report.md")
+    # tally-inline: Ir 1.100 and 1.210 (geomean 1.1537), wall 1.00 and
+    # 4.00 (2.00), size 2.00 and 8.00 (4.00); tally-x fails on w2.
+    with open(report, "w") as f:
+        f.write(SUMMARY_HEAD
+                + SUMMARY_WORKLOAD % ("w1", "1.00 (0.90–1.10)", "1.100", "2.00",
+                                      "1.50 (1.4–1.6)", "1.500", "same", "10.00 (9–11)")
+                + SUMMARY_WORKLOAD % ("w2", "4.00 (3.00–5.00)", "1.210", "8.00",
+                                      "-", "-", "FAIL: build failed", "40.00 (39–41)"))
+    out = run([sys.executable, tool, report]).stdout
+    rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[3:-1]]
+            for l in out.splitlines() if l.startswith("| `")}
+    expect("2026-01-02 03:04 UTC" in out and "tally abc1234" in out, "run not named:\n%s" % out)
+    expect("`gcc`" not in rows, "the baseline has a row:\n%s" % out)
+    expect(rows.get("`tally-inline`") == ["1.100 / 1.00", "1.210 / 4.00", "1.154", "2.00", "4.00"],
+           "tally-inline: %s" % rows.get("`tally-inline`"))
+    expect(rows.get("`tally-x`") == ["1.500 / 1.50", "FAIL", "1.500 (n=1)", "1.50 (n=1)", "2.00 (n=1)"],
+           "tally-x: %s" % rows.get("`tally-x`"))
+    expect(rows.get("`uftrace`") == ["- / 10.00†", "- / 40.00†", "-", "20.00", "-"],
+           "uftrace: %s" % rows.get("`uftrace`"))
+    expect("†: on the small `slow` input" in out, "no note for the slow input:\n%s" % out)
+    only = run([sys.executable, tool, "--modes", "uftrace", report]).stdout
+    expect("`uftrace`" in only and "`tally-inline`" not in only, "--modes uftrace:\n%s" % only)
+    # A report with its own Summary first reads the same.
+    with open(report) as f:
+        lines = f.read().splitlines()
+    sys.path.insert(0, os.path.join(root, "benchmarks"))
+    import summary
+    first = next(i for i, l in enumerate(lines) if l.startswith("## "))
+    section = summary.report_section(lines)
+    expect(section[:1] == ["## Summary"], "report section: %s" % section[:3])
+    with open(report, "w") as f:
+        f.write("\n".join(lines[:first] + section + lines[first:]))
+    again = run([sys.executable, tool, report]).stdout
+    expect(again == out, "with its Summary section the report reads otherwise:\n%s" % again)
+    for args, what in ((["--modes", "nosuch", report], "nosuch"),
+                       ([os.path.join(root, "doc", "testing.md")], "no workload table")):
+        r = run([sys.executable, tool] + args, check=False)
+        expect(r.returncode != 0 and what in r.stderr and "Traceback" not in r.stderr,
+               "%s: status %d, %s" % (" ".join(args), r.returncode, r.stderr))
 
 
 if __name__ == "__main__":
