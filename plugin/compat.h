@@ -63,6 +63,51 @@ tally_gcc_headers_version (void)
   return &gcc_version;
 }
 
+/* GCC 12: a function's loops as a range, `for (auto loop : loops_list (fun,
+   0))' (cfgloop.h); GCC 11 has the FOR_EACH_LOOP_FN macro over a
+   loop_iterator instead.  As GCC 12's, the loops are listed when the range
+   is made and a loop removed meanwhile is skipped.  */
+#if GCCPLUGIN_VERSION < 12000
+class loops_list
+{
+public:
+  loops_list (function *fn, unsigned flags) : fn (fn)
+  {
+    class loop *l;
+    for (loop_iterator li (fn, &l, flags); l; l = li.next ())
+      nums.safe_push (l->num);
+  }
+  class iterator
+  {
+  public:
+    iterator (const loops_list *list, unsigned i) : list (list), i (i) { skip (); }
+    class loop *operator* () const { return get_loop (list->fn, list->nums[i]); }
+    iterator &operator++ ()
+    {
+      i++;
+      skip ();
+      return *this;
+    }
+    bool operator!= (const iterator &o) const { return i != o.i; }
+
+  private:
+    void skip ()
+    {
+      while (i < list->nums.length () && !get_loop (list->fn, list->nums[i]))
+        i++;
+    }
+    const loops_list *list;
+    unsigned i;
+  };
+  iterator begin () const { return iterator (this, 0); }
+  iterator end () const { return iterator (this, nums.length ()); }
+
+private:
+  function *fn;
+  auto_vec<int, 16> nums;
+};
+#endif
+
 /* Whether the code being compiled is x86-64 with 64-bit pointers (not -m32
    or -mx32): the runtime's register-preserving entry points (rt/hooks.c)
    exist there only.  The plugin runs in a native x86-64 cc1 or not at
