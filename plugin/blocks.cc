@@ -474,13 +474,26 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
     return;
   free_dominance_info (CDI_DOMINATORS);
   calculate_dominance_info (CDI_DOMINATORS);
-  /* GCC's trip-count and scalar-evolution code asks every loop it meets
-     for its preheader edge, which it may only do in loops with preheaders
-     and single latches; after the loop optimisers the loops need not have
-     them.  loop_preheader_edge is the one edge into the header from
-     outside: so that analysis runs only when every loop has one such edge
-     and one latch (then that edge is what GCC takes it for), with the
-     state saying so for the time of the analysis.  */
+  /* GCC's trip-count and scalar-evolution code is made for loops in its
+     normal form (LOOPS_NORMAL: preheaders, simple latches, irreducible
+     regions marked), which scev_initialize asserts from GCC 13 on; after
+     the loop optimisers the loops need not be in it.  Of that form the
+     analysis uses each loop's preheader edge (loop_preheader_edge: the one
+     edge into the header from outside), its one latch edge, and the marks
+     of irreducible regions.  So it runs only when every loop has exactly
+     one edge from outside into its header and one latch edge, and with
+     the irreducible regions marked afresh (mark_irreducible_loops: the
+     marks left by the loop optimisers may be stale), the state saying
+     normal form for the time of the analysis.  The rest of the form is
+     that latches and preheaders are blocks of their own, which only jump
+     to the header: loop_optimizer_init would make them, but those blocks
+     would be in every block mode's map, and measured they cost blocks=visited
+     stores (visited/cost, visited3/latch) and change what a dump from
+     a signal handler sees of a promoted loop (promote/signal-boundary).
+     The analysis counts iterations by the exit test, which must dominate
+     the latch (number_of_iterations_exit checks it), whichever block the
+     latch is: the trip count it gives is the number of times the latch
+     edge is taken.  */
   bool niter_ok = true;
   for (auto loop : loops_list (fun, 0))
     {
@@ -496,14 +509,12 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
           || EDGE_COUNT (loop->header->preds) != 2)
         niter_ok = false;
     }
-  unsigned saved_state = loops_state_satisfies_p (fun, LOOPS_HAVE_PREHEADERS)
-                         | (loops_state_satisfies_p (fun,
-                                                     LOOPS_MAY_HAVE_MULTIPLE_LATCHES)
-                            << 1);
+  int saved_state = loops_for_fn (fun)->state;
   bool scev = false;
   if (niter_ok)
     {
-      loops_state_set (fun, LOOPS_HAVE_PREHEADERS);
+      mark_irreducible_loops ();
+      loops_state_set (fun, LOOPS_NORMAL);
       loops_state_clear (fun, LOOPS_MAY_HAVE_MULTIPLE_LATCHES);
       scev = !scev_initialized_p ();
       if (scev)
@@ -608,13 +619,7 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
     }
   if (scev)
     scev_finalize ();
-  if (niter_ok)
-    {
-      if (!(saved_state & 1))
-        loops_state_clear (fun, LOOPS_HAVE_PREHEADERS);
-      if (saved_state & 2)
-        loops_state_set (fun, LOOPS_MAY_HAVE_MULTIPLE_LATCHES);
-    }
+  loops_for_fn (fun)->state = saved_state;
 }
 
 /* blocks=visited: a byte whose block C is inside a loop, where it would
@@ -1053,7 +1058,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout,
      visited block is one whose statements all ran, and the blocks are the
      same as with blocks=count).  */
   if (!optimize && (warn_format_overflow > 0 || warn_format_trunc > 0)
-      && current_loops)
+      && tally_wformat_normalizes_loops () && current_loops)
     tally_normalize_loops (fun);
   auto_bitmap call_ended;
   tally_split_after_calls (fun, call_ended);
