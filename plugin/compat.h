@@ -10,8 +10,8 @@
 #include "gcc-plugin.h"
 #include "plugin-version.h"
 
-#if GCCPLUGIN_VERSION < 11000 || GCCPLUGIN_VERSION >= 14000
-#error "tally supports GCC 11 to 13 plugin headers (GCC 12 is primary)"
+#if GCCPLUGIN_VERSION < 11000 || GCCPLUGIN_VERSION >= 17000
+#error "tally supports the plugin headers of GCC 11 to 16 (testsuite/compilers/run tests each)"
 #endif
 
 #include "config.h"
@@ -107,6 +107,19 @@ private:
   auto_vec<int, 16> nums;
 };
 #endif
+
+/* At -O0, whether GCC's printf-warning pass (-Wformat-overflow and
+   -Wformat-truncation, which -Wall and -Wformat turn on) puts the loops in
+   normal form before -fprofile-arcs reads the blocks, which changes gcov's
+   blocks (cfg-prep.cc's tally_normalize_loops does the same).  GCC 12 runs
+   that pass after into-SSA and initialises the loops for it at every
+   level; GCC 11 runs it before SSA and initialises them only when
+   optimising (gimple-ssa-sprintf.c).  */
+static inline bool
+tally_wformat_normalizes_loops (void)
+{
+  return GCCPLUGIN_VERSION >= 12000;
+}
 
 /* Whether the code being compiled is x86-64 with 64-bit pointers (not -m32
    or -mx32): the runtime's register-preserving entry points (rt/hooks.c)
