@@ -29,12 +29,12 @@ import os
 import shutil
 import sys
 
-from checklib import case, expect, main, run, Skip, write_file
+from checklib import case, expect, gcov_of, main, run, Skip, write_file
 import lcovcmp
 
 
-def need_tools():
-    for tool in ("gcov", "lcov"):
+def need_tools(a):
+    for tool in (gcov_of(a), "lcov"):
         if not shutil.which(tool):
             raise Skip("(%s not installed)" % tool)
 
@@ -52,7 +52,8 @@ def gcov_info(a, src, work, extra=()):
     run([compiler(a, src), "-O0", "--coverage", *extra, src, "-o", exe], cwd=d)
     out = run([exe], cwd=d).stdout
     info = os.path.join(work, "gcov.info")
-    run(["lcov", "--quiet", "--capture", "--directory", d, "--output-file", info])
+    run(["lcov", "--quiet", "--capture", "--gcov-tool", gcov_of(a), "--directory", d,
+         "--output-file", info])
     return info, out
 
 
@@ -99,7 +100,7 @@ def compare_one(a, work, src, flags, fails, totals):
 
 @case("corpus")
 def check_corpus(a, work):
-    need_tools()
+    need_tools(a)
     corpus = os.path.join(a.srcdir, "gcov-corpus")
     fails, totals = [], [0, 0]
     # Plain and -Wall: at -O0 GCC's printf-warning pass (-Wformat, part of
@@ -132,7 +133,7 @@ int never(int x)
 
 @case("cdtors")
 def check_cdtors(a, work):
-    need_tools()
+    need_tools(a)
     src = write_file(os.path.join(work, "last.c"), CDTOR_SRC)
     last = CDTOR_SRC.count("\n")  # the closing brace of never()
     d = os.path.join(work, "both")
@@ -243,7 +244,7 @@ def records(info, src):
 
 @case("markers")
 def check_markers(a, work):
-    need_tools()
+    need_tools(a)
     src = write_file(os.path.join(work, "marked.c"), MARKERS_SRC)
     excl, nobr = marked_lines(MARKERS_SRC)
     expect(excl and nobr - excl, "the test source has no markers")
@@ -256,7 +257,7 @@ def check_markers(a, work):
     variants = {}
     for marks in (True, False):
         g = os.path.join(w, "gcov-%s.info" % marks)
-        run(["lcov", "--quiet", "--capture", "--directory", gd, "--rc",
+        run(["lcov", "--quiet", "--capture", "--gcov-tool", gcov_of(a), "--directory", gd, "--rc",
              "lcov_branch_coverage=1", "--output-file", g]
             + ([] if marks else ["--no-markers"]))
         t = os.path.join(w, "tally-%s.info" % marks)
