@@ -71,9 +71,10 @@ def check_plugin_errors(a, work):
 def check_version_mismatch(a, work):
     """The plugin loaded into another GCC says so plainly (the loader runs
     no GCC code before the check).  Needs a second GCC: gcc-11 on bookworm,
-    which ./dev test installs."""
+    which ./dev test installs; any other version of 11 to 16 (or the
+    system's gcc) where tally is built with one of them."""
     other = None
-    for cand in ("gcc-11", "gcc-13", "gcc-12"):
+    for cand in ["gcc-%d" % n for n in range(11, 17)] + ["gcc"]:
         path = shutil.which(cand)
         if path and run([path, "-dumpfullversion"]).stdout.strip() != \
                 run([a.cc, "-dumpfullversion"]).stdout.strip():
