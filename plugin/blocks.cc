@@ -1006,6 +1006,18 @@ derive_visited (function *fun, tally_block_plan *plan,
                                                        : "predecessor");
 }
 
+/* Whether BB's first statement (after its labels) is a setjmp-like call,
+   one that returns twice.  */
+static bool
+returns_twice_first (basic_block bb)
+{
+  gimple_stmt_iterator gsi = gsi_after_labels (bb);
+  if (gsi_end_p (gsi) || is_gimple_debug (gsi_stmt (gsi)))
+    gsi = gsi_start_nondebug_after_labels_bb (bb);
+  gcall *call = gsi_end_p (gsi) ? NULL : dyn_cast<gcall *> (gsi_stmt (gsi));
+  return call && (gimple_call_flags (call) & ECF_RETURNS_TWICE);
+}
+
 /* Where control arriving over an abnormal edge into BB resumes, as a map
    number: BB itself, except for the block of a setjmp-like call (GCC's
    abnormal edges into it stand for the call's second return), where it is
@@ -1013,11 +1025,7 @@ derive_visited (function *fun, tally_block_plan *plan,
 static unsigned
 resume_block (basic_block bb, const vec<int> &map_of)
 {
-  gimple_stmt_iterator gsi = gsi_after_labels (bb);
-  if (gsi_end_p (gsi) || is_gimple_debug (gsi_stmt (gsi)))
-    gsi = gsi_start_nondebug_after_labels_bb (bb);
-  gcall *call = gsi_end_p (gsi) ? NULL : dyn_cast<gcall *> (gsi_stmt (gsi));
-  if (call && (gimple_call_flags (call) & ECF_RETURNS_TWICE))
+  if (returns_twice_first (bb))
     {
       edge e;
       edge_iterator ei;
@@ -1408,6 +1416,16 @@ tally_block_plan::~tally_block_plan ()
     delete d;
 }
 
+/* Append the calls of SEQ to *CALLS (their call-graph edges are made
+   once SEQ is in its block).  */
+static void
+note_calls (gimple_seq seq, vec<gcall *> *calls)
+{
+  for (gimple_stmt_iterator i = gsi_start (seq); !gsi_end_p (i); gsi_next (&i))
+    if (gcall *call = dyn_cast<gcall *> (gsi_stmt (i)))
+      calls->safe_push (call);
+}
+
 void
 tally_blocks_insert (function *fun, tally_block_plan *plan,
                      const tally_fn_info &fn)
@@ -1430,22 +1448,42 @@ tally_blocks_insert (function *fun, tally_block_plan *plan,
       else
         tally_build_increment (fun, fn.counters, pe.value, UNKNOWN_LOCATION,
                                &seq);
-      for (gimple_stmt_iterator i = gsi_start (seq); !gsi_end_p (i); gsi_next (&i))
-        if (gcall *call = dyn_cast<gcall *> (gsi_stmt (i)))
-          calls.safe_push (call);
+      basic_block b = pe.bb ? (pe.store_bb ? pe.store_bb : pe.bb) : NULL;
       if (pe.mark_on)
         {
+          note_calls (seq, &calls);
           gsi_insert_seq_on_edge (pe.mark_on, seq);
           edges = true;
         }
-      else if (pe.bb)
+      else if (b && returns_twice_first (b))
         {
-          gimple_stmt_iterator gsi
-              = gsi_after_labels (pe.store_bb ? pe.store_bb : pe.bb);
+          /* Not before a setjmp-like call, which GCC wants first in its
+             block (its verifier says so from GCC 14 on) since its abnormal
+             edges into the block stand for the second returns: on every
+             normal edge into the block instead, where it runs once per
+             entry as it would at the block's start.  */
+          bool first = true;
+          edge e;
+          edge_iterator ei;
+          FOR_EACH_EDGE (e, ei, b->preds)
+            if (!(e->flags & (EDGE_ABNORMAL | EDGE_EH | EDGE_FAKE)))
+              {
+                gimple_seq copy = first ? seq : gimple_seq_copy (seq);
+                first = false;
+                note_calls (copy, &calls);
+                gsi_insert_seq_on_edge (e, copy);
+              }
+          edges = true;
+        }
+      else if (b)
+        {
+          note_calls (seq, &calls);
+          gimple_stmt_iterator gsi = gsi_after_labels (b);
           gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
         }
       else
         {
+          note_calls (seq, &calls);
           gsi_insert_seq_on_edge (pe.e, seq);
           edges = true;
         }
