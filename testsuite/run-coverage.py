@@ -41,7 +41,7 @@ import shutil
 import sys
 import tempfile
 
-from checklib import Failure, gcov_of, run
+from checklib import Failure, gcov_of, lcov_branches, run
 
 SKIP = 77
 
@@ -290,8 +290,7 @@ def main():
                 if opt == "O0" and at == "early":
                     info = os.path.join(work, "tree.info")
                     run([args.tally, "lcov", "-o", info, data["tree"]])
-                    s = run(["lcov", "--summary", info, "--rc",
-                             "lcov_branch_coverage=1"])
+                    s = run(["lcov", "--summary", info] + lcov_branches())
                     if "lines......" not in s.stdout + s.stderr:
                         raise Failure("lcov --summary did not read %s:\n%s%s"
                                       % (info, s.stdout, s.stderr))
