@@ -1,9 +1,18 @@
 /* plugin/compat.h - every GCC header the plugin uses, and every
  * GCC-version difference, in one place (the kernel's gcc-common.h idea).
  *
- * GCC 12 is the primary target; GCC 11 is supported.  Anything that differs
- * between versions gets a TALLY_* wrapper here, so the pass files contain no
- * version #if at all.  */
+ * GCC 11 to 16 are supported, each built and tested with its own suite
+ * (testsuite/compilers/run, doc/compilers.md).  Anything that differs
+ * between versions gets a wrapper here, so the pass files contain no
+ * version #if at all:
+ *   - loops_list (GCC 12's range over a function's loops), for GCC 11;
+ *   - tally_wformat_normalizes_loops: whether -Wformat's pass puts the
+ *     loops in normal form at -O0 before gcov's (GCC 12 and later).
+ * Where a later GCC only asks more of its callers (scev_initialize wanting
+ * loops in normal form from 13, the verifier wanting a setjmp first in its
+ * block from 14, decl_default_tls_model reading the variable's symbol-table
+ * node and PLUGIN_PRE_GENERICIZE coming before genericization in 16), the
+ * pass files do what every version accepts, with no wrapper.  */
 #ifndef TALLY_COMPAT_H
 #define TALLY_COMPAT_H
 
@@ -139,7 +148,7 @@ tally_target_x86_64 (void)
    below the stack pointer (x86-64's 128-byte red zone, leaves only).  When
    it does not, the runtime's register-preserving entry points can be
    called without stepping over the red zone first.  The frame layout
-   (config/i386/i386.h) is the same in GCC 11 to 13.  */
+   (config/i386/i386.h) is the same in GCC 11 to 16.  */
 static inline bool
 tally_red_zone_used (void)
 {
