@@ -63,8 +63,8 @@
  * block's only successor unless a statement had that location), on the
  * blocks gcov has (split after calls as in 1., edges whose goto locus is on
  * another line than their block's end split off, loops in normal form where
- * -Wformat made GCC do so at -O0), so tally's line counts can be checked
- * against gcov's.  */
+ * -Wformat makes GCC 12 and later do so at -O0), so tally's line counts can
+ * be checked against gcov's.  */
 #include "tally-plugin.h"
 
 #include "tally/abi.h"
