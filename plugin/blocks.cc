@@ -63,8 +63,8 @@
  * block's only successor unless a statement had that location), on the
  * blocks gcov has (split after calls as in 1., edges whose goto locus is on
  * another line than their block's end split off, loops in normal form where
- * -Wformat made GCC do so at -O0), so tally's line counts can be checked
- * against gcov's.  */
+ * -Wformat makes GCC 12 and later do so at -O0), so tally's line counts can
+ * be checked against gcov's.  */
 #include "tally-plugin.h"
 
 #include "tally/abi.h"
@@ -474,13 +474,26 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
     return;
   free_dominance_info (CDI_DOMINATORS);
   calculate_dominance_info (CDI_DOMINATORS);
-  /* GCC's trip-count and scalar-evolution code asks every loop it meets
-     for its preheader edge, which it may only do in loops with preheaders
-     and single latches; after the loop optimisers the loops need not have
-     them.  loop_preheader_edge is the one edge into the header from
-     outside: so that analysis runs only when every loop has one such edge
-     and one latch (then that edge is what GCC takes it for), with the
-     state saying so for the time of the analysis.  */
+  /* GCC's trip-count and scalar-evolution code is made for loops in its
+     normal form (LOOPS_NORMAL: preheaders, simple latches, irreducible
+     regions marked), which scev_initialize asserts from GCC 13 on; after
+     the loop optimisers the loops need not be in it.  Of that form the
+     analysis uses each loop's preheader edge (loop_preheader_edge: the one
+     edge into the header from outside), its one latch edge, and the marks
+     of irreducible regions.  So it runs only when every loop has exactly
+     one edge from outside into its header and one latch edge, and with
+     the irreducible regions marked afresh (mark_irreducible_loops: the
+     marks left by the loop optimisers may be stale), the state saying
+     normal form for the time of the analysis.  The rest of the form is
+     that latches and preheaders are blocks of their own, which only jump
+     to the header: loop_optimizer_init would make them, but those blocks
+     would be in every block mode's map, and measured they cost blocks=visited
+     stores (visited/cost, visited3/latch) and change what a dump from
+     a signal handler sees of a promoted loop (promote/signal-boundary).
+     The analysis counts iterations by the exit test, which must dominate
+     the latch (number_of_iterations_exit checks it), whichever block the
+     latch is: the trip count it gives is the number of times the latch
+     edge is taken.  */
   bool niter_ok = true;
   for (auto loop : loops_list (fun, 0))
     {
@@ -496,14 +509,12 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
           || EDGE_COUNT (loop->header->preds) != 2)
         niter_ok = false;
     }
-  unsigned saved_state = loops_state_satisfies_p (fun, LOOPS_HAVE_PREHEADERS)
-                         | (loops_state_satisfies_p (fun,
-                                                     LOOPS_MAY_HAVE_MULTIPLE_LATCHES)
-                            << 1);
+  int saved_state = loops_for_fn (fun)->state;
   bool scev = false;
   if (niter_ok)
     {
-      loops_state_set (fun, LOOPS_HAVE_PREHEADERS);
+      mark_irreducible_loops ();
+      loops_state_set (fun, LOOPS_NORMAL);
       loops_state_clear (fun, LOOPS_MAY_HAVE_MULTIPLE_LATCHES);
       scev = !scev_initialized_p ();
       if (scev)
@@ -608,13 +619,7 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
     }
   if (scev)
     scev_finalize ();
-  if (niter_ok)
-    {
-      if (!(saved_state & 1))
-        loops_state_clear (fun, LOOPS_HAVE_PREHEADERS);
-      if (saved_state & 2)
-        loops_state_set (fun, LOOPS_MAY_HAVE_MULTIPLE_LATCHES);
-    }
+  loops_for_fn (fun)->state = saved_state;
 }
 
 /* blocks=visited: a byte whose block C is inside a loop, where it would
@@ -1001,6 +1006,18 @@ derive_visited (function *fun, tally_block_plan *plan,
                                                        : "predecessor");
 }
 
+/* Whether BB's first statement (after its labels) is a setjmp-like call,
+   one that returns twice.  */
+static bool
+returns_twice_first (basic_block bb)
+{
+  gimple_stmt_iterator gsi = gsi_after_labels (bb);
+  if (gsi_end_p (gsi) || is_gimple_debug (gsi_stmt (gsi)))
+    gsi = gsi_start_nondebug_after_labels_bb (bb);
+  gcall *call = gsi_end_p (gsi) ? NULL : dyn_cast<gcall *> (gsi_stmt (gsi));
+  return call && (gimple_call_flags (call) & ECF_RETURNS_TWICE);
+}
+
 /* Where control arriving over an abnormal edge into BB resumes, as a map
    number: BB itself, except for the block of a setjmp-like call (GCC's
    abnormal edges into it stand for the call's second return), where it is
@@ -1008,11 +1025,7 @@ derive_visited (function *fun, tally_block_plan *plan,
 static unsigned
 resume_block (basic_block bb, const vec<int> &map_of)
 {
-  gimple_stmt_iterator gsi = gsi_after_labels (bb);
-  if (gsi_end_p (gsi) || is_gimple_debug (gsi_stmt (gsi)))
-    gsi = gsi_start_nondebug_after_labels_bb (bb);
-  gcall *call = gsi_end_p (gsi) ? NULL : dyn_cast<gcall *> (gsi_stmt (gsi));
-  if (call && (gimple_call_flags (call) & ECF_RETURNS_TWICE))
+  if (returns_twice_first (bb))
     {
       edge e;
       edge_iterator ei;
@@ -1053,7 +1066,7 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout,
      visited block is one whose statements all ran, and the blocks are the
      same as with blocks=count).  */
   if (!optimize && (warn_format_overflow > 0 || warn_format_trunc > 0)
-      && current_loops)
+      && tally_wformat_normalizes_loops () && current_loops)
     tally_normalize_loops (fun);
   auto_bitmap call_ended;
   tally_split_after_calls (fun, call_ended);
@@ -1403,6 +1416,16 @@ tally_block_plan::~tally_block_plan ()
     delete d;
 }
 
+/* Append the calls of SEQ to *CALLS (their call-graph edges are made
+   once SEQ is in its block).  */
+static void
+note_calls (gimple_seq seq, vec<gcall *> *calls)
+{
+  for (gimple_stmt_iterator i = gsi_start (seq); !gsi_end_p (i); gsi_next (&i))
+    if (gcall *call = dyn_cast<gcall *> (gsi_stmt (i)))
+      calls->safe_push (call);
+}
+
 void
 tally_blocks_insert (function *fun, tally_block_plan *plan,
                      const tally_fn_info &fn)
@@ -1425,22 +1448,42 @@ tally_blocks_insert (function *fun, tally_block_plan *plan,
       else
         tally_build_increment (fun, fn.counters, pe.value, UNKNOWN_LOCATION,
                                &seq);
-      for (gimple_stmt_iterator i = gsi_start (seq); !gsi_end_p (i); gsi_next (&i))
-        if (gcall *call = dyn_cast<gcall *> (gsi_stmt (i)))
-          calls.safe_push (call);
+      basic_block b = pe.bb ? (pe.store_bb ? pe.store_bb : pe.bb) : NULL;
       if (pe.mark_on)
         {
+          note_calls (seq, &calls);
           gsi_insert_seq_on_edge (pe.mark_on, seq);
           edges = true;
         }
-      else if (pe.bb)
+      else if (b && returns_twice_first (b))
         {
-          gimple_stmt_iterator gsi
-              = gsi_after_labels (pe.store_bb ? pe.store_bb : pe.bb);
+          /* Not before a setjmp-like call, which GCC wants first in its
+             block (its verifier says so from GCC 14 on) since its abnormal
+             edges into the block stand for the second returns: on every
+             normal edge into the block instead, where it runs once per
+             entry as it would at the block's start.  */
+          bool first = true;
+          edge e;
+          edge_iterator ei;
+          FOR_EACH_EDGE (e, ei, b->preds)
+            if (!(e->flags & (EDGE_ABNORMAL | EDGE_EH | EDGE_FAKE)))
+              {
+                gimple_seq copy = first ? seq : gimple_seq_copy (seq);
+                first = false;
+                note_calls (copy, &calls);
+                gsi_insert_seq_on_edge (e, copy);
+              }
+          edges = true;
+        }
+      else if (b)
+        {
+          note_calls (seq, &calls);
+          gimple_stmt_iterator gsi = gsi_after_labels (b);
           gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
         }
       else
         {
+          note_calls (seq, &calls);
           gsi_insert_seq_on_edge (pe.e, seq);
           edges = true;
         }

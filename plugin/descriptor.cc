@@ -295,6 +295,10 @@ tally_mapped_address (function *fun, tree ref, location_t loc,
 static void
 make_thread_local (tree decl)
 {
+  /* The variable's symbol-table node first: outside a function GCC 16's
+     decl_default_tls_model reads it (and crashed on a variable made at the
+     end of the unit, update=tls with -fPIC).  */
+  varpool_node::get_create (decl);
   enum tls_model model = decl_default_tls_model (decl);
   if (!tally_opts.tls_dynamic
       && (model == TLS_MODEL_GLOBAL_DYNAMIC

@@ -2,8 +2,8 @@
  * PREFIX_enter and PREFIX_exit (include/tally/hooks.h has the contract).
  *
  * With at=early the calls are added to the function body before it is
- * gimplified (PLUGIN_PRE_GENERICIZE), wrapped like -finstrument-functions
- * does it, so the exit hook also runs when an exception unwinds, and GCC's
+ * gimplified (PLUGIN_PRE_GENERICIZE; in C++ once the front end has
+ * genericized it), wrapped like -finstrument-functions does it, so the exit hook also runs when an exception unwinds, and GCC's
  * inliners then inline the hooks:
  *
  *   int f (int x)                    int f (int x)
@@ -187,6 +187,35 @@ wrap_body (void *gcc_data, void *)
              IDENTIFIER_POINTER (DECL_NAME (fndecl)), fn.id);
 }
 
+/* C++: the functions PLUGIN_PRE_GENERICIZE announced (never a template),
+   wrapped at the end of their finish_function (PLUGIN_FINISH_PARSE_FUNCTION),
+   once the front end has genericized them.  GCC 12 announces a function
+   after genericizing it, GCC 16 before: a body wrapped then is the one
+   its constant evaluator reads, and a constexpr function calling a hook
+   is no constant expression (a static_assert on it failed to compile).
+   A set, not one function: genericizing one function may instantiate and
+   finish another.  */
+static hash_set<tree> *cxx_pending;
+
+static void
+note_cxx_body (void *gcc_data, void *)
+{
+  if (!cxx_pending)
+    cxx_pending = new hash_set<tree>;
+  cxx_pending->add ((tree) gcc_data);
+}
+
+static void
+wrap_cxx_body (void *gcc_data, void *)
+{
+  tree fndecl = (tree) gcc_data;
+  if (cxx_pending && fndecl && cxx_pending->contains (fndecl))
+    {
+      cxx_pending->remove (fndecl);
+      wrap_body (fndecl, NULL);
+    }
+}
+
 /* at=late: the hooks are called after inlining, so their bodies must stay
    in the object even when nothing else uses them.  */
 static void
@@ -229,7 +258,14 @@ tally_user_register (const char *plugin_name)
 {
   register_callback (plugin_name, PLUGIN_REGISTER_GGC_ROOTS, NULL,
                      (void *) tally_user_roots);
-  if (tally_opts.at == TALLY_AT_EARLY)
+  if (tally_opts.at == TALLY_AT_EARLY && lang_GNU_CXX ())
+    {
+      register_callback (plugin_name, PLUGIN_PRE_GENERICIZE, note_cxx_body,
+                         NULL);
+      register_callback (plugin_name, PLUGIN_FINISH_PARSE_FUNCTION,
+                         wrap_cxx_body, NULL);
+    }
+  else if (tally_opts.at == TALLY_AT_EARLY)
     register_callback (plugin_name, PLUGIN_PRE_GENERICIZE, wrap_body, NULL);
   else
     register_callback (plugin_name, PLUGIN_FINISH_PARSE_FUNCTION,

@@ -48,7 +48,10 @@ extern int unlink (const char *) TALLY_RT_REDIRECT (unlink);
 extern pid_t getpid (void) TALLY_RT_REDIRECT (getpid);
 extern ssize_t readlink (const char *, char *, size_t)
     TALLY_RT_REDIRECT (readlink);
-extern char *strrchr (const char *, int) TALLY_RT_REDIRECT (strrchr);
+/* The name in parentheses: C23's string.h (glibc 2.42 and later, also
+   under _GNU_SOURCE) makes strrchr a macro that keeps the argument's
+   const; a call still goes through the macro to this declaration.  */
+extern char *(strrchr) (const char *, int) TALLY_RT_REDIRECT (strrchr);
 extern ssize_t read (int, void *, size_t) TALLY_RT_REDIRECT (read);
 extern int dup (int) TALLY_RT_REDIRECT (dup);
 /* glibc already renames these (open64, ...), so they are macros.  */

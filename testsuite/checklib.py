@@ -313,6 +313,17 @@ def gcov_of(a):
     return os.path.join(d, name) if d else name
 
 
+def lcov_branches():
+    """lcov's option turning branch data on: lcov 2 renamed the rc key
+    (lcov_branch_coverage=1 is an error there), lcov 1 knows only the old
+    name."""
+    out = subprocess.run(["lcov", "--version"], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True).stdout
+    m = re.search(r"version (\d+)", out)
+    key = "branch_coverage" if m and int(m.group(1)) >= 2 else "lcov_branch_coverage"
+    return ["--rc", key + "=1"]
+
+
 def compiler(a, src, cxx=None):
     """The C++ compiler for a .cc source (or when CXX), the C one else."""
     return a.cxx if (src.endswith(".cc") if cxx is None else cxx) else a.cc

@@ -41,7 +41,7 @@ import shutil
 import sys
 import tempfile
 
-from checklib import Failure, run
+from checklib import Failure, gcov_of, lcov_branches, run
 
 SKIP = 77
 
@@ -77,9 +77,10 @@ def blocks_of(j):
     return res
 
 
-def gcov_lines(work, gcda, prog):
-    """({line: count}, [(name, start, end)]) of PROG from gcov's JSON."""
-    out = run(["gcov", "-j", "-t", gcda], cwd=work).stdout
+def gcov_lines(gcov, work, gcda, prog):
+    """({line: count}, [(name, start, end)]) of PROG from gcov's JSON
+    (GCOV: the gcov of the compiler that built it)."""
+    out = run([gcov, "-j", "-t", gcda], cwd=work).stdout
     lines, fns = {}, []
     for doc in out.splitlines():
         if not doc.strip():
@@ -121,7 +122,7 @@ def main():
     ap.add_argument("--cc", default="gcc")
     ap.add_argument("--cxx", default="g++")
     args = ap.parse_args()
-    for tool in ("gcov", "lcov", "genhtml"):
+    for tool in (gcov_of(args), "lcov", "genhtml"):
         if not shutil.which(tool):
             print("skipped: coverage (%s not installed)" % tool)
             return SKIP
@@ -161,7 +162,7 @@ def main():
             gcda = [f for f in os.listdir(gdir) if f.endswith(".gcda")]
             if len(gcda) != 1:
                 raise Failure("gcov build at -%s wrote %s" % (opt, gcda))
-            glines, gfns = gcov_lines(gdir, gcda[0], prog)
+            glines, gfns = gcov_lines(gcov_of(args), gdir, gcda[0], prog)
             for at in ("early", "late"):
                 cfg = "-%s at=%s" % (opt, at)
                 data, js = {}, {}
@@ -289,8 +290,7 @@ def main():
                 if opt == "O0" and at == "early":
                     info = os.path.join(work, "tree.info")
                     run([args.tally, "lcov", "-o", info, data["tree"]])
-                    s = run(["lcov", "--summary", info, "--rc",
-                             "lcov_branch_coverage=1"])
+                    s = run(["lcov", "--summary", info] + lcov_branches())
                     if "lines......" not in s.stdout + s.stderr:
                         raise Failure("lcov --summary did not read %s:\n%s%s"
                                       % (info, s.stdout, s.stderr))

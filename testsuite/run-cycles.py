@@ -6,8 +6,8 @@ doc/benchmarks/cycles-floor.md):
     (the slow paths are asm calls of register-preserving runtime entries),
     its fast path writes neither node nor flags, and the instructions
     the instrumentation adds on its straight-line path, less the two
-    time-stamp reads, are at most LEAF_BOUND (counted in the disassembly:
-    no timing);
+    time-stamp reads and register-to-register copies, are at most
+    LEAF_BOUND (counted in the disassembly: no timing);
   - preserved: integer and vector registers live across the slow paths
     (a thread's first hook, exits of activations the full shadow stack
     could not hold) survive them, and the counts stay exact;
@@ -44,8 +44,10 @@ from measurelib import check_structure, check_sums, x86_64
 # main before the first cycles branch saved three registers for the slow
 # calls (49 added to benchmarks/support/micro.c's leaf_mul), 63dc963 added
 # 37, the push and pop as one addq on %fs:top and the CFA kept in a
-# register 34.
-LEAF_BOUND = 34
+# register 34; register-to-register copies left out of the count (the
+# register allocator's: GCC 16 copies an argument out of the register it
+# gives the thread pointer's offset, GCC 12 does not), 33.
+LEAF_BOUND = 33
 
 # Instructions a call (an entry and an exit) may cost besides the two
 # time-stamp reads, measured by cachegrind (per-call below): main e657985
@@ -92,12 +94,14 @@ def check_leaf_cost(a, work):
     expect(tsc == 2, "leaf's fast path reads the time-stamp counter %d times:\n  %s" % (tsc, text))
     expect(not any(i.startswith("movl   $0xffffffff") for i in insns),
            "leaf's fast path still writes the frame's node:\n  %s" % text)
-    added = len(insns) - base - 3 * tsc
+    copies = sum(1 for i in insns if re.fullmatch(r"mov\s+%\w+,%\w+", i))
+    added = len(insns) - base - 3 * tsc - copies
     expect(added <= LEAF_BOUND,
            "the inline hooks add %d instructions to leaf's fast path besides the "
            "time-stamp reads, want at most %d:\n  %s" % (added, LEAF_BOUND, text))
     print("leaf: %d instructions on the fast path, %d uninstrumented, %d added "
-          "besides the two time-stamp reads" % (len(insns), base, added))
+          "besides the two time-stamp reads and %d register copies"
+          % (len(insns), base, added, copies))
     data = exe + ".data"
     p = run_data(exe, data)
     expect(p.stderr == "", "runtime messages: %r" % p.stderr)

@@ -304,6 +304,13 @@ def install_tree(a, work):
     # Relocate: every absolute directory in the variables gains DEST.
     text = re.sub(r"^(prefix|plugindir)=/", lambda m: "%s=%s/" % (m.group(1), dest),
                   open(pcs[0]).read(), flags=re.M)
+    # The plugin is loaded by name from GCC's plugin directory, which for
+    # the relocated tree is DEST's copy of it: -iplugindir says so (the
+    # driver's own choice otherwise).
+    expect(re.search(r"^Cflags:.*-fplugin=tally( |$)", text, re.M),
+           "tally.pc does not load the plugin by name:\n%s" % text)
+    text = re.sub(r"^(Cflags:.*)-fplugin=tally\b", r"\1-iplugindir=${plugindir} -fplugin=tally",
+                  text, flags=re.M)
     pcdir = os.path.join(work, "pc")
     os.mkdir(pcdir)
     with open(os.path.join(pcdir, "tally.pc"), "w") as f:
@@ -322,7 +329,9 @@ def check_pkg_config(a, work):
     env = compiler_env(a, {"PKG_CONFIG_PATH": pcdir, "LD_LIBRARY_PATH": libdir})
     cflags = run(["pkg-config", "--cflags", "tally"], env=env).stdout.split()
     plugin = [f[len("-fplugin="):] for f in cflags if f.startswith("-fplugin=")]
-    expect(len(plugin) == 1 and os.path.isfile(plugin[0]), "--cflags: %s" % cflags)
+    plugindir = [f[len("-iplugindir="):] for f in cflags if f.startswith("-iplugindir=")]
+    expect(plugin == ["tally"] and len(plugindir) == 1
+           and os.path.isfile(os.path.join(plugindir[0], "tally.so")), "--cflags: %s" % cflags)
     for var in ("plugin", "static_runtime"):
         path = run(["pkg-config", "--variable=" + var, "tally"], env=env).stdout.strip()
         expect(os.path.isfile(path), "--variable=%s: %r is not a file" % (var, path))
@@ -365,7 +374,8 @@ def check_pkg_config(a, work):
             if f == "tally" and os.path.basename(r) == "bin"]
     expect(len(tool) == 1, "tally command installed %d times" % len(tool))
     p = run([tool[0], "run", "--print-env"], env=compiler_env(a))
-    expect("-fplugin=" + plugin[0] + " " in p.stdout, "installed tally run:\n%s" % p.stdout)
+    moved = os.path.join(plugindir[0], "tally.so")
+    expect("-fplugin=" + moved + " " in p.stdout, "installed tally run:\n%s" % p.stdout)
     run(["make", "-s", "clean"], cwd=d)
     run([tool[0], "run", "--at=early", "--", "make", "-s"], cwd=d, env=compiler_env(a))
     check_counts(a, os.path.join(d, "demo"), work, "early", tally=tool[0], name="installed-run")

@@ -198,7 +198,9 @@ def jumps_and_calls(a, work, name, opts):
     how = {}
     with open(asm) as f:
         for line in f:
-            m = re.match(r"\s+(jmp|call)\s+(step|strtoul|loop_sum)\b", line)
+            # glibc 2.38 and later name C23's strtoul __isoc23_strtoul (GCC
+            # 15 and later compile C23 by default).
+            m = re.match(r"\s+(jmp|call)\s+(?:__isoc23_)?(step|strtoul|loop_sum)\b", line)
             if m:
                 how[m.group(2)] = m.group(1)
     return how

@@ -28,6 +28,10 @@ def need_mpi(a):
             raise Skip("no %s (Debian: openmpi-bin libopenmpi-dev; ./dev installs them)" % tool)
     if a.tally_mpi and not os.path.exists(a.tally_mpi):
         raise Skip("libtally-mpi was not built (meson feature 'mpi')")
+    # mpicc (Open MPI's wrapper) compiles with the compilers under test, the
+    # ones the plugin was built for, not the system's gcc.
+    os.environ["OMPI_CC"] = a.cc
+    os.environ["OMPI_CXX"] = a.cxx
 
 
 def mpirun(a, np_or_apps, env, work, check=True):

@@ -87,7 +87,12 @@ def check_visited(args, work):
 
 
 def tally_refs(lines, prefix):
-    return [t for t in lines if "<" + prefix in t]
+    """The instructions of LINES updating tally's counters (PREFIX
+    "__tally.c.") or visited bytes ("__tally.v."): by the symbol, or, where
+    GCC keeps the array's address in a register (GCC 16 hoists it out of
+    the loop), an add of 1 or a store of byte 1 to memory."""
+    store = r"addq?\s+\$0x1,.*\(%r" if prefix == "__tally.c." else r"movb\s+\$0x1,.*\(%r"
+    return [t for t in lines if "<" + prefix in t or re.match(store, t)]
 
 
 @case("hot-loop")

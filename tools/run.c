@@ -20,7 +20,9 @@
  *
  * Steps: 1. options; 2. where the plugin and runtime are (the build tree
  * this tally was built in, or the installed tree, relocated if the whole
- * install moved, e.g. by DESTDIR); 3. the new CC and CXX; 4. one compile of
+ * install moved, e.g. by DESTDIR; installed in place in GCC's plugin
+ * directory, the plugin by name, -fplugin=tally, which each GCC looks for
+ * in its own: several GCCs can each have their own tally); 3. the new CC and CXX; 4. one compile of
  * an empty unit with them, so a bad plugin option or a plugin built for
  * another GCC is reported before a long build starts; 5. `make CC=X`
  * arguments get the flags too (a command-line CC beats the environment's),
@@ -38,7 +40,7 @@
 #include "cli.h"
 
 #ifndef TALLY_BINDIR
-#error "meson defines TALLY_BINDIR, TALLY_LIBDIR, TALLY_PLUGINDIR, TALLY_CC and TALLY_CXX"
+#error "meson defines TALLY_BINDIR, TALLY_LIBDIR, TALLY_PLUGINDIR, TALLY_PLUGIN_IN_GCC, TALLY_CC and TALLY_CXX"
 #endif
 
 /* Characters that would be split or interpreted on their way through CC:
@@ -127,6 +129,14 @@ locate (char *plugin, char *libdir)
       int root = (int) (dl - bl);
       snprintf (plugin, PATH_MAX, "%.*s%s/tally.so", root, dir, TALLY_PLUGINDIR);
       snprintf (libdir, PATH_MAX, "%.*s%s", root, dir, TALLY_LIBDIR);
+      /* In place and in GCC's own plugin directory: by name, so that the
+         compiler used loads the tally installed for it (each GCC has its
+         own directory; step 4 says so when it has none).  */
+      if (root == 0 && TALLY_PLUGIN_IN_GCC)
+        {
+          strcpy (plugin, "tally");
+          return 0;
+        }
       if (is_file (plugin))
         return 0;
       run_error ("the plugin is not installed: %s is missing%s", plugin, "");
@@ -359,7 +369,12 @@ cmd_run (int argc, char **argv)
           const char *which = l ? (cxx && *cxx ? cxx : TALLY_CXX)
                                 : (cc && *cc ? cc : TALLY_CC);
           run_error ("'%s' cannot compile with the plugin and these options "
-                     "(see above); nothing was run%s", which, "");
+                     "(see above); nothing was run%s", which,
+                     strcmp (plugin, "tally") == 0
+                         ? " (the plugin is the one installed for that "
+                           "compiler, in its own plugin directory: "
+                           "CC=that-gcc meson setup B && meson install -C B)"
+                         : "");
           return 1;
         }
     }
