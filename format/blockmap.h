@@ -9,8 +9,8 @@
  * conservation: exact for kind TREE, as far as determined for kind BLOCK;
  * tally_module_solve does so for a whole module, which kind TREE_CALLERS
  * needs (its entry count is the sum of blocks of other functions).  */
-#ifndef TALLY_TOOLS_BLOCKMAP_H
-#define TALLY_TOOLS_BLOCKMAP_H
+#ifndef TALLY_FORMAT_BLOCKMAP_H
+#define TALLY_FORMAT_BLOCKMAP_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -152,4 +152,4 @@ int tally_data_module_solve (const struct tally_data_module *m,
 
 void tally_flow_free (struct tally_flow *f);
 
-#endif /* TALLY_TOOLS_BLOCKMAP_H */
+#endif /* TALLY_FORMAT_BLOCKMAP_H */
