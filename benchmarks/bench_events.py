@@ -105,12 +105,20 @@ def count_events(ctx, wl, mode_name, d, steps):
         log("  %s %s: no event counts (%s); its per-event cells stay empty" % (wl.name, mode_name, e))
 
 
+# Where benchmarks/run keeps the profiles a cachegrind run of a
+# BOLT-instrumented program wrote (bench_runs.py).
+CG_BOLT_DIR = "cg-bolt"
+
+
 def data_bytes(d):
     """Bytes of what a cachegrind run in scratch directory D wrote: tally's
-    data file or gcov's .gcda files (None: neither)."""
+    data file, gcov's .gcda files or BOLT's profiles (None: none)."""
     data = os.path.join(d, CG_TALLY)
     if os.path.exists(data):
         return os.path.getsize(data)
+    bolt = os.path.join(d, CG_BOLT_DIR)
+    if os.path.isdir(bolt):
+        return sum(os.path.getsize(os.path.join(bolt, f)) for f in os.listdir(bolt))
     sizes = [os.path.getsize(f) for f in _gcda_files(d)]
     return sum(sizes) if sizes else None
 
@@ -184,7 +192,8 @@ def events_tables(ctx, workloads, modes):
                                                 for w in workloads)]
     size_modes = [m for m in live if any(res.get((w.name, m.name), {}).get("data_bytes")
                                          for w in workloads)]
-    md += table("Data file size (bytes the cachegrind run wrote: tally's data file, gcov's .gcda files)",
+    md += table("Data file size (bytes the cachegrind run wrote: tally's data file, gcov's .gcda "
+                "files, BOLT's profiles)",
                 [(m, [format(res.get((w.name, m.name), {}).get("data_bytes") or 0, ",")
                       if ctx.ok(w.name, m.name) else "-" for w in workloads]) for m in size_modes],
                 None)
