@@ -1113,12 +1113,85 @@ tally_blocks_map_block (const tally_block_plan *plan, basic_block bb)
   return plan->map_of[bb->index];
 }
 
+/* 5c. What PLAN's updates cost by the measured profile: the runs of the
+   blocks and edges its counters and visited bytes are updated on (a
+   derived latch count's on the loop's entry edge).  */
+static double
+plan_cost (const tally_block_plan *plan)
+{
+  auto edge_runs = [] (edge e) -> double {
+    double *c = measured->by_edge.get (e);
+    return c ? *c : 0;
+  };
+  auto block_runs = [] (basic_block bb) -> double {
+    return (unsigned) bb->index < measured->block.length ()
+               ? measured->block[bb->index] : 0;
+  };
+  double cost = 0;
+  for (const plan_edge &pe : plan->edges)
+    {
+      if (pe.value == TALLY_MAP_NONE || pe.implied)
+        continue;
+      if (pe.derived)
+        cost += edge_runs (pe.derived->entry);
+      else if (pe.mark_on)
+        cost += edge_runs (pe.mark_on);
+      else if (pe.bb)
+        cost += block_runs (pe.store_bb ? pe.store_bb : pe.bb);
+      else if (pe.e)
+        cost += edge_runs (pe.e);
+    }
+  return cost;
+}
+
+static tally_block_plan *plan_blocks (function *fun, tally_fn_layout *layout,
+                                      bool entry_from_callers, bool visited,
+                                      double *cost);
+
+/* blocks=visited with profile=: a function whose exact block counts cost
+   fewer updates than its visited bytes, by the profile (plan_cost: a
+   loop's one counter against a byte at each of its arms, say), gets the
+   counters of blocks=count instead (map kind 2; a visited module's
+   readers read each function by its map's kind, and its counts tell
+   which blocks ran).  Not with counters=mapped, whose visited bytes
+   promise more about killed processes than derived counts do.  */
 tally_block_plan *
 tally_blocks_plan (function *fun, tally_fn_layout *layout,
                    bool entry_from_callers)
 {
-  tally_block_plan *plan = new tally_block_plan;
   bool visited = tally_opts.blocks == TALLY_BLOCKS_VISITED;
+  if (!visited || !tally_profile_given () || tally_opts.mapped)
+    return plan_blocks (fun, layout, entry_from_callers, visited, NULL);
+  double bytes, counts;
+  tally_fn_layout counted = *layout; /* its map is still empty */
+  tally_block_plan *v = plan_blocks (fun, layout, false, true, &bytes);
+  if (bytes <= 0)
+    return v; /* not in the profile, or no byte ever stored */
+  tally_block_plan *c = plan_blocks (fun, &counted, false, false, &counts);
+  if (dump_file)
+    fprintf (dump_file, "tally: profile: %s counted (%.0f updates in the "
+             "profile's run) %s visited (%.0f)\n", function_name (fun),
+             counts, counts < bytes ? "rather than" : "no cheaper than", bytes);
+  if (counts < bytes)
+    {
+      delete v;
+      layout->map.release ();
+      *layout = counted;
+      return c;
+    }
+  delete c;
+  counted.map.release ();
+  return v;
+}
+
+/* The plan of FUN's block counters (VISITED: visited bytes), with its
+   map and counter counts in *LAYOUT; with COST, also what it costs by
+   the profile (plan_cost), or -1 when the profile does not have FUN.  */
+static tally_block_plan *
+plan_blocks (function *fun, tally_fn_layout *layout, bool entry_from_callers,
+             bool visited, double *cost)
+{
+  tally_block_plan *plan = new tally_block_plan;
   bool per_block = visited || tally_opts.placement == TALLY_PLACE_BLOCK;
   plan->kind = visited ? TALLY_MAP_VISITED
                : per_block ? TALLY_MAP_BLOCK
@@ -1417,6 +1490,8 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout,
   if (returns_known)
     note_returning (fun);
   serialize (plan, &layout->map);
+  if (cost)
+    *cost = measured ? plan_cost (plan) : -1;
   measured = NULL;
 
   if (dump_file)

@@ -31,6 +31,11 @@ Checks (one per run, named on the command line):
                 entries come from its caller) and one per call of lookup,
                 and the placement of A's profile runs fewer counter
                 increments on A than the guess.
+  visited-choice  blocks=visited with A's profile counts (a blocks=count
+                map, kind 2) the functions whose counters A's run updates
+                less often than it would store their bytes (arms, lookup,
+                main), keeps the bytes of interp, says so in the dump; run B
+                marks exactly the blocks placement=block counts above 0.
   bad-profile   a missing, empty, foreign, truncated or damaged file, a
                 blocks=visited or function-counts-only data file, an empty
                 value, and profile= without blocks=: a compile error naming
@@ -351,6 +356,28 @@ def check_hot_edges(a, work):
     total = lambda d: sum(increments(a, d, s) for s in ("arms", "lookup", "interp", "main"))
     expect(total(dp) < total(dg), "A's profile runs %d increments on A, "
            "GCC's guess %d" % (total(dp), total(dg)))
+
+
+@case("visited-choice")
+def check_visited_choice(a, work):
+    prof = profile_of(a, work, "prof", "O2", ["blocks=count"])
+    exe = build(a, work, "vis", "O2", ["blocks=visited", "profile=" + prof], ["-fdump-tree-all"])
+    lines = [l for l in dump_lines(work, "vis") if " counted (" in l]
+    chose = {l.split()[2]: "rather than" in l for l in lines}
+    expect(set(chose) == {"arms", "lookup", "interp", "main"} and chose["arms"]
+           and not chose["interp"],
+           "blocks=visited with A's profile: counted rather than visited %s (arms, whose "
+           "bytes A's run stores twice a call, should be; interp, a byte a case, "
+           "not): %s" % (chose, lines))
+    kinds = {}
+    for sym, m in maps_of(a, data_run(exe, "B")).items():
+        kinds[sym] = re.match(r"map \d+ bytes kind=([\w-]+)", m[0]).group(1)
+    expect(kinds["arms"] == "tree" and kinds["interp"].startswith("visited"),
+           "map kinds of the visited build: %s" % kinds)
+    ref = build(a, work, "ref", "O2", ["blocks=count", "placement=block"])
+    want = {s: [int(c > 0) for c in v] for s, v in block_counts(a, ref, work, ["B", "100"]).items()}
+    got = {s: [int(c > 0) for c in v] for s, v in block_counts(a, exe, work, ["B", "100"]).items()}
+    same_counts("blocks=visited, some functions counted, run B", got, want)
 
 
 BAD = {
