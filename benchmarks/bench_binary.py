@@ -112,6 +112,7 @@ def side_by_side(ctx, workloads, modes):
 
 
 WHY = {"cold": "in a function with a .cold part (BOLT skips it)",
+       "noreturn": "in a function calling exit (BOLT's fall-through after it)",
        "cold caller": "called from one", "setjmp": "after setjmp",
        "call": "after a call", None: "unexplained"}
 
@@ -138,7 +139,10 @@ def bolt_exactness(ctx, workloads):
           "arrives by longjmp, on no edge of BOLT's), *in a function with a .cold part* when GCC "
           "split the function (BOLT 19 does not instrument those in relocation mode: its log says "
           "\"skipped N functions due to cold fragments\"; their callees' entries from them are "
-          "missing too), and *unexplained* otherwise.", "",
+          "missing too), *in a function calling exit* when the function calls one that does not "
+          "return (BOLT's CFG gives that call a fall-through successor, and its runtime infers "
+          "counts through it: bolt/runtime/instr.cpp \"tolerate[s] this imperfection\"), and "
+          "*unexplained* otherwise.", "",
           "| workload | BOLT mode | counters equal | not comparable (in a register) | function "
           "entries equal | differences | first ones |", "|---|---|---:|---:|---:|---|---|"]
     for w, m in [(w, m) for w in workloads for m in ms]:
@@ -156,7 +160,7 @@ def bolt_exactness(ctx, workloads):
             continue
         ctx.results.setdefault((w.name, m.name), {})["exact"] = res
         kinds = ", ".join("%d %s" % (sum(1 for d in res["diffs"] if d["why"] == k), WHY[k])
-                          for k in ("cold", "call", "setjmp", None)
+                          for k in ("cold", "noreturn", "call", "setjmp", None)
                           if any(d["why"] == k for d in res["diffs"]))
         kinds += "".join(", entries: %d %s" % (sum(1 for d in res["entry_diffs"] if d["why"] == k),
                                                WHY[k])

@@ -35,17 +35,37 @@ FEW = 10000
 # The files a cachegrind run writes its counts to, apart from the wall runs'.
 CG_TALLY = "cg.tally.data"
 CG_GCOV = "cg-gcov"
+# Where the processes of a cachegrind run write their tally data, a file
+# each (%p: a workload of two steps, compress and decompress, is two
+# processes, and one file would be replaced by the other's; %m's merge
+# would add its own instructions to the measured run's), summed
+# afterwards by `tally merge` (cg_collect).
+CG_MERGE = "cg-tally"
 
 
 def cg_env(env, d):
     """Point the runtime's and gcov's output of a cachegrind run at files of
-    its own (removed first), so that its events are its own."""
+    its own (removed first), so that its events are its own: tally's into
+    one file merged over the run's processes (cg_collect)."""
     data, gcov = os.path.join(d, CG_TALLY), os.path.join(d, CG_GCOV)
     if os.path.exists(data):
         os.unlink(data)
     shutil.rmtree(gcov, ignore_errors=True)
-    env.update(TALLY_OUTPUT=data, GCOV_PREFIX=gcov)
+    shutil.rmtree(os.path.join(d, CG_MERGE), ignore_errors=True)
+    os.makedirs(os.path.join(d, CG_MERGE))
+    env.update(TALLY_OUTPUT=os.path.join(d, CG_MERGE, "%p.data"), GCOV_PREFIX=gcov)
     return env
+
+
+def cg_collect(ctx, d):
+    """After a cachegrind run: its processes' tally data files summed into
+    CG_TALLY (one file is moved there as it is)."""
+    files = sorted(os.path.join(d, CG_MERGE, f) for f in os.listdir(os.path.join(d, CG_MERGE))
+                   if f.endswith(".data"))
+    if len(files) == 1:
+        os.rename(files[0], os.path.join(d, CG_TALLY))
+    elif files:
+        _tally(ctx, "merge", "-o", os.path.join(d, CG_TALLY), *files)
 
 
 def _tally(ctx, *args):

@@ -18,7 +18,7 @@ import time
 
 from bench_common import *  # noqa: F401,F403
 from bench_setup import *  # noqa: F401,F403
-from bench_events import CG_BOLT_DIR, CG_TALLY, cg_env, count_events
+from bench_events import CG_BOLT_DIR, CG_TALLY, cg_collect, cg_env, count_events
 
 
 # ---------------------------------------------------------------- sources
@@ -536,6 +536,7 @@ def cachegrind(ctx, wl, mode_name):
             return "no cachegrind summary"
         for e, v in zip(events, summary):
             totals[e] = totals.get(e, 0) + v
+    cg_collect(ctx, d)
     if mode.instrumented_by_bolt:
         # The profiles this run's processes wrote, kept apart.
         os.makedirs(os.path.join(d, CG_BOLT))

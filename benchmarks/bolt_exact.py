@@ -40,6 +40,12 @@ by longjmp more (that arrival is on no edge of BOLT's).  BOLT's default
 instrumentation also infers what it does not count (a direct call's
 count, from its block's) and may come out otherwise where a call did not
 return; -conservative-instrumentation counts them.
+In a function that calls one that does not return (exit, abort,
+longjmp, or a function of the program that ends in one), BOLT's CFG gives
+that call a fall-through successor (bolt/runtime/instr.cpp: "BOLT will add
+a fall-through successor even though it should not have any successors
+... We tolerate this imperfection"): the blocks after it, and with BOLT's
+default inference the blocks before it, may come out otherwise; said so.
 Functions GCC split into a hot part and a .cold one (f, f.cold) are not
 instrumented by BOLT 19 in relocation mode ("skipped N functions due to
 cold fragments"): their counters and their entries, and the entries of
@@ -198,6 +204,7 @@ def compare(binary, data, fdata, tally):
                 if m:
                     cold_callers.add(m.group(1))
     res["cold"] = sorted(cold)
+    stops = calls_noreturn(fns)
     for (body, idx), ups in sorted(res.pop("_seen", {}).items()):
         res["counters"] += 1
         if any(k is None for _, k, _, _ in ups) or idx >= len(values[body]):
@@ -210,7 +217,8 @@ def compare(binary, data, fdata, tally):
         else:
             res["diffs"].append({"function": body, "counter": idx, "tally": got, "bolt": want,
                                  "updates": ["%s+0x%x x%d" % (fn, b, k) for fn, k, b, _ in ups],
-                                 "why": "cold" if body in cold else why_differ(fns, ups)})
+                                 "why": "cold" if body in cold else
+                                 why_differ(fns, ups) or ("noreturn" if body in stops else None)})
     # Entries.
     ent = tally_entries(tally, data)
     call_at = {}
@@ -243,8 +251,37 @@ SETJMP = re.compile(r"<(_setjmp|setjmp|__sigsetjmp|sigsetjmp|_setjmp@plt|setjmp@
                     r"__sigsetjmp@plt|sigsetjmp@plt)>")
 
 
+# Functions known not to return.
+NORETURN = {"exit", "_exit", "_Exit", "abort", "__assert_fail", "longjmp", "_longjmp",
+            "siglongjmp", "__longjmp_chk", "__stack_chk_fail", "__chk_fail", "__fortify_fail",
+            "err", "errx", "verr", "verrx", "pthread_exit", "__cxa_throw", "_Unwind_Resume"}
+
+
+def calls_noreturn(fns):
+    """The functions of the binary that call a function that does not
+    return: one of NORETURN, or a function of the binary without a
+    return that calls one (gzip's do_exit)."""
+    def target(text):
+        m = re.match(r"^(?:call|jmp)\w*\s+[0-9a-f]+ <([^>+]+)>", text)
+        return m and re.sub(r"@plt$", "", m.group(1))
+    stops = set(NORETURN)
+    changed = True
+    while changed:
+        changed = False
+        for fn, insns in fns.items():
+            if fn in stops or any(t.startswith("ret") for _, t in insns):
+                continue
+            if any(target(t) in stops for _, t in insns):
+                stops.add(fn)
+                changed = True
+    return {fn for fn, insns in fns.items()
+            if any(t.startswith("call") and target(t) in stops for _, t in insns)}
+
+
 # Why a difference is not one: bolt_exact's reasons.
 WHY = {"cold": "in a function GCC split into a .cold part, which BOLT 19 skips (not instrumented)",
+       "noreturn": "in a function that calls one that does not return (exit): BOLT's CFG gives "
+                   "the call a fall-through successor and infers counts through it",
        "cold caller": "called from such a function, whose calls BOLT does not count",
        "setjmp": "after a setjmp call, whose second returns arrive by longjmp on no edge of BOLT's",
        "call": "after a call in BOLT's block, which may not have returned",
@@ -275,7 +312,7 @@ def summary(res, show=10):
                  res["equal"], res["counters"] - res["not_comparable"], res["not_comparable"]),
              "function entries compared: %d of %d equal" % (res["entries_equal"], res["entries"])]
     why = WHY
-    for k in ("cold", "setjmp", "call", None):
+    for k in ("cold", "noreturn", "setjmp", "call", None):
         n = sum(1 for d in res["diffs"] if d["why"] == k)
         if n:
             lines.append("%d differ %s" % (n, why[k]))
