@@ -22,7 +22,29 @@ SUPPORT = os.path.join(HERE, "support")
 
 # Debian packages the suite needs (installed when missing).
 PACKAGES = ["gcc", "clang", "libclang-rt-14-dev", "make", "binutils",
-            "valgrind", "uftrace", "gnuplot-nox", "dpkg-dev", "tcl"]
+            "valgrind", "uftrace", "gnuplot-nox", "dpkg-dev", "tcl", "bolt-19"]
+
+# LLVM BOLT, the static binary instrumenter of the bolt-* modes (Debian's
+# bolt-19): the rewriter and the runtime its -instrument links in.
+BOLT_VERSION = "19"
+
+
+def bolt_tool():
+    """The llvm-bolt command, or None: the binary itself, not Debian's
+    /usr/bin link, since llvm-bolt looks its runtime up beside itself
+    (BIN/../lib)."""
+    tool = shutil.which("llvm-bolt-" + BOLT_VERSION) or shutil.which("llvm-bolt")
+    return os.path.realpath(tool) if tool else None
+
+
+def bolt_runtime():
+    """The instrumentation runtime beside llvm-bolt (LLVM's lib/)."""
+    tool = bolt_tool()
+    if not tool:
+        return None
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(tool))),
+                       "lib", "libbolt_rt_instr.a")
+    return lib if os.path.exists(lib) else None
 
 # Parallel jobs for builds and cachegrind runs: the VM has 2 shared cores.
 JOBS = 2
@@ -82,11 +104,14 @@ def cpu_seconds():
 _thread_cpu = threading.local()
 
 
-def proc(argv, **kw):
+def proc(argv, pid_out=None, **kw):
     """subprocess.run's job for argv (Popen keywords: stdin, stdout, cwd,
     env, shell): the exit status.  The process's CPU seconds, children it
-    waited for included, go to the calling thread's account."""
+    waited for included, go to the calling thread's account.  PID_OUT: a
+    list the process's pid is appended to."""
     p = subprocess.Popen(argv, **kw)
+    if pid_out is not None:
+        pid_out.append(p.pid)
     _, status, ru = os.wait4(p.pid, 0)
     p.returncode = os.waitstatus_to_exitcode(status)
     _thread_cpu.s = getattr(_thread_cpu, "s", 0.0) + ru.ru_utime + ru.ru_stime

@@ -35,17 +35,37 @@ FEW = 10000
 # The files a cachegrind run writes its counts to, apart from the wall runs'.
 CG_TALLY = "cg.tally.data"
 CG_GCOV = "cg-gcov"
+# Where the processes of a cachegrind run write their tally data, a file
+# each (%p: a workload of two steps, compress and decompress, is two
+# processes, and one file would be replaced by the other's; %m's merge
+# would add its own instructions to the measured run's), summed
+# afterwards by `tally merge` (cg_collect).
+CG_MERGE = "cg-tally"
 
 
 def cg_env(env, d):
     """Point the runtime's and gcov's output of a cachegrind run at files of
-    its own (removed first), so that its events are its own."""
+    its own (removed first), so that its events are its own: tally's into
+    one file merged over the run's processes (cg_collect)."""
     data, gcov = os.path.join(d, CG_TALLY), os.path.join(d, CG_GCOV)
     if os.path.exists(data):
         os.unlink(data)
     shutil.rmtree(gcov, ignore_errors=True)
-    env.update(TALLY_OUTPUT=data, GCOV_PREFIX=gcov)
+    shutil.rmtree(os.path.join(d, CG_MERGE), ignore_errors=True)
+    os.makedirs(os.path.join(d, CG_MERGE))
+    env.update(TALLY_OUTPUT=os.path.join(d, CG_MERGE, "%p.data"), GCOV_PREFIX=gcov)
     return env
+
+
+def cg_collect(ctx, d):
+    """After a cachegrind run: its processes' tally data files summed into
+    CG_TALLY (one file is moved there as it is)."""
+    files = sorted(os.path.join(d, CG_MERGE, f) for f in os.listdir(os.path.join(d, CG_MERGE))
+                   if f.endswith(".data"))
+    if len(files) == 1:
+        os.rename(files[0], os.path.join(d, CG_TALLY))
+    elif files:
+        _tally(ctx, "merge", "-o", os.path.join(d, CG_TALLY), *files)
 
 
 def _tally(ctx, *args):
@@ -105,12 +125,20 @@ def count_events(ctx, wl, mode_name, d, steps):
         log("  %s %s: no event counts (%s); its per-event cells stay empty" % (wl.name, mode_name, e))
 
 
+# Where benchmarks/run keeps the profiles a cachegrind run of a
+# BOLT-instrumented program wrote (bench_runs.py).
+CG_BOLT_DIR = "cg-bolt"
+
+
 def data_bytes(d):
     """Bytes of what a cachegrind run in scratch directory D wrote: tally's
-    data file or gcov's .gcda files (None: neither)."""
+    data file, gcov's .gcda files or BOLT's profiles (None: none)."""
     data = os.path.join(d, CG_TALLY)
     if os.path.exists(data):
         return os.path.getsize(data)
+    bolt = os.path.join(d, CG_BOLT_DIR)
+    if os.path.isdir(bolt):
+        return sum(os.path.getsize(os.path.join(bolt, f)) for f in os.listdir(bolt))
     sizes = [os.path.getsize(f) for f in _gcda_files(d)]
     return sum(sizes) if sizes else None
 
@@ -184,7 +212,8 @@ def events_tables(ctx, workloads, modes):
                                                 for w in workloads)]
     size_modes = [m for m in live if any(res.get((w.name, m.name), {}).get("data_bytes")
                                          for w in workloads)]
-    md += table("Data file size (bytes the cachegrind run wrote: tally's data file, gcov's .gcda files)",
+    md += table("Data file size (bytes the cachegrind run wrote: tally's data file, gcov's .gcda "
+                "files, BOLT's profiles)",
                 [(m, [format(res.get((w.name, m.name), {}).get("data_bytes") or 0, ",")
                       if ctx.ok(w.name, m.name) else "-" for w in workloads]) for m in size_modes],
                 None)

@@ -20,6 +20,7 @@ import summary
 from bench_common import *  # noqa: F401,F403
 from bench_setup import *  # noqa: F401,F403
 from bench_events import events_tables
+from bench_binary import bolt_exactness, profile_targets, side_by_side
 
 
 # ---------------------------------------------------------------- report
@@ -149,7 +150,7 @@ def write_report(ctx, workloads, modes, results_dir):
             for c, _, _ in CG_COLUMNS:
                 row[c] = r.get(c)
                 row[c + "_ratio"] = q.get(c)
-            row.update(size=r.get("size"), size_ratio=q.get("size"),
+            row.update(size=r.get("size"), size_ratio=q.get("size"), file_size=r.get("file_size"),
                        compile_cpu_s=r.get("compile_cpu"), compile_ratio=q.get("compile_cpu"),
                        calls=r.get("calls"), counted_edges=r.get("edges"), executed_blocks=r.get("blocks"),
                        data_bytes=r.get("data_bytes"))
@@ -192,6 +193,9 @@ def write_report(ctx, workloads, modes, results_dir):
             md.append("| `%s` | %s |" % (m.name, " | ".join(cells)))
         md.append("")
     md += events_tables(ctx, workloads, modes)
+    md += side_by_side(ctx, workloads, modes)
+    md += profile_targets(ctx, workloads, modes)
+    md += bolt_exactness(ctx, workloads)
     tm = [m for m in modes if m.tally is not None and m.name not in ctx.na]
     if tm:
         md += ["## tally options as built", ""]

@@ -18,7 +18,7 @@ import time
 
 from bench_common import *  # noqa: F401,F403
 from bench_setup import *  # noqa: F401,F403
-from bench_events import cg_env, count_events
+from bench_events import CG_BOLT_DIR, CG_TALLY, cg_collect, cg_env, count_events
 
 
 # ---------------------------------------------------------------- sources
@@ -100,6 +100,17 @@ def probe_tally(ctx, mode):
         return "n/a (not supported by this tally build: %s)" % first.split("error: ", 1)[-1].strip()
     extra = [o for o in mode.tally_optional if attempt(mode.tally + [o])[0] == 0]
     ctx.mode_flags[mode.name] = extra
+    if mode.profile:
+        # profile= needs a data file: the probe's own, built blocks=count.
+        data = os.path.join(d, "probe-profile.data")
+        rc, out = attempt(["blocks=count"])
+        if rc == 0:
+            subprocess.run([os.path.join(d, "probe")], env=dict(os.environ, TALLY_OUTPUT=data),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            rc, out = attempt(mode.tally + ["profile=" + data])
+        if rc:
+            first = next((l for l in out.splitlines() if "error" in l), out.strip()[:200])
+            return "n/a (not supported by this tally build: %s)" % first.split("error: ", 1)[-1].strip()
     r = subprocess.run([os.path.join(d, "probe")], env=dict(os.environ, TALLY_OUTPUT=os.path.join(d, "probe.data")),
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if r.returncode:
@@ -116,6 +127,8 @@ def probe_modes(ctx, modes):
             why = "n/a (%s not installed)" % m.runner[0]
         elif m.group == "clang" and not shutil.which("clang"):
             why = "n/a (clang not installed)"
+        if not why and m.bolt is not None and not (bolt_tool() and bolt_runtime()):
+            why = "n/a (llvm-bolt %s or its instrumentation runtime not installed)" % BOLT_VERSION
         if why:
             ctx.na[m.name] = why
             log("mode %s: %s" % (m.name, why))
@@ -129,8 +142,43 @@ def mode_compile_flags(ctx, wl, mode):
         opts = mode.tally + ctx.mode_flags.get(mode.name, [])
         if mode.hot:
             opts.append("filter=" + hot_filter_path(ctx, wl))
+        if mode.profile:
+            opts.append("profile=" + profile_path(ctx, wl, mode.profile))
         flags += tally_args(ctx, mode, opts)
     return flags
+
+
+def profile_path(ctx, wl, kind):
+    """The data file the profile= modes of wl take (kind "cg" or "other")."""
+    return os.path.join(ctx.work, "profiles", "%s-%s.data" % (wl.name, kind))
+
+
+# Where a BOLT-instrumented program writes its profile, in the directory it
+# runs in (one file per process: -instrumentation-file-append-pid).
+BOLT_FDATA = "bolt.fdata"
+# A cachegrind run's BOLT profiles, moved apart from the wall runs'.
+CG_BOLT = CG_BOLT_DIR
+
+
+def bolt_options(mode):
+    opts = list(mode.bolt)
+    if mode.instrumented_by_bolt:
+        opts.append("-instrumentation-file=" + BOLT_FDATA)
+        # A file per process (llvm-bolt refuses it with a sleep time: then
+        # one file, which the forked writer rewrites).
+        if not any(o.startswith("-instrumentation-sleep-time") for o in opts):
+            opts.append("-instrumentation-file-append-pid")
+        # llvm-bolt looks the runtime up in its own lib/ (an absolute path
+        # too, which it prefixes with that directory).
+        opts.append("-runtime-instrumentation-lib=" +
+                    os.path.basename(bolt_runtime() or "libbolt_rt_instr.a"))
+    return opts
+
+
+def clear_bolt_profiles(d):
+    for f in os.listdir(d):
+        if f.startswith(BOLT_FDATA):
+            os.unlink(os.path.join(d, f))
 
 
 _support_lock = threading.Lock()
@@ -147,7 +195,7 @@ def support_headers():
 
 
 def _support_obj(ctx, mode, name):
-    cc = mode.group
+    cc = mode.cc
     obj = os.path.join(ctx.work, "obj", "support-%s-%s.o" % (cc, name[:-2]))
     src = os.path.join(SUPPORT, name)
     if not os.path.exists(obj) or any(os.path.getmtime(obj) < os.path.getmtime(f)
@@ -158,10 +206,14 @@ def _support_obj(ctx, mode, name):
 
 def build_key(ctx, wl, mode):
     h = hashlib.sha256()
-    for part in ([subprocess.check_output([mode.group, "--version"], text=True).splitlines()[0],
+    for part in ([subprocess.check_output([mode.cc, "--version"], text=True).splitlines()[0],
                   wl.name, mode.name, "-O2"] + wl.cflags(ctx) +
                  mode_compile_flags(ctx, wl, mode) + mode.ldflags + wl.libs(ctx) + mode.support):
         h.update(part.encode() + b"\0")
+    if mode.bolt is not None:
+        h.update(subprocess.run([bolt_tool(), "--version"], stdout=subprocess.PIPE,
+                                text=True).stdout.encode())
+        h.update("\0".join(bolt_options(mode)).encode())
     files = list(wl.sources(ctx)) + [os.path.join(SUPPORT, s) for s in mode.support]
     files += support_headers() if mode.support else []
     files += [l for l in wl.libs(ctx) if l.endswith(".a")]
@@ -171,6 +223,12 @@ def build_key(ctx, wl, mode):
                         for f in os.listdir(os.path.join(ctx.tally, "include", "tally")))
         if mode.hot:
             files.append(hot_filter_path(ctx, wl))
+        if mode.profile:
+            files.append(profile_path(ctx, wl, mode.profile))
+    if mode.instrumented_by_bolt and bolt_runtime():
+        files.append(bolt_runtime())
+    if mode.rewrites:
+        files = [bolt_input(ctx, wl, mode.rewrites)]
     for f in files:
         h.update(f.encode() + b"\0" + file_hash(f).encode())
     return h.hexdigest()
@@ -208,10 +266,12 @@ def build(ctx, wl, mode):
         logf = os.path.join(ctx.work, "logs", "build-%s-%s.log" % (wl.name, mode.name))
         open(logf, "w").close()
         cpu, objs = 0.0, []
+        if mode.rewrites:
+            return rewrite(ctx, wl, mode, bin_, meta_path, key, logf)
         flags = ["-O2"] + wl.cflags(ctx) + mode_compile_flags(ctx, wl, mode)
         for src in wl.sources(ctx):
             obj = os.path.join(objdir, os.path.basename(src)[:-2] + ".o")
-            rc, t = run_rusage([mode.group] + flags + ["-c", src, "-o", obj], logf, cwd=objdir)
+            rc, t = run_rusage([mode.cc] + flags + ["-c", src, "-o", obj], logf, cwd=objdir)
             cpu += t
             if rc:
                 return "build failed (log: %s)" % logf
@@ -219,17 +279,68 @@ def build(ctx, wl, mode):
         extra = [support_obj(ctx, mode, s) for s in mode.support]
         if mode.tally is not None:
             extra.append(ctx.rtlib)
-        rc, t = run_rusage([mode.group, "-O2"] + mode.ldflags + objs + extra + wl.libs(ctx) +
+        rc, t = run_rusage([mode.cc, "-O2"] + mode.ldflags + objs + extra + wl.libs(ctx) +
                            ["-o", bin_], logf, cwd=objdir)
         cpu += t
         if rc:
             return "link failed (log: %s)" % logf
-        size = subprocess.check_output(["size", bin_], text=True).splitlines()[1].split()
-        meta = {"key": key, "compile_cpu": cpu, "size": int(size[0]) + int(size[1])}
-        with open(meta_path, "w") as f:
-            json.dump(meta, f)
+        if mode.bolt is not None:
+            # The linked program is llvm-bolt's input; its rewrite runs.
+            os.rename(bin_, bin_ + ".pre-bolt")
+            why, t = bolt_rewrite(mode, bin_, logf)
+            cpu += t
+            if why:
+                return why
+        meta = save_meta(bin_, meta_path, key, cpu)
     r = ctx.results.setdefault((wl.name, mode.name), {})
     r["compile_cpu"], r["size"] = meta["compile_cpu"], meta["size"]
+    r["file_size"] = meta.get("file_size")
+    return None
+
+
+def bolt_input(ctx, wl, mode_name):
+    """The linked program of MODE_NAME's build, before any rewrite."""
+    b = binary(ctx, wl, mode_name)
+    return b + ".pre-bolt" if MODE[mode_name].bolt is not None else b
+
+
+def bolt_rewrite(mode, bin_, logf):
+    """llvm-bolt BIN.pre-bolt -o BIN with the mode's options: (None or
+    why not, CPU seconds)."""
+    rc, t = run_rusage([bolt_tool(), bin_ + ".pre-bolt", "-o", bin_] + bolt_options(mode), logf,
+                       cwd=os.path.dirname(bin_))
+    if rc or not os.path.exists(bin_):
+        with open(logf, errors="replace") as f:
+            errs = [l.strip() for l in f if "ERROR" in l or "error" in l]
+        return "n/a (llvm-bolt cannot rewrite it: %s; log: %s)" % (
+            errs[-1] if errs else "exit status %d" % rc, logf), t
+    return None, t
+
+
+def save_meta(bin_, meta_path, key, cpu):
+    size = subprocess.check_output(["size", bin_], text=True).splitlines()[1].split()
+    meta = {"key": key, "compile_cpu": cpu, "size": int(size[0]) + int(size[1]),
+            "file_size": os.path.getsize(bin_)}
+    with open(meta_path, "w") as f:
+        json.dump(meta, f)
+    return meta
+
+
+def rewrite(ctx, wl, mode, bin_, meta_path, key, logf):
+    """A mode that rewrites another one's linked program (mode.rewrites):
+    its compile time is that build's and the rewrite's."""
+    src = bolt_input(ctx, wl, mode.rewrites)
+    if not ctx.ok(wl.name, mode.rewrites) or not os.path.exists(src):
+        return "the %s build it rewrites failed" % mode.rewrites
+    shutil.copyfile(src, bin_ + ".pre-bolt")
+    shutil.copymode(src, bin_ + ".pre-bolt")
+    why, t = bolt_rewrite(mode, bin_, logf)
+    if why:
+        return why
+    base = ctx.results.get((wl.name, mode.rewrites), {}).get("compile_cpu") or 0.0
+    meta = save_meta(bin_, meta_path, key, t + base)
+    r = ctx.results.setdefault((wl.name, mode.name), {})
+    r["compile_cpu"], r["size"], r["file_size"] = meta["compile_cpu"], meta["size"], meta["file_size"]
     return None
 
 
@@ -238,7 +349,12 @@ def build_one(ctx, wl, mode):
         why = build(ctx, wl, mode)
     except Exception as e:  # a broken build must not stop the others
         why = "build error: %s" % e
-    if why:
+    if why and why.startswith("n/a"):
+        # The technique cannot handle this program: not a failure of the
+        # run (BOLT refusing a binary), said in its row.
+        log("  %s %s: %s" % (wl.name, mode.name, why))
+        ctx.status[(wl.name, mode.name)] = why
+    elif why:
         ctx.fail(wl.name, mode.name, why)
     else:
         ctx.status.setdefault((wl.name, mode.name), "ok")
@@ -321,6 +437,8 @@ def run_once(ctx, wl, mode_name, size, prefix=(), tag="run"):
     mode = MODE[mode_name]
     d = os.path.join(ctx.work, "scratch", wl.name, mode_name)
     env = run_env(d)
+    if mode.instrumented_by_bolt:
+        clear_bolt_profiles(d)  # one file per process: do not pile them up
     runner = [a.format(scratch=d) for a in (mode.runner or [])]
     digest = hashlib.sha256()
     outs = []
@@ -379,17 +497,30 @@ def cachegrind(ctx, wl, mode_name):
     digest = hashlib.sha256()
     prev = None
     env = cg_env(run_env(d), d)
+    mode = MODE[mode_name]
+    if mode.instrumented_by_bolt:
+        clear_bolt_profiles(d)
+        shutil.rmtree(os.path.join(d, CG_BOLT), ignore_errors=True)
     for i, (args, stdin) in enumerate(steps):
         cgout = os.path.join(cgdir, "%s.step%d.cg" % (mode_name, i))
+        # %p: a process the program forks (BOLT's profile writer with a
+        # sleep time) writes a file of its own; the program's is its pid's.
         argv = ["valgrind", "-q", "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
-                "--cachegrind-out-file=" + cgout, "./" + wl.prog] + args
+                "--cachegrind-out-file=" + cgout + ".%p", "./" + wl.prog] + args
         o = os.path.join(d, "cg.%d.out" % i)
         inp = prev if stdin == "prev" else stdin
+        pid = []
         with open(o, "wb") as fo, open(os.path.join(d, "cg.%d.err" % i), "wb") as fe, \
                 open(inp or os.devnull, "rb") as fi:
-            rc = proc(argv, cwd=d, env=env, stdin=fi, stdout=fo, stderr=fe)
+            rc = proc(argv, cwd=d, env=env, stdin=fi, stdout=fo, stderr=fe, pid_out=pid)
         if rc:
             return "cachegrind run failed (exit %d; %s)" % (rc, os.path.join(d, "cg.%d.err" % i))
+        for f in os.listdir(cgdir):
+            if f.startswith(os.path.basename(cgout) + "."):
+                if f == os.path.basename(cgout) + ".%d" % pid[0]:
+                    os.rename(os.path.join(cgdir, f), cgout)
+                else:
+                    os.unlink(os.path.join(cgdir, f))
         prev = o
         with open(o, "rb") as f:
             digest.update(wl.normalise(f.read()))
@@ -405,6 +536,15 @@ def cachegrind(ctx, wl, mode_name):
             return "no cachegrind summary"
         for e, v in zip(events, summary):
             totals[e] = totals.get(e, 0) + v
+    cg_collect(ctx, d)
+    if mode.instrumented_by_bolt:
+        # The profiles this run's processes wrote, kept apart.
+        os.makedirs(os.path.join(d, CG_BOLT))
+        for f in os.listdir(d):
+            if f.startswith(BOLT_FDATA):
+                os.rename(os.path.join(d, f), os.path.join(d, CG_BOLT, f))
+        if not os.listdir(os.path.join(d, CG_BOLT)):
+            return "the BOLT-instrumented program wrote no profile (%s)" % BOLT_FDATA
     if not check_output(ctx, wl, mode_name, ("cg", size), digest.hexdigest()):
         return None
     r = ctx.results.setdefault((wl.name, mode_name), {})
@@ -426,19 +566,23 @@ def build_hot(ctx, wl, mode):
 def build_tasks(ctx, workloads, usable):
     """Per workload: the baselines' builds and cachegrind runs first (the
     reference outputs, and the profile the hot-only modes are chosen
-    from), then every other build, then their cachegrind runs."""
+    from), then every other build, then their cachegrind runs; the
+    profile= modes' builds after the run their profile comes from (the
+    cachegrind run of tally-blocks-count, or its run on the other input)."""
     tasks = []
     for w in workloads:
-        builds, cgs, first, rest = {}, {}, [], []
+        builds, cgs, first, rest, later = {}, {}, [], [], []
         for m in sorted((m for m in usable if not m.runner), key=lambda m: not m.is_baseline):
             if m.hot:
                 deps, fn = [cgs.get("gcc")], build_hot
+            elif m.profile:
+                deps, fn = [], build_profiled  # its deps: below
             else:
                 deps, fn = [], build_one
             t = Task("build " + w.name, "build %s %s" % (w.name, m.name),
                      [d for d in deps if d], fn, ctx, w, m)
             builds[m.name] = t
-            (first if m.is_baseline else rest).append(t)
+            (first if m.is_baseline else later if m.profile else rest).append(t)
             if m.cachegrind and m.is_baseline:
                 cgs[m.name] = Task("cachegrind " + w.name, "cachegrind %s %s (%s)" % (
                     w.name, m.name, w.describe(w.sizes[ctx.kind]["cg"])), [t], cachegrind_one, ctx, w, m)
@@ -446,10 +590,87 @@ def build_tasks(ctx, workloads, usable):
         for m in usable:
             if m.cachegrind and not m.is_baseline and m.name in builds:
                 deps = [builds[m.name]] + ([cgs[m.baseline]] if m.baseline in cgs else [])
-                rest.append(Task("cachegrind " + w.name, "cachegrind %s %s" % (w.name, m.name),
-                                 deps, cachegrind_one, ctx, w, m))
-        tasks += first + rest
+                cgs[m.name] = Task("cachegrind " + w.name, "cachegrind %s %s" % (w.name, m.name),
+                                   deps, cachegrind_one, ctx, w, m)
+                (later if m.profile else rest).append(cgs[m.name])
+        if any(m.profile == "other" for m in usable) and PROFILE_SOURCE in builds:
+            other = Task("profile " + w.name, "profile %s %s on the other input (%s)" % (
+                w.name, PROFILE_SOURCE, w.describe_train(ctx)), [builds[PROFILE_SOURCE]],
+                profile_other, ctx, w)
+            rest.append(other)
+        for m in usable:
+            if m.profile and m.name in builds:
+                src = cgs.get(PROFILE_SOURCE) if m.profile == "cg" else other
+                builds[m.name].deps = [src] if src else []
+            if m.rewrites and m.name in builds and m.rewrites in builds:
+                builds[m.name].deps.append(builds[m.rewrites])
+        tasks += first + rest + later
     return tasks
+
+
+def profile_other(ctx, wl):
+    """The profile of the other input: the tally-blocks-count build run
+    on wl's train_steps (natively), its data file kept for profile=."""
+    if not ctx.ok(wl.name, PROFILE_SOURCE):
+        return
+    d = os.path.join(ctx.work, "scratch", wl.name, PROFILE_SOURCE)
+    out = profile_path(ctx, wl, "other")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    data = os.path.join(d, "train.tally.data")
+    if os.path.exists(data):
+        os.unlink(data)
+    env = dict(run_env(d), TALLY_OUTPUT=data)
+    prev = None
+    for i, (args, stdin) in enumerate(wl.train_steps(ctx)):
+        o = os.path.join(d, "train.%d.out" % i)
+        inp = prev if stdin == "prev" else stdin
+        with open(o, "wb") as fo, open(os.path.join(d, "train.%d.err" % i), "wb") as fe, \
+                open(inp or os.devnull, "rb") as fi:
+            rc = proc(["./" + wl.prog] + args, cwd=d, env=env, stdin=fi, stdout=fo, stderr=fe)
+        if rc:
+            log("  %s: the run on the other input failed (exit %d; %s)" % (
+                wl.name, rc, os.path.join(d, "train.%d.err" % i)))
+            return
+        prev = o
+    if os.path.exists(data):
+        keep_profile(ctx, data, out)
+
+
+def _counts(ctx, path):
+    """The counter lines of `tally dump PATH`: its counts without the
+    header's pid and time."""
+    tool = os.path.join(ctx.tally, "build", "tools", "tally")
+    out = subprocess.run([tool, "dump", path], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True).stdout
+    return [l for l in out.splitlines() if "counters=" in l]
+
+
+def keep_profile(ctx, src, dst):
+    """Copy the data file SRC to DST unless DST has the same counts (a
+    deterministic run gives the same counts every time; the file's pid
+    and time would make the profiled builds' cache keys change)."""
+    if os.path.exists(dst) and _counts(ctx, src) == _counts(ctx, dst):
+        return
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    shutil.copyfile(src, dst + ".tmp")
+    os.rename(dst + ".tmp", dst)
+
+
+def build_profiled(ctx, wl, mode):
+    """A profile= build: the profile is the data file of the run it
+    depends on (build_tasks), copied where the build key sees it."""
+    path = profile_path(ctx, wl, mode.profile)
+    if mode.profile == "cg":
+        src = os.path.join(ctx.work, "scratch", wl.name, PROFILE_SOURCE, CG_TALLY)
+        if ctx.ok(wl.name, PROFILE_SOURCE) and os.path.exists(src):
+            keep_profile(ctx, src, path)
+        elif os.path.exists(path):
+            os.unlink(path)
+    if not os.path.exists(path):
+        ctx.fail(wl.name, mode.name, "no profile: the %s run it comes from failed or "
+                 "was not made" % PROFILE_SOURCE)
+        return
+    build_one(ctx, wl, mode)
 
 
 def cachegrind_one(ctx, wl, mode):

@@ -34,11 +34,20 @@ class Mode:
     prefix that runs the binary of mode `uses` (no build of its own);
     runner_input: the input size class of its wall runs ("slow": the
     reduced one, for tools that are slow).  cachegrind: whether the
-    cachegrind columns apply."""
+    cachegrind columns apply.  cc: the compiler (default: the group's
+    name).  profile: tally's profile= from a run of the
+    `tally-blocks-count` build, "cg" on the cachegrind input (the measured
+    run's own profile), "other" on the workload's other input (its
+    train_steps).  bolt: llvm-bolt options; the linked program is
+    rewritten with them (the input keeps its name + ".pre-bolt").
+    rewrites: the mode whose linked program (before its own rewrite, if
+    any) this one rewrites instead of building its own (the same flags).
+    wall: whether the mode gets wall-clock pairs."""
 
     def __init__(self, name, group, label, cflags=(), ldflags=(), support=(),
                  tally=None, tally_optional=(), hot=False, runner=None,
-                 uses=None, runner_input="wall", cachegrind=True):
+                 uses=None, runner_input="wall", cachegrind=True, cc=None,
+                 profile=None, bolt=None, rewrites=None, wall=True):
         self.name, self.group, self.label = name, group, label
         self.cflags, self.ldflags = list(cflags), list(ldflags)
         self.support = list(support)
@@ -48,6 +57,20 @@ class Mode:
         self.runner, self.uses = runner, uses
         self.runner_input = runner_input
         self.cachegrind = cachegrind and runner is None
+        self.cc = cc or group
+        self.profile = profile
+        self.bolt = None if bolt is None else list(bolt)
+        self.rewrites = rewrites
+        self.wall = wall
+
+    @property
+    def profile_from(self):
+        """The mode whose run gives this one's profile."""
+        return PROFILE_SOURCE if self.profile else None
+
+    @property
+    def instrumented_by_bolt(self):
+        return self.bolt is not None and "-instrument" in self.bolt
 
     @property
     def baseline(self):
@@ -64,9 +87,9 @@ def tally_modes():
     plugin has them."""
     t = []
 
-    def add(name, label, opts, optional=(), hot=False):
+    def add(name, label, opts, optional=(), hot=False, profile=None):
         t.append(Mode(name, "gcc", label, tally=opts, tally_optional=optional,
-                      hot=hot))
+                      hot=hot, profile=profile))
 
     add("tally-inline", "entry/exit counters inline (hooks=inline at=late)",
         ["hooks=inline", "at=late"])
@@ -108,7 +131,64 @@ def tally_modes():
         ["blocks=count", "at=early"], optional=["hooks=none"])
     add("tally-blocks-early-tls", "block counters blocks=count at=early update=tls",
         ["blocks=count", "at=early", "update=tls"], optional=["hooks=none"])
+    # profile= (issue 30): the counters placed by the counts of an earlier
+    # run of tally-blocks-count instead of GCC's guess: of the measured
+    # input itself (the best a profile can do), and of another input (what
+    # a user with last week's profile gets).
+    for blocks in ("count", "visited"):
+        for src, what in (("cg", "the measured input's own"), ("other", "another input's")):
+            add("tally-blocks-%s-prof%s" % (blocks, "" if src == "cg" else "-other"),
+                "block counters blocks=%s placed by %s profile (profile=)" % (blocks, what),
+                ["blocks=" + blocks], optional=["hooks=none"], profile=src)
     return t
+
+
+# The build whose runs give the profile= modes their profiles.
+PROFILE_SOURCE = "tally-blocks-count"
+
+# LLVM BOLT rewrites a linked program: its input needs its relocations
+# (--emit-relocs) and, in BOLT 19's instrumentation, no PIE.
+BOLT_CFLAGS = ["-fno-pie"]
+BOLT_LDFLAGS = ["-no-pie", "-Wl,--emit-relocs"]
+
+
+def bolt_modes():
+    """LLVM BOLT's static binary instrumentation (the seeds' binary
+    rewriters: LOPI, PEBIL, Dyninst), against the same program built for
+    it but not rewritten (`bolt`)."""
+    def add(name, label, bolt, rewrites="bolt", **kw):
+        return Mode(name, "bolt", label, cc="gcc", cflags=BOLT_CFLAGS,
+                    ldflags=BOLT_LDFLAGS, bolt=bolt, rewrites=rewrites, **kw)
+    return [
+        Mode("bolt", "bolt", "uninstrumented gcc -O2 -fno-pie, linked -no-pie "
+             "-Wl,--emit-relocs: the input of every bolt mode", cc="gcc",
+             cflags=BOLT_CFLAGS, ldflags=BOLT_LDFLAGS),
+        add("bolt-rewrite", "llvm-bolt without instrumentation: the program "
+            "rewritten, nothing inserted (PEBIL's Figure 4)", []),
+        add("bolt-instrument", "llvm-bolt -instrument: edge counters off a "
+            "spanning tree, call and indirect-call counters (the defaults)",
+            ["-instrument"]),
+        add("bolt-instrument-conservative", "llvm-bolt -instrument "
+            "-conservative-instrumentation (no counter-placement shortcuts)",
+            ["-instrument", "-conservative-instrumentation"]),
+        add("bolt-instrument-nocalls", "llvm-bolt -instrument "
+            "-instrument-calls=false (no call or indirect-call counters)",
+            ["-instrument", "-instrument-calls=false"]),
+        add("bolt-instrument-sleep", "llvm-bolt -instrument "
+            "-instrumentation-sleep-time=1 (a profile written every second "
+            "by a forked process)",
+            ["-instrument", "-instrumentation-sleep-time=1"]),
+        # Both instrumenters in one process, so that their counts are of
+        # the same run: the exactness comparison (bolt_exact.py).
+        add("bolt-on-tally", "tally-blocks-count built for BOLT and "
+            "rewritten with llvm-bolt -instrument: both counters in one run "
+            "(exactness; no wall pairs)", ["-instrument"], rewrites=None,
+            tally=["blocks=count"], tally_optional=["hooks=none"], wall=False),
+        add("bolt-on-tally-conservative", "the same with "
+            "-conservative-instrumentation (exactness; no wall pairs)",
+            ["-instrument", "-conservative-instrumentation"], rewrites="bolt-on-tally",
+            tally=["blocks=count"], tally_optional=["hooks=none"], wall=False),
+    ]
 
 
 MODES = [
@@ -136,6 +216,7 @@ MODES = [
     Mode("valgrind-lackey", "gcc", "valgrind --tool=lackey --basic-counts=yes",
          runner=["valgrind", "-q", "--tool=lackey", "--basic-counts=yes"],
          uses="gcc", runner_input="slow"),
+    *bolt_modes(),
     Mode("clang", "clang", "uninstrumented clang -O2"),
     Mode("clang-8bit", "clang", "clang -fsanitize-coverage=inline-8bit-counters",
          cflags=["-fsanitize-coverage=inline-8bit-counters"], support=["sancov.c"]),
@@ -179,6 +260,17 @@ class Workload:
     def normalise(self, data):
         return data
 
+    def train_steps(self, ctx):
+        """The steps of the workload's other input: the run the
+        profile=...-other modes take their profile from, unlike the
+        measured ones.  By default the smallest of its own sizes."""
+        return self.steps(ctx, self.sizes[ctx.kind if ctx else "full"]["slow"])
+
+    def describe_train(self, ctx):
+        return " | ".join(" ".join(["./" + self.prog] + a) +
+                          ("" if i is None else " < " + ("(previous output)" if i == "prev" else os.path.basename(i)))
+                          for a, i in self.train_steps(ctx))
+
     def describe(self, size):
         return " | ".join(" ".join(["./" + self.prog] + a) +
                           ("" if i is None else " < " + ("(previous output)" if i == "prev" else os.path.basename(i)))
@@ -209,6 +301,31 @@ def text_input(ctx, size):
     return path
 
 
+def binary_input(ctx, size):
+    """Another kind of data than text_input, for the compressors' other
+    input: little-endian records (a counter, a sum, a tag byte) between
+    runs of bytes from an LCG, which compress badly; made once."""
+    path = os.path.join(ctx.work, "inputs", "binary-%d.dat" % size)
+    if os.path.exists(path):
+        return path
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    out, x, i = bytearray(), 987654321, 0
+    while len(out) < size:
+        x = (x * 6364136223846793005 + 1442695040888963407) & (2**64 - 1)
+        if (x >> 40) % 4 == 0:
+            for _ in range(16 + (x >> 20) % 48):
+                x = (x * 6364136223846793005 + 1442695040888963407) & (2**64 - 1)
+                out.append(x >> 56)
+        else:
+            i += 1
+            out += i.to_bytes(4, "little") + (i * 2654435761 & 0xffffffff).to_bytes(4, "little")
+            out.append(97 + i % 26)
+    with open(path + ".tmp", "wb") as f:
+        f.write(bytes(out[:size]))
+    os.rename(path + ".tmp", path)
+    return path
+
+
 class Micro(Workload):
     name, prog = "micro", "micro"
     sizes = {"quick": {"wall": 40000, "cg": 2000, "slow": 2000},
@@ -225,7 +342,7 @@ class Compressor(Workload):
     """A compressor built from FILES (.c) of its source package NAME; a run
     compresses a text of `size` bytes at LEVEL and decompresses it."""
     files = ()
-    level = ""
+    level = train_level = ""
 
     def sources(self, ctx):
         d = ctx.srcdir(self.name)
@@ -235,6 +352,12 @@ class Compressor(Workload):
         inp = text_input(ctx, size) if ctx else "text-%d.txt" % size
         return [(["-" + self.level, "-c"], inp), (["-d", "-c"], "prev")]
 
+    def train_steps(self, ctx):
+        # Binary records and random runs instead of text, at another level.
+        size = self.sizes[ctx.kind if ctx else "full"]["cg"]
+        inp = binary_input(ctx, size) if ctx else "binary-%d.dat" % size
+        return [(["-" + self.train_level, "-c"], inp), (["-d", "-c"], "prev")]
+
 
 class Bzip2(Compressor):
     name, prog = "bzip2", "bzip2"
@@ -243,7 +366,7 @@ class Bzip2(Compressor):
              "full": {"wall": 8 << 20, "cg": 512 << 10, "slow": 64 << 10}}
     files = ("blocksort", "huffman", "crctable", "randtable", "compress",
              "decompress", "bzlib", "bzip2")
-    level = "9"
+    level, train_level = "9", "1"
 
     def cflags(self, ctx):
         return ["-D_FILE_OFFSET_BITS=64"]
@@ -256,7 +379,7 @@ class Gzip(Compressor):
              "full": {"wall": 8 << 20, "cg": 1 << 20, "slow": 128 << 10}}
     files = ("bits", "deflate", "gzip", "inflate", "trees", "unlzh",
              "unlzw", "unpack", "unzip", "util", "zip")
-    level = "6"
+    level, train_level = "6", "9"
 
     def cfg(self, ctx):
         return os.path.join(ctx.work, "gzip-config")
@@ -314,6 +437,11 @@ class Lua(Workload):
         return [([os.path.join(HERE, "lua-workload.lua") if ctx else "benchmarks/lua-workload.lua",
                   str(size)], None)]
 
+    def train_steps(self, ctx):
+        # Another program: numeric loops, strings, coroutines, pcall.
+        return [([os.path.join(HERE, "lua-train.lua") if ctx else "benchmarks/lua-train.lua",
+                  "1"], None)]
+
 
 class Sqlite(Workload):
     name, prog = "sqlite", "speedtest1"
@@ -347,6 +475,12 @@ class Sqlite(Workload):
 
     def steps(self, ctx, size):
         return [(["--memdb", "--size", str(size)], None)]
+
+    def train_steps(self, ctx):
+        # The other test sets: key/value storage on wide tables, common
+        # table expressions, floating point; not "main" (nor "trigger",
+        # which needs main's tables).
+        return [(["--memdb", "--testset", "orm,cte,fp", "--size", "2"], None)]
 
     def normalise(self, data):
         # Timings are the only run-dependent part of speedtest1's output.

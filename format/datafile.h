@@ -30,7 +30,7 @@ struct tally_data_fn
                          record (measure=cycles), NULL without one */
   uint32_t map_size;  /* bytes at map; 0 without blocks (and in version 1) */
   const unsigned char *map; /* the block map as stored, unchecked
-                               (tools/blockmap.h checks and decodes it) */
+                               (format/blockmap.h checks and decodes it) */
 };
 
 /* One module record (one instrumented translation unit).  */

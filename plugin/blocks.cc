@@ -46,8 +46,10 @@
  *      ENTRY/EXIT node, so they never close a cycle.
  *   5. The rest of the tree is a maximum spanning tree weighted by how often
  *      each edge is expected to run (GCC's estimated profile after
- *      optimisation, loop depth before it), with edges that would need a new
- *      block (critical edges) weighted higher: the hot edges go uncounted.
+ *      optimisation, loop depth before it; with profile=FILE the counts
+ *      an earlier run measured, profile.cc), with edges that would need a
+ *      new block (critical edges) weighted higher: the hot edges go
+ *      uncounted.
  *      placement=block counts every block edge, and builds the forest of
  *      the other edges the same way.
  *      At late placement, optimised, the latch edge of a loop with a
@@ -152,29 +154,63 @@ struct tally_block_plan
    block needs its own count.  The same test as GCC's
    stmt_can_terminate_bb_p, which gives -fprofile-arcs its blocks: internal
    calls (.VA_ARG at -O0) and volatile asm split a block too.  */
-/* How often BB is expected to run, relative to the function's entry.  */
+/* profile=FILE (profile.cc): the counts an earlier run measured for the
+   function being planned, while it is planned (weigh_by_profile); NULL
+   when it has none.  */
+struct measured_weights
+{
+  auto_vec<double> block;          /* by block index */
+  hash_map<edge, double> by_edge;  /* its normal edges */
+};
+static measured_weights *measured;
+
+/* A measured count W with GCC's guess G to break ties: G scaled into
+   [0, 0.5), less than any difference of two counts, so that among the
+   edges (blocks) the run took equally often, never for instance, the
+   guess still decides.  */
+static double
+with_guess (double w, double g)
+{
+  return w + 0.5 * g / (1 + g);
+}
+
+/* How often BB is expected to run, relative to the function's entry
+   (measured: how often it ran).  */
 static double
 block_weight (function *fun, basic_block bb, bool profile)
 {
-  if (profile)
-    return bb->count.to_sreal_scale (ENTRY_BLOCK_PTR_FOR_FN (fun)->count)
-        .to_double ();
   double w = 1;
-  if (current_loops && bb->loop_father)
+  if (profile)
+    w = bb->count.to_sreal_scale (ENTRY_BLOCK_PTR_FOR_FN (fun)->count)
+        .to_double ();
+  else if (current_loops && bb->loop_father)
     for (unsigned d = bb_loop_depth (bb); d > 0; d--)
       w *= 8;
+  if (measured && (unsigned) bb->index < measured->block.length ())
+    return with_guess (measured->block[bb->index], w);
   return w;
 }
 
 static double
 edge_weight (function *fun, edge e, bool profile)
 {
+  double w;
   if (profile)
-    return e->count ().to_sreal_scale (ENTRY_BLOCK_PTR_FOR_FN (fun)->count)
+    w = e->count ().to_sreal_scale (ENTRY_BLOCK_PTR_FOR_FN (fun)->count)
         .to_double ();
-  double a = block_weight (fun, e->src, false);
-  double b = block_weight (fun, e->dest, false);
-  return a < b ? a : b;
+  else
+    {
+      /* The guess by loop depth, without the measured counts.  */
+      measured_weights *m = measured;
+      measured = NULL;
+      double a = block_weight (fun, e->src, false);
+      double b = block_weight (fun, e->dest, false);
+      measured = m;
+      w = a < b ? a : b;
+    }
+  if (double *c = measured ? measured->by_edge.get (e) : NULL)
+    return with_guess (*c, w);
+  return w;
 }
 
 /* Union-find over graph nodes.  */
@@ -1037,6 +1073,45 @@ resume_block (basic_block bb, const vec<int> &map_of)
   return map_of[bb->index];
 }
 
+/* 5b. profile=FILE: the counts of FUN's blocks and normal edges in an
+   earlier run, when the profile has FUN with the graph PLAN has
+   (profile.cc), into *MW by block index and by edge; the costs of
+   PLAN's edges are then those counts (an edge that needs a block of its
+   own 1.5 times, as with the guess), and the spanning tree leaves the
+   edges the run took most uncounted.  Only where counters go changes:
+   every count stays exact whatever a later run does.  */
+static bool
+weigh_by_profile (function *fun, tally_block_plan *plan, bool profile,
+                  measured_weights *mw)
+{
+  vec<unsigned char> map = vNULL;
+  serialize (plan, &map);
+  const uint64_t *blocks, *edges;
+  bool found = tally_profile_counts (fun, map, &blocks, &edges);
+  map.release ();
+  if (!found)
+    return false;
+  mw->block.safe_grow_cleared (last_basic_block_for_fn (fun));
+  mw->block[ENTRY_BLOCK] = blocks[TALLY_MAP_ENTRY_NUM];
+  mw->block[EXIT_BLOCK] = blocks[TALLY_MAP_EXIT_NUM];
+  for (unsigned m = 2; m < plan->blocks.length (); m++)
+    mw->block[plan->blocks[m]->index] = blocks[m];
+  unsigned k = 0;
+  for (const plan_edge &pe : plan->edges)
+    if (!pe.bb && !(pe.flags & TALLY_EDGE_FAKE))
+      mw->by_edge.put (pe.e, edges[k++]);
+  measured = mw;
+  for (plan_edge &pe : plan->edges)
+    if (pe.bb)
+      pe.cost = block_weight (fun, pe.bb, profile);
+    else if (pe.e)
+      {
+        bool split = !single_pred_p (pe.e->dest) && !single_succ_p (pe.e->src);
+        pe.cost = edge_weight (fun, pe.e, profile) * (split ? 1.5 : 1.0);
+      }
+  return true;
+}
+
 bool
 tally_blocks_entry_from_callers (const tally_block_plan *plan)
 {
@@ -1051,12 +1126,85 @@ tally_blocks_map_block (const tally_block_plan *plan, basic_block bb)
   return plan->map_of[bb->index];
 }
 
+/* 5c. What PLAN's updates cost by the measured profile: the runs of the
+   blocks and edges its counters and visited bytes are updated on (a
+   derived latch count's on the loop's entry edge).  */
+static double
+plan_cost (const tally_block_plan *plan)
+{
+  auto edge_runs = [] (edge e) -> double {
+    double *c = measured->by_edge.get (e);
+    return c ? *c : 0;
+  };
+  auto block_runs = [] (basic_block bb) -> double {
+    return (unsigned) bb->index < measured->block.length ()
+               ? measured->block[bb->index] : 0;
+  };
+  double cost = 0;
+  for (const plan_edge &pe : plan->edges)
+    {
+      if (pe.value == TALLY_MAP_NONE || pe.implied)
+        continue;
+      if (pe.derived)
+        cost += edge_runs (pe.derived->entry);
+      else if (pe.mark_on)
+        cost += edge_runs (pe.mark_on);
+      else if (pe.bb)
+        cost += block_runs (pe.store_bb ? pe.store_bb : pe.bb);
+      else if (pe.e)
+        cost += edge_runs (pe.e);
+    }
+  return cost;
+}
+
+static tally_block_plan *plan_blocks (function *fun, tally_fn_layout *layout,
+                                      bool entry_from_callers, bool visited,
+                                      double *cost);
+
+/* blocks=visited with profile=: a function whose exact block counts cost
+   fewer updates than its visited bytes, by the profile (plan_cost: a
+   loop's one counter against a byte at each of its arms, say), gets the
+   counters of blocks=count instead (map kind 2; a visited module's
+   readers read each function by its map's kind, and its counts tell
+   which blocks ran).  Not with counters=mapped, whose visited bytes
+   promise more about killed processes than derived counts do.  */
 tally_block_plan *
 tally_blocks_plan (function *fun, tally_fn_layout *layout,
                    bool entry_from_callers)
 {
-  tally_block_plan *plan = new tally_block_plan;
   bool visited = tally_opts.blocks == TALLY_BLOCKS_VISITED;
+  if (!visited || !tally_profile_given () || tally_opts.mapped)
+    return plan_blocks (fun, layout, entry_from_callers, visited, NULL);
+  double bytes, counts;
+  tally_fn_layout counted = *layout; /* its map is still empty */
+  tally_block_plan *v = plan_blocks (fun, layout, false, true, &bytes);
+  if (bytes <= 0)
+    return v; /* not in the profile, or no byte ever stored */
+  tally_block_plan *c = plan_blocks (fun, &counted, false, false, &counts);
+  if (dump_file)
+    fprintf (dump_file, "tally: profile: %s counted (%.0f updates in the "
+             "profile's run) %s visited (%.0f)\n", function_name (fun),
+             counts, counts < bytes ? "rather than" : "no cheaper than", bytes);
+  if (counts < bytes)
+    {
+      delete v;
+      layout->map.release ();
+      *layout = counted;
+      return c;
+    }
+  delete c;
+  counted.map.release ();
+  return v;
+}
+
+/* The plan of FUN's block counters (VISITED: visited bytes), with its
+   map and counter counts in *LAYOUT; with COST, also what it costs by
+   the profile (plan_cost), or -1 when the profile does not have FUN.  */
+static tally_block_plan *
+plan_blocks (function *fun, tally_fn_layout *layout, bool entry_from_callers,
+             bool visited, double *cost)
+{
+  tally_block_plan *plan = new tally_block_plan;
   bool per_block = visited || tally_opts.placement == TALLY_PLACE_BLOCK;
   plan->kind = visited ? TALLY_MAP_VISITED
                : per_block ? TALLY_MAP_BLOCK
@@ -1200,6 +1348,10 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout,
     push_edge (plan, IN_NODE (m), OUT_NODE (m), -1, -1, 0, NULL,
                plan->blocks[m], block_weight (fun, plan->blocks[m], profile),
                true);
+
+  measured_weights mw;
+  if (tally_profile_given ())
+    weigh_by_profile (fun, plan, profile, &mw);
 
   /* 4, 5. The spanning tree.  placement=block counts every block edge:
      of the rest, the edges off a spanning forest get counters as well,
@@ -1351,6 +1503,9 @@ tally_blocks_plan (function *fun, tally_fn_layout *layout,
   if (returns_known)
     note_returning (fun);
   serialize (plan, &layout->map);
+  if (cost)
+    *cost = measured ? plan_cost (plan) : -1;
+  measured = NULL;
 
   if (dump_file)
     fprintf (dump_file, "tally: %u blocks, %u edges, %u %s\n", nblocks - 2,

@@ -332,8 +332,12 @@ promote_loops (function *fun, tree counters, vec<class loop *> *done)
 void
 tally_blocks_promote (function *fun, const tally_fn_info &fn)
 {
-  if (!optimize || tally_opts.at != TALLY_AT_LATE
-      || tally_opts.blocks != TALLY_BLOCKS_COUNT
+  /* A blocks=visited function counted instead (profile=, blocks.cc) has
+     no visited bytes.  */
+  bool counted = tally_opts.blocks == TALLY_BLOCKS_COUNT
+                 || (tally_opts.blocks == TALLY_BLOCKS_VISITED && !fn.visited
+                     && tally_profile_given ());
+  if (!optimize || tally_opts.at != TALLY_AT_LATE || !counted
       || tally_opts.placement == TALLY_PLACE_BLOCK /* the tests' oracle */
       || tally_opts.update == TALLY_UPDATE_ATOMIC || tally_opts.mapped
       || !gimple_in_ssa_p (fun) || !fn.counters)

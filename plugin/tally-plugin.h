@@ -182,6 +182,17 @@ bool tally_select_load (const char *option, const char *value);
 const char *tally_select_reason (tree fndecl);
 const char *tally_select_note (tree fndecl);
 
+/* profile.cc: -fplugin-arg-tally-profile=FILE.  Read FILE (an error naming
+   OPTION and FILE if it is not a readable data file with block counts);
+   whether one was given; and the measured counts of FUN, whose block map
+   as planned (version 1, no value given yet) is MAP: its blocks' by map
+   number and its normal edges' in map order (false: not in the profile,
+   or changed since; the dump says which).  */
+bool tally_profile_load (const char *option, const char *value);
+bool tally_profile_given (void);
+bool tally_profile_counts (function *fun, const vec<unsigned char> &map,
+                           const uint64_t **blocks, const uint64_t **edges);
+
 /* measure.cc: measure=cycles, the shadow stack push and pop.  ENTRY goes
    at the end of BB (which falls through to the function's first block);
    EXIT right before the return statement RET.  */

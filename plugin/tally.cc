@@ -35,6 +35,9 @@
  *   filter=FILE          include/exclude rules and a size threshold (filter.cc)
  *   select=PROFILE[:P%]  only the functions making up P% (default 80) of
  *                        PROFILE's measured time (select.cc)
+ *   profile=FILE         blocks=count|visited: counters placed by the block
+ *                        counts of an earlier run, not GCC's guess
+ *                        (profile.cc)
  *   verbose              a note per function: instrumented, or why not
  *   help                 print this list
  * The passes live in hooks.cc, the module descriptor in descriptor.cc.  */
@@ -92,6 +95,10 @@ static const char help_text[]
       "  -fplugin-arg-tally-select=PROFILE[:P%]  only the functions that "
       "made up P% (default 80) of the measured time in PROFILE, a data file "
       "of a measure=cycles run\n"
+      "  -fplugin-arg-tally-profile=FILE        blocks=count|visited: place "
+      "the counters by the block counts of FILE, a data file of an earlier "
+      "blocks=count run of these sources (the hot edges go uncounted), "
+      "instead of GCC's guess; the counts stay exact\n"
       "  -fplugin-arg-tally-verbose             a note for every function: "
       "instrumented, or why not\n"
       "  -fplugin-arg-tally-help                print this help\n"
@@ -208,7 +215,7 @@ find_choice_option (const char *key)
 static const char *const option_keys[]
     = { "hooks", "blocks", "placement", "entries", "at", "update", "tls-model", "counters",
         "measure",
-        "paths", "exit", "filter", "select", "verbose", "help" };
+        "paths", "exit", "filter", "select", "profile", "verbose", "help" };
 
 static bool
 known_option (const char *key)
@@ -301,6 +308,8 @@ parse_options (const struct plugin_name_args *info)
         }
       else if (strcmp (arg->key, "select") == 0)
         ok &= tally_select_load ("-fplugin-arg-tally-select", arg->value);
+      else if (strcmp (arg->key, "profile") == 0)
+        ok &= tally_profile_load ("-fplugin-arg-tally-profile", arg->value);
       else if (strcmp (arg->key, "verbose") == 0)
         {
           if (arg->value)
@@ -336,6 +345,13 @@ parse_options (const struct plugin_name_args *info)
              "%<-fplugin-arg-%s-hooks=user:%s%>; use hooks=inline, call or "
              "none with blocks", info->base_name, info->base_name,
              tally_opts.user_prefix);
+      ok = false;
+    }
+  if (ok && tally_profile_given () && tally_opts.blocks == TALLY_BLOCKS_NONE)
+    {
+      error ("%<-fplugin-arg-%s-profile%> places block counters: it needs "
+             "%<-fplugin-arg-%s-blocks=count%> or %<visited%>",
+             info->base_name, info->base_name);
       ok = false;
     }
   return ok;

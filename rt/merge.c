@@ -49,7 +49,7 @@ derive_need (uint32_t nblocks, uint32_t nedges)
 }
 
 /* Whether the block map of SIZE bytes at MAP, of a function with NVALUES
-   values, is one tally_map_decode (tools/blockmap.c) accepts: the same
+   values, is one tally_map_decode (format/blockmap.c) accepts: the same
    checks, in one pass and without memory (version 2: the same walk,
    rt/mapcode.c), but for what needs memory: the derivations of kinds 4
    and 5 (*NEED becomes the most scratch one takes, for derived_ok) and
@@ -160,7 +160,7 @@ scratch (size_t len)
 
 /* Whether the derivations of the kind 4 and 5 maps of the module record
    at P (version 2, checked one by one by map_ok) pass the checks
-   tally_map_decode (tools/blockmap.c) makes, by the same code
+   tally_map_decode (format/blockmap.c) makes, by the same code
    (tally_derive_check, rt/mapcode.c): no block derived from ENTRY or
    EXIT, with both rules, with a value too or with nothing to derive from,
    no edge value on a fake edge, on an edge from ENTRY or into EXIT, or
@@ -208,7 +208,7 @@ derived_ok (const unsigned char *p, size_t need)
 
 /* Whether the call sites of the kind 6 maps of the module record at P
    (NSITES in all, its maps checked one by one) pass the checks
-   tally_data_check_maps (tools/blockmap.c) makes with the module: each
+   tally_data_check_maps (format/blockmap.c) makes with the module: each
    names a function of the record whose map counts blocks (kind 1, 2 or
    6) and one of its blocks but ENTRY and EXIT, and no kind 6 function's
    entry depends on itself through sites of kind 6 functions (Kahn's

@@ -5,7 +5,9 @@
  * (blockmap.c), those that decode are solved a module at a time
  * (tally_module_solve) and turned into line counts (coverage.c), and the
  * file's maps are checked as the tools check them (tally_data_check_maps),
- * so the fuzzer reaches the map reader and kind 6's call sites too.
+ * so the fuzzer reaches the map reader and kind 6's call sites too; every
+ * file that parses is also made into the counts of the plugin's profile=
+ * (format/profile.c) and each decoded map looked up in them.
  *
  * Continuous files (version 3) are parsed as they are and with every module
  * chunk's checksum repaired, so the mutations reach the region checks.
@@ -21,6 +23,7 @@
 #include "coverage.h"
 #include "datafile.h"
 #include "fuzz_common.h"
+#include "profile.h"
 #include "tally/abi.h"
 #include "tally/format.h"
 
@@ -31,7 +34,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
    not D's check of its call sites passed: the solver must take a hostile
    module too.  */
 static void
-check_module (const struct tally_data_module *m)
+check_module (const struct tally_data_module *m, const struct tally_profile *prof)
 {
   size_t n = m->nfns ? m->nfns : 1;
   struct tally_blockmap *bm = calloc (n, sizeof *bm);
@@ -52,6 +55,15 @@ check_module (const struct tally_data_module *m)
                                    m->fns[j].line };
           cov_compute (&body, 1, &cov);
           cov_free (&cov);
+          /* profile=: each decoded map looked up as a new build's would
+             be; a body found has the map's block count.  */
+          const struct tally_profile_fn *pf = NULL;
+          if (prof
+              && tally_profile_find (prof, m->fns[j].symbol, m->fns[j].file,
+                                     m->fns[j].line, &bm[j], &pf)
+                     == TALLY_PROFILE_FOUND
+              && pf->nblocks != bm[j].nblocks)
+            abort ();
         }
       tally_flow_free (&flows[j]);
       tally_map_free (&bm[j]);
@@ -76,6 +88,12 @@ parse_once (const unsigned char *buf, size_t len)
     }
   size_t total = strlen (d.program);
   uint64_t sum = 0;
+  /* profile=: the counts the plugin would place counters by, or a
+     message.  */
+  struct tally_profile prof;
+  int have_prof = tally_profile_of (&d, "fuzz", &prof, err, sizeof err) == 0;
+  if (!have_prof && (!memchr (err, 0, sizeof err) || !err[0]))
+    abort ();
   for (uint32_t i = 0; i < d.nmodules; i++)
     {
       const struct tally_data_module *m = &d.modules[i];
@@ -90,7 +108,7 @@ parse_once (const unsigned char *buf, size_t len)
           for (uint32_t k = 0; k < f->ncounters; k++)
             sum += f->counters[k];
         }
-      check_module (m);
+      check_module (m, have_prof ? &prof : NULL);
     }
   /* The module-level checks (kind 6's call sites) say why, or pass.  */
   if (tally_data_check_maps (&d, err, sizeof err) != 0
@@ -100,6 +118,8 @@ parse_once (const unsigned char *buf, size_t len)
   if (total > len)
     abort ();
   (void) sum;
+  if (have_prof)
+    tally_profile_free (&prof);
   tally_data_free (&d);
 }
 

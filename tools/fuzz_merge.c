@@ -8,7 +8,7 @@
  * through tally_rt_check_file, and what it accepts must
  *
  * 1. be read by the tools' strict reader too (format/datafile.c and every
- *    block map through tools/blockmap.c): a file the runtime merges must
+ *    block map through format/blockmap.c): a file the runtime merges must
  *    never be one `tally report` refuses, or the merged file would be
  *    unreadable for good;
  * 2. merge: the file with itself (each record paired with its copy), with

@@ -112,7 +112,7 @@ const struct cli_opt cli_opts[] = {
     "passed to the plugin as -fplugin-arg-tally-KEY[=VALUE]\n"
     "(--hooks=call, --at=early, --blocks=count,\n"
     "--update=atomic, --filter=FILE,\n"
-    "--select=PROFILE[:P%], --verbose;\n"
+    "--select=PROFILE[:P%], --profile=FILE, --verbose;\n"
     "see tally-plugin(7)), for C and C++" },
   { "--c-KEY[=VALUE], --cxx-KEY[=VALUE]", 0, NULL, OPT_NONE, CMD_RUN,
     "the same for C only (CC) or C++ only (CXX)" },

@@ -239,17 +239,22 @@ cmd_run (int argc, char **argv)
           else if (a[1] == '-' && strncmp (kv, "cxx-", 4) == 0)
             lang = 1, kv += 4, cxx_own = 1;
           char *word = concat ("-fplugin-arg-tally-", kv);
-          if (strncmp (kv, "filter=", 7) == 0 && kv[7])
+          int filter = strncmp (kv, "filter=", 7) == 0 && kv[7];
+          if (filter || (strncmp (kv, "profile=", 8) == 0 && kv[8]))
             {
               /* The compiles run in other directories.  */
+              const char *path = strchr (kv, '=') + 1;
               char abs[PATH_MAX];
-              if (!realpath (kv + 7, abs))
+              if (!realpath (path, abs))
                 {
-                  run_error ("filter file '%s': %s", kv + 7, strerror (errno));
+                  run_error (filter ? "filter file '%s': %s" : "profile '%s': %s",
+                             path, strerror (errno));
+                  free (word);
                   return EXIT_USAGE;
                 }
               free (word);
-              word = concat ("-fplugin-arg-tally-filter=", abs);
+              word = concat (filter ? "-fplugin-arg-tally-filter="
+                                    : "-fplugin-arg-tally-profile=", abs);
             }
           else if (strncmp (kv, "select=", 7) == 0 && kv[7])
             {

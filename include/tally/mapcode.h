@@ -65,7 +65,7 @@ struct tally_map2_out
 };
 
 /* Check the SIZE bytes at MAP, a version 2 map of a function with NVALUES
-   values, as strictly as the version 1 decoder (tools/blockmap.c): every
+   values, as strictly as the version 1 decoder (format/blockmap.c): every
    varint minimal and in range, counts that fit in the bytes left, file
    names without NUL and at most TALLY_MAX_STRING bytes, value indexes
    below NVALUES, file indexes below the file count, lines within 32 bits,
@@ -74,7 +74,7 @@ struct tally_map2_out
    last edge; kind 6: ENTRY with exactly one normal edge out and that
    without a value, a callers trailer whose flag is 0 or 1 and whose sites
    fit, no bytes after it.  The sites' function indexes and blocks are the
-   module's to check (tools/blockmap.c, tally_data_check_maps).  Returns 0 (INFO has the counts, OUT if not NULL the fields)
+   module's to check (format/blockmap.c, tally_data_check_maps).  Returns 0 (INFO has the counts, OUT if not NULL the fields)
    or -1 (INFO->why and INFO->at say what and where).  */
 int tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
                      struct tally_map2_info *info,
@@ -83,7 +83,7 @@ int tally_map2_walk (const unsigned char *map, size_t size, uint32_t nvalues,
 /* Kinds 4 and 5 (doc/data-format.md "Derived visited blocks", "Visited
    edges"): the derivation rules, one implementation for the runtime's
    merge (which must refuse what the tools refuse, rt/merge.c) and the
-   tools' decoder and solver (tools/blockmap.c).  They read a map's blocks
+   format library's decoder and solver (format/blockmap.c).  They read a map's blocks
    and edges as tally_map2_walk's BLOCKS and EDGES lay them out, call
    nothing and allocate nothing: scratch memory is the caller's.  */
 struct tally_derive_map
@@ -156,7 +156,7 @@ int tally_derive_check (const struct tally_derive_map *m, uint32_t *scratch,
    which a module's functions whose entries come from their callers can be
    solved, one implementation for the runtime's merge (rt/merge.c, which
    must refuse a cycle as the tools do) and the tools' check and solver
-   (tools/blockmap.c); Kahn's algorithm, no recursion, calls nothing and
+   (format/blockmap.c); Kahn's algorithm, no recursion, calls nothing and
    allocates nothing.  Of the N functions, of map kinds KIND (0: no map),
    the call sites of function F are the (function, block) pairs
    SITES[2 * FIRST[F]] .. SITES[2 * FIRST[F + 1]] (FIRST has N + 1

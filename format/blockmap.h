@@ -8,12 +8,18 @@
  * tally_flow_solve derives every count the map leaves out from flow
  * conservation: exact for kind TREE, as far as determined for kind BLOCK;
  * tally_module_solve does so for a whole module, which kind TREE_CALLERS
- * needs (its entry count is the sum of blocks of other functions).  */
-#ifndef TALLY_TOOLS_BLOCKMAP_H
-#define TALLY_TOOLS_BLOCKMAP_H
+ * needs (its entry count is the sum of blocks of other functions).
+ * Part of the format library: the tools and the plugin's profile= use it.
+ * C, callable from C++.  */
+#ifndef TALLY_FORMAT_BLOCKMAP_H
+#define TALLY_FORMAT_BLOCKMAP_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 struct tally_map_loc
 {
@@ -152,4 +158,8 @@ int tally_data_module_solve (const struct tally_data_module *m,
 
 void tally_flow_free (struct tally_flow *f);
 
-#endif /* TALLY_TOOLS_BLOCKMAP_H */
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TALLY_FORMAT_BLOCKMAP_H */

@@ -1,8 +1,8 @@
 /* freeall.h - free_all (P, ...): free each of the pointers named, in the
  * functions that release what a structure owns (one line, not one free
  * call a line).  */
-#ifndef TALLY_TOOLS_FREEALL_H
-#define TALLY_TOOLS_FREEALL_H
+#ifndef TALLY_FORMAT_FREEALL_H
+#define TALLY_FORMAT_FREEALL_H
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -18,4 +18,4 @@ free_each (void *const *p, size_t n)
   free_each ((void *const[]) { __VA_ARGS__ }, \
              sizeof ((void *const[]) { __VA_ARGS__ }) / sizeof (void *))
 
-#endif /* TALLY_TOOLS_FREEALL_H */
+#endif /* TALLY_FORMAT_FREEALL_H */
