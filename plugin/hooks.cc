@@ -1001,14 +1001,19 @@ tally_expand_early_frames (function *fun)
   if (dump_file)
     for (const mark &m : marks)
       if (m.entry)
-        fprintf (dump_file, "tally: function %u %s%s%s\n", m.id,
-                 m.depth ? "inlined: return-site exits"
-                 : frames_for (m.id) ? "out of line: return frames"
-                                     : "gets return-site exits: ",
-                 !m.depth && !frames_for (m.id)
-                     ? (!bitmap_bit_p (exit0, m.id)
-                            ? "exit=frames: it never returns here" : why)
-                     : "", "");
+        {
+          if (m.depth)
+            fprintf (dump_file, "tally: function %u inlined: return-site "
+                     "exits\n", m.id);
+          else if (frames_for (m.id))
+            fprintf (dump_file, "tally: function %u out of line: return "
+                     "frames\n", m.id);
+          else
+            fprintf (dump_file, "tally: function %u gets return-site exits: "
+                     "%s\n", m.id,
+                     !bitmap_bit_p (exit0, m.id)
+                         ? "exit=frames: it never returns here" : why);
+        }
   /* 2. The hooks, each where its mark is, which goes.  */
   for (const mark &m : marks)
     {
