@@ -104,8 +104,12 @@ def main():
         ("tally call count", *tally("hooks=call"), {}),
         ("tally inline cycles", *tally("measure=cycles"), {}),
         ("tally call cycles", *tally("hooks=call", "measure=cycles"), {}),
+        ("tally inline cycles exit=frames",
+         *tally("measure=cycles", "exit=frames"), {}),
         ("tally call cycles exit=frames",
          *tally("hooks=call", "measure=cycles", "exit=frames"), {}),
+        ("tally inline cycles paths=on",
+         *tally("measure=cycles", "paths=on"), {}),
         ("tally call cycles paths=on",
          *tally("hooks=call", "measure=cycles", "paths=on"), {}),
     ]

@@ -123,6 +123,26 @@ make_static_var (const char *name, tree type)
   return decl;
 }
 
+tree
+tally_static_var (const char *name, tree type)
+{
+  tree decl = make_static_var (name, type);
+  varpool_node::finalize_decl (decl);
+  return decl;
+}
+
+tally_fn_info
+tally_function_info (unsigned id)
+{
+  tally_fn_info info;
+  info.id = id;
+  info.shared = (*counter_decls)[id];
+  info.counters = (*tls_decls)[id] ? (*tls_decls)[id] : info.shared;
+  info.visited = (*visited_decls)[id];
+  info.desc = (*desc_decls)[id];
+  return info;
+}
+
 static tree
 pointer_to (tree type)
 {

@@ -888,6 +888,183 @@ tail_calls_back (function *fun, const tail_sites *sites)
   return back;
 }
 
+/* exit=frames: whether FUN, with NRETURNS returns, can return through
+   the trampoline (else WHY says why not).  A function that never returns
+   has nothing to swap (and its return slot is not worth one).  */
+static bool
+frames_ok (function *fun, unsigned nreturns, const char **why)
+{
+  if (!nreturns)
+    {
+      *why = "exit=frames: it never returns";
+      return false;
+    }
+  return tally_frames_ok (fun, why);
+}
+
+/* at=early exit=frames: the mark of an entry (ENTRY) or exit hook of FN,
+   counted by the hooks if COUNT, a volatile asm with nothing but its text
+   ("# tally-hook enter|exit ID COUNT") that clobbers memory as the hooks
+   do, in the function's outermost scope, so that inlining copies it with
+   the scopes that tell the copies apart.  */
+#define EARLY_MARK "# tally-hook "
+static gasm *
+early_marker (function *fun, const tally_fn_info &fn, bool entry, bool count,
+              location_t loc)
+{
+  char text[64];
+  snprintf (text, sizeof text, EARLY_MARK "%s %u %d", entry ? "enter" : "exit",
+            fn.id, count ? 1 : 0);
+  vec<tree, va_gc> *clobbers = NULL;
+  vec_safe_push (clobbers, tally_asm_str ("memory"));
+  gasm *g = gimple_build_asm_vec (ggc_strdup (text), NULL, NULL, clobbers,
+                                  NULL);
+  gimple_asm_set_volatile (g, true);
+  gimple_set_location (g, loc);
+  tree outer = DECL_INITIAL (fun->decl);
+  if (!gimple_block (g) && outer && TREE_CODE (outer) == BLOCK)
+    gimple_set_block (g, outer);
+  return g;
+}
+
+/* Whether FUN calls a part GCC split off a function (partial inlining):
+   such a part returns for the function it came from, so that function's
+   activation has returns in another body than its entry.  */
+static bool
+calls_split_part (function *fun)
+{
+  basic_block bb;
+  TALLY_FOR_EACH_STMT (fun, bb, gsi)
+      {
+        tree callee = is_gimple_call (gsi_stmt (gsi))
+                          ? gimple_call_fndecl (gsi_stmt (gsi)) : NULL_TREE;
+        cgraph_node *n = callee ? cgraph_node::get (callee) : NULL;
+        if (n && n->split_part)
+          return true;
+      }
+  return false;
+}
+
+void
+tally_expand_early_frames (function *fun)
+{
+  struct mark
+  {
+    gimple *stmt;
+    bool entry, count;
+    unsigned id, depth;
+  };
+  auto_vec<mark> marks;
+  basic_block bb;
+  TALLY_FOR_EACH_STMT (fun, bb, gsi)
+      {
+        gasm *g = dyn_cast<gasm *> (gsi_stmt (gsi));
+        if (!g || strncmp (gimple_asm_string (g), EARLY_MARK,
+                           sizeof EARLY_MARK - 1) != 0)
+          continue;
+        mark m;
+        char kind[8];
+        int count;
+        if (sscanf (gimple_asm_string (g) + sizeof EARLY_MARK - 1,
+                    "%7s %u %d", kind, &m.id, &count) != 3)
+          gcc_unreachable ();
+        m.stmt = g;
+        m.entry = strcmp (kind, "enter") == 0;
+        m.count = count != 0;
+        m.depth = 0;
+        for (tree b = gimple_block (g); b && TREE_CODE (b) == BLOCK;
+             b = BLOCK_SUPERCONTEXT (b))
+          if (inlined_function_outer_scope_p (b))
+            m.depth++;
+        marks.safe_push (m);
+      }
+  if (marks.is_empty ())
+    return;
+  /* 1. Which functions get return frames here: those whose entry and
+     returns are in this body, outside any inlined scope (this body is
+     theirs, out of line), where its return value and its reads of return
+     addresses allow (tally_frames_ok), and not split by GCC.  */
+  const char *why = NULL;
+  bool body_ok = tally_frames_ok (fun, &why);
+  if (body_ok && calls_split_part (fun))
+    {
+      body_ok = false;
+      why = "exit=frames: GCC split it (partial inlining)";
+    }
+  bitmap entry0 = BITMAP_ALLOC (NULL), exit0 = BITMAP_ALLOC (NULL);
+  for (const mark &m : marks)
+    if (m.depth == 0)
+      bitmap_set_bit (m.entry ? entry0 : exit0, m.id);
+  auto frames_for = [&] (unsigned id) {
+    return body_ok && bitmap_bit_p (entry0, id) && bitmap_bit_p (exit0, id);
+  };
+  if (dump_file)
+    for (const mark &m : marks)
+      if (m.entry)
+        {
+          if (m.depth)
+            fprintf (dump_file, "tally: function %u inlined: return-site "
+                     "exits\n", m.id);
+          else if (frames_for (m.id))
+            fprintf (dump_file, "tally: function %u out of line: return "
+                     "frames\n", m.id);
+          else
+            fprintf (dump_file, "tally: function %u gets return-site exits: "
+                     "%s\n", m.id,
+                     !bitmap_bit_p (exit0, m.id)
+                         ? "exit=frames: it never returns here" : why);
+        }
+  /* 2. The hooks, each where its mark is, which goes.  */
+  for (const mark &m : marks)
+    {
+      tally_fn_info fn = tally_function_info (m.id);
+      bool frames = m.depth == 0 && frames_for (m.id);
+      location_t loc = gimple_location (m.stmt);
+      gimple_stmt_iterator gsi = gsi_for_stmt (m.stmt);
+      if (m.entry)
+        {
+          gimple_seq seq = NULL;
+          if (m.count)
+            build_hook (fun, fn, TALLY_C_ENTRIES, NULL, loc, &seq);
+          basic_block b = gimple_bb (m.stmt);
+          gsi_prev (&gsi);
+          edge e = gsi_end_p (gsi) ? split_block_after_labels (b)
+                                   : split_block (b, gsi_stmt (gsi));
+          b = e->src;
+          if (seq)
+            {
+              gimple_stmt_iterator at = gsi_last_bb (b);
+              if (gsi_end_p (at))
+                {
+                  at = gsi_start_bb (b);
+                  gsi_insert_seq_before (&at, seq, GSI_NEW_STMT);
+                }
+              else
+                gsi_insert_seq_after (&at, seq, GSI_NEW_STMT);
+              tally_add_call_edges (fun, seq, b);
+            }
+          tally_measure_entry (fun, fn, b, frames, loc);
+        }
+      else if (frames)
+        tally_frames_return_clobber (m.stmt);
+      else
+        {
+          if (m.count)
+            {
+              gimple_seq seq = NULL;
+              build_hook (fun, fn, TALLY_C_EXITS, NULL, loc, &seq);
+              tally_add_call_edges (fun, seq, gimple_bb (m.stmt));
+              gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
+            }
+          tally_measure_exit (fun, fn, m.stmt);
+        }
+      gsi = gsi_for_stmt (m.stmt);
+      gsi_remove (&gsi, true);
+    }
+  BITMAP_FREE (entry0);
+  BITMAP_FREE (exit0);
+}
+
 static unsigned int
 instrument_function (function *fun)
 {
@@ -999,16 +1176,32 @@ instrument_function (function *fun)
      measuring hook counts as well.  */
   bool cycles = tally_opts.measure != TALLY_MEASURE_COUNT;
   bool count_hooks = hooks && !(cycles && tally_opts.hooks == TALLY_HOOKS_CALL);
-  /* exit=frames: no exit hooks, the trampoline counts and measures.  */
+  /* exit=frames: no exit hooks, the trampoline counts and measures.
+     at=early: markers where the hooks go, which the pass after inlining
+     makes return frames where the function stays out of line and
+     return-site hooks in the copies GCC inlined (expand_early_frames).  */
+  bool early_frames = tally_opts.exit_frames && tally_opts.at == TALLY_AT_EARLY;
   const char *no_frames = NULL;
-  bool frames = tally_opts.exit_frames && tally_frames_ok (fun, &no_frames);
-  if (tally_opts.exit_frames && !frames && dump_file)
+  bool frames = tally_opts.exit_frames && !early_frames
+                && frames_ok (fun, returns.length (), &no_frames);
+  if (tally_opts.exit_frames && !early_frames && !frames && dump_file)
     fprintf (dump_file, "tally: %s gets return-site exits: %s\n",
              IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl)), no_frames);
   for (gimple *ret : returns)
     {
       if (frames)
-        break;
+        {
+          tally_frames_return_clobber (ret);
+          continue;
+        }
+      if (early_frames)
+        {
+          gimple_stmt_iterator gsi = gsi_for_stmt (ret);
+          gsi_insert_before (&gsi, early_marker (fun, fn, false, count_hooks,
+                                                 gimple_location (ret)),
+                             GSI_SAME_STMT);
+          continue;
+        }
       if (count_hooks)
         {
           gimple_seq seq = NULL;
@@ -1024,11 +1217,19 @@ instrument_function (function *fun)
   /* 6. The entry hook, on the edge out of the entry block; the push
      after the count, in a block of its own that its branch can end.  */
   gimple_seq seq = NULL;
-  if (count_hooks && !tls_fold)
+  if (count_hooks && !tls_fold && !early_frames)
     build_hook (fun, fn, TALLY_C_ENTRIES, user, DECL_SOURCE_LOCATION (fndecl),
                 &seq);
   edge e = single_succ_edge (ENTRY_BLOCK_PTR_FOR_FN (fun));
-  if (cycles)
+  if (early_frames)
+    {
+      basic_block b = split_edge (e);
+      gimple_stmt_iterator gsi = gsi_start_bb (b);
+      gsi_insert_before (&gsi, early_marker (fun, fn, true, count_hooks,
+                                             DECL_SOURCE_LOCATION (fndecl)),
+                         GSI_NEW_STMT);
+    }
+  else if (cycles)
     {
       basic_block b = split_edge (e);
       gimple_stmt_iterator gsi = gsi_start_bb (b);

@@ -55,6 +55,12 @@ static GTY (()) tree exit_slow_decl;   /* __tally_cyc_exit_slow */
 static GTY (()) tree ss_decl;          /* __tally_ss, TLS */
 static GTY (()) tree meas_decl;        /* __tally_meas */
 static GTY (()) tree frame_type_node;  /* struct tally_sframe */
+static GTY (()) tree node_type_node;   /* struct tally_path_node */
+static GTY (()) tree nodes_decl;       /* __tally_path_nodes */
+static GTY (()) tree tramp_decl;       /* __tally_return_trampoline */
+/* paths=on, hooks=inline: each function's node cache (__tally.p.N, by
+   function id; NULL_TREE where none was made yet).  */
+static GTY (()) vec<tree, va_gc> *cache_decls;
 
 static const struct ggc_root_tab tally_measure_roots[]
     = { TALLY_GC_TREE (enter_cyc_decl),
@@ -67,6 +73,10 @@ static const struct ggc_root_tab tally_measure_roots[]
         TALLY_GC_TREE (ss_decl),
         TALLY_GC_TREE (meas_decl),
         TALLY_GC_TREE (frame_type_node),
+        TALLY_GC_TREE (node_type_node),
+        TALLY_GC_TREE (nodes_decl),
+        TALLY_GC_TREE (tramp_decl),
+        TALLY_GC_VEC (cache_decls),
         LAST_GGC_ROOT_TAB };
 
 const struct ggc_root_tab *
@@ -139,6 +149,22 @@ build_decls (void)
   tally_add_field (&fields, "excl", uint64_type_node);
   tree meas_type = tally_finish_struct ("tally_meas", fields, sizeof (struct tally_meas));
 
+  fields = NULL_TREE;
+  tally_add_field (&fields, "parent", uint32_type_node);
+  tally_add_field (&fields, "fn_plus1", uint32_type_node);
+  tally_add_field (&fields, "depth", uint32_type_node);
+  tally_add_field (&fields, "pad", uint32_type_node);
+  tally_add_field (&fields, "calls", uint64_type_node);
+  tally_add_field (&fields, "incl", uint64_type_node);
+  tally_add_field (&fields, "excl", uint64_type_node);
+  node_type_node = tally_finish_struct ("tally_path_node", fields,
+                                        sizeof (struct tally_path_node));
+  nodes_decl = runtime_var ("__tally_path_nodes",
+                            build_pointer_type (node_type_node));
+  tramp_decl = tally_runtime_decl ("__tally_return_trampoline",
+                                   build_function_type_list (void_type_node,
+                                                             NULL_TREE));
+  varpool_node::get_create (nodes_decl);
   ss_decl = runtime_var ("__tally_ss", ss_type);
   /* Initial-exec: one %fs-relative access, no __tls_get_addr call.  The
      variable is in the runtime, loaded with the program.  */
@@ -180,6 +206,34 @@ frame_field (tree ptr, HOST_WIDE_INT offset, const char *name)
                      build_int_cst (TREE_TYPE (ptr), offset));
   tree f = field (frame_type_node, name);
   return build3 (COMPONENT_REF, TREE_TYPE (f), mem, f, NULL_TREE);
+}
+
+/* The 8 bytes at PTR + OFFSET, as a uint64_t lvalue (a frame's node and
+   flags together, a return slot).  */
+static tree
+u64_at (tree ptr, HOST_WIDE_INT offset)
+{
+  /* Alias set 0 (void *): it may be any field, or the return slot.  */
+  return build2 (MEM_REF, uint64_type_node, ptr,
+                 build_int_cst (ptr_type_node, offset));
+}
+
+/* paths=on, hooks=inline: FN's node cache, a static word of the unit
+   (zero: no key matches it), made on first use.  */
+static tree
+cache_decl (const tally_fn_info &fn)
+{
+  if (vec_safe_length (cache_decls) <= fn.id)
+    vec_safe_grow_cleared (cache_decls, fn.id + 1);
+  if (!(*cache_decls)[fn.id])
+    {
+      char name[32];
+      snprintf (name, sizeof name, "__tally.p.%u", fn.id);
+      tree v = tally_static_var (name, uint64_type_node);
+      TREE_ADDRESSABLE (v) = 1;
+      (*cache_decls)[fn.id] = v;
+    }
+  return (*cache_decls)[fn.id];
 }
 
 static tree
@@ -473,6 +527,32 @@ tally_frames_ok (function *fun, const char **why)
   return true;
 }
 
+/* exit=frames: before each return of a function with a return frame,
+   an empty asm statement that clobbers every call-clobbered register but
+   the return values': the trampoline runs C code after the function
+   returns, and GCC's -fipa-ra would otherwise let the callers keep values
+   in the registers the function itself leaves alone (hooks=inline, whose
+   entry calls nothing).  At the return only the return value is live, so
+   it costs nothing.  */
+void
+tally_frames_return_clobber (gimple *ret)
+{
+  static const char *const regs[]
+      = { "rcx", "rsi", "rdi", "r8", "r9", "r10", "r11", "xmm2", "xmm3",
+          "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+          "xmm12", "xmm13", "xmm14", "xmm15", "cc" };
+  if (!tally_target_x86_64 ())
+    return;
+  vec<tree, va_gc> *clobbers = NULL;
+  for (const char *r : regs)
+    vec_safe_push (clobbers, tally_asm_str (r));
+  gasm *g = gimple_build_asm_vec ("", NULL, NULL, clobbers, NULL);
+  gimple_asm_set_volatile (g, true);
+  gimple_set_location (g, gimple_location (ret));
+  gimple_stmt_iterator gsi = gsi_for_stmt (ret);
+  gsi_insert_before (&gsi, g, GSI_SAME_STMT);
+}
+
 /* at=early: the hooks go in before inlining, so a function inlined into
    another reads the CFA of the function it was inlined into, and its frame
    would look like that function's (the entry would close it as stale).
@@ -482,6 +562,8 @@ tally_frames_ok (function *fun, const char **why)
 unsigned
 tally_fix_inlined_cfa (function *fun)
 {
+  if (tally_opts.exit_frames)
+    tally_expand_early_frames (fun);
   unsigned changed = 0;
   basic_block bb;
   TALLY_FOR_EACH_STMT (fun, bb, gsi)
@@ -536,7 +618,14 @@ public:
   }
   unsigned int execute (function *fun) final override
   {
+    bool marks = tally_opts.exit_frames;
     tally_fix_inlined_cfa (fun);
+    if (marks && gimple_in_ssa_p (fun))
+      {
+        /* The hooks made of the marks store and call.  */
+        mark_virtual_operands_for_renaming (fun);
+        return TODO_update_ssa_only_virtuals;
+      }
     return 0;
   }
 };
@@ -558,15 +647,17 @@ desc_address (const tally_fn_info &fn)
 }
 
 /* measure=cycles, hooks=inline, x86-64: the call of the runtime's slow
-   path SYM (__tally_cyc_enter_slow_all, __tally_cyc_exit_slow_all) as an
-   asm statement, below the red zone, through the GOT: at entry FN in %rax
-   and CFA in %rdx, at exit NOW in %rax (where the time-stamp read leaves
-   it), CFA in %rdx and FN in %rcx (registers no argument of a function
+   path SYM (__tally_cyc_enter_slow_all, __tally_cyc_exit_slow_all, ...) as
+   an asm statement, below the red zone, through the GOT: at entry FN in
+   %rax, CFA in %rdx and the paths=on node cache's address CACHE in %rcx,
+   at exit NOW in %rax (where the time-stamp read leaves it), CFA in %rdx
+   and FN in %rcx (registers no argument of a function
    with fewer than three or four arguments is in).  The runtime's entry preserves
    every register, so GCC sees no call: the fast path around it needs no
    callee-saved register and the function no frame.  */
 static gasm *
-preserving_slow_call (const char *sym, tree fn, tree cfa_val, tree now)
+preserving_slow_call (const char *sym, tree fn, tree cfa_val, tree now,
+                      tree cache = NULL_TREE)
 {
   vec<tree, va_gc> *inputs = NULL, *clobbers = NULL;
   if (now)
@@ -575,7 +666,11 @@ preserving_slow_call (const char *sym, tree fn, tree cfa_val, tree now)
       vec_safe_push (inputs, tally_asm_op ("c", fn));
     }
   else
-    vec_safe_push (inputs, tally_asm_op ("a", fn));
+    {
+      vec_safe_push (inputs, tally_asm_op ("a", fn));
+      if (cache)
+        vec_safe_push (inputs, tally_asm_op ("c", cache));
+    }
   vec_safe_push (inputs, tally_asm_op ("d", cfa_val));
   vec_safe_push (clobbers, tally_asm_str ("memory"));
   vec_safe_push (clobbers, tally_asm_str ("cc"));
@@ -671,10 +766,11 @@ call_hook (function *fun, const tally_fn_info &fn, bool entry, bool frames)
 
 void
 tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
-                     bool frames)
+                     bool frames, location_t loc)
 {
   build_decls ();
-  location_t loc = DECL_SOURCE_LOCATION (fun->decl);
+  if (loc == UNKNOWN_LOCATION)
+    loc = DECL_SOURCE_LOCATION (fun->decl);
   if (tally_opts.hooks == TALLY_HOOKS_CALL)
     {
       gimple_seq seq = call_hook (fun, fn, true, frames);
@@ -687,11 +783,13 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
     }
   tree frame_ptr = build_pointer_type (frame_type_node);
   tree desc = desc_address (fn);
+  const HOST_WIDE_INT fsize = sizeof (struct tally_sframe);
+  bool paths = tally_opts.paths;
   gimple_seq pre = NULL, fast = NULL, slow = NULL;
   tree top = assign (fun, &pre, frame_ptr, ss_field ("top"));
   tree end = assign (fun, &pre, frame_ptr, ss_field ("end"));
   tree prev_cfa = assign (fun, &pre, uint64_type_node,
-                          frame_field (top, -(HOST_WIDE_INT) sizeof (struct tally_sframe), "cfa"));
+                          frame_field (top, -fsize, "cfa"));
   tree c = cfa (fun, &pre);
   tree cu = tally_make_temp (fun, uint64_type_node);
   gimple_seq_add_stmt (&pre, gimple_build_assign (cu, NOP_EXPR, c));
@@ -700,6 +798,28 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
   tree full = op (fun, &pre, boolean_type_node, EQ_EXPR, top, end);
   tree stale = op (fun, &pre, boolean_type_node, LE_EXPR, prev_cfa, cu);
   tree flag = op (fun, &pre, boolean_type_node, BIT_IOR_EXPR, full, stale);
+  /* paths=on: the node step.  The function's cache holds the node it got
+     under the parent node of its key (the parent frame's node field plus
+     one: a frame without a path has node 0, the bottom sentinel one no key
+     has); anything else asks the runtime, which fills it.  */
+  tree cache = NULL_TREE, node = NULL_TREE;
+  if (paths)
+    {
+      cache = cache_decl (fn);
+      tree pnode = assign (fun, &pre, uint32_type_node,
+                           frame_field (top, -fsize, "node"));
+      tree pn64 = tally_make_temp (fun, uint64_type_node);
+      gimple_seq_add_stmt (&pre, gimple_build_assign (pn64, NOP_EXPR, pnode));
+      tree key = op (fun, &pre, uint64_type_node, PLUS_EXPR, pn64,
+                     build_int_cst (uint64_type_node, 1));
+      tree cv = assign (fun, &pre, uint64_type_node, cache);
+      tree ck = op (fun, &pre, uint64_type_node, RSHIFT_EXPR, cv,
+                    build_int_cst (integer_type_node, 32));
+      tree miss = op (fun, &pre, boolean_type_node, NE_EXPR, ck, key);
+      flag = op (fun, &pre, boolean_type_node, BIT_IOR_EXPR, flag, miss);
+      node = op (fun, &pre, uint64_type_node, BIT_AND_EXPR, cv,
+                 build_int_cst (uint64_type_node, 0xffffffffu));
+    }
 
   /* 1. Fast.  A signal handler's hooks push at the top too, so the slot
      is claimed first, marked with a CFA above every frame (never stale,
@@ -710,12 +830,37 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
   tree next = tally_target_x86_64 ()
                   ? NULL_TREE
                   : op (fun, &fast, frame_ptr, POINTER_PLUS_EXPR, top,
-                        size_int (sizeof (struct tally_sframe)));
-  move_top (&fast, sizeof (struct tally_sframe), next);
+                        size_int (fsize));
+  move_top (&fast, fsize, next);
   store (&fast, frame_field (top, 0, "fn"), desc);
-  /* node and flags: a free slot's are 0 (the runtime clears them when
-     it pops), which is what an inline frame has.  */
   store (&fast, frame_field (top, 0, "child"), build_zero_cst (uint64_type_node));
+  /* node and flags (one word): a free slot's are 0 (every pop clears
+     them), which is what a frame without path or return frame has.  */
+  unsigned flags = (paths ? TALLY_SF_PATH : 0) | (frames ? TALLY_SF_FRAMES : 0);
+  if (flags)
+    {
+      tree nf = build_int_cst (uint64_type_node,
+                               (unsigned HOST_WIDE_INT) flags << 32);
+      if (node)
+        nf = op (fun, &fast, uint64_type_node, BIT_IOR_EXPR, node, nf);
+      store (&fast, u64_at (top, 32), nf);
+    }
+  /* exit=frames: the return address into the frame, the trampoline into
+     the return slot (CFA - 8).  */
+  if (frames)
+    {
+      tree slot = op (fun, &fast, ptr_type_node, POINTER_PLUS_EXPR, c,
+                      size_int (-8));
+      tree ret = assign (fun, &fast, uint64_type_node, u64_at (slot, 0));
+      store (&fast, frame_field (top, 0, "ret"), ret);
+      TREE_ADDRESSABLE (tramp_decl) = 1;
+      cgraph_node::get_create (tramp_decl);
+      tree t = build1 (ADDR_EXPR, build_pointer_type (TREE_TYPE (tramp_decl)),
+                       tramp_decl);
+      tree tu = tally_make_temp (fun, uint64_type_node);
+      gimple_seq_add_stmt (&fast, gimple_build_assign (tu, NOP_EXPR, t));
+      store (&fast, u64_at (slot, 0), tu);
+    }
   tree now = rdtsc (fun, &fast);
   store (&fast, frame_field (top, 0, "start"), now);
   barrier (&fast);
@@ -723,9 +868,16 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
 
   /* 2. Slow: the runtime.  */
   if (tally_target_x86_64 ())
-    gimple_seq_add_stmt (&slow, preserving_slow_call (
-                                    "__tally_cyc_enter_slow_all", desc, c,
-                                    NULL_TREE));
+    {
+      const char *sym = paths ? (frames ? "__tally_cyc_enter_slow_paths_frames_all"
+                                        : "__tally_cyc_enter_slow_paths_all")
+                              : (frames ? "__tally_cyc_enter_slow_frames_all"
+                                        : "__tally_cyc_enter_slow_all");
+      gimple_seq_add_stmt (&slow, preserving_slow_call (
+                                      sym, desc, c, NULL_TREE,
+                                      cache ? build_fold_addr_expr (cache)
+                                            : NULL_TREE));
+    }
   else
     gimple_seq_add_stmt (&slow, gimple_build_call (enter_slow_decl, 2, desc, c));
   add_diamond (fun, bb, pre, flag, fast, slow, loc);
@@ -768,12 +920,33 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
      a frame with ours that is not ours would be a stale one, which an
      entry at our CFA closed before we were pushed.  */
   tree flag = op (fun, &pre, boolean_type_node, NE_EXPR, fcfa, cu);
+  /* paths=on: only a frame with its node (pushed inline, or by the
+     runtime when the tree had room) is popped here.  */
+  if (tally_opts.paths)
+    {
+      tree ff = assign (fun, &pre, uint32_type_node,
+                        frame_field (top, -fsize, "flags"));
+      tree other = op (fun, &pre, boolean_type_node, NE_EXPR, ff,
+                       build_int_cst (uint32_type_node, TALLY_SF_PATH));
+      flag = op (fun, &pre, boolean_type_node, BIT_IOR_EXPR, flag, other);
+    }
 
   /* 1. Fast: read the frame before giving it up (a signal handler may
      push over it), pop, charge the parent, add the totals.  */
   tree start = assign (fun, &fast, uint64_type_node, frame_field (top, -fsize, "start"));
   tree child = assign (fun, &fast, uint64_type_node, frame_field (top, -fsize, "child"));
   tree d = op (fun, &fast, uint64_type_node, MINUS_EXPR, now, start);
+  tree node = NULL_TREE;
+  if (tally_opts.paths)
+    {
+      /* Its node, then the slot given back as a free one (node and flags
+         0) before the pop.  */
+      node = assign (fun, &fast, uint32_type_node,
+                     frame_field (top, -fsize, "node"));
+      tree fp = op (fun, &fast, frame_ptr, POINTER_PLUS_EXPR, top,
+                    size_int (-fsize));
+      store (&fast, u64_at (fp, 32), build_zero_cst (uint64_type_node));
+    }
   move_top (&fast, -fsize, f);
   tree pc = assign (fun, &fast, uint64_type_node, frame_field (top, -2 * fsize, "child"));
   tree pc2 = op (fun, &fast, uint64_type_node, PLUS_EXPR, pc, d);
@@ -799,6 +972,23 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   tree self = op (fun, &fast, uint64_type_node, MINUS_EXPR, hi, child);
   add_total (fun, &fast, mem, fi, d);
   add_total (fun, &fast, mem, fe, self);
+  /* paths=on: the same to the frame's node, and one call.  */
+  if (node)
+    {
+      tree nptr_type = TREE_TYPE (nodes_decl);
+      tree nbase = assign (fun, &fast, nptr_type, nodes_decl);
+      tree nidx = tally_make_temp (fun, sizetype);
+      gimple_seq_add_stmt (&fast, gimple_build_assign (nidx, NOP_EXPR, node));
+      tree noff = op (fun, &fast, sizetype, MULT_EXPR, nidx,
+                      size_int (sizeof (struct tally_path_node)));
+      tree np = op (fun, &fast, nptr_type, POINTER_PLUS_EXPR, nbase, noff);
+      tree nmem = build2 (MEM_REF, node_type_node, np,
+                          build_int_cst (nptr_type, 0));
+      add_total (fun, &fast, nmem, field (node_type_node, "calls"),
+                 build_int_cst (uint64_type_node, 1));
+      add_total (fun, &fast, nmem, field (node_type_node, "incl"), d);
+      add_total (fun, &fast, nmem, field (node_type_node, "excl"), self);
+    }
 
   /* 2. Slow: the runtime.  */
   if (tally_target_x86_64 ())

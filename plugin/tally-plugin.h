@@ -129,6 +129,12 @@ struct tally_fn_layout
   unsigned flags;
 };
 tally_fn_info tally_add_function (tree fndecl, const tally_fn_layout &layout);
+/* The same again for function ID of the unit (the late expansion of
+   at=early hooks, measure.cc).  */
+tally_fn_info tally_function_info (unsigned id);
+/* A file-scope static variable of the plugin's, zero unless the caller
+   gives it DECL_INITIAL first, kept by every IPA clean-up.  */
+tree tally_static_var (const char *name, tree type);
 /* The layout of a function with entry/exit counters only.  */
 static inline tally_fn_layout
 tally_core_layout (void)
@@ -197,7 +203,14 @@ bool tally_profile_counts (function *fun, const vec<unsigned char> &map,
    at the end of BB (which falls through to the function's first block);
    EXIT right before the return statement RET.  */
 void tally_measure_entry (function *fun, const tally_fn_info &fn,
-                          basic_block bb, bool frames);
+                          basic_block bb, bool frames,
+                          location_t loc = UNKNOWN_LOCATION);
+/* exit=frames: before the return RET of a function with a return frame,
+   what the trampoline clobbers (measure.cc explains).  */
+void tally_frames_return_clobber (gimple *ret);
+/* hooks.cc, at=early exit=frames: after inlining, each hook mark of the
+   early pass made the hook it stands for (tally_cfa's pass, measure.cc).  */
+void tally_expand_early_frames (function *fun);
 /* at=early: lower the CFAs our hooks read in inlined functions (see
    measure.cc); the pass that does it runs after "optimized".  */
 unsigned tally_fix_inlined_cfa (function *fun);

@@ -28,10 +28,10 @@
  *                        only count (default), or also inclusive and
  *                        exclusive TSC cycles (and PAPI events) per
  *                        function (measure.cc)
- *   paths=on|off         a calling-context tree (measure=cycles, hooks=call)
+ *   paths=on|off         a calling-context tree (measure=cycles or papi)
  *   exit=returns|frames  exit hooks at every return (default), or LOPI's
  *                        return frames: the entry hook swaps the return
- *                        address for a trampoline (x86-64, hooks=call)
+ *                        address for a trampoline (x86-64, measure=cycles)
  *   filter=FILE          include/exclude rules and a size threshold (filter.cc)
  *   select=PROFILE[:P%]  only the functions making up P% (default 80) of
  *                        PROFILE's measured time (select.cc)
@@ -85,11 +85,10 @@ static const char help_text[]
       "(default), or also inclusive and exclusive cycles per function "
       "(x86-64), and with papi the TALLY_PAPI_EVENTS (hooks=call, -lpapi)\n"
       "  -fplugin-arg-tally-paths=on|off        a calling-context tree: "
-      "calls and cycles per call path (needs measure=cycles and hooks=call)\n"
+      "calls and cycles per call path (needs measure=cycles or papi)\n"
       "  -fplugin-arg-tally-exit=returns|frames  exit hooks before every "
       "return (default), or LOPI return frames: the entry hook swaps the "
-      "return address for a trampoline (needs hooks=call, measure=cycles; "
-      "not with exceptions)\n"
+      "return address for a trampoline (needs measure=cycles)\n"
       "  -fplugin-arg-tally-filter=FILE         which functions to instrument "
       "(rules: include|exclude function|file GLOB, min-statements N)\n"
       "  -fplugin-arg-tally-select=PROFILE[:P%]  only the functions that "
@@ -367,19 +366,6 @@ check_unit (void *, void *)
            "instrumented program without %<-flto%>");
   /* The inline code reads the time-stamp counter with x86-64 assembly and
      the frames hold 64-bit CFAs.  */
-  /* The unwinder finds each caller through the return addresses, and would
-     meet the trampoline instead.  Such a unit falls back to exit hooks at
-     the returns, with a warning, so that one option serves a project that
-     mixes C with C++ (a C++ test driver among C sources).  */
-  if (tally_opts.exit_frames && flag_exceptions)
-    {
-      warning (0, "%<-fplugin-arg-tally-exit=frames%> cannot be used with "
-               "exceptions (C++, or %<-fexceptions%>): the unwinder would "
-               "find the return trampoline instead of the caller; this unit "
-               "gets exit hooks at its returns "
-               "(%<-fplugin-arg-tally-exit=returns%>)");
-      tally_opts.exit_frames = false;
-    }
   if (tally_opts.measure != TALLY_MEASURE_COUNT
       && TYPE_PRECISION (ptr_type_node) != 64)
     error ("%<-fplugin-arg-tally-measure=cycles%> and %<papi%> support "
@@ -440,27 +426,22 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
              info->base_name, info->base_name);
       return 1;
     }
-  /* The tree is kept by the runtime's hooks, which know the caller's
-     frame; the inline fast path does not look paths up.  */
-  if (tally_opts.paths
-      && (tally_opts.measure == TALLY_MEASURE_COUNT
-          || tally_opts.hooks != TALLY_HOOKS_CALL))
+  /* The tree hangs each activation under its caller's frame's node: the
+     shadow stack of measure=cycles (or papi) keeps the frames.  */
+  if (tally_opts.paths && tally_opts.measure == TALLY_MEASURE_COUNT)
     {
       error ("%<-fplugin-arg-%s-paths=on%> needs "
-             "%<-fplugin-arg-%s-measure=cycles%> (or %<papi%>) and "
-             "%<-fplugin-arg-%s-hooks=call%>",
-             info->base_name, info->base_name, info->base_name);
+             "%<-fplugin-arg-%s-measure=cycles%> (or %<papi%>): the call "
+             "paths are kept on the frames of the shadow stack",
+             info->base_name, info->base_name);
       return 1;
     }
-  if (tally_opts.exit_frames
-      && (tally_opts.measure != TALLY_MEASURE_CYCLES
-          || tally_opts.hooks != TALLY_HOOKS_CALL))
+  if (tally_opts.exit_frames && tally_opts.measure != TALLY_MEASURE_CYCLES)
     {
       error ("%<-fplugin-arg-%s-exit=frames%> needs "
-             "%<-fplugin-arg-%s-hooks=call%> and "
-             "%<-fplugin-arg-%s-measure=cycles%>: the return trampoline is "
-             "in the runtime", info->base_name, info->base_name,
-             info->base_name);
+             "%<-fplugin-arg-%s-measure=cycles%>: the return frames are "
+             "frames of the shadow stack (with %<hooks=inline%> or "
+             "%<call%>)", info->base_name, info->base_name);
       return 1;
     }
   /* counters=mapped moves the unit's shared counters into a file mapping.
@@ -486,16 +467,6 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
                  info->base_name, info->base_name, clash);
           return 1;
         }
-    }
-  /* A function inlined into another has no return address of its own.  */
-  if (tally_opts.exit_frames && tally_opts.at == TALLY_AT_EARLY)
-    {
-      error ("%<-fplugin-arg-%s-exit=frames%> needs "
-             "%<-fplugin-arg-%s-at=late%>: with %<at=early%> functions are "
-             "inlined after the entry hook goes in, and an inlined function "
-             "has no return address to swap", info->base_name,
-             info->base_name);
-      return 1;
     }
   /* 3. The pass.  "optimized" is the last GIMPLE pass at every -O level:
      after it, the set of function bodies is the one in the object file.

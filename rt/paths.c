@@ -28,8 +28,12 @@
 #define MAX_DEPTH 1024u
 
 /* The nodes; fn_plus1 is 0 until the node is filled, so a reader (the
-   dump) never takes a half-made node for a real one.  */
-static struct tally_path_node *nodes;
+   dump) never takes a half-made node for a real one.  Public for the
+   inline exit of paths=on hooks=inline (include/tally/abi.h), which adds
+   to the node of a frame whose node a hook of the runtime found, so after
+   this is set.  */
+struct tally_path_node *__tally_path_nodes;
+#define nodes __tally_path_nodes
 /* The hash slots (node indexes, 0 = empty: the root is never in it).  */
 static uint32_t *slots;
 static uint32_t nslots;   /* a power of two */

@@ -46,6 +46,9 @@
  *   callback records.c: tally_rt_cont_mapped
  *     through the pointer tally_rt_cont_mapped_cb, which continuous.c sets
  *     when it maps a module's counters into the file
+ *   callback unwind.c: tally_rt_frames_disarm tally_rt_frames_rearm
+ *     frames.c's, weak: linked only where a unit has return frames
+ *     (exit=frames), whose code calls frames.c
  *   callback shadow.c: tally_rt_papi_read tally_rt_papi_push
  *   callback shadow.c: tally_rt_papi_pop tally_rt_papi_thread_gone
  *     papi.c's functions are weak: called only where papi.o is linked
@@ -399,8 +402,99 @@ void tally_rt_shadow_close_current (void) TALLY_HIDDEN;
 /* Returns the frame pushed, NULL if none (a full stack).  */
 struct tally_sframe *tally_rt_enter (struct tally_module *m, uint32_t fn,
                                      void *cfa, uint32_t flags) TALLY_HIDDEN;
+/* The slow entry: stale frames closed, FN's frame pushed with FLAGS and
+   (if PATHS) its call path, or NULL (a full stack, or inside the
+   runtime's own calls); not counted.  CACHE, if not NULL, is the inline
+   paths=on entry's node cache of FN (shadow.c explains).  */
+struct tally_sframe *tally_rt_enter_slow (struct tally_fn *fn, void *cfa,
+                                          int paths, uint32_t flags,
+                                          uint64_t *cache) TALLY_HIDDEN;
+/* struct tally_sframe.flags, the runtime's own beside TALLY_SF_*:
+   exit=frames, the real return address is in the slot while a backtrace
+   walks (tally_rt_frames_disarm).  */
+#define TALLY_SF_DISARMED 0x100u
 /* exit=frames: called by the return trampoline (frames.c).  */
 uint64_t tally_rt_frames_exit (uint64_t cfa) TALLY_HIDDEN;
+/* exit=frames: the calling thread's frame of the activation with CFA CFA,
+   if it has a return frame (else NULL); its open frames, from *FIRST to
+   __tally_ss.top (0 if it has no stack yet).  */
+struct tally_sframe *tally_rt_frame_at (uint64_t cfa) TALLY_HIDDEN;
+int tally_rt_frames_open (struct tally_sframe **first) TALLY_HIDDEN;
+/* frames.c, for unwind.c (weak, a declared callback: frames.o is linked
+   only into programs with exit=frames units): put the real return
+   addresses back into the calling thread's return slots for a walk of
+   its stack, and the trampoline again after it.  Disarm returns whether
+   it did (a nested call while they are out does nothing).  */
+int tally_rt_frames_disarm (void) TALLY_HIDDEN __attribute__ ((weak));
+void tally_rt_frames_rearm (void) TALLY_HIDDEN __attribute__ ((weak));
+
+/* x86-64: an entry point NAME that calls the C function TARGET after
+   ARGS (moves from the saved registers: %rax at -8(%rbp), %rcx -16,
+   %rdx -24) and preserves every register, vector registers included
+   (XSAVE of what XCR0 enables, FXSAVE without OSXSAVE), for the
+   plugin's asm statements (shadow.c, frames.c), which call it 128 bytes
+   below their stack pointer (the red zone): its unwind rows say so, so
+   that an unwinder walking out of it (libunwind for the first call path
+   of a thread) finds the caller's frame.  */
+#define TALLY_PRESERVING_STUB(NAME, TARGET, ARGS)                                    \
+  "\t.text\n"                                                                  \
+  "\t.globl " NAME "\n"                                                        \
+  "\t.type " NAME ", @function\n" NAME ":\n"                                   \
+  ".L" NAME ":\n"                                                              \
+  "\t.cfi_startproc\n"                                                         \
+  /* The caller stepped 128 bytes below its red zone before the call: the  \
+     CFA is its stack pointer (libunwind takes the CFA for it).  */          \
+  "\t.cfi_def_cfa_offset 136\n"                                                \
+  "\t.cfi_offset %rip, -136\n"                                                 \
+  "\tpushq %rbp\n"                                                             \
+  "\t.cfi_def_cfa_offset 144\n"                                                \
+  "\t.cfi_offset %rbp, -144\n"                                                 \
+  "\tmovq %rsp, %rbp\n"                                                        \
+  "\t.cfi_def_cfa_register %rbp\n"                                             \
+  "\tpushq %rax\n\tpushq %rcx\n\tpushq %rdx\n\tpushq %rsi\n"                   \
+  "\tpushq %rdi\n\tpushq %r8\n\tpushq %r9\n\tpushq %r10\n"                     \
+  "\tpushq %r11\n\tpushq %rbx\n"                                               \
+  "\tmovl $1, %eax\n"                                                          \
+  "\tcpuid\n"                                                                  \
+  "\tbtl $27, %ecx\n"                                                          \
+  "\tjnc 1f\n"                                                                 \
+  "\tmovl $0xd, %eax\n"                                                        \
+  "\txorl %ecx, %ecx\n"                                                        \
+  "\tcpuid\n"                                                                  \
+  "\tsubq %rbx, %rsp\n"                                                        \
+  "\tandq $-64, %rsp\n"                                                        \
+  "\txorl %eax, %eax\n"                                                        \
+  "\tmovq %rax, 512(%rsp)\n\tmovq %rax, 520(%rsp)\n"                           \
+  "\tmovq %rax, 528(%rsp)\n\tmovq %rax, 536(%rsp)\n"                           \
+  "\tmovq %rax, 544(%rsp)\n\tmovq %rax, 552(%rsp)\n"                           \
+  "\tmovq %rax, 560(%rsp)\n\tmovq %rax, 568(%rsp)\n"                           \
+  "\tmovl $-1, %eax\n"                                                         \
+  "\tmovl $-1, %edx\n"                                                         \
+  "\txsave (%rsp)\n"                                                           \
+  ARGS                                                                         \
+  "\tcall " TARGET "\n"                                                        \
+  "\tmovl $-1, %eax\n"                                                         \
+  "\tmovl $-1, %edx\n"                                                         \
+  "\txrstor (%rsp)\n"                                                          \
+  "\tjmp 2f\n"                                                                 \
+  "1:\n"                                                                       \
+  "\tsubq $512, %rsp\n"                                                        \
+  "\tandq $-16, %rsp\n"                                                        \
+  "\tfxsave (%rsp)\n"                                                          \
+  ARGS                                                                         \
+  "\tcall " TARGET "\n"                                                        \
+  "\tfxrstor (%rsp)\n"                                                         \
+  "2:\n"                                                                       \
+  "\tleaq -80(%rbp), %rsp\n"                                                   \
+  "\tpopq %rbx\n\tpopq %r11\n\tpopq %r10\n\tpopq %r9\n"                        \
+  "\tpopq %r8\n\tpopq %rdi\n\tpopq %rsi\n\tpopq %rdx\n"                        \
+  "\tpopq %rcx\n\tpopq %rax\n"                                                 \
+  "\tpopq %rbp\n"                                                              \
+  "\t.cfi_def_cfa %rsp, 136\n"                                                 \
+  "\tret\n"                                                                    \
+  "\t.cfi_endproc\n"                                                           \
+  "\t.size " NAME ", .-" NAME "\n"
+
 void tally_rt_exit (struct tally_module *m, uint32_t fn, void *cfa)
     TALLY_HIDDEN;
 
@@ -427,14 +521,10 @@ void tally_rt_papi_zero (void) TALLY_HIDDEN __attribute__ ((weak));
 
 /* paths.c: paths=on, the calling-context tree.  */
 #define TALLY_PATH_NONE UINT32_MAX
-struct tally_path_node
-{
-  uint32_t parent;   /* node index; the root (0) has UINT32_MAX */
-  uint32_t fn_plus1; /* function id + 1; 0 until the node is filled */
-  uint32_t depth;    /* the root is 0 */
-  uint32_t pad;
-  uint64_t calls, incl, excl;
-};
+/* The node field of a thread's sentinel frame (below its first): no
+   inline entry's cache key (node + 1) is ever its, so an entry at the
+   bottom of the stack always asks the runtime (and libunwind).  */
+#define TALLY_PATH_BOTTOM (UINT32_MAX - 1)
 /* The node of function FN called on the path of node PARENT (0: the
    root), made if new; TALLY_PATH_NONE if the tree is full.  */
 uint32_t tally_rt_path_node (uint32_t parent, uint32_t fn) TALLY_HIDDEN;

@@ -112,12 +112,25 @@ account (const struct tally_fn *fn, uint64_t d, uint64_t child, int atomic)
     }
 }
 
-/* F's calling-context node: only frames the runtime pushed with a node
-   have one (TALLY_SF_PATH); inline code writes neither node nor flags.  */
+/* F's calling-context node: only frames pushed with a node have one
+   (TALLY_SF_PATH).  A frame without has node 0, as every free slot has
+   (a new stack's are, and every pop clears them): inline code of units
+   without paths writes neither node nor flags, and the inline paths=on
+   entry reads its parent's node as it is (its per-function cache is keyed
+   by it, plugin/measure.cc), so a frame without a path reads as the root,
+   where the runtime puts its callees too.  */
 static inline uint32_t
 frame_node (const struct tally_sframe *f)
 {
   return (f->flags & TALLY_SF_PATH) ? f->node : TALLY_PATH_NONE;
+}
+
+/* Give F back to the free slots: node and flags 0 (one store).  */
+static inline void
+free_slot (struct tally_sframe *f)
+{
+  f->node = 0;
+  f->flags = 0;
 }
 
 /* Close the frames above NEW_TOP at time NOW, innermost first: read the
@@ -135,7 +148,7 @@ close_frames (struct tally_sframe *new_top, uint64_t now)
       uint64_t d = now - f->start, child = f->child;
       struct tally_fn *fn = f->fn;
       uint32_t node = frame_node (f), flags = f->flags;
-      f->flags = 0; /* a free slot's: inline pushes do not write them */
+      free_slot (f); /* inline pushes may write neither node nor flags */
       __atomic_signal_fence (__ATOMIC_SEQ_CST);
       __tally_ss.top = f;
       __atomic_signal_fence (__ATOMIC_SEQ_CST);
@@ -208,7 +221,7 @@ thread_init (void)
   ss_base = (struct tally_sframe *) p;
   ss_base[0].cfa = UINT64_MAX; /* above every live frame: never stale */
   ss_base[0].fn = NULL;
-  ss_base[0].node = 0;
+  ss_base[0].node = TALLY_PATH_BOTTOM; /* no cache key matches it */
   ss_base[0].flags = 0;
   ss_overflow = 0;
   __tally_ss.end = ss_base + STACK_FRAMES;
@@ -257,6 +270,8 @@ push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa,
     }
   if (node != TALLY_PATH_NONE)
     flags |= TALLY_SF_PATH;
+  else
+    top->node = 0; /* a free slot's: see frame_node */
   top->flags = flags;
   top->start = rdtsc ();
   __atomic_signal_fence (__ATOMIC_SEQ_CST);
@@ -284,12 +299,30 @@ path_of (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa)
   return tally_rt_path_node (pnode, fn->id);
 }
 
-static struct tally_sframe *
-enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths, uint32_t flags)
+/* paths=on, hooks=inline: the inline entry's cache of FN's node (the
+   plugin's per-function word, plugin/measure.cc): (key << 32) | node,
+   where the key is the parent frame's node field plus one as the inline
+   code reads it.  Set only where that field decides the node (not at the
+   bottom of the stack, whose node libunwind finds), and for a node the
+   tree has.  */
+static inline void
+cache_node (uint64_t *cache, const struct tally_sframe *f)
+{
+  const struct tally_sframe *parent = f - 1;
+  if (cache && parent->fn && (f->flags & TALLY_SF_PATH))
+    __atomic_store_n (cache,
+                      ((uint64_t) (parent->node + 1) << 32) | f->node,
+                      __ATOMIC_RELAXED);
+}
+
+struct tally_sframe *
+tally_rt_enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths,
+                     uint32_t flags, uint64_t *cache)
 {
   int saved = errno;
   struct tally_sframe *pushed = NULL;
   uint64_t cfa = (uint64_t) (uintptr_t) cfa_ptr;
+  uint64_t inherited = 0;
   if (rt_busy)
     goto out; /* a hook inside the runtime's own calls: counted only */
   if (!ss_base)
@@ -306,7 +339,15 @@ enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths, uint32_t flags)
     {
       struct tally_sframe *f = top - 1;
       while (f > ss_base && f->cfa <= cfa)
-        f--;
+        {
+          /* exit=frames: a frame at our very CFA whose return slot holds
+             the trampoline was left by a tail call into us (the plugin
+             turns them off, but not in code it did not see): the real
+             return address is its.  */
+          if (f->cfa == cfa && (f->flags & TALLY_SF_FRAMES))
+            inherited = f->ret;
+          f--;
+        }
       close_frames (f + 1, rdtsc ());
       ss_overflow = 0; /* deeper than any frame kept, so dead too */
       top = __tally_ss.top;
@@ -322,6 +363,8 @@ enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths, uint32_t flags)
     {
       push_frame (top, fn, cfa, paths ? path_of (top, fn, cfa) : TALLY_PATH_NONE,
                   flags);
+      top->ret = inherited;
+      cache_node (cache, top);
       pushed = top;
     }
 out:
@@ -329,73 +372,30 @@ out:
   return pushed;
 }
 
-/* x86-64: the slow paths for the plugin's asm statement (called below the
-   caller's red zone; the enter's FN in %rax and CFA in %rdx, the exit's
-   NOW in %rax, CFA in %rdx and FN in %rcx): they preserve
-   every register, vector registers included, like __tally_tls_attach_all
-   (rt/hooks.c), so the inline fast path makes the function keep no value
-   in a callee-saved register for them and spill nothing.  */
-#if defined(__x86_64__) && !defined(__ILP32__)
-#define TALLY_PRESERVING_STUB(NAME, TARGET, ARGS)                                    \
-  "\t.text\n"                                                                  \
-  "\t.globl " NAME "\n"                                                        \
-  "\t.type " NAME ", @function\n" NAME ":\n"                                   \
-  ".L" NAME ":\n"                                                              \
-  "\t.cfi_startproc\n"                                                         \
-  "\tpushq %rbp\n"                                                             \
-  "\t.cfi_def_cfa_offset 16\n"                                                 \
-  "\t.cfi_offset %rbp, -16\n"                                                  \
-  "\tmovq %rsp, %rbp\n"                                                        \
-  "\t.cfi_def_cfa_register %rbp\n"                                             \
-  "\tpushq %rax\n\tpushq %rcx\n\tpushq %rdx\n\tpushq %rsi\n"                   \
-  "\tpushq %rdi\n\tpushq %r8\n\tpushq %r9\n\tpushq %r10\n"                     \
-  "\tpushq %r11\n\tpushq %rbx\n"                                               \
-  "\tmovl $1, %eax\n"                                                          \
-  "\tcpuid\n"                                                                  \
-  "\tbtl $27, %ecx\n"                                                          \
-  "\tjnc 1f\n"                                                                 \
-  "\tmovl $0xd, %eax\n"                                                        \
-  "\txorl %ecx, %ecx\n"                                                        \
-  "\tcpuid\n"                                                                  \
-  "\tsubq %rbx, %rsp\n"                                                        \
-  "\tandq $-64, %rsp\n"                                                        \
-  "\txorl %eax, %eax\n"                                                        \
-  "\tmovq %rax, 512(%rsp)\n\tmovq %rax, 520(%rsp)\n"                           \
-  "\tmovq %rax, 528(%rsp)\n\tmovq %rax, 536(%rsp)\n"                           \
-  "\tmovq %rax, 544(%rsp)\n\tmovq %rax, 552(%rsp)\n"                           \
-  "\tmovq %rax, 560(%rsp)\n\tmovq %rax, 568(%rsp)\n"                           \
-  "\tmovl $-1, %eax\n"                                                         \
-  "\tmovl $-1, %edx\n"                                                         \
-  "\txsave (%rsp)\n"                                                           \
-  ARGS                                                                         \
-  "\tcall " TARGET "\n"                                                        \
-  "\tmovl $-1, %eax\n"                                                         \
-  "\tmovl $-1, %edx\n"                                                         \
-  "\txrstor (%rsp)\n"                                                          \
-  "\tjmp 2f\n"                                                                 \
-  "1:\n"                                                                       \
-  "\tsubq $512, %rsp\n"                                                        \
-  "\tandq $-16, %rsp\n"                                                        \
-  "\tfxsave (%rsp)\n"                                                          \
-  ARGS                                                                         \
-  "\tcall " TARGET "\n"                                                        \
-  "\tfxrstor (%rsp)\n"                                                         \
-  "2:\n"                                                                       \
-  "\tleaq -80(%rbp), %rsp\n"                                                   \
-  "\tpopq %rbx\n\tpopq %r11\n\tpopq %r10\n\tpopq %r9\n"                        \
-  "\tpopq %r8\n\tpopq %rdi\n\tpopq %rsi\n\tpopq %rdx\n"                        \
-  "\tpopq %rcx\n\tpopq %rax\n"                                                 \
-  "\tpopq %rbp\n"                                                              \
-  "\t.cfi_def_cfa %rsp, 8\n"                                                   \
-  "\tret\n"                                                                    \
-  "\t.cfi_endproc\n"                                                           \
-  "\t.size " NAME ", .-" NAME "\n"
+static inline struct tally_sframe *
+enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths, uint32_t flags)
+{
+  return tally_rt_enter_slow (fn, cfa_ptr, paths, flags, NULL);
+}
 
+/* x86-64: the slow paths for the plugin's asm statement (called below the
+   caller's red zone; the enter's FN in %rax, CFA in %rdx and node cache
+   in %rcx, the exit's NOW in %rax, CFA in %rdx and FN in %rcx): they
+   preserve every register, vector registers included
+   (TALLY_PRESERVING_STUB, rt.h), so the inline fast path makes the
+   function keep no value in a callee-saved register for them and spill
+   nothing.  */
+#if defined(__x86_64__) && !defined(__ILP32__)
 /* The saved registers: %rax at -8(%rbp), %rcx -16, %rdx -24.  */
 __asm__ (TALLY_PRESERVING_STUB ("__tally_cyc_enter_slow_all",
                                 "__tally_cyc_enter_slow@PLT",
                                 "\tmovq -8(%rbp), %rdi\n"
                                 "\tmovq -24(%rbp), %rsi\n")
+         TALLY_PRESERVING_STUB ("__tally_cyc_enter_slow_paths_all",
+                                "__tally_cyc_enter_slow_paths@PLT",
+                                "\tmovq -8(%rbp), %rdi\n"
+                                "\tmovq -24(%rbp), %rsi\n"
+                                "\tmovq -16(%rbp), %rdx\n")
          TALLY_PRESERVING_STUB ("__tally_cyc_exit_slow_all",
                                 "__tally_cyc_exit_slow@PLT",
                                 "\tmovq -16(%rbp), %rdi\n"
@@ -491,6 +491,14 @@ __tally_cyc_enter_slow (struct tally_fn *fn, void *cfa_ptr)
   enter_slow (fn, cfa_ptr, 0, 0);
 }
 
+/* paths=on, hooks=inline: the same with FN's node cache (measure.cc).  */
+void
+__tally_cyc_enter_slow_paths (struct tally_fn *fn, void *cfa_ptr,
+                              uint64_t *cache)
+{
+  tally_rt_enter_slow (fn, cfa_ptr, 1, 0, cache);
+}
+
 void
 __tally_cyc_exit_slow (struct tally_fn *fn, void *cfa_ptr, uint64_t now)
 {
@@ -565,7 +573,7 @@ tally_rt_exit (struct tally_module *m, uint32_t fn, void *cfa)
       else
         {
           uint32_t node = frame_node (top);
-          top->flags = 0; /* a free slot's */
+          free_slot (top);
           __atomic_signal_fence (__ATOMIC_SEQ_CST);
           __tally_ss.top = top;
           __atomic_signal_fence (__ATOMIC_SEQ_CST);
@@ -592,6 +600,15 @@ __tally_exit_cyc (struct tally_module *m, uint32_t fn, void *cfa)
   tally_rt_exit (m, fn, cfa);
 }
 
+/* exit=frames: the exit the trampoline counts (not where the block counts
+   give it, blocks=count with hooks=inline).  */
+static inline void
+count_exit (struct tally_fn *fn)
+{
+  if (!(fn->flags & TALLY_FN_CALLS_DERIVED))
+    __atomic_fetch_add (&fn->counters[TALLY_C_EXITS], 1, __ATOMIC_RELAXED);
+}
+
 /* exit=frames: the trampoline's exit.  The frame with CFA is popped (the
    frames above it, which longjmp or a signal handler skipped, closed
    first), its exit counted, and its real return address returned.  */
@@ -606,7 +623,7 @@ tally_rt_frames_exit (uint64_t cfa)
     {
       uint64_t d = now - f->start, child = f->child, ret = f->ret;
       uint32_t node = frame_node (f);
-      f->flags = 0;
+      free_slot (f);
       struct tally_fn *fn = f->fn;
       __atomic_signal_fence (__ATOMIC_SEQ_CST);
       __tally_ss.top = f;
@@ -615,7 +632,7 @@ tally_rt_frames_exit (uint64_t cfa)
       account (fn, d, child, 1);
       if (node != TALLY_PATH_NONE)
         tally_rt_path_add (node, fn->id, d, d > child ? d - child : 0);
-      __atomic_fetch_add (&fn->counters[TALLY_C_EXITS], 1, __ATOMIC_RELAXED);
+      count_exit (fn);
       return ret;
     }
   int saved = errno;
@@ -633,9 +650,37 @@ tally_rt_frames_exit (uint64_t cfa)
   uint64_t ret = f->ret;
   struct tally_fn *fn = f->fn;
   close_frames (f, now);
-  __atomic_fetch_add (&fn->counters[TALLY_C_EXITS], 1, __ATOMIC_RELAXED);
+  count_exit (fn);
   errno = saved;
   return ret;
+}
+
+/* exit=frames: the calling thread's frame of the activation with CFA
+   CFA if it has a return frame, else NULL (frames.c's personality
+   routine).  The live frames' CFAs fall from the bottom up, so the search
+   ends at the first frame below it.  */
+struct tally_sframe *
+tally_rt_frame_at (uint64_t cfa)
+{
+  if (!ss_base)
+    return NULL;
+  for (struct tally_sframe *f = __tally_ss.top - 1; f > ss_base; f--)
+    {
+      if (f->cfa == cfa)
+        return (f->flags & TALLY_SF_FRAMES) ? f : NULL;
+      if (f->cfa > cfa)
+        break;
+    }
+  return NULL;
+}
+
+/* The calling thread's frames are [*FIRST, __tally_ss.top); 0 if it has
+   no stack.  */
+int
+tally_rt_frames_open (struct tally_sframe **first)
+{
+  *first = ss_base ? ss_base + 1 : NULL;
+  return ss_base != NULL;
 }
 
 /* The exit dump: the dumping thread's open frames will not see their

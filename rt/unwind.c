@@ -215,6 +215,22 @@ step_ip (unw_cursor_t *c, unw_word_t *ip)
 }
 #endif
 
+/* exit=frames: the real return addresses in the calling thread's return
+   slots while it walks its stack (frames.c; weak: linked where a unit
+   has return frames).  */
+static int
+disarm (void)
+{
+  return tally_rt_frames_disarm ? tally_rt_frames_disarm () : 0;
+}
+
+static void
+rearm (int d)
+{
+  if (d)
+    tally_rt_frames_rearm ();
+}
+
 /* Whether libunwind is there, loaded on the static runtime's first call
    of the public functions below; errno ENOSYS if not.  */
 static int
@@ -245,9 +261,12 @@ tally_backtrace (void **addrs, int max)
   unw_cursor_t c;
   unw_word_t ip;
   INIT_CURSOR_OR_FAIL (c, uc);
-  /* The cursor is in this function: each step gives a return address.  */
+  /* The cursor is in this function: each step gives a return address.
+     exit=frames: the real ones in the return slots meanwhile.  */
+  int d = disarm ();
   while (n < max && step_ip (&c, &ip))
     addrs[n++] = (void *) (uintptr_t) ip;
+  rearm (d);
 #endif
   errno = saved;
   return n;
@@ -280,6 +299,7 @@ tally_backtrace_print (int fd)
   unw_cursor_t c;
   unw_word_t ip, off;
   INIT_CURSOR_OR_FAIL (c, uc);
+  int d = disarm ();
   while (step_ip (&c, &ip) && n < 1024)
     {
       /* "#N 0xADDR name+0xOFF\n"  */
@@ -303,6 +323,7 @@ tally_backtrace_print (int fd)
       tally_rt_write_all (fd, line, k, -1);
       n++;
     }
+  rearm (d);
 #endif
   errno = saved;
   return n;

@@ -278,6 +278,7 @@ PLUGIN_AXES = {
     "placement": ("tree", "block"),
     "blocks": ("count", "visited"),
     "at": ("early", "late"),
+    "exit": ("returns", "frames"),
 }
 
 

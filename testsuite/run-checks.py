@@ -496,6 +496,11 @@ def check_gc_stress(a, work):
         [T + "measure=cycles"], [T + "measure=cycles", T + "at=early"],
         [T + "hooks=call", T + "measure=cycles", T + "paths=on"],
         [T + "hooks=call", T + "measure=cycles", T + "exit=frames"],
+        [T + "measure=cycles", T + "exit=frames"],
+        [T + "measure=cycles", T + "exit=frames", T + "at=early"],
+        [T + "hooks=call", T + "measure=cycles", T + "exit=frames", T + "at=early"],
+        [T + "measure=cycles", T + "paths=on"],
+        [T + "measure=cycles", T + "paths=on", T + "exit=frames", T + "at=early"],
     ]
     # C++ without library headers (they make a collection at every
     # opportunity take 20 s a compile): classes, virtual calls, a template,
@@ -512,8 +517,6 @@ def check_gc_stress(a, work):
     jobs = []
     for n, opts in enumerate(option_sets):
         for prog, cc in progs:
-            if prog.endswith(".cc") and T + "exit=frames" in opts:
-                continue  # refused for C++ (with a clear error, checked elsewhere)
             for opt in ("-O0", "-O2"):
                 jobs.append((n, opts, prog, cc, opt))
 

@@ -245,7 +245,7 @@ def check_frames(a, work):
     functions return."""
     x86_64()
     for src in ("tree.c", "paths.c", "longjmp.c", "threads.c", "signals.c"):
-        for at in ("late",):
+        for at in ("late", "early"):
             got = {}
             for exit in ("returns", "frames"):
                 what = "%s exit=%s at=%s" % (src, exit, at)
@@ -278,10 +278,11 @@ def check_frames(a, work):
     exe0 = os.path.join(work, "frames-plain")
     run([a.cc, "-O2", os.path.join(a.srcdir, "measure", "frames.c"), "-o", exe0, "-lm"])
     want = run([exe0]).stdout
-    for opt in ("-O0", "-O2"):
-        exe = build(a, work, "frames.c", "call", "late", opt,
+    for opt, hooks in (("-O0", "call"), ("-O2", "call"), ("-O0", "inline"), ("-O2", "inline")):
+        exe = build(a, work, "frames.c", hooks, "late", opt,
                     extra=["-fplugin-arg-tally-exit=frames", "-lm", "-fdump-tree-all"])
         out, rows = measure(a, exe, work)
+        opt = "%s hooks=%s" % (opt, hooks)
         expect(out == want, "frames.c %s: output %r, uninstrumented %r" % (opt, out, want))
         expect(all(r["calls"] == r["exits"] for r in rows.values()),
                "frames.c %s: calls and exits differ: %s" % (opt, rows))
@@ -334,34 +335,33 @@ def check_frames(a, work):
 
 @case("frames-cxx")
 def check_frames_cxx(a, work):
-    """exit=frames in a unit with exceptions (C++) falls back to return-site
-    exits with a warning, so one option builds a project mixing C and C++;
-    the counts and the call tree are exit=returns' (check_exceptions)."""
+    """exit=frames in units with exceptions (C++, or C with -fexceptions):
+    no warning, the return frames are in the code, and an exception
+    through three armed frames gives exit=returns' counts and tree
+    (check_exceptions); run-frames.py has the rest."""
     x86_64()
     for opt in ("-O0", "-O2"):
-        what = "exceptions.cc exit=frames %s" % opt
-        exe = os.path.join(work, "exc-frames" + opt)
-        p = run([a.cxx, opt, "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
-                 "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-exit=frames",
-                 os.path.join(a.srcdir, "measure", "exceptions.cc"), "-o", exe, a.runtime,
-                 "-lpthread"], env={"LC_ALL": "C"}, check=False)
-        text = p.stderr.replace("\u2018", "'").replace("\u2019", "'")
-        expect(p.returncode == 0, "%s: the build failed:\n%s" % (what, text))
-        expect("warning: '-fplugin-arg-tally-exit=frames' cannot be used with exceptions"
-               in text and "this unit gets exit hooks at its returns" in text,
-               "%s: no fallback warning:\n%s" % (what, text))
-        _, rows = measure(a, exe, work)
-        check_exceptions_rows(what, rows)
-    # -fexceptions in C: the same fallback, and -Werror makes it an error.
+        for hooks in ("inline", "call"):
+            what = "exceptions.cc exit=frames hooks=%s %s" % (hooks, opt)
+            exe = os.path.join(work, "exc-frames-%s%s" % (hooks, opt))
+            p = run([a.cxx, opt, "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=" + hooks,
+                     "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-exit=frames",
+                     os.path.join(a.srcdir, "measure", "exceptions.cc"), "-o", exe,
+                     a.runtime, "-lpthread"], env={"LC_ALL": "C"})
+            expect(p.stderr == "", "%s: the compiler said %r" % (what, p.stderr))
+            dis = run(["objdump", "-d", exe]).stdout
+            expect("<__tally_return_trampoline>" in dis or "<__tally_enter_frames" in dis,
+                   "%s: no return frame in the code" % what)
+            _, rows = measure(a, exe, work)
+            rows = check_exceptions_rows(what, rows)
+            skipped_frames(what, rows, ["t1"], "after")
+    # -fexceptions in C: built with frames, without a word.
     src = write_file(os.path.join(work, "x.c"), "int main (void) { return 0; }\n")
-    base = [a.cc, "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
-            "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-exit=frames",
-            "-fexceptions", "-c", src, "-o", os.path.join(work, "x.o")]
-    p = run(base, env={"LC_ALL": "C"}, check=False)
-    expect(p.returncode == 0 and "cannot be used with exceptions" in p.stderr,
-           "C -fexceptions: exit %d:\n%s" % (p.returncode, p.stderr))
-    p = run(base + ["-Werror"], env={"LC_ALL": "C"}, check=False)
-    expect(p.returncode != 0 and "internal compiler error" not in p.stderr,
+    p = run([a.cc, "-fplugin=" + a.plugin, "-fplugin-arg-tally-hooks=call",
+             "-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-exit=frames",
+             "-fexceptions", "-Werror", "-c", src, "-o", os.path.join(work, "x.o")],
+            env={"LC_ALL": "C"}, check=False)
+    expect(p.returncode == 0 and p.stderr == "",
            "C -fexceptions -Werror: exit %d:\n%s" % (p.returncode, p.stderr))
 
 
@@ -378,15 +378,15 @@ def check_errors(a, work):
          "'-fplugin-arg-tally-measure=papi' needs '-fplugin-arg-tally-hooks=call'"),
         (["-fplugin-arg-tally-exit=trampoline"],
          "invalid value 'trampoline' for '-fplugin-arg-tally-exit'; accepted values: returns, frames"),
-        (["-fplugin-arg-tally-exit=frames", "-fplugin-arg-tally-measure=cycles"],
-         "'-fplugin-arg-tally-exit=frames' needs '-fplugin-arg-tally-hooks=call' and '-fplugin-arg-tally-measure=cycles'"),
-        (["-fplugin-arg-tally-exit=frames", "-fplugin-arg-tally-measure=cycles",
-          "-fplugin-arg-tally-hooks=call", "-fplugin-arg-tally-at=early"],
-         "'-fplugin-arg-tally-exit=frames' needs '-fplugin-arg-tally-at=late'"),
+        (["-fplugin-arg-tally-exit=frames"],
+         "'-fplugin-arg-tally-exit=frames' needs '-fplugin-arg-tally-measure=cycles'"),
+        (["-fplugin-arg-tally-exit=frames", "-fplugin-arg-tally-measure=papi",
+          "-fplugin-arg-tally-hooks=call"],
+         "'-fplugin-arg-tally-exit=frames' needs '-fplugin-arg-tally-measure=cycles'"),
         (["-fplugin-arg-tally-paths=yes"],
          "invalid value 'yes' for '-fplugin-arg-tally-paths'; accepted values: on, off"),
-        (["-fplugin-arg-tally-paths=on", "-fplugin-arg-tally-measure=cycles"],
-         "'-fplugin-arg-tally-paths=on' needs '-fplugin-arg-tally-measure=cycles' (or 'papi') and '-fplugin-arg-tally-hooks=call'"),
+        (["-fplugin-arg-tally-paths=on", "-fplugin-arg-tally-hooks=call"],
+         "'-fplugin-arg-tally-paths=on' needs '-fplugin-arg-tally-measure=cycles' (or 'papi')"),
         (["-fplugin-arg-tally-measure=cycles", "-fplugin-arg-tally-hooks=user:h"],
          "'-fplugin-arg-tally-measure=cycles' needs '-fplugin-arg-tally-hooks=inline' or 'call'"),
     ]

@@ -217,6 +217,19 @@ struct tally_sstack
   struct tally_sframe *end;
 };
 
+/* paths=on (rt/paths.c): one node of the calling-context tree, the
+   activations of one function on one call path.  The inline exit of
+   paths=on hooks=inline adds to calls, incl and excl of its frame's node
+   (__tally_path_nodes[node]).  */
+struct tally_path_node
+{
+  __UINT32_TYPE__ parent;   /* node index; the root (0) has UINT32_MAX */
+  __UINT32_TYPE__ fn_plus1; /* function id + 1; 0 until the node is filled */
+  __UINT32_TYPE__ depth;    /* the root is 0 */
+  __UINT32_TYPE__ pad;
+  __UINT64_TYPE__ calls, incl, excl;
+};
+
 /* What measure=cycles accumulates per function, indexed by tally_fn.id.  */
 struct tally_meas
 {
@@ -281,12 +294,28 @@ TALLY_PUBLIC void __tally_exit_papi (struct tally_module *m,
    returns to the real address (rt/frames.c).  No exit hooks.  */
 TALLY_PUBLIC void __tally_enter_frames (struct tally_module *m,
                                         __UINT32_TYPE__ fn, void *cfa);
+/* The return trampoline of exit=frames (rt/frames.c): with hooks=inline
+   the entry's fast path writes its address into the return slot itself.
+   Not a function to call.  */
+TALLY_PUBLIC void __tally_return_trampoline (void);
 /* measure=cycles, hooks=inline: the slow paths of the inline code (first
    hook of a thread, a full stack, stale frames, a frame that does not
    match).  The exit gets the time-stamp counter the inline code read.  */
 TALLY_PUBLIC void __tally_cyc_enter_slow (struct tally_fn *fn, void *cfa);
 TALLY_PUBLIC void __tally_cyc_exit_slow (struct tally_fn *fn, void *cfa,
                                          __UINT64_TYPE__ now);
+/* The entry's slow path of hooks=inline with exit=frames (it also swaps
+   the return address), with paths=on (CACHE: the function's node cache,
+   a word of the unit the inline entry reads: (parent node + 1) << 32 |
+   node), and with both.  */
+TALLY_PUBLIC void __tally_cyc_enter_slow_frames (struct tally_fn *fn,
+                                                 void *cfa);
+TALLY_PUBLIC void __tally_cyc_enter_slow_paths (struct tally_fn *fn,
+                                                void *cfa,
+                                                __UINT64_TYPE__ *cache);
+TALLY_PUBLIC void __tally_cyc_enter_slow_paths_frames (struct tally_fn *fn,
+                                                       void *cfa,
+                                                       __UINT64_TYPE__ *cache);
 /* x86-64: the same for the plugin's asm statement (called below the
    caller's red zone; enter: fn in %rax, cfa in %rdx; exit: now in %rax,
    cfa in %rdx, fn in %rcx): they change no
@@ -294,11 +323,18 @@ TALLY_PUBLIC void __tally_cyc_exit_slow (struct tally_fn *fn, void *cfa,
    path costs the function no saved register and no spill.  */
 TALLY_PUBLIC void __tally_cyc_enter_slow_all (void);
 TALLY_PUBLIC void __tally_cyc_exit_slow_all (void);
+/* And for the three above (the cache in %rcx).  */
+TALLY_PUBLIC void __tally_cyc_enter_slow_frames_all (void);
+TALLY_PUBLIC void __tally_cyc_enter_slow_paths_all (void);
+TALLY_PUBLIC void __tally_cyc_enter_slow_paths_frames_all (void);
 /* The calling thread's shadow stack (initial-exec TLS) and the per-function
    totals (NULL-safe: points at a dummy until a module measures).  */
 extern TALLY_PUBLIC __thread struct tally_sstack __tally_ss
     __attribute__ ((tls_model ("initial-exec")));
 extern TALLY_PUBLIC struct tally_meas *__tally_meas;
+/* paths=on: the nodes of the calling-context tree (NULL until the first
+   call path); hooks=inline's exit adds to its frame's node.  */
+extern TALLY_PUBLIC struct tally_path_node *__tally_path_nodes;
 /* update=tls: called by the first instrumented function of M that runs in a
    thread; the runtime finds the thread's counter copies (m->tls_locate), and
    adds them to the module's counters when the thread exits.  */
