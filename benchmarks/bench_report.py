@@ -68,6 +68,7 @@ def machine_description(ctx):
         ("lscpu", out("lscpu")),
         ("memory", out("free -m")),
         ("load average at start / end", "%s / %s" % (ctx.load_start, out("cat /proc/loadavg"))),
+        ("load average when the wall-clock pairs began", getattr(ctx, "load_wall", "-")),
         ("gcc -v", out("gcc -v")),
         ("clang --version", out("clang --version")),
         ("valgrind --version", out("valgrind --version")),

@@ -110,9 +110,20 @@ def tally_modes():
     add("tally-cycles-call", "entry/exit as calls, measure=cycles",
         ["hooks=call", "measure=cycles"])
     # LOPI's return frames: only an entry hook; the runtime's trampoline
-    # takes the return (needs hooks=call and measure=cycles).
+    # takes the return (measure=cycles; compare with tally-cycles-call and
+    # tally-cycles, the same measurement with return-site exits).
     add("tally-frames", "LOPI return frames (exit=frames, hooks=call, measure=cycles)",
         ["hooks=call", "measure=cycles", "exit=frames"])
+    add("tally-frames-inline", "LOPI return frames, inline entry (exit=frames, "
+        "hooks=inline, measure=cycles)",
+        ["hooks=inline", "measure=cycles", "exit=frames"])
+    # Call paths (a tree node per call path): from call hooks and, since
+    # issue 29, from inline hooks (a per-function node cache).
+    add("tally-paths-call", "call paths (paths=on, hooks=call, measure=cycles)",
+        ["hooks=call", "measure=cycles", "paths=on"])
+    add("tally-paths-inline", "call paths from inline hooks (paths=on, "
+        "hooks=inline, measure=cycles)",
+        ["hooks=inline", "measure=cycles", "paths=on"])
     # Block counters: without function hooks when the plugin allows it,
     # the closest match to gcov's -fprofile-arcs.
     for blocks, updates in (("count", ("single", "atomic", "tls")),  # placement=tree
