@@ -308,9 +308,12 @@ def install_tree(a, work):
     # The plugin is loaded by name from GCC's plugin directory, which for
     # the relocated tree is DEST's copy of it: -iplugindir says so (the
     # driver's own choice otherwise).
-    expect(re.search(r"^Cflags:.*-fplugin=tally( |$)", text, re.M),
+    # (Cflags names the flag through ${pluginflag}: by name installed, by
+    # path in the uninstalled tally-uninstalled.pc.)
+    expect(re.search(r"^Cflags:.*\$\{pluginflag\}", text, re.M)
+           and re.search(r"^pluginflag=-fplugin=tally$", text, re.M),
            "tally.pc does not load the plugin by name:\n%s" % text)
-    text = re.sub(r"^(Cflags:.*)-fplugin=tally\b", r"\1-iplugindir=${plugindir} -fplugin=tally",
+    text = re.sub(r"^pluginflag=-fplugin=tally$", "pluginflag=-iplugindir=${plugindir} -fplugin=tally",
                   text, flags=re.M)
     pcdir = os.path.join(work, "pc")
     os.mkdir(pcdir)
