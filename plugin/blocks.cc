@@ -69,37 +69,15 @@
  * be checked against gcov's.  */
 #include "tally-plugin.h"
 
-#include "tally/abi.h"
-
 #include "tree-ssa-loop.h"
 #include "tree-ssa-loop-niter.h"
 #include "tree-scalar-evolution.h"
 #include "gimplify-me.h"
 #include "tree-pretty-print.h"
 
-/* The constants of the block map; format.h itself includes system headers
-   that GCC's system.h has already dealt with.  */
-#define TALLY_MAP_VERSION 1u
-#define TALLY_MAP_BLOCK 1u
-#define TALLY_MAP_TREE 2u
-#define TALLY_MAP_VISITED 3u
-#define TALLY_MAP_NONE 0xffffffffu
-#define TALLY_MAP_VISITED_DERIVED 4u
-#define TALLY_MAP_VISITED_EDGES 5u
-#define TALLY_MAP_TREE_CALLERS 6u
-#define TALLY_BLOCK_CALL 0x1u
-#define TALLY_BLOCK_ANY_SUCC 0x2u
-#define TALLY_BLOCK_ANY_PRED 0x4u
-#define TALLY_EDGE_FAKE 0x1u
-#define TALLY_EDGE_FALLTHRU 0x2u
-#define TALLY_EDGE_TRUE 0x4u
-#define TALLY_EDGE_FALSE 0x8u
-#define TALLY_EDGE_EH 0x10u
-#define TALLY_EDGE_ABNORMAL 0x20u
-#define TALLY_EDGE_CALL 0x40u
-
-#define TALLY_MAP_ENTRY_NUM 0
-#define TALLY_MAP_EXIT_NUM 1
+/* The map numbers of ENTRY and EXIT (tally/format.h), as ints.  */
+#define TALLY_MAP_ENTRY_NUM ((int) TALLY_MAP_ENTRY)
+#define TALLY_MAP_EXIT_NUM ((int) TALLY_MAP_EXIT)
 #define ENTRY_NODE 0
 #define EXIT_NODE 1
 /* Map block M (>= 2) is graph nodes IN (M) and OUT (M).  */
@@ -269,11 +247,9 @@ serialize (tally_block_plan *plan, vec<unsigned char> *out)
   unsigned nmapped = 0;
   for (const plan_edge &pe : plan->edges)
     nmapped += pe.bb == NULL;
-  tally_put_u32 (out, TALLY_MAP_VERSION);
-  tally_put_u32 (out, plan->kind);
-  tally_put_u32 (out, nblocks);
-  tally_put_u32 (out, nmapped);
-  tally_put_u32 (out, plan->files.length ());
+  struct tally_maphdr h = { plan->kind, nblocks, nmapped,
+                             plan->files.length () };
+  tally_maphdr_put (tally_put_part (out, TALLY_MAP_FIXED), &h);
   for (const char *f : plan->files)
     {
       size_t n = strlen (f);
@@ -290,9 +266,9 @@ serialize (tally_block_plan *plan, vec<unsigned char> *out)
       block_value[(pe.src + 2) / 2] = pe.value; /* src is IN_NODE (m) */
   for (unsigned m = 0; m < nblocks; m++)
     {
-      tally_put_u32 (out, block_value[m]);
-      tally_put_u32 (out, plan->block_flags[m]);
-      tally_put_u32 (out, plan->locs[m].length ());
+      struct tally_mapblk b = { block_value[m], plan->block_flags[m],
+                                plan->locs[m].length () };
+      tally_mapblk_put (tally_put_part (out, TALLY_MAPBLK_FIXED), &b);
       for (const block_loc &l : plan->locs[m])
         {
           tally_put_u32 (out, l.file);
@@ -302,10 +278,10 @@ serialize (tally_block_plan *plan, vec<unsigned char> *out)
   for (const plan_edge &pe : plan->edges)
     if (!pe.bb)
       {
-        tally_put_u32 (out, pe.map_src);
-        tally_put_u32 (out, pe.map_dst);
-        tally_put_u32 (out, pe.flags);
-        tally_put_u32 (out, pe.value);
+        struct tally_mapedge e = { (uint32_t) pe.map_src,
+                                   (uint32_t) pe.map_dst, pe.flags,
+                                   pe.value };
+        tally_mapedge_put (tally_put_part (out, TALLY_MAP_EDGE), &e);
       }
 }
 

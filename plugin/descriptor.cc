@@ -600,15 +600,9 @@ build_tls_locate (void)
 /* The record blob (include/tally/abi.h): the unit's module record in the
    data file (tally/format.h) but for the values, as segments with their
    CRC-32 and CRC shift, so that the runtime writes it as it is and its
-   dump costs O(values) (rt/mapblob.c).  Constants of tally/format.h, which
-   includes system headers GCC's system.h has dealt with.  */
-#define TALLY_TAG_MODULE 0x4c444f4du /* "MODL" */
-#define TALLY_MAX_STRING 65536u
-
-/* CRC-32 as the data file has it: rt/crc32.c, which the format library
-   the plugin links (format/meson.build) compiles; declared here because
-   tally/format.h cannot be included (see above).  */
-extern "C" uint32_t tally_crc32 (uint32_t crc, const void *buf, size_t len);
+   dump costs O(values) (rt/mapblob.c).  Its fixed parts are written with
+   tally/format.h's encoders; tally_crc32 is rt/crc32.c, which the format
+   library the plugin links (format/meson.build) compiles.  */
 
 /* A times B modulo the CRC polynomial (reflected: x^0 is bit 31).  */
 static unsigned
@@ -633,13 +627,6 @@ crc_shift (unsigned long long n)
     if (n & 1)
       p = crc_mulmod (sq, p);
   return p;
-}
-
-static void
-blob_u64 (vec<unsigned char> *b, unsigned long long v)
-{
-  tally_put_u32 (b, (unsigned) v);
-  tally_put_u32 (b, (unsigned) (v >> 32));
 }
 
 static void
@@ -677,11 +664,8 @@ build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
   auto_vec<unsigned char> data;
   auto_vec<unsigned> cut; /* where each segment ends in DATA */
   unsigned long long nvalues = 0;
-  tally_put_u32 (&data, TALLY_TAG_MODULE);
-  tally_put_u32 (&data, TALLY_ABI_VERSION);
-  blob_u64 (&data, h);
-  tally_put_u32 (&data, mflags);
-  tally_put_u32 (&data, n);
+  struct tally_modrec m = { TALLY_ABI_VERSION, h, mflags, n };
+  tally_modrec_put (tally_put_part (&data, TALLY_MODREC_FIXED), &m);
   blob_str (&data, source);
   blob_str (&data, directory);
   for (unsigned i = 0; i <= n; i++)
@@ -701,18 +685,17 @@ build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
           blob_str (&data, r.symbol);
           blob_str (&data, r.origin);
           blob_str (&data, r.file);
-          tally_put_u32 (&data, r.line);
-          tally_put_u32 (&data, r.flags & ~TALLY_FN_TLS_ARMED);
-          tally_put_u32 (&data, r.ncounters + r.nvisited);
-          tally_put_u32 (&data, 0);
+          struct tally_fnrec f = { r.line, r.flags & ~TALLY_FN_TLS_ARMED,
+                                   r.ncounters + r.nvisited, 0 };
+          tally_fnrec_put (tally_put_part (&data, TALLY_FNREC_FIXED), &f);
           nvalues += r.ncounters + r.nvisited;
         }
       cut.safe_push (data.length ());
     }
   tally_put_u32 (out, TALLY_BLOB_MAGIC);
   tally_put_u32 (out, nseg);
-  blob_u64 (out, nvalues);
-  blob_u64 (out, data.length ());
+  tally_put_u64 (out, nvalues);
+  tally_put_u64 (out, data.length ());
   unsigned start = 0;
   for (unsigned i = 0; i < nseg; i++)
     {

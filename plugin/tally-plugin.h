@@ -5,6 +5,10 @@
 #include "compat.h"
 
 #include "tally/abi.h"
+/* The layout of the data file and its codec: the record blob and the
+   block maps are written with its encoders.  It comes after compat.h,
+   whose system.h has included the system headers it needs.  */
+#include "tally/format.h"
 
 enum tally_hooks_mode
 {
@@ -76,13 +80,27 @@ bool tally_profile_single_succ_p (function *fun, basic_block bb,
 void tally_split_goto_edges (function *fun, bitmap call_ended);
 void tally_normalize_loops (function *fun);
 
-/* Append V to *OUT as a little-endian u32 (block maps, the record
-   blob).  */
+/* Append N bytes to *OUT and return where they start, for a tally/format.h
+   encoder (tally_modrec_put, tally_maphdr_put ...) to fill.  */
+static inline unsigned char *
+tally_put_part (vec<unsigned char> *out, unsigned n)
+{
+  unsigned at = out->length ();
+  out->safe_grow (at + n);
+  return out->address () + at;
+}
+
+/* Append V to *OUT as a little-endian u32 or u64: what the file has between
+   its fixed parts (lengths, counts, arrays) and the blob's own header.  */
 static inline void
 tally_put_u32 (vec<unsigned char> *out, unsigned v)
 {
-  for (int i = 0; i < 4; i++)
-    out->safe_push ((unsigned char) (v >> (8 * i)));
+  tally_le_put32 (tally_put_part (out, 4), v);
+}
+static inline void
+tally_put_u64 (vec<unsigned char> *out, uint64_t v)
+{
+  tally_le_put64 (tally_put_part (out, 8), v);
 }
 
 /* The pieces of an asm statement as gimple_build_asm_vec takes them: a
