@@ -1,7 +1,7 @@
 /* plugin/blocks-insert.cc - the counters and visited bytes of a
  * blocks=count|visited plan (blocks.cc) put into the function.
  *
- * Options: update=single|atomic|tls (the increments are hooks.cc's
+ * Options: update=single|atomic|tls (the increments are updates.cc's
  * tally_build_increment), counters=mapped.
  *
  * Each value of the plan becomes an update where its block starts (after

@@ -1,7 +1,7 @@
 /* plugin/blocks.cc - basic-block counters (blocks=count|visited).
  *
  * Options: blocks=none|count|visited, placement=tree|block,
- * update=single|atomic|tls (hooks.cc builds the increments).
+ * update=single|atomic|tls (updates.cc builds the increments).
  *
  * blocks=count gives the exact number of times every basic block ran, and
  * blocks=visited a byte per block set to 1 when it runs.  Each function

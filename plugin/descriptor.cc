@@ -105,20 +105,28 @@ tally_descriptor_gc_roots (void)
   return tally_descriptor_roots;
 }
 
+/* Make DECL the plugin's own: static, artificial, out of the debug
+   information, and kept by every IPA clean-up.  */
+static tree
+plugin_own (tree decl)
+{
+  TREE_STATIC (decl) = 1;
+  TREE_PUBLIC (decl) = 0;
+  DECL_ARTIFICIAL (decl) = 1;
+  DECL_IGNORED_P (decl) = 1;
+  DECL_PRESERVE_P (decl) = 1;
+  TREE_USED (decl) = 1;
+  return decl;
+}
+
 /* A file-scope static variable that survives every IPA clean-up: the
    descriptor refers to it only at the end of the unit.  */
 static tree
 make_static_var (const char *name, tree type)
 {
-  tree decl = build_decl (BUILTINS_LOCATION, VAR_DECL, get_identifier (name),
-                          type);
-  TREE_STATIC (decl) = 1;
-  TREE_PUBLIC (decl) = 0;
+  tree decl = plugin_own (build_decl (BUILTINS_LOCATION, VAR_DECL,
+                                      get_identifier (name), type));
   DECL_EXTERNAL (decl) = 0;
-  DECL_ARTIFICIAL (decl) = 1;
-  DECL_IGNORED_P (decl) = 1;
-  DECL_PRESERVE_P (decl) = 1;
-  TREE_USED (decl) = 1;
   DECL_CONTEXT (decl) = NULL_TREE;
   return decl;
 }
@@ -561,12 +569,7 @@ build_tls_locate (void)
   DECL_ARG_TYPE (out) = pointer_to (u64p);
   DECL_CONTEXT (out) = decl;
   DECL_ARGUMENTS (decl) = out;
-  TREE_STATIC (decl) = 1;
-  TREE_PUBLIC (decl) = 0;
-  TREE_USED (decl) = 1;
-  DECL_ARTIFICIAL (decl) = 1;
-  DECL_IGNORED_P (decl) = 1;
-  DECL_PRESERVE_P (decl) = 1;
+  plugin_own (decl);
   DECL_NO_INSTRUMENT_FUNCTION_ENTRY_EXIT (decl) = 1;
   DECL_UNINLINABLE (decl) = 1;
 
