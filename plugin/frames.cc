@@ -364,17 +364,7 @@ tally_expand_early_frames (function *fun)
                                    : split_block (b, gsi_stmt (gsi));
           b = e->src;
           if (seq)
-            {
-              gimple_stmt_iterator at = gsi_last_bb (b);
-              if (gsi_end_p (at))
-                {
-                  at = gsi_start_bb (b);
-                  gsi_insert_seq_before (&at, seq, GSI_NEW_STMT);
-                }
-              else
-                gsi_insert_seq_after (&at, seq, GSI_NEW_STMT);
-              tally_add_call_edges (fun, seq, b);
-            }
+            tally_append_to_block (fun, b, seq);
           tally_measure_entry (fun, fn, b, frames, loc);
         }
       else if (frames)

@@ -354,10 +354,8 @@ set_locations (gimple_seq seq, location_t loc)
     }
 }
 
-/* Append SEQ to the end of BB (which may be empty: a new block) and give
-   its calls their edges.  */
-static void
-append_to_block (function *fun, basic_block bb, gimple_seq seq)
+void
+tally_append_to_block (function *fun, basic_block bb, gimple_seq seq)
 {
   gimple_stmt_iterator gsi = gsi_last_bb (bb);
   if (gsi_end_p (gsi))
@@ -383,7 +381,7 @@ add_diamond (function *fun, basic_block bb, gimple_seq pre, tree flag,
   set_locations (pre, loc);
   set_locations (fast, loc);
   set_locations (slow, loc);
-  append_to_block (fun, bb, pre);
+  tally_append_to_block (fun, bb, pre);
 
   /* The arms join in a new block: BB's successor may have PHI nodes (a
      loop header right after the entry, when GCC turned tail recursion
@@ -401,8 +399,8 @@ add_diamond (function *fun, basic_block bb, gimple_seq pre, tree flag,
   if (current_loops)
     add_bb_to_loop (slow_bb, bb->loop_father);
 
-  append_to_block (fun, fast_bb, fast);
-  append_to_block (fun, slow_bb, slow);
+  tally_append_to_block (fun, fast_bb, fast);
+  tally_append_to_block (fun, slow_bb, slow);
   free_dominance_info (CDI_DOMINATORS);
   free_dominance_info (CDI_POST_DOMINATORS);
 }
@@ -569,7 +567,7 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
         gimple_call_set_fndecl (as_a<gcall *> (gimple_seq_last_stmt (seq)),
                                 enter_frames_decl);
       set_locations (seq, loc);
-      append_to_block (fun, bb, seq);
+      tally_append_to_block (fun, bb, seq);
       return;
     }
   tree frame_ptr = build_pointer_type (frame_type_node);

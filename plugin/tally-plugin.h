@@ -223,6 +223,9 @@ bool tally_profile_counts (function *fun, const vec<unsigned char> &map,
 void tally_measure_entry (function *fun, const tally_fn_info &fn,
                           basic_block bb, bool frames,
                           location_t loc = UNKNOWN_LOCATION);
+/* Append SEQ to the end of BB (which may be empty: a new block) and give
+   its calls their edges.  */
+void tally_append_to_block (function *fun, basic_block bb, gimple_seq seq);
 /* The name of the temporaries that hold the CFAs the measure hooks read
    (measure.cc), so that the late fix-up (tally_fix_inlined_cfa) finds
    them after inlining.  */
