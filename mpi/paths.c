@@ -32,6 +32,7 @@
 
 #include "tally/format.h"
 #include "paths.h"
+#include "wbytes.h"
 
 #define PT_HEAD 32
 
@@ -538,23 +539,6 @@ fail:
   free (fids);
   ptree_free (out);
   return -1;
-}
-
-/* The file's bytes into W (NULL: only count).  */
-static void
-wbytes (unsigned char **w, size_t *n, const void *p, size_t l)
-{
-  if (*w)
-    memcpy (*w, p, l), *w += l;
-  *n += l;
-}
-
-static void
-w32 (unsigned char **w, size_t *n, uint32_t v)
-{
-  unsigned char b[4];
-  tally_le_put32 (b, v);
-  wbytes (w, n, b, 4);
 }
 
 size_t

@@ -22,6 +22,7 @@
 #include "tally/abi.h"
 #include "tally/format.h"
 #include "routines.h"
+#include "wbytes.h"
 
 #define ROUTINES(X)                                                           \
   X (Send) X (Recv) X (Isend) X (Irecv) X (Ssend) X (Sendrecv) X (Wait)       \
@@ -138,23 +139,6 @@ API MPI_Alltoall (const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI
 API MPI_Alltoallv (const void *sb, const int sn[], const int sdis[], MPI_Datatype st, void *rb,
                    const int rn[], const int rdis[], MPI_Datatype rt, MPI_Comm c)
 { TIMED (R_Alltoallv, PMPI_Alltoallv (sb, sn, sdis, st, rb, rn, rdis, rt, c)); }
-
-/* The file's bytes into W (NULL: only count).  */
-static void
-wbytes (unsigned char **w, size_t *n, const void *p, size_t l)
-{
-  if (*w)
-    memcpy (*w, p, l), *w += l;
-  *n += l;
-}
-
-static void
-w32 (unsigned char **w, size_t *n, uint32_t v)
-{
-  unsigned char b[4];
-  tally_le_put32 (b, v);
-  wbytes (w, n, b, 4);
-}
 
 static void
 wstr (unsigned char **w, size_t *n, const char *s)

@@ -1,7 +1,7 @@
 /* plugin/blocks.cc - basic-block counters (blocks=count|visited).
  *
  * Options: blocks=none|count|visited, placement=tree|block,
- * update=single|atomic|tls (hooks.cc builds the increments).
+ * update=single|atomic|tls (updates.cc builds the increments).
  *
  * blocks=count gives the exact number of times every basic block ran, and
  * blocks=visited a byte per block set to 1 when it runs.  Each function
@@ -66,10 +66,16 @@
  * blocks gcov has (split after calls as in 1., edges whose goto locus is on
  * another line than their block's end split off, loops in normal form where
  * -Wformat makes GCC 12 and later do so at -O0), so tally's line counts can
- * be checked against gcov's.  */
+ * be checked against gcov's.
+ *
+ * This file plans: the weights, the graph and its spanning tree, the
+ * derived latches (5a), profile=FILE's weighing (5b), the values (6) and
+ * the map's encoding.  What blocks=visited adds to the plan (the implied,
+ * derived and hoisted bytes, and which of the unit's functions always
+ * return) is blocks-visited.cc; the counters and bytes put into the code
+ * as planned, blocks-insert.cc; what the three share, blocks.h.  */
 #include "tally-plugin.h"
-
-#include "tally/abi.h"
+#include "blocks.h"
 
 #include "tree-ssa-loop.h"
 #include "tree-ssa-loop-niter.h"
@@ -77,83 +83,6 @@
 #include "gimplify-me.h"
 #include "tree-pretty-print.h"
 
-/* The constants of the block map; format.h itself includes system headers
-   that GCC's system.h has already dealt with.  */
-#define TALLY_MAP_VERSION 1u
-#define TALLY_MAP_BLOCK 1u
-#define TALLY_MAP_TREE 2u
-#define TALLY_MAP_VISITED 3u
-#define TALLY_MAP_NONE 0xffffffffu
-#define TALLY_MAP_VISITED_DERIVED 4u
-#define TALLY_MAP_VISITED_EDGES 5u
-#define TALLY_MAP_TREE_CALLERS 6u
-#define TALLY_BLOCK_CALL 0x1u
-#define TALLY_BLOCK_ANY_SUCC 0x2u
-#define TALLY_BLOCK_ANY_PRED 0x4u
-#define TALLY_EDGE_FAKE 0x1u
-#define TALLY_EDGE_FALLTHRU 0x2u
-#define TALLY_EDGE_TRUE 0x4u
-#define TALLY_EDGE_FALSE 0x8u
-#define TALLY_EDGE_EH 0x10u
-#define TALLY_EDGE_ABNORMAL 0x20u
-#define TALLY_EDGE_CALL 0x40u
-
-#define TALLY_MAP_ENTRY_NUM 0
-#define TALLY_MAP_EXIT_NUM 1
-#define ENTRY_NODE 0
-#define EXIT_NODE 1
-/* Map block M (>= 2) is graph nodes IN (M) and OUT (M).  */
-#define IN_NODE(m) (2 * (m) - 2)
-#define OUT_NODE(m) (2 * (m) - 1)
-
-struct plan_edge
-{
-  int src, dst;        /* graph nodes */
-  int map_src, map_dst; /* map block numbers; -1 for a block edge */
-  unsigned flags;      /* TALLY_EDGE_* */
-  edge e;              /* the CFG edge, or NULL (fake or block edge) */
-  basic_block bb;      /* block edge: its block */
-  double cost;         /* what counting it would cost per run */
-  bool can_count;
-  bool on_tree;
-  bool implied;        /* visited: the value is another block's */
-  unsigned value;      /* index into the function's values, or TALLY_MAP_NONE */
-  struct derived_latch *derived; /* a loop's latch edge counted once per
-                                   run of the loop (derive_latches) */
-  basic_block store_bb; /* visited: the class member the byte is stored in
-                           (cheapest_member), if not this block */
-  edge mark_on;        /* visited: the byte is stored on this edge instead
-                          (hoist_visited) */
-  bool mark_visited;   /* visited: a CFG edge with a byte of its own, that
-                          a derived block's value comes from
-                          (derive_visited) */
-  bool from_callers;   /* the normal edge out of ENTRY of a function whose
-                          entry count its callers' blocks give (kind 6) */
-};
-
-struct block_loc
-{
-  unsigned file, line;
-};
-
-struct tally_block_plan
-{
-  auto_vec<plan_edge> edges;
-  auto_vec<basic_block> blocks;      /* map number -> block (0, 1: NULL) */
-  auto_vec<int> map_of;              /* block index -> map number */
-  auto_vec<unsigned> block_flags;    /* map number -> TALLY_BLOCK_* */
-  auto_vec<vec<block_loc> > locs;    /* map number -> locations */
-  auto_vec<const char *> files;
-  unsigned kind;
-  auto_vec<struct derived_latch *> derived;
-  ~tally_block_plan ();
-};
-
-/* 1. Whether control may fail to come back from STMT to the next statement
-   of its block (it may exit, longjmp or throw), so that the rest of the
-   block needs its own count.  The same test as GCC's
-   stmt_can_terminate_bb_p, which gives -fprofile-arcs its blocks: internal
-   calls (.VA_ARG at -O0) and volatile asm split a block too.  */
 /* profile=FILE (profile.cc): the counts an earlier run measured for the
    function being planned, while it is planned (weigh_by_profile); NULL
    when it has none.  */
@@ -176,8 +105,8 @@ with_guess (double w, double g)
 
 /* How often BB is expected to run, relative to the function's entry
    (measured: how often it ran).  */
-static double
-block_weight (function *fun, basic_block bb, bool profile)
+double
+tally_blocks_block_weight (function *fun, basic_block bb, bool profile)
 {
   double w = 1;
   if (profile)
@@ -191,8 +120,8 @@ block_weight (function *fun, basic_block bb, bool profile)
   return w;
 }
 
-static double
-edge_weight (function *fun, edge e, bool profile)
+double
+tally_blocks_edge_weight (function *fun, edge e, bool profile)
 {
   double w;
   if (profile)
@@ -203,8 +132,8 @@ edge_weight (function *fun, edge e, bool profile)
       /* The guess by loop depth, without the measured counts.  */
       measured_weights *m = measured;
       measured = NULL;
-      double a = block_weight (fun, e->src, false);
-      double b = block_weight (fun, e->dest, false);
+      double a = tally_blocks_block_weight (fun, e->src, false);
+      double b = tally_blocks_block_weight (fun, e->dest, false);
       measured = m;
       w = a < b ? a : b;
     }
@@ -269,11 +198,9 @@ serialize (tally_block_plan *plan, vec<unsigned char> *out)
   unsigned nmapped = 0;
   for (const plan_edge &pe : plan->edges)
     nmapped += pe.bb == NULL;
-  tally_put_u32 (out, TALLY_MAP_VERSION);
-  tally_put_u32 (out, plan->kind);
-  tally_put_u32 (out, nblocks);
-  tally_put_u32 (out, nmapped);
-  tally_put_u32 (out, plan->files.length ());
+  struct tally_maphdr h = { plan->kind, nblocks, nmapped,
+                             plan->files.length () };
+  tally_maphdr_put (tally_put_part (out, TALLY_MAP_FIXED), &h);
   for (const char *f : plan->files)
     {
       size_t n = strlen (f);
@@ -290,9 +217,9 @@ serialize (tally_block_plan *plan, vec<unsigned char> *out)
       block_value[(pe.src + 2) / 2] = pe.value; /* src is IN_NODE (m) */
   for (unsigned m = 0; m < nblocks; m++)
     {
-      tally_put_u32 (out, block_value[m]);
-      tally_put_u32 (out, plan->block_flags[m]);
-      tally_put_u32 (out, plan->locs[m].length ());
+      struct tally_mapblk b = { block_value[m], plan->block_flags[m],
+                                plan->locs[m].length () };
+      tally_mapblk_put (tally_put_part (out, TALLY_MAPBLK_FIXED), &b);
       for (const block_loc &l : plan->locs[m])
         {
           tally_put_u32 (out, l.file);
@@ -302,10 +229,10 @@ serialize (tally_block_plan *plan, vec<unsigned char> *out)
   for (const plan_edge &pe : plan->edges)
     if (!pe.bb)
       {
-        tally_put_u32 (out, pe.map_src);
-        tally_put_u32 (out, pe.map_dst);
-        tally_put_u32 (out, pe.flags);
-        tally_put_u32 (out, pe.value);
+        struct tally_mapedge e = { (uint32_t) pe.map_src,
+                                   (uint32_t) pe.map_dst, pe.flags,
+                                   pe.value };
+        tally_mapedge_put (tally_put_part (out, TALLY_MAP_EDGE), &e);
       }
 }
 
@@ -345,129 +272,10 @@ cmp_cost (const void *a, const void *b)
   return x < y ? -1 : x > y; /* stable: creation order */
 }
 
-/* blocks=visited: the functions of this unit planned so far that always
-   come back to their caller, by DECL_UID: no loop, no block without a
-   way out, no exception or abnormal edge, and no statement that may not
-   return but calls to such functions; and the body planned is the one
-   that runs (decl_binds_to_current_def_p: not interposable).  GCC
-   expands a unit's callees before their callers, so most calls to such
-   functions are known when their caller is planned; a callee planned
-   later is taken as one that may not return.  A call to one of them is
-   like any other statement for find_implied's postdominance and
-   derive_visited's rule D (its block still ends there, with its fake
-   edge in the map, so that the blocks are blocks=count's).  */
-static hash_set<int_hash<int, -1, -2> > *returning_fns;
-
-static bool
-visited_may_not_return (function *fun, gimple *stmt)
-{
-  if (!tally_may_not_return (fun, stmt))
-    return false;
-  gcall *call = dyn_cast<gcall *> (stmt);
-  tree fn = call ? gimple_call_fndecl (call) : NULL_TREE;
-  return !(fn && returning_fns && !stmt_can_throw_external (fun, stmt)
-           && returning_fns->contains ((int) DECL_UID (fn)));
-}
-
-static void
-note_returning (function *fun)
-{
-  if (!decl_binds_to_current_def_p (fun->decl))
-    return;
-  basic_block bb;
-  FOR_EACH_BB_FN (bb, fun)
-    {
-      if (EDGE_COUNT (bb->succs) == 0)
-        return;
-      edge e;
-      edge_iterator ei;
-      FOR_EACH_EDGE (e, ei, bb->succs)
-        if (e->flags & (EDGE_COMPLEX | EDGE_FAKE))
-          return;
-      for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
-           gsi_next (&gsi))
-        if (visited_may_not_return (fun, gsi_stmt (gsi)))
-          return;
-    }
-  if (mark_dfs_back_edges ())
-    return;
-  if (!returning_fns)
-    returning_fns = new hash_set<int_hash<int, -1, -2> >;
-  returning_fns->add ((int) DECL_UID (fun->decl));
-  if (dump_file)
-    fprintf (dump_file, "tally: %s always returns\n",
-             function_name (fun));
-}
-
-/* blocks=visited: for each block, the block whose visited byte tells
-   whether it ran: itself, or, when its immediate postdominator C is a block
-   it dominates, C's (every path into C passes it, and every path from it
-   reaches C).  Postdominance is computed with a fake edge to EXIT from
-   every block with a call that may not return, so a block is never
-   implied across one.  IMPLIED[i] is the map number, by block index.
-   PDOM_EDGES gets the normal edges whose destination postdominates their
-   source (derive_visited's rule P).  */
-static void
-find_implied (function *fun, const vec<int> &map_of, vec<int> *implied,
-              hash_set<edge> *pdom_edges)
-{
-  basic_block bb;
-  FOR_EACH_BB_FN (bb, fun)
-    (*implied)[bb->index] = map_of[bb->index];
-  FOR_EACH_BB_FN (bb, fun)
-    {
-      bool call = false;
-      for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
-           gsi_next (&gsi))
-        call |= visited_may_not_return (fun, gsi_stmt (gsi));
-      if (call && !find_edge (bb, EXIT_BLOCK_PTR_FOR_FN (fun)))
-        make_edge (bb, EXIT_BLOCK_PTR_FOR_FN (fun), EDGE_FAKE);
-    }
-  add_noreturn_fake_exit_edges ();
-  connect_infinite_loops_to_exit ();
-  calculate_dominance_info (CDI_DOMINATORS);
-  calculate_dominance_info (CDI_POST_DOMINATORS);
-  /* Follow each chain to its end: the chains follow postdominators, so
-     they have no cycle.  */
-  auto_vec<basic_block> next;
-  next.safe_grow_cleared (last_basic_block_for_fn (fun));
-  FOR_EACH_BB_FN (bb, fun)
-    {
-      basic_block c = get_immediate_dominator (CDI_POST_DOMINATORS, bb);
-      if (c && c != EXIT_BLOCK_PTR_FOR_FN (fun)
-          && dominated_by_p (CDI_DOMINATORS, c, bb))
-        next[bb->index] = c;
-    }
-  FOR_EACH_BB_FN (bb, fun)
-    {
-      basic_block c = bb;
-      while (next[c->index])
-        c = next[c->index];
-      (*implied)[bb->index] = map_of[c->index];
-      if (dump_file && c != bb)
-        fprintf (dump_file, "tally: bb %d ran iff bb %d ran\n", bb->index,
-                 c->index);
-    }
-  /* derive_visited's rule P: the edges whose destination postdominates
-     their source.  */
-  FOR_EACH_BB_FN (bb, fun)
-    {
-      edge e;
-      edge_iterator ei;
-      FOR_EACH_EDGE (e, ei, bb->preds)
-        if (e->src != ENTRY_BLOCK_PTR_FOR_FN (fun)
-            && !(e->flags & EDGE_FAKE)
-            && dominated_by_p (CDI_POST_DOMINATORS, e->src, bb))
-          pdom_edges->add (e);
-    }
-  free_dominance_info (CDI_POST_DOMINATORS);
-  remove_fake_edges ();
-}
-
 /* The edge into LOOP's header from outside the loop, and in *N how many
    such edges there are (the edge is one of them, NULL if none).  */
-static edge
-loop_entry (const class loop *loop, unsigned *n)
+edge
+tally_blocks_loop_entry (const class loop *loop, unsigned *n)
 {
   edge entry = NULL, e;
   edge_iterator ei;
@@ -480,14 +288,6 @@ loop_entry (const class loop *loop, unsigned *n)
       }
   return entry;
 }
-
-/* 5a. A derived latch count: the loop's constant trip count NITER,
-   added on its ENTRY edge.  */
-struct derived_latch
-{
-  edge entry;
-  tree niter;
-};
 
 /* 5a. placement=tree at=late: a loop's latch edge, whose counter would be
    updated at every iteration, is counted once per run of the loop instead
@@ -566,7 +366,7 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
       edge latch = loop->latch ? find_edge (loop->latch, loop->header) : NULL;
       plan_edge **lp = latch ? by_edge.get (latch) : NULL;
       unsigned nentries;
-      edge entry = loop_entry (loop, &nentries);
+      edge entry = tally_blocks_loop_entry (loop, &nentries);
       auto_vec<edge> exits = get_loop_exit_edges (loop);
       if (!lp || !(*lp)->can_count || (latch->flags & EDGE_COMPLEX)
           || (loop->header->flags & BB_IRREDUCIBLE_LOOP))
@@ -658,394 +458,10 @@ derive_latches (function *fun, tally_block_plan *plan, bitmap call_ended,
   loops_for_fn (fun)->state = saved_state;
 }
 
-/* blocks=visited: a byte whose block C is inside a loop, where it would
-   be stored at every iteration, but which a loop's header shares (C ran
-   exactly when the header did: find_implied), is stored on the loop's one
-   entry edge instead: the header runs exactly when that edge is taken.  Of
-   nested loops, the outermost whose header shares the byte.  Not with
-   counters=mapped: the byte would be in the file before the blocks it
-   stands for ran.  IMPLIED is find_implied's, by block index.  */
-static void
-hoist_visited (function *fun, tally_block_plan *plan, const vec<int> &map_of,
-               const vec<int> &implied)
-{
-  if (!current_loops || tally_opts.mapped
-      || loops_state_satisfies_p (fun, LOOPS_NEED_FIXUP)
-      || number_of_loops (fun) <= 1)
-    return;
-  hash_map<int_hash<int, -1, -2>, plan_edge *> by_block; /* map number */
-  for (plan_edge &pe : plan->edges)
-    if (pe.bb && !pe.implied && pe.value != TALLY_MAP_NONE)
-      by_block.put (map_of[pe.bb->index], &pe);
-  auto_vec<int> depth; /* of the loop chosen, by map number */
-  depth.safe_grow_cleared (plan->blocks.length ());
-  for (auto loop : loops_list (fun, 0))
-    {
-      if (!loop->header || (loop->header->flags & BB_IRREDUCIBLE_LOOP))
-        continue;
-      unsigned nentries;
-      edge entry = loop_entry (loop, &nentries);
-      if (nentries != 1 || (entry->flags & (EDGE_COMPLEX | EDGE_FAKE)))
-        continue;
-      int rep = implied[loop->header->index];
-      plan_edge **pe = by_block.get (rep);
-      if (!pe || !flow_bb_inside_loop_p (loop, (*pe)->store_bb
-                                                    ? (*pe)->store_bb
-                                                    : plan->blocks[rep]))
-        continue;
-      int d = loop_depth (loop);
-      if (depth[rep] && depth[rep] <= d)
-        continue;
-      depth[rep] = d;
-      (*pe)->mark_on = entry;
-      if (dump_file)
-        fprintf (dump_file, "tally: loop %d: the visited byte of bb %d is "
-                 "stored on its entry from bb %d\n", loop->num,
-                 plan->blocks[rep]->index, entry->src->index);
-    }
-}
-
-/* blocks=visited: the blocks that need no byte, their visited value
-   derived from their neighbours' in the block map (kind
-   TALLY_MAP_VISITED_DERIVED: doc/data-format.md "The block map").  Two
-   rules, for a block B:
-     D (TALLY_BLOCK_ANY_SUCC): B ran iff a block one of B's normal edges
-       leads to ran.  Holds when B can be left by its normal edges only
-       (no fake edge out of it: no call that may not return, no exception
-       or abnormal edge, not a return, it has a successor) and B dominates
-       each successor S: B ran, so control went on to some S; S ran, and
-       every path into S passes B.
-     P (TALLY_BLOCK_ANY_PRED): B ran iff a block with a normal edge into
-       B ran.  Holds when B is entered by normal edges only (not the first
-       block, no exception, abnormal or setjmp-resume edge into it) and B
-       postdominates each predecessor P, with the fake edges to EXIT of
-       find_implied (a call that may not return, a block without
-       successors, an infinite loop): B ran, so it was entered from some
-       P; P ran, and every way out of the function from P passes B.
-   Both are about a run of the function that is over when the counts are
-   read: a dump while a block between the two is running (a signal
-   handler's, another thread's exit) may see a block derived by P as run
-   before it has run, and miss one derived by D until its successor runs
-   (doc/guarantees.md, "signals").
-   Where a neighbour does not tell (an edge out of B to a block B does
-   not dominate, or into B from a block B does not postdominate), the
-   edge can have a byte of its own, set when it is taken (map kind
-   TALLY_MAP_VISITED_EDGES): through it B's value is the edge's.  Then D
-   reads: B ran iff, for one of its normal edges out, the edge's byte is
-   set (it has one) or the block it leads to ran (it has none, and B
-   dominates that block); P likewise with the edges in.  The edge bytes
-   a rule needs are weighed by GCC's estimated profile (edge_weight, an
-   edge that needs a block of its own 1.5 times) against the byte of
-   the class (its member that runs least often): the cold branch of a
-   test into an interpreter loop's latch that every case reaches rather
-   than the latch.  Not P with counters=mapped (an edge byte is set
-   before B runs).
-   Blocks that run exactly together (find_implied's classes, IMPLIED) get
-   one byte or none: a class goes without when every member follows by D
-   or P, with edge bytes that together cost less than its byte.  The derived values must form no cycle (a block derived, through
-   others, from itself would say nothing); classes are tried in decreasing
-   order of expected runs, so the hot ones are derived from the cold ones
-   and their bytes are the ones left out.  DERIVED gets, by map number,
-   0 for a block with a byte (its class's) and the rule's flag
-   otherwise.  */
-/* Whether a statement of BB may not return, calls to returning_fns
-   apart.  */
-static bool
-block_may_not_return (function *fun, basic_block bb)
-{
-  for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);
-       gsi_next (&gsi))
-    if (visited_may_not_return (fun, gsi_stmt (gsi)))
-      return true;
-  return false;
-}
-
-struct class_weight
-{
-  double weight;
-  unsigned rep;
-};
-
-static int
-cmp_class_weight (const void *a, const void *b)
-{
-  const class_weight *x = (const class_weight *) a;
-  const class_weight *y = (const class_weight *) b;
-  if (x->weight != y->weight)
-    return x->weight > y->weight ? -1 : 1;
-  return x->rep < y->rep ? -1 : x->rep > y->rep;
-}
-
-static void
-derive_visited (function *fun, tally_block_plan *plan,
-                const vec<int> &implied, hash_set<edge> &pdom_edges,
-                bool profile, vec<unsigned> *derived)
-{
-  unsigned nb = plan->blocks.length ();
-  unsigned ne = plan->edges.length ();
-  /* D_OK, P_OK: whether M can be left (entered) by its normal edges only,
-     the precondition of rule D (P).  */
-  auto_vec<bool> d_ok, p_ok;
-  d_ok.safe_grow_cleared (nb);
-  p_ok.safe_grow_cleared (nb);
-  auto_vec<unsigned> nsucc, npred;
-  nsucc.safe_grow_cleared (nb);
-  npred.safe_grow_cleared (nb);
-  for (unsigned m = 2; m < nb; m++)
-    {
-      d_ok[m] = true;
-      /* counters=mapped: not P, which would put a block in the file
-         before it ran (a process killed in between).  */
-      p_ok[m] = !tally_opts.mapped;
-    }
-  for (const plan_edge &pe : plan->edges)
-    {
-      if (pe.bb)
-        continue;
-      int s = pe.map_src, d = pe.map_dst;
-      if (pe.flags == (TALLY_EDGE_FAKE | TALLY_EDGE_CALL) && s >= 2
-          && !block_may_not_return (fun, plan->blocks[s]))
-        continue; /* its calls all return (returning_fns) */
-      if (pe.flags & TALLY_EDGE_FAKE)
-        {
-          if (s >= 2)
-            d_ok[s] = false;
-          if (d >= 2)
-            p_ok[d] = false;
-          continue;
-        }
-      if (d == TALLY_MAP_EXIT_NUM)
-        d_ok[s] = false;
-      if (s == TALLY_MAP_ENTRY_NUM)
-        p_ok[d] = false;
-      if (s >= 2 && d >= 2)
-        {
-          nsucc[s]++;
-          npred[d]++;
-        }
-    }
-  /* The normal edges between blocks, both ways (CSR of indexes into
-     PLAN->edges), and per edge: whether its source dominates its
-     destination (a term of rule D without a byte), whether its
-     destination postdominates its source (rule P), whether a byte can be
-     stored on it, and whether one is.  */
-  auto_vec<unsigned> so, po, sl, pl;
-  so.safe_grow_cleared (nb + 1);
-  po.safe_grow_cleared (nb + 1);
-  for (unsigned m = 0; m < nb; m++)
-    {
-      so[m + 1] = so[m] + nsucc[m];
-      po[m + 1] = po[m] + npred[m];
-    }
-  sl.safe_grow_cleared (so[nb] + 1);
-  pl.safe_grow_cleared (po[nb] + 1);
-  auto_vec<unsigned> fs, fp;
-  fs.safe_grow_cleared (nb);
-  fp.safe_grow_cleared (nb);
-  auto_vec<bool> dom, pdom, can_mark;
-  auto_vec<unsigned char> marked; /* 0 no, 1 tried for a class, 2 yes */
-  dom.safe_grow_cleared (ne);
-  pdom.safe_grow_cleared (ne);
-  can_mark.safe_grow_cleared (ne);
-  marked.safe_grow_cleared (ne);
-  for (unsigned i = 0; i < ne; i++)
-    {
-      const plan_edge &pe = plan->edges[i];
-      if (pe.bb || (pe.flags & TALLY_EDGE_FAKE) || pe.map_src < 2
-          || pe.map_dst < 2)
-        continue;
-      sl[so[pe.map_src] + fs[pe.map_src]++] = i;
-      pl[po[pe.map_dst] + fp[pe.map_dst]++] = i;
-      dom[i] = dominated_by_p (CDI_DOMINATORS, plan->blocks[pe.map_dst],
-                               plan->blocks[pe.map_src]);
-      pdom[i] = pe.e && pdom_edges.contains (pe.e);
-      /* Where a counter could go (not out of a setjmp block), on a
-         jump.  */
-      can_mark[i] = pe.e && pe.can_count && !(pe.e->flags & EDGE_COMPLEX);
-    }
-  for (unsigned m = 2; m < nb; m++)
-    {
-      d_ok[m] = d_ok[m] && nsucc[m] > 0;
-      p_ok[m] = p_ok[m] && npred[m] > 0;
-    }
-  auto edge_cost = [&] (unsigned i) -> double {
-    edge e = plan->edges[i].e;
-    bool split = !single_pred_p (e->dest) && !single_succ_p (e->src);
-    return edge_weight (fun, e, profile) * (split ? 1.5 : 1.0);
-  };
-
-  /* The classes, by representative, hottest first.  */
-  auto_vec<unsigned> reps;
-  auto_vec<vec<unsigned> > members;
-  members.safe_grow_cleared (nb);
-  for (unsigned m = 2; m < nb; m++)
-    {
-      unsigned r = implied[plan->blocks[m]->index];
-      if (members[r].is_empty ())
-        reps.safe_push (r);
-      members[r].safe_push (m);
-    }
-  auto_vec<class_weight> order;
-  for (unsigned r : reps)
-    {
-      class_weight c = { block_weight (fun, plan->blocks[r], profile), r };
-      order.safe_push (c);
-    }
-  order.qsort (cmp_class_weight);
-
-  /* The edges M's value would be derived through by rule D (or P): its
-     normal edges out (in).  Through edge I the value is the edge's byte
-     when it has one (MARKED 2, or 1 while a class is tried), else the
-     block at its other end.  */
-  auto dep = [&] (unsigned i, bool d) -> unsigned {
-    if (marked[i])
-      return 0;
-    const plan_edge &pe = plan->edges[i];
-    return d ? pe.map_dst : pe.map_src;
-  };
-  /* Whether deriving M by rule D (or P) would make M depend on itself,
-     through the blocks derived so far.  */
-  auto_vec<unsigned> stamp;
-  stamp.safe_grow_cleared (nb);
-  unsigned now = 0;
-  auto_vec<unsigned> stack;
-  auto push_deps = [&] (unsigned m, bool d) {
-    const vec<unsigned> &l = d ? sl : pl;
-    const vec<unsigned> &o = d ? so : po;
-    for (unsigned k = o[m]; k < o[m + 1]; k++)
-      if (unsigned n = dep (l[k], d))
-        stack.safe_push (n);
-  };
-  auto cycle = [&] (unsigned m, bool d) -> bool {
-    now++;
-    stack.truncate (0);
-    push_deps (m, d);
-    while (!stack.is_empty ())
-      {
-        unsigned n = stack.pop ();
-        if (n == m)
-          return true;
-        if (stamp[n] == now || !(*derived)[n])
-          continue;
-        stamp[n] = now;
-        push_deps (n, (*derived)[n] == TALLY_BLOCK_ANY_SUCC);
-      }
-    return false;
-  };
-  /* The bytes rule D (P) needs on M's edges for M's value: each edge
-     whose other end does not tell (does not dominate, postdominate) and
-     that has none yet, marked 1 into TRIED; their cost, or -1 if one
-     cannot have a byte.  */
-  auto_vec<unsigned> tried;
-  auto need = [&] (unsigned m, bool d) -> double {
-    const vec<unsigned> &l = d ? sl : pl;
-    const vec<unsigned> &o = d ? so : po;
-    double cost = 0;
-    unsigned first = tried.length ();
-    for (unsigned k = o[m]; k < o[m + 1]; k++)
-      {
-        unsigned i = l[k];
-        if (marked[i] || (d ? dom[i] : pdom[i]))
-          continue;
-        if (!can_mark[i])
-          {
-            while (tried.length () > first)
-              marked[tried.pop ()] = 0;
-            return -1;
-          }
-        marked[i] = 1;
-        tried.safe_push (i);
-        cost += edge_cost (i);
-      }
-    return cost;
-  };
-  auto undo = [&] (unsigned to) {
-    while (tried.length () > to)
-      marked[tried.pop ()] = 0;
-  };
-  for (const class_weight &c : order)
-    {
-      const vec<unsigned> &k = members[c.rep];
-      /* What the class's byte would cost: in its member that runs least
-         often.  */
-      double byte = 0;
-      for (unsigned j = 0; j < k.length (); j++)
-        {
-          double w = block_weight (fun, plan->blocks[k[j]], profile);
-          if (j == 0 || w < byte)
-            byte = w;
-        }
-      bool all = true;
-      double spent = 0;
-      tried.truncate (0);
-      for (unsigned m : k)
-        {
-          /* Rules D and P through the blocks, with the bytes on edges
-             where a neighbour does not tell: the cheaper of the two
-             whose bytes cost less than the class's own byte.  */
-          unsigned best = 0;
-          double best_cost = 0;
-          for (int d = 1; d >= 0; d--)
-            {
-              if (!(d ? d_ok[m] : p_ok[m]))
-                continue;
-              unsigned at = tried.length ();
-              double cost = need (m, d);
-              bool ok = cost == 0 || (cost > 0 && cost < byte - spent);
-              ok = ok && !cycle (m, d);
-              undo (at);
-              if (ok && (!best || cost < best_cost))
-                {
-                  best = d ? TALLY_BLOCK_ANY_SUCC : TALLY_BLOCK_ANY_PRED;
-                  best_cost = cost;
-                }
-              if (best && best_cost == 0)
-                break;
-            }
-          if (best)
-            need (m, best == TALLY_BLOCK_ANY_SUCC);
-          if (!best)
-            {
-              all = false;
-              break;
-            }
-          (*derived)[m] = best;
-          spent += best_cost;
-        }
-      if (!all)
-        {
-          for (unsigned m : k)
-            (*derived)[m] = 0;
-          undo (0);
-          continue;
-        }
-      for (unsigned i : tried)
-        marked[i] = 2;
-    }
-  for (unsigned m = 0; m < nb; m++)
-    members[m].release ();
-  for (unsigned i = 0; i < ne; i++)
-    if (marked[i] == 2)
-      {
-        plan->edges[i].mark_visited = true;
-        if (dump_file)
-          fprintf (dump_file, "tally: edge bb %d -> bb %d gets a visited "
-                   "byte\n", plan->edges[i].e->src->index,
-                   plan->edges[i].e->dest->index);
-      }
-  if (dump_file)
-    for (unsigned m = 2; m < nb; m++)
-      if ((*derived)[m])
-        fprintf (dump_file, "tally: bb %d visited iff any %s ran\n",
-                 plan->blocks[m]->index,
-                 (*derived)[m] == TALLY_BLOCK_ANY_SUCC ? "successor"
-                                                       : "predecessor");
-}
-
 /* Whether BB's first statement (after its labels) is a setjmp-like call,
    one that returns twice.  */
-static bool
-returns_twice_first (basic_block bb)
+bool
+tally_blocks_returns_twice_first (basic_block bb)
 {
   gimple_stmt_iterator gsi = gsi_after_labels (bb);
   if (gsi_end_p (gsi) || is_gimple_debug (gsi_stmt (gsi)))
@@ -1061,7 +477,7 @@ returns_twice_first (basic_block bb)
 static unsigned
 resume_block (basic_block bb, const vec<int> &map_of)
 {
-  if (returns_twice_first (bb))
+  if (tally_blocks_returns_twice_first (bb))
     {
       edge e;
       edge_iterator ei;
@@ -1103,11 +519,12 @@ weigh_by_profile (function *fun, tally_block_plan *plan, bool profile,
   measured = mw;
   for (plan_edge &pe : plan->edges)
     if (pe.bb)
-      pe.cost = block_weight (fun, pe.bb, profile);
+      pe.cost = tally_blocks_block_weight (fun, pe.bb, profile);
     else if (pe.e)
       {
         bool split = !single_pred_p (pe.e->dest) && !single_succ_p (pe.e->src);
-        pe.cost = edge_weight (fun, pe.e, profile) * (split ? 1.5 : 1.0);
+        pe.cost = tally_blocks_edge_weight (fun, pe.e, profile)
+                  * (split ? 1.5 : 1.0);
       }
   return true;
 }
@@ -1239,7 +656,7 @@ plan_blocks (function *fun, tally_fn_layout *layout, bool entry_from_callers,
   if (visited)
     {
       implied.safe_grow_cleared (last_basic_block_for_fn (fun));
-      find_implied (fun, map_of, &implied, &pdom_edges);
+      tally_blocks_find_implied (fun, map_of, &implied, &pdom_edges);
     }
   plan->block_flags.safe_grow_cleared (nblocks);
   plan->locs.safe_grow_cleared (nblocks);
@@ -1320,7 +737,8 @@ plan_blocks (function *fun, tally_fn_layout *layout, bool entry_from_callers,
           if (e->flags & EDGE_FALSE_VALUE)
             flags |= TALLY_EDGE_FALSE;
           bool split = !single_pred_p (e->dest) && !single_succ_p (e->src);
-          double cost = edge_weight (fun, e, profile) * (split ? 1.5 : 1.0);
+          double cost = tally_blocks_edge_weight (fun, e, profile)
+                        * (split ? 1.5 : 1.0);
           /* A counter on the edge out of a setjmp block would also count
              the second returns, which the map brings in from ENTRY.  */
           add_edge (plan, map_of[bb->index], m, flags, e, cost,
@@ -1329,7 +747,7 @@ plan_blocks (function *fun, tally_fn_layout *layout, bool entry_from_callers,
       if (bb == ENTRY_BLOCK_PTR_FOR_FN (fun))
         continue;
       if ((bitmap_bit_p (call_ended, bb->index) && !setjmp_block
-           && !(returns_known && !block_may_not_return (fun, bb)))
+           && !(returns_known && !tally_blocks_block_may_not_return (fun, bb)))
           || EDGE_COUNT (bb->succs) == 0)
         leak |= TALLY_EDGE_CALL;
       /* setjmp returns (twice), and never leaves by a longjmp itself,
@@ -1346,7 +764,8 @@ plan_blocks (function *fun, tally_fn_layout *layout, bool entry_from_callers,
                 0, false);
   for (unsigned m = 2; m < nblocks; m++)
     push_edge (plan, IN_NODE (m), OUT_NODE (m), -1, -1, 0, NULL,
-               plan->blocks[m], block_weight (fun, plan->blocks[m], profile),
+               plan->blocks[m],
+               tally_blocks_block_weight (fun, plan->blocks[m], profile),
                true);
 
   measured_weights mw;
@@ -1425,7 +844,7 @@ plan_blocks (function *fun, tally_fn_layout *layout, bool entry_from_callers,
   derived.safe_grow_cleared (nblocks);
   if (visited)
     {
-      derive_visited (fun, plan, implied, pdom_edges, profile,
+      tally_blocks_derive_visited (fun, plan, implied, pdom_edges, profile,
                       &derived);
       for (unsigned m = 2; m < nblocks; m++)
         if (derived[m])
@@ -1478,8 +897,8 @@ plan_blocks (function *fun, tally_fn_layout *layout, bool entry_from_callers,
         {
           unsigned r = implied[plan->blocks[m]->index];
           basic_block c = cheapest[r] ? cheapest[r] : plan->blocks[r];
-          if (block_weight (fun, plan->blocks[m], profile)
-              < block_weight (fun, c, profile))
+          if (tally_blocks_block_weight (fun, plan->blocks[m], profile)
+              < tally_blocks_block_weight (fun, c, profile))
             c = plan->blocks[m];
           cheapest[r] = c;
         }
@@ -1492,16 +911,16 @@ plan_blocks (function *fun, tally_fn_layout *layout, bool entry_from_callers,
           }
     }
   if (visited)
-    hoist_visited (fun, plan, map_of, implied);
+    tally_blocks_hoist_visited (fun, plan, map_of, implied);
   if (visited)
     {
       layout->nvisited = next;
-      note_returning (fun);
+      tally_blocks_note_returning (fun);
     }
   else
     layout->ncounters = TALLY_C_CORE + next;
   if (returns_known)
-    note_returning (fun);
+    tally_blocks_note_returning (fun);
   serialize (plan, &layout->map);
   if (cost)
     *cost = measured ? plan_cost (plan) : -1;
@@ -1514,138 +933,8 @@ plan_blocks (function *fun, tally_fn_layout *layout, bool entry_from_callers,
   return plan;
 }
 
-/* Append to *SEQ "VISITED[I] = 1" as a relaxed atomic byte store (a plain
-   byte store on every target that has one).  */
-static void
-build_visit (function *fun, tree visited, unsigned i, gimple_seq *seq)
-{
-  tree ref = build4 (ARRAY_REF, unsigned_char_type_node, visited,
-                     build_int_cst (integer_type_node, i), NULL_TREE, NULL_TREE);
-  TREE_ADDRESSABLE (visited) = 1;
-  /* counters=mapped: the byte at its address plus the unit's bias.  */
-  tree addr = tally_opts.mapped
-                  ? tally_mapped_address (fun, ref, UNKNOWN_LOCATION, seq)
-                  : build_fold_addr_expr (ref);
-  tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_STORE_1);
-  gimple *g = gimple_build_call (f, 3, addr,
-                                 build_int_cst (unsigned_char_type_node, 1),
-                                 build_int_cst (integer_type_node,
-                                                MEMMODEL_RELAXED));
-  gimple_seq_add_stmt (seq, g);
-}
-
-/* Append to *SEQ "COUNTERS[K] += NITER" (derive_latches), as
-   tally_build_increment adds 1: relaxed atomic with update=atomic.  */
-static void
-build_add (tree array, unsigned k, tree niter, gimple_seq *seq)
-{
-  tree n = force_gimple_operand (unshare_expr (niter), seq, true, NULL_TREE);
-  tree ref = build4 (ARRAY_REF, uint64_type_node, array,
-                     build_int_cst (integer_type_node, k), NULL_TREE, NULL_TREE);
-  gimple *g;
-  if (tally_opts.update == TALLY_UPDATE_ATOMIC)
-    {
-      tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_FETCH_ADD_8);
-      TREE_ADDRESSABLE (array) = 1;
-      g = gimple_build_call (f, 3, build_fold_addr_expr (ref), n,
-                             build_int_cst (integer_type_node, MEMMODEL_RELAXED));
-      gimple_seq_add_stmt (seq, g);
-      return;
-    }
-  tally_build_add (cfun, ref, n, UNKNOWN_LOCATION, seq);
-}
-
-/* 5a. The update of a derived latch count D: its trip count on the
-   loop's entry edge.  */
-static void
-insert_derived (derived_latch *d, tree counters, unsigned k)
-{
-  gimple_seq seq = NULL;
-  build_add (counters, k, d->niter, &seq);
-  gsi_insert_seq_on_edge (d->entry, seq);
-}
-
 tally_block_plan::~tally_block_plan ()
 {
   for (derived_latch *d : derived)
     delete d;
-}
-
-/* Append the calls of SEQ to *CALLS (their call-graph edges are made
-   once SEQ is in its block).  */
-static void
-note_calls (gimple_seq seq, vec<gcall *> *calls)
-{
-  for (gimple_stmt_iterator i = gsi_start (seq); !gsi_end_p (i); gsi_next (&i))
-    if (gcall *call = dyn_cast<gcall *> (gsi_stmt (i)))
-      calls->safe_push (call);
-}
-
-void
-tally_blocks_insert (function *fun, tally_block_plan *plan,
-                     const tally_fn_info &fn)
-{
-  bool edges = false;
-  auto_vec<gcall *> calls;
-  for (const plan_edge &pe : plan->edges)
-    {
-      if (pe.value == TALLY_MAP_NONE || pe.implied)
-        continue;
-      gimple_seq seq = NULL;
-      if (fn.visited)
-        build_visit (fun, fn.visited, pe.value - TALLY_C_CORE, &seq);
-      else if (pe.derived)
-        {
-          insert_derived (pe.derived, fn.counters, pe.value);
-          edges = true;
-          continue;
-        }
-      else
-        tally_build_increment (fun, fn.counters, pe.value, UNKNOWN_LOCATION,
-                               &seq);
-      basic_block b = pe.bb ? (pe.store_bb ? pe.store_bb : pe.bb) : NULL;
-      if (pe.mark_on)
-        {
-          note_calls (seq, &calls);
-          gsi_insert_seq_on_edge (pe.mark_on, seq);
-          edges = true;
-        }
-      else if (b && returns_twice_first (b))
-        {
-          /* Not before a setjmp-like call, which GCC wants first in its
-             block (its verifier says so from GCC 14 on) since its abnormal
-             edges into the block stand for the second returns: on every
-             normal edge into the block instead, where it runs once per
-             entry as it would at the block's start.  */
-          bool first = true;
-          edge e;
-          edge_iterator ei;
-          FOR_EACH_EDGE (e, ei, b->preds)
-            if (!(e->flags & (EDGE_ABNORMAL | EDGE_EH | EDGE_FAKE)))
-              {
-                gimple_seq copy = first ? seq : gimple_seq_copy (seq);
-                first = false;
-                note_calls (copy, &calls);
-                gsi_insert_seq_on_edge (e, copy);
-              }
-          edges = true;
-        }
-      else if (b)
-        {
-          note_calls (seq, &calls);
-          gimple_stmt_iterator gsi = gsi_after_labels (b);
-          gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
-        }
-      else
-        {
-          note_calls (seq, &calls);
-          gsi_insert_seq_on_edge (pe.e, seq);
-          edges = true;
-        }
-    }
-  if (edges)
-    gsi_commit_edge_inserts ();
-  for (gcall *call : calls)
-    tally_add_call_edge (fun, call, gimple_bb (call)->count);
-  delete plan;
 }

@@ -223,8 +223,9 @@ tally_callers_trailer (unsigned id, vec<unsigned char> *map)
   if (id >= derived_by_id.length () || derived_by_id[id] < 0)
     return false;
   const callers_callee &c = callees[derived_by_id[id]];
-  tally_put_u32 (map, !c.uncounted);
-  tally_put_u32 (map, c.uncounted ? 0 : c.sites.length ());
+  struct tally_mapcallers h = { !c.uncounted,
+                                c.uncounted ? 0 : c.sites.length () };
+  tally_mapcallers_put (tally_put_part (map, TALLY_MAPCALLERS_FIXED), &h);
   if (!c.uncounted)
     for (const callers_site &s : c.sites)
       {

@@ -105,20 +105,28 @@ tally_descriptor_gc_roots (void)
   return tally_descriptor_roots;
 }
 
+/* Make DECL the plugin's own: static, artificial, out of the debug
+   information, and kept by every IPA clean-up.  */
+static tree
+plugin_own (tree decl)
+{
+  TREE_STATIC (decl) = 1;
+  TREE_PUBLIC (decl) = 0;
+  DECL_ARTIFICIAL (decl) = 1;
+  DECL_IGNORED_P (decl) = 1;
+  DECL_PRESERVE_P (decl) = 1;
+  TREE_USED (decl) = 1;
+  return decl;
+}
+
 /* A file-scope static variable that survives every IPA clean-up: the
    descriptor refers to it only at the end of the unit.  */
 static tree
 make_static_var (const char *name, tree type)
 {
-  tree decl = build_decl (BUILTINS_LOCATION, VAR_DECL, get_identifier (name),
-                          type);
-  TREE_STATIC (decl) = 1;
-  TREE_PUBLIC (decl) = 0;
+  tree decl = plugin_own (build_decl (BUILTINS_LOCATION, VAR_DECL,
+                                      get_identifier (name), type));
   DECL_EXTERNAL (decl) = 0;
-  DECL_ARTIFICIAL (decl) = 1;
-  DECL_IGNORED_P (decl) = 1;
-  DECL_PRESERVE_P (decl) = 1;
-  TREE_USED (decl) = 1;
   DECL_CONTEXT (decl) = NULL_TREE;
   return decl;
 }
@@ -561,12 +569,7 @@ build_tls_locate (void)
   DECL_ARG_TYPE (out) = pointer_to (u64p);
   DECL_CONTEXT (out) = decl;
   DECL_ARGUMENTS (decl) = out;
-  TREE_STATIC (decl) = 1;
-  TREE_PUBLIC (decl) = 0;
-  TREE_USED (decl) = 1;
-  DECL_ARTIFICIAL (decl) = 1;
-  DECL_IGNORED_P (decl) = 1;
-  DECL_PRESERVE_P (decl) = 1;
+  plugin_own (decl);
   DECL_NO_INSTRUMENT_FUNCTION_ENTRY_EXIT (decl) = 1;
   DECL_UNINLINABLE (decl) = 1;
 
@@ -600,15 +603,9 @@ build_tls_locate (void)
 /* The record blob (include/tally/abi.h): the unit's module record in the
    data file (tally/format.h) but for the values, as segments with their
    CRC-32 and CRC shift, so that the runtime writes it as it is and its
-   dump costs O(values) (rt/mapblob.c).  Constants of tally/format.h, which
-   includes system headers GCC's system.h has dealt with.  */
-#define TALLY_TAG_MODULE 0x4c444f4du /* "MODL" */
-#define TALLY_MAX_STRING 65536u
-
-/* CRC-32 as the data file has it: rt/crc32.c, which the format library
-   the plugin links (format/meson.build) compiles; declared here because
-   tally/format.h cannot be included (see above).  */
-extern "C" uint32_t tally_crc32 (uint32_t crc, const void *buf, size_t len);
+   dump costs O(values) (rt/mapblob.c).  Its fixed parts are written with
+   tally/format.h's encoders; tally_crc32 is rt/crc32.c, which the format
+   library the plugin links (format/meson.build) compiles.  */
 
 /* A times B modulo the CRC polynomial (reflected: x^0 is bit 31).  */
 static unsigned
@@ -633,13 +630,6 @@ crc_shift (unsigned long long n)
     if (n & 1)
       p = crc_mulmod (sq, p);
   return p;
-}
-
-static void
-blob_u64 (vec<unsigned char> *b, unsigned long long v)
-{
-  tally_put_u32 (b, (unsigned) v);
-  tally_put_u32 (b, (unsigned) (v >> 32));
 }
 
 static void
@@ -677,11 +667,8 @@ build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
   auto_vec<unsigned char> data;
   auto_vec<unsigned> cut; /* where each segment ends in DATA */
   unsigned long long nvalues = 0;
-  tally_put_u32 (&data, TALLY_TAG_MODULE);
-  tally_put_u32 (&data, TALLY_ABI_VERSION);
-  blob_u64 (&data, h);
-  tally_put_u32 (&data, mflags);
-  tally_put_u32 (&data, n);
+  struct tally_modrec m = { TALLY_ABI_VERSION, h, mflags, n };
+  tally_modrec_put (tally_put_part (&data, TALLY_MODREC_FIXED), &m);
   blob_str (&data, source);
   blob_str (&data, directory);
   for (unsigned i = 0; i <= n; i++)
@@ -701,18 +688,17 @@ build_blob (vec<unsigned char> *out, uint64_t h, unsigned mflags,
           blob_str (&data, r.symbol);
           blob_str (&data, r.origin);
           blob_str (&data, r.file);
-          tally_put_u32 (&data, r.line);
-          tally_put_u32 (&data, r.flags & ~TALLY_FN_TLS_ARMED);
-          tally_put_u32 (&data, r.ncounters + r.nvisited);
-          tally_put_u32 (&data, 0);
+          struct tally_fnrec f = { r.line, r.flags & ~TALLY_FN_TLS_ARMED,
+                                   r.ncounters + r.nvisited, 0 };
+          tally_fnrec_put (tally_put_part (&data, TALLY_FNREC_FIXED), &f);
           nvalues += r.ncounters + r.nvisited;
         }
       cut.safe_push (data.length ());
     }
   tally_put_u32 (out, TALLY_BLOB_MAGIC);
   tally_put_u32 (out, nseg);
-  blob_u64 (out, nvalues);
-  blob_u64 (out, data.length ());
+  tally_put_u64 (out, nvalues);
+  tally_put_u64 (out, data.length ());
   unsigned start = 0;
   for (unsigned i = 0; i < nseg; i++)
     {

@@ -27,6 +27,10 @@
  * included, fully inlined functions not).  at=early runs right after the CFG
  * is built, before any inlining, so an inlined call still counts as a call
  * of its source function (the semantics of -finstrument-functions).
+ *
+ * The updates themselves and their x86-64 forms are updates.cc's; the
+ * return frames of exit=frames and the completion of at=early's hooks
+ * after inlining, frames.cc's.
  */
 #include "tally-plugin.h"
 
@@ -93,27 +97,6 @@ build_hook_decl (const char *name)
                                        uint32_type_node, NULL_TREE));
 }
 
-/* A volatile asm statement calling SYM, a register-preserving entry point
-   of the runtime, with the operands given: it steps below the red zone (a
-   leaf may keep data there) and calls through the GOT (resolved at load:
-   glibc's lazy PLT resolver, which clobbers r10 and r11, never runs; a
-   direct call where the runtime is in the same image).  */
-static const char step_below[] = "leaq -128(%%rsp), %%rsp\n\t";
-static const char step_back[] = "\n\tleaq 128(%%rsp), %%rsp";
-
-gasm *
-tally_asm_call (const char *sym, vec<tree, va_gc> *inputs,
-                vec<tree, va_gc> *outputs, vec<tree, va_gc> *clobbers)
-{
-  char text[160];
-  snprintf (text, sizeof text, "%scall *%s@GOTPCREL(%%%%rip)%s", step_below,
-            sym, step_back);
-  gasm *a = gimple_build_asm_vec (ggc_strdup (text), inputs, outputs, clobbers,
-                                  NULL);
-  gimple_asm_set_volatile (a, true);
-  return a;
-}
-
 /* Append to *SEQ (or insert at *GSI when SEQ is NULL) an asm statement
    that calls SYM, one of the runtime's x86-64 entry points that change no
    register but the flags (rt/hooks.c), with ARG in %rdi: GCC sees no call,
@@ -150,14 +133,6 @@ static bool
 preserving_calls_p (void)
 {
   return tally_target_x86_64 () && !tally_opts.mapped;
-}
-
-tree
-tally_make_temp (function *fun, tree type)
-{
-  if (gimple_in_ssa_p (fun))
-    return make_ssa_name (type);
-  return create_tmp_reg (type, "tally");
 }
 
 /* The user's hooks and this activation's frame (hooks=user, at=late).  */
@@ -224,218 +199,11 @@ build_hook (function *fun, const tally_fn_info &fn, unsigned k,
   tally_build_increment (fun, fn.counters, k, loc, seq);
 }
 
-tree
-tally_build_add (function *fun, tree ref, tree n, location_t loc,
-                 gimple_seq *seq)
-{
-  tree old_val = tally_make_temp (fun, uint64_type_node);
-  tree new_val = tally_make_temp (fun, uint64_type_node);
-  gimple *g = gimple_build_assign (old_val, ref);
-  gimple_set_location (g, loc);
-  gimple_seq_add_stmt (seq, g);
-  g = gimple_build_assign (new_val, PLUS_EXPR, old_val, n);
-  gimple_set_location (g, loc);
-  gimple_seq_add_stmt (seq, g);
-  g = gimple_build_assign (unshare_expr (ref), new_val);
-  gimple_set_location (g, loc);
-  gimple_seq_add_stmt (seq, g);
-  return new_val;
-}
-
 void
-tally_build_increment (function *fun, tree array, unsigned k, location_t loc,
-                       gimple_seq *seq)
+tally_count_hook (function *fun, const tally_fn_info &fn, unsigned k,
+                  location_t loc, gimple_seq *seq)
 {
-  gimple *g;
-  tree ref = build4 (ARRAY_REF, uint64_type_node, array,
-                     build_int_cst (integer_type_node, k), NULL_TREE, NULL_TREE);
-  if (tally_opts.mapped)
-    {
-      /* counters=mapped: the counter at its address plus the unit's bias,
-         loaded here, at the update, so that an update made after the
-         runtime moved the counters reaches the file (descriptor.cc).  */
-      TREE_ADDRESSABLE (array) = 1;
-      tree addr = tally_mapped_address (fun, ref, loc, seq);
-      ref = build2 (MEM_REF, uint64_type_node, addr,
-                    build_int_cst (build_pointer_type (uint64_type_node), 0));
-    }
-  if (tally_opts.update == TALLY_UPDATE_ATOMIC)
-    {
-      tree f = builtin_decl_explicit (BUILT_IN_ATOMIC_FETCH_ADD_8);
-      TREE_ADDRESSABLE (array) = 1;
-      g = gimple_build_call (f, 3, build_fold_addr_expr (ref),
-                             build_int_cst (uint64_type_node, 1),
-                             build_int_cst (integer_type_node, MEMMODEL_RELAXED));
-      gimple_set_location (g, loc);
-      gimple_seq_add_stmt (seq, g);
-      return;
-    }
-  tally_build_add (fun, ref, build_int_cst (uint64_type_node, 1), loc, seq);
-}
-
-/* The counter update ending in STORE, "OLD = ARRAY[K]; NEW = OLD + N;
-   ARRAY[K] = NEW" as tally_build_increment and blocks.cc's build_add
-   make it, three statements of one block with NEW and OLD used once:
-   *LOAD and *ADD are its first two.  */
-bool
-tally_counter_update_p (gimple *store, tree array, gimple **load,
-                        gimple **add)
-{
-  if (!gimple_assign_single_p (store))
-    return false;
-  tree lhs = gimple_assign_lhs (store), nv = gimple_assign_rhs1 (store);
-  if (TREE_CODE (lhs) != ARRAY_REF || TREE_OPERAND (lhs, 0) != array
-      || TREE_CODE (nv) != SSA_NAME || !has_single_use (nv))
-    return false;
-  gimple *a = SSA_NAME_DEF_STMT (nv);
-  if (!is_gimple_assign (a) || gimple_assign_rhs_code (a) != PLUS_EXPR
-      || gimple_bb (a) != gimple_bb (store))
-    return false;
-  tree ov = gimple_assign_rhs1 (a), n = gimple_assign_rhs2 (a);
-  if (TREE_CODE (ov) != SSA_NAME || !has_single_use (ov)
-      || (TREE_CODE (n) != INTEGER_CST && TREE_CODE (n) != SSA_NAME))
-    return false;
-  gimple *l = SSA_NAME_DEF_STMT (ov);
-  if (!gimple_assign_single_p (l) || gimple_bb (l) != gimple_bb (store)
-      || !operand_equal_p (gimple_assign_rhs1 (l), lhs, 0))
-    return false;
-  *load = l;
-  *add = a;
-  return true;
-}
-
-/* The template of a counter update's asm statement (AT&T and Intel
-   dialects), which counter_asms_to_insns looks for.  */
-static const char counter_asm[] = "add{q} {%1, %0|%0, %1}";
-const char *const tally_counter_asm_template = counter_asm;
-
-/* x86-64, update=single|tls, FUN in SSA form (at=late): each counter
-   update left in memory after the pass (a promoted loop's counters are
-   registers, their exit adds are updates too) becomes one asm statement,
-   "addq N, ARRAY[K]" with the counter an in-out memory operand.  The
-   instructions are what GCC makes of the three statements (combine
-   fuses them), but the RTL passes see one insn instead of a load, an
-   add, a store and two pseudos: RTL PRE no longer treats every counter
-   as a load expression it could move, and the dataflow and register
-   allocation passes have fewer pseudos
-   (doc/benchmarks/compile-time.md).  */
-void
-tally_updates_to_asm (function *fun, tree array)
-{
-  if (!array || !tally_target_x86_64 () || !gimple_in_ssa_p (fun)
-      || tally_opts.update == TALLY_UPDATE_ATOMIC || tally_opts.mapped)
-    return;
-  basic_block bb;
-  FOR_EACH_BB_FN (bb, fun)
-    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);)
-      {
-        gimple *store = gsi_stmt (gsi), *load, *add;
-        if (!tally_counter_update_p (store, array, &load, &add))
-          {
-            gsi_next (&gsi);
-            continue;
-          }
-        tree ref = gimple_assign_lhs (store);
-        vec<tree, va_gc> *inputs = NULL, *outputs = NULL, *clobbers = NULL;
-        vec_safe_push (outputs, tally_asm_op ("+m", ref));
-        vec_safe_push (inputs, tally_asm_op ("er", gimple_assign_rhs2 (add)));
-        vec_safe_push (clobbers, tally_asm_str ("cc"));
-        gasm *a = gimple_build_asm_vec (ggc_strdup (counter_asm), inputs,
-                                        outputs, clobbers, NULL);
-        gimple_set_location (a, gimple_location (store));
-        gsi_insert_before (&gsi, a, GSI_SAME_STMT);
-        /* The store, then the add and the load (their SSA names die).  */
-        unlink_stmt_vdef (store);
-        gsi_remove (&gsi, true);
-        gimple_stmt_iterator g = gsi_for_stmt (add);
-        gsi_remove (&g, true);
-        release_defs (add);
-        g = gsi_for_stmt (load);
-        unlink_stmt_vdef (load);
-        gsi_remove (&g, true);
-        release_defs (load);
-      }
-}
-
-/* Right after reload, before the prologue is placed: each counter
-   update's asm becomes the add instruction itself, "ADDR += N" with the
-   flags clobbered (x86's *adddi_1, memory destination), once the passes
-   the asm is there for have run.  Shrink-wrapping, the block reordering,
-   the second scheduler and the final output then see the instruction and
-   its real length (an asm counts as 16 bytes, which kept the copying of
-   short blocks ending in an update from happening: a shared return block
-   not copied puts the prologue's pushes on a leaf's fast path), and the
-   assembly has no #APP lines.  An asm whose replacement the target does
-   not accept stays.  */
-static unsigned int
-counter_asms_to_insns (void)
-{
-#ifdef FLAGS_REG
-  unsigned made = 0;
-  for (rtx_insn *insn = get_insns (); insn; insn = NEXT_INSN (insn))
-    {
-      if (!NONJUMP_INSN_P (insn) || GET_CODE (PATTERN (insn)) != PARALLEL)
-        continue;
-      rtx set = XVECEXP (PATTERN (insn), 0, 0);
-      if (GET_CODE (set) != SET || GET_CODE (SET_SRC (set)) != ASM_OPERANDS)
-        continue;
-      rtx op = SET_SRC (set), mem = SET_DEST (set);
-      if (MEM_VOLATILE_P (op) || strcmp (ASM_OPERANDS_TEMPLATE (op), counter_asm)
-          || !MEM_P (mem) || GET_MODE (mem) != DImode
-          || ASM_OPERANDS_INPUT_LENGTH (op) != 2)
-        continue;
-      rtx n = ASM_OPERANDS_INPUT (op, 0);
-      if (!CONST_INT_P (n) && !REG_P (n))
-        continue;
-      rtx add = gen_rtx_SET (copy_rtx (mem),
-                             gen_rtx_PLUS (DImode, copy_rtx (mem), n));
-      rtx clobber = gen_rtx_CLOBBER (VOIDmode, gen_rtx_REG (CCmode, FLAGS_REG));
-      if (validate_change (insn, &PATTERN (insn),
-                           gen_rtx_PARALLEL (VOIDmode, gen_rtvec (2, add, clobber)),
-                           0))
-        made++;
-    }
-  if (dump_file)
-    fprintf (dump_file, "tally: %u counter updates made instructions\n", made);
-#endif
-  return 0;
-}
-
-/* An RTL pass of the plugin's: DATA names it, WORK is what it does.  */
-namespace {
-
-class tally_rtl_pass : public rtl_opt_pass
-{
-public:
-  tally_rtl_pass (gcc::context *ctx, const pass_data &data,
-                  unsigned int (*fn) (void))
-      : rtl_opt_pass (data, ctx), work (fn)
-  {
-  }
-  unsigned int execute (function *) final override
-  {
-    return work ();
-  }
-
-private:
-  unsigned int (*work) (void);
-};
-
-const pass_data tally_counter_insn_pass_data = {
-  RTL_PASS,
-  "tally_addq", /* -fdump-rtl-tally_addq */
-  OPTGROUP_NONE,
-  TV_NONE,
-  0, 0, 0, 0, 0
-};
-
-} // namespace
-
-opt_pass *
-tally_make_counter_insn_pass (gcc::context *ctx)
-{
-  return new tally_rtl_pass (ctx, tally_counter_insn_pass_data,
-                             counter_asms_to_insns);
+  build_hook (fun, fn, k, NULL, loc, seq);
 }
 
 void
@@ -641,6 +409,25 @@ cold_block (basic_block from, edge *take)
   return b;
 }
 
+/* update=tls: "if (__tally.tlive == 0)" in TEST_BB (empty, its true edge
+   to CALL_BB) and the attach call in CALL_BB, at LOC.  */
+static void
+build_live_test (function *fun, basic_block test_bb, basic_block call_bb,
+                 location_t loc)
+{
+  gimple_stmt_iterator gsi = gsi_start_bb (test_bb);
+  tree live = tally_make_temp (fun, uint64_type_node);
+  gimple *g = gimple_build_assign (live, tally_tls_live_decl ());
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+  g = gimple_build_cond (EQ_EXPR, live, build_int_cst (uint64_type_node, 0),
+                         NULL_TREE, NULL_TREE);
+  gimple_set_location (g, loc);
+  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
+
+  build_attach_call (fun, call_bb, loc);
+}
+
 /* update=tls: put "if (__tally.tlive == 0) __tally_tls_attach
    (&__tally.module);" on the edge out of the entry block:
 
@@ -657,17 +444,7 @@ insert_tls_attach (function *fun, location_t loc)
   edge back = make_edge (call_bb, join_bb, EDGE_FALLTHRU);
   back->probability = profile_probability::always ();
 
-  gimple_stmt_iterator gsi = gsi_start_bb (cond_bb);
-  tree live = tally_make_temp (fun, uint64_type_node);
-  gimple *g = gimple_build_assign (live, tally_tls_live_decl ());
-  gimple_set_location (g, loc);
-  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
-  g = gimple_build_cond (EQ_EXPR, live, build_int_cst (uint64_type_node, 0),
-                         NULL_TREE, NULL_TREE);
-  gimple_set_location (g, loc);
-  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
-
-  build_attach_call (fun, call_bb, loc);
+  build_live_test (fun, cond_bb, call_bb, loc);
   free_dominance_info (CDI_DOMINATORS);
   free_dominance_info (CDI_POST_DOMINATORS);
 }
@@ -721,17 +498,7 @@ insert_tls_fold (function *fun, const tally_fn_info &fn, location_t loc)
   gsi_insert_seq_after (&gsi, seq, GSI_NEW_STMT);
 
   /* LIVE: if (__tally.tlive == 0).  */
-  gsi = gsi_start_bb (live_bb);
-  tree live = tally_make_temp (fun, uint64_type_node);
-  g = gimple_build_assign (live, tally_tls_live_decl ());
-  gimple_set_location (g, loc);
-  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
-  g = gimple_build_cond (EQ_EXPR, live, build_int_cst (uint64_type_node, 0),
-                         NULL_TREE, NULL_TREE);
-  gimple_set_location (g, loc);
-  gsi_insert_after (&gsi, g, GSI_NEW_STMT);
-
-  build_attach_call (fun, call_bb, loc);
+  build_live_test (fun, live_bb, call_bb, loc);
 
   /* FIX: the call the -1 took, a volatile access: a plain one would let
      GCSE take the count COND stored instead of loading it again, and the
@@ -902,168 +669,6 @@ frames_ok (function *fun, unsigned nreturns, const char **why)
   return tally_frames_ok (fun, why);
 }
 
-/* at=early exit=frames: the mark of an entry (ENTRY) or exit hook of FN,
-   counted by the hooks if COUNT, a volatile asm with nothing but its text
-   ("# tally-hook enter|exit ID COUNT") that clobbers memory as the hooks
-   do, in the function's outermost scope, so that inlining copies it with
-   the scopes that tell the copies apart.  */
-#define EARLY_MARK "# tally-hook "
-static gasm *
-early_marker (function *fun, const tally_fn_info &fn, bool entry, bool count,
-              location_t loc)
-{
-  char text[64];
-  snprintf (text, sizeof text, EARLY_MARK "%s %u %d", entry ? "enter" : "exit",
-            fn.id, count ? 1 : 0);
-  vec<tree, va_gc> *clobbers = NULL;
-  vec_safe_push (clobbers, tally_asm_str ("memory"));
-  gasm *g = gimple_build_asm_vec (ggc_strdup (text), NULL, NULL, clobbers,
-                                  NULL);
-  gimple_asm_set_volatile (g, true);
-  gimple_set_location (g, loc);
-  tree outer = DECL_INITIAL (fun->decl);
-  if (!gimple_block (g) && outer && TREE_CODE (outer) == BLOCK)
-    gimple_set_block (g, outer);
-  return g;
-}
-
-/* Whether FUN calls a part GCC split off a function (partial inlining):
-   such a part returns for the function it came from, so that function's
-   activation has returns in another body than its entry.  */
-static bool
-calls_split_part (function *fun)
-{
-  basic_block bb;
-  TALLY_FOR_EACH_STMT (fun, bb, gsi)
-      {
-        tree callee = is_gimple_call (gsi_stmt (gsi))
-                          ? gimple_call_fndecl (gsi_stmt (gsi)) : NULL_TREE;
-        cgraph_node *n = callee ? cgraph_node::get (callee) : NULL;
-        if (n && n->split_part)
-          return true;
-      }
-  return false;
-}
-
-void
-tally_expand_early_frames (function *fun)
-{
-  struct mark
-  {
-    gimple *stmt;
-    bool entry, count;
-    unsigned id, depth;
-  };
-  auto_vec<mark> marks;
-  basic_block bb;
-  TALLY_FOR_EACH_STMT (fun, bb, gsi)
-      {
-        gasm *g = dyn_cast<gasm *> (gsi_stmt (gsi));
-        if (!g || strncmp (gimple_asm_string (g), EARLY_MARK,
-                           sizeof EARLY_MARK - 1) != 0)
-          continue;
-        mark m;
-        char kind[8];
-        int count;
-        if (sscanf (gimple_asm_string (g) + sizeof EARLY_MARK - 1,
-                    "%7s %u %d", kind, &m.id, &count) != 3)
-          gcc_unreachable ();
-        m.stmt = g;
-        m.entry = strcmp (kind, "enter") == 0;
-        m.count = count != 0;
-        m.depth = 0;
-        for (tree b = gimple_block (g); b && TREE_CODE (b) == BLOCK;
-             b = BLOCK_SUPERCONTEXT (b))
-          if (inlined_function_outer_scope_p (b))
-            m.depth++;
-        marks.safe_push (m);
-      }
-  if (marks.is_empty ())
-    return;
-  /* 1. Which functions get return frames here: those whose entry and
-     returns are in this body, outside any inlined scope (this body is
-     theirs, out of line), where its return value and its reads of return
-     addresses allow (tally_frames_ok), and not split by GCC.  */
-  const char *why = NULL;
-  bool body_ok = tally_frames_ok (fun, &why);
-  if (body_ok && calls_split_part (fun))
-    {
-      body_ok = false;
-      why = "exit=frames: GCC split it (partial inlining)";
-    }
-  bitmap entry0 = BITMAP_ALLOC (NULL), exit0 = BITMAP_ALLOC (NULL);
-  for (const mark &m : marks)
-    if (m.depth == 0)
-      bitmap_set_bit (m.entry ? entry0 : exit0, m.id);
-  auto frames_for = [&] (unsigned id) {
-    return body_ok && bitmap_bit_p (entry0, id) && bitmap_bit_p (exit0, id);
-  };
-  if (dump_file)
-    for (const mark &m : marks)
-      if (m.entry)
-        {
-          if (m.depth)
-            fprintf (dump_file, "tally: function %u inlined: return-site "
-                     "exits\n", m.id);
-          else if (frames_for (m.id))
-            fprintf (dump_file, "tally: function %u out of line: return "
-                     "frames\n", m.id);
-          else
-            fprintf (dump_file, "tally: function %u gets return-site exits: "
-                     "%s\n", m.id,
-                     !bitmap_bit_p (exit0, m.id)
-                         ? "exit=frames: it never returns here" : why);
-        }
-  /* 2. The hooks, each where its mark is, which goes.  */
-  for (const mark &m : marks)
-    {
-      tally_fn_info fn = tally_function_info (m.id);
-      bool frames = m.depth == 0 && frames_for (m.id);
-      location_t loc = gimple_location (m.stmt);
-      gimple_stmt_iterator gsi = gsi_for_stmt (m.stmt);
-      if (m.entry)
-        {
-          gimple_seq seq = NULL;
-          if (m.count)
-            build_hook (fun, fn, TALLY_C_ENTRIES, NULL, loc, &seq);
-          basic_block b = gimple_bb (m.stmt);
-          gsi_prev (&gsi);
-          edge e = gsi_end_p (gsi) ? split_block_after_labels (b)
-                                   : split_block (b, gsi_stmt (gsi));
-          b = e->src;
-          if (seq)
-            {
-              gimple_stmt_iterator at = gsi_last_bb (b);
-              if (gsi_end_p (at))
-                {
-                  at = gsi_start_bb (b);
-                  gsi_insert_seq_before (&at, seq, GSI_NEW_STMT);
-                }
-              else
-                gsi_insert_seq_after (&at, seq, GSI_NEW_STMT);
-              tally_add_call_edges (fun, seq, b);
-            }
-          tally_measure_entry (fun, fn, b, frames, loc);
-        }
-      else if (frames)
-        tally_frames_return_clobber (m.stmt);
-      else
-        {
-          if (m.count)
-            {
-              gimple_seq seq = NULL;
-              build_hook (fun, fn, TALLY_C_EXITS, NULL, loc, &seq);
-              tally_add_call_edges (fun, seq, gimple_bb (m.stmt));
-              gsi_insert_seq_before (&gsi, seq, GSI_SAME_STMT);
-            }
-          tally_measure_exit (fun, fn, m.stmt);
-        }
-      gsi = gsi_for_stmt (m.stmt);
-      gsi_remove (&gsi, true);
-    }
-  BITMAP_FREE (entry0);
-  BITMAP_FREE (exit0);
-}
 
 static unsigned int
 instrument_function (function *fun)
@@ -1197,7 +802,7 @@ instrument_function (function *fun)
       if (early_frames)
         {
           gimple_stmt_iterator gsi = gsi_for_stmt (ret);
-          gsi_insert_before (&gsi, early_marker (fun, fn, false, count_hooks,
+          gsi_insert_before (&gsi, tally_early_marker (fun, fn, false, count_hooks,
                                                  gimple_location (ret)),
                              GSI_SAME_STMT);
           continue;
@@ -1225,7 +830,7 @@ instrument_function (function *fun)
     {
       basic_block b = split_edge (e);
       gimple_stmt_iterator gsi = gsi_start_bb (b);
-      gsi_insert_before (&gsi, early_marker (fun, fn, true, count_hooks,
+      gsi_insert_before (&gsi, tally_early_marker (fun, fn, true, count_hooks,
                                              DECL_SOURCE_LOCATION (fndecl)),
                          GSI_NEW_STMT);
     }
@@ -1282,76 +887,6 @@ instrument_function (function *fun)
       return TODO_update_ssa_only_virtuals;
     }
   return 0;
-}
-
-/* hooks=call, after the prologue pass: the asm calls of __tally_count and
-   __tally_count_atomic in a function that keeps nothing below the stack
-   pointer (every function but a leaf with part of its frame in the red
-   zone) lose their two steps over the red zone, "leaq -128(%rsp), %rsp"
-   and back: four instructions a call instead of six.  The call's return
-   address then lands where nothing is kept.  */
-static bool
-drop_red_zone_step (rtx asm_op)
-{
-  const char *t = ASM_OPERANDS_TEMPLATE (asm_op);
-  static const char count[] = "call *__tally_count";
-  size_t n = strlen (t), below = sizeof step_below - 1,
-         back = sizeof step_back - 1;
-  if (n <= below + back || strncmp (t, step_below, below) != 0
-      || strncmp (t + below, count, sizeof count - 1) != 0
-      || strcmp (t + n - back, step_back) != 0)
-    return false;
-  char *inner = XALLOCAVEC (char, n - below - back + 1);
-  memcpy (inner, t + below, n - below - back);
-  inner[n - below - back] = 0;
-  ASM_OPERANDS_TEMPLATE (asm_op) = ggc_strdup (inner);
-  return true;
-}
-
-static unsigned int
-drop_red_zone_steps (void)
-{
-  if (tally_red_zone_used ())
-    return 0;
-  unsigned dropped = 0;
-  for (rtx_insn *insn = get_insns (); insn; insn = NEXT_INSN (insn))
-    {
-      if (!NONJUMP_INSN_P (insn))
-        continue;
-      rtx pat = PATTERN (insn);
-      int n = GET_CODE (pat) == PARALLEL ? XVECLEN (pat, 0) : 1;
-      for (int i = 0; i < n; i++)
-        {
-          rtx x = GET_CODE (pat) == PARALLEL ? XVECEXP (pat, 0, i) : pat;
-          if (GET_CODE (x) == SET)
-            x = SET_SRC (x);
-          if (GET_CODE (x) == ASM_OPERANDS && drop_red_zone_step (x))
-            dropped++;
-        }
-    }
-  if (dump_file && dropped)
-    fprintf (dump_file, "tally: %u hook calls without the red-zone step\n",
-             dropped);
-  return 0;
-}
-
-namespace {
-
-const pass_data tally_red_zone_pass_data = {
-  RTL_PASS,
-  "tally_redzone", /* -fdump-rtl-tally_redzone */
-  OPTGROUP_NONE,
-  TV_NONE,
-  0, 0, 0, 0, 0
-};
-
-} // namespace
-
-opt_pass *
-tally_make_red_zone_pass (gcc::context *ctx)
-{
-  return new tally_rtl_pass (ctx, tally_red_zone_pass_data,
-                             drop_red_zone_steps);
 }
 
 namespace {

@@ -39,7 +39,9 @@
  *
  * The CFA (the stack pointer before the call) names the activation, so the
  * runtime can tell frames that longjmp or an exception skipped; GCC
- * computes it from the stack pointer, no frame pointer is needed.  */
+ * computes it from the stack pointer, no frame pointer is needed.
+ * exit=frames, and the CFAs of at=early's hooks in inlined functions, are
+ * frames.cc's.  */
 #include "tally-plugin.h"
 
 #include "tally/abi.h"
@@ -243,17 +245,14 @@ ss_field (const char *name)
   return build3 (COMPONENT_REF, TREE_TYPE (f), ss_decl, f, NULL_TREE);
 }
 
-/* The CFA of the current activation, as a pointer.  */
-/* The name of the temporaries that hold our CFAs, so that the late fix-up
-   (tally_fix_inlined_cfa) finds them after inlining.  */
-#define CFA_TEMP "tally_cfa"
-
+/* The CFA of the current activation, as a pointer, in a temporary named
+   TALLY_CFA_TEMP.  */
 static tree
 cfa (function *fun, gimple_seq *seq)
 {
   tree t = gimple_in_ssa_p (fun)
-               ? make_temp_ssa_name (ptr_type_node, NULL, CFA_TEMP)
-               : create_tmp_reg (ptr_type_node, CFA_TEMP);
+               ? make_temp_ssa_name (ptr_type_node, NULL, TALLY_CFA_TEMP)
+               : create_tmp_reg (ptr_type_node, TALLY_CFA_TEMP);
   gcall *g = gimple_build_call (builtin_decl_explicit (BUILT_IN_DWARF_CFA), 0);
   /* GCC does not declare the builtin nothrow: inlined into a try block,
      the call would be taken for one that throws in the middle of a block
@@ -355,10 +354,8 @@ set_locations (gimple_seq seq, location_t loc)
     }
 }
 
-/* Append SEQ to the end of BB (which may be empty: a new block) and give
-   its calls their edges.  */
-static void
-append_to_block (function *fun, basic_block bb, gimple_seq seq)
+void
+tally_append_to_block (function *fun, basic_block bb, gimple_seq seq)
 {
   gimple_stmt_iterator gsi = gsi_last_bb (bb);
   if (gsi_end_p (gsi))
@@ -384,7 +381,7 @@ add_diamond (function *fun, basic_block bb, gimple_seq pre, tree flag,
   set_locations (pre, loc);
   set_locations (fast, loc);
   set_locations (slow, loc);
-  append_to_block (fun, bb, pre);
+  tally_append_to_block (fun, bb, pre);
 
   /* The arms join in a new block: BB's successor may have PHI nodes (a
      loop header right after the entry, when GCC turned tail recursion
@@ -402,8 +399,8 @@ add_diamond (function *fun, basic_block bb, gimple_seq pre, tree flag,
   if (current_loops)
     add_bb_to_loop (slow_bb, bb->loop_father);
 
-  append_to_block (fun, fast_bb, fast);
-  append_to_block (fun, slow_bb, slow);
+  tally_append_to_block (fun, fast_bb, fast);
+  tally_append_to_block (fun, slow_bb, slow);
   free_dominance_info (CDI_DOMINATORS);
   free_dominance_info (CDI_POST_DOMINATORS);
 }
@@ -428,214 +425,6 @@ add_total (function *fun, gimple_seq *seq, tree mem, tree fld, tree value)
   tree old_val = assign (fun, seq, uint64_type_node, ref);
   tree new_val = op (fun, seq, uint64_type_node, PLUS_EXPR, old_val, value);
   store (seq, unshare_expr (ref), new_val);
-}
-
-/* exit=frames: the first call in the unit that reads a caller's return
-   address, __builtin_return_address (N) or __builtin_frame_address (N)
-   with N >= 1 (UNKNOWN_LOCATION: none).  The callee reading it is another
-   function than the caller whose return slot the entry hook swapped, and
-   the caller may be any function of the unit (through pointers too), so
-   then every function of the unit keeps its return address.  */
-static location_t reads_callers_at = UNKNOWN_LOCATION;
-static bool reads_callers;
-
-/* Whether STMT reads a return address or frame; LEVEL gets the level
-   (an unknown level counts as 1).  */
-static bool
-reads_frame (gimple *stmt, unsigned HOST_WIDE_INT *level)
-{
-  if (!gimple_call_builtin_p (stmt, BUILT_IN_RETURN_ADDRESS)
-      && !gimple_call_builtin_p (stmt, BUILT_IN_FRAME_ADDRESS))
-    return false;
-  tree arg = gimple_call_num_args (stmt) ? gimple_call_arg (stmt, 0) : NULL_TREE;
-  *level = arg && tree_fits_uhwi_p (arg) ? tree_to_uhwi (arg) : 1;
-  return true;
-}
-
-/* Look for such calls in FUN; the warning names the first in the
-   source.  */
-static void
-scan_callers (function *fun)
-{
-  basic_block bb;
-  if (!fun || !fun->cfg)
-    return;
-  TALLY_FOR_EACH_STMT (fun, bb, gsi)
-      {
-        unsigned HOST_WIDE_INT level;
-        location_t loc
-            = get_pure_location (gimple_location (gsi_stmt (gsi)));
-        if (reads_frame (gsi_stmt (gsi), &level) && level >= 1
-            && (!reads_callers || loc < reads_callers_at))
-          {
-            reads_callers = true;
-            reads_callers_at = loc;
-          }
-      }
-}
-
-void
-tally_frames_scan_unit (void *, void *)
-{
-  cgraph_node *node;
-  FOR_EACH_FUNCTION_WITH_GIMPLE_BODY (node)
-    scan_callers (DECL_STRUCT_FUNCTION (node->decl));
-  if (reads_callers)
-    warning_at (reads_callers_at, 0,
-                "%<-fplugin-arg-tally-exit=frames%>: this unit reads the "
-                "return address of a caller (%<__builtin_return_address%> "
-                "or %<__builtin_frame_address%> with a level of 1 or more), "
-                "which the return frames would replace: every function of "
-                "the unit gets return-site exits");
-}
-
-bool
-tally_frames_ok (function *fun, const char **why)
-{
-  /* The trampoline saves rax, rdx, xmm0 and xmm1: not x87 st0 (long
-     double) nor the upper halves of wider vectors.  */
-  tree type = TREE_TYPE (TREE_TYPE (fun->decl));
-  tree scalar = TREE_CODE (type) == COMPLEX_TYPE ? TREE_TYPE (type) : type;
-  if ((SCALAR_FLOAT_TYPE_P (scalar) && TYPE_PRECISION (scalar) > 64)
-      || (TREE_CODE (type) == VECTOR_TYPE && tree_fits_uhwi_p (TYPE_SIZE_UNIT (type))
-          && tree_to_uhwi (TYPE_SIZE_UNIT (type)) > 16))
-    {
-      *why = "exit=frames: returns a value the trampoline does not keep "
-             "(x87 or wider than 16 bytes)";
-      return false;
-    }
-  /* A body the scan did not see counts from here on.  */
-  if (!reads_callers)
-    scan_callers (fun);
-  if (reads_callers)
-    {
-      *why = "exit=frames: the unit reads a caller's return address";
-      return false;
-    }
-  basic_block bb;
-  TALLY_FOR_EACH_STMT (fun, bb, gsi)
-      {
-        unsigned HOST_WIDE_INT level;
-        if (reads_frame (gsi_stmt (gsi), &level)
-            || gimple_call_builtin_p (gsi_stmt (gsi), BUILT_IN_EH_RETURN)
-            || gimple_call_builtin_p (gsi_stmt (gsi), BUILT_IN_UNWIND_INIT))
-          {
-            *why = "exit=frames: reads or changes its own return address";
-            return false;
-          }
-      }
-  return true;
-}
-
-/* exit=frames: before each return of a function with a return frame,
-   an empty asm statement that clobbers every call-clobbered register but
-   the return values': the trampoline runs C code after the function
-   returns, and GCC's -fipa-ra would otherwise let the callers keep values
-   in the registers the function itself leaves alone (hooks=inline, whose
-   entry calls nothing).  At the return only the return value is live, so
-   it costs nothing.  */
-void
-tally_frames_return_clobber (gimple *ret)
-{
-  static const char *const regs[]
-      = { "rcx", "rsi", "rdi", "r8", "r9", "r10", "r11", "xmm2", "xmm3",
-          "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
-          "xmm12", "xmm13", "xmm14", "xmm15", "cc" };
-  if (!tally_target_x86_64 ())
-    return;
-  vec<tree, va_gc> *clobbers = NULL;
-  for (const char *r : regs)
-    vec_safe_push (clobbers, tally_asm_str (r));
-  gasm *g = gimple_build_asm_vec ("", NULL, NULL, clobbers, NULL);
-  gimple_asm_set_volatile (g, true);
-  gimple_set_location (g, gimple_location (ret));
-  gimple_stmt_iterator gsi = gsi_for_stmt (ret);
-  gsi_insert_before (&gsi, g, GSI_SAME_STMT);
-}
-
-/* at=early: the hooks go in before inlining, so a function inlined into
-   another reads the CFA of the function it was inlined into, and its frame
-   would look like that function's (the entry would close it as stale).
-   After inlining, each of our CFAs is lowered by the number of inlined
-   scopes around it: a callee inlined at depth K gets CFA - K, still above
-   every real callee's CFA (at most CFA - 16) and below its caller's.  */
-unsigned
-tally_fix_inlined_cfa (function *fun)
-{
-  if (tally_opts.exit_frames)
-    tally_expand_early_frames (fun);
-  unsigned changed = 0;
-  basic_block bb;
-  TALLY_FOR_EACH_STMT (fun, bb, gsi)
-      {
-        gimple *stmt = gsi_stmt (gsi);
-        if (!gimple_call_builtin_p (stmt, BUILT_IN_DWARF_CFA))
-          continue;
-        tree lhs = gimple_call_lhs (stmt);
-        if (!lhs
-            || TREE_CODE (lhs) != SSA_NAME || !SSA_NAME_IDENTIFIER (lhs)
-            || strncmp (IDENTIFIER_POINTER (SSA_NAME_IDENTIFIER (lhs)),
-                        CFA_TEMP, strlen (CFA_TEMP)) != 0)
-          continue;
-        HOST_WIDE_INT depth = 0;
-        for (tree b = gimple_block (stmt); b && TREE_CODE (b) == BLOCK;
-             b = BLOCK_SUPERCONTEXT (b))
-          if (inlined_function_outer_scope_p (b))
-            depth++;
-        if (!depth)
-          continue;
-        tree raw = make_ssa_name (ptr_type_node);
-        gimple_call_set_lhs (stmt, raw);
-        gimple *adj = gimple_build_assign (lhs, POINTER_PLUS_EXPR, raw,
-                                           size_int (-depth));
-        gimple_set_location (adj, gimple_location (stmt));
-        gsi_insert_after (&gsi, adj, GSI_SAME_STMT);
-        update_stmt (stmt);
-        changed++;
-      }
-  if (changed && dump_file)
-    fprintf (dump_file, "tally: %u CFAs of inlined functions lowered\n",
-             changed);
-  return changed;
-}
-
-namespace {
-
-const pass_data tally_cfa_pass_data = {
-  GIMPLE_PASS,
-  "tally_cfa",     /* -fdump-tree-tally_cfa */
-  OPTGROUP_NONE,
-  TV_NONE,
-  PROP_ssa,
-  0, 0, 0, 0
-};
-
-class tally_cfa_pass : public gimple_opt_pass
-{
-public:
-  tally_cfa_pass (gcc::context *ctx) : gimple_opt_pass (tally_cfa_pass_data, ctx)
-  {
-  }
-  unsigned int execute (function *fun) final override
-  {
-    bool marks = tally_opts.exit_frames;
-    tally_fix_inlined_cfa (fun);
-    if (marks && gimple_in_ssa_p (fun))
-      {
-        /* The hooks made of the marks store and call.  */
-        mark_virtual_operands_for_renaming (fun);
-        return TODO_update_ssa_only_virtuals;
-      }
-    return 0;
-  }
-};
-
-} // namespace
-
-opt_pass *
-tally_make_cfa_pass (gcc::context *ctx)
-{
-  return new tally_cfa_pass (ctx);
 }
 
 /* &__tally.d.N as a void *.  */
@@ -674,7 +463,7 @@ preserving_slow_call (const char *sym, tree fn, tree cfa_val, tree now,
   vec_safe_push (inputs, tally_asm_op ("d", cfa_val));
   vec_safe_push (clobbers, tally_asm_str ("memory"));
   vec_safe_push (clobbers, tally_asm_str ("cc"));
-  return tally_asm_call (sym, inputs, NULL, clobbers); /* hooks.cc */
+  return tally_asm_call (sym, inputs, NULL, clobbers); /* updates.cc */
 }
 
 /* Whether hooks=call measure=cycles calls the runtime's assembly hooks
@@ -711,7 +500,7 @@ asm_call_hook (function *fun, bool entry, tree fn, tree cfa_val)
                     : tally_opts.update == TALLY_UPDATE_SINGLE
                         ? "__tally_cyc_call_exit"
                         : "__tally_cyc_call_exit_atomic";
-  gasm *g = tally_asm_call (sym, inputs, outputs, clobbers); /* hooks.cc */
+  gasm *g = tally_asm_call (sym, inputs, outputs, clobbers); /* updates.cc */
   for (unsigned i = 0; i < nouts; i++)
     if (TREE_CODE (outs[i]) == SSA_NAME)
       SSA_NAME_DEF_STMT (outs[i]) = g;
@@ -778,7 +567,7 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
         gimple_call_set_fndecl (as_a<gcall *> (gimple_seq_last_stmt (seq)),
                                 enter_frames_decl);
       set_locations (seq, loc);
-      append_to_block (fun, bb, seq);
+      tally_append_to_block (fun, bb, seq);
       return;
     }
   tree frame_ptr = build_pointer_type (frame_type_node);

@@ -486,33 +486,8 @@ tls_counter_offsets (void)
   return 0;
 }
 
-namespace {
-
-const pass_data tls_offsets_pass_data = {
-  RTL_PASS,
-  "tally_tpoff", /* -fdump-rtl-tally_tpoff */
-  OPTGROUP_NONE,
-  TV_NONE,
-  0, 0, 0, 0, 0
-};
-
-class tls_offsets_pass : public rtl_opt_pass
-{
-public:
-  tls_offsets_pass (gcc::context *ctx)
-      : rtl_opt_pass (tls_offsets_pass_data, ctx)
-  {
-  }
-  unsigned int execute (function *) final override
-  {
-    return tls_counter_offsets ();
-  }
-};
-
-} // namespace
-
 opt_pass *
 tally_make_tls_offsets_pass (gcc::context *ctx)
 {
-  return new tls_offsets_pass (ctx);
+  return tally_make_rtl_pass (ctx, "tally_tpoff", tls_counter_offsets);
 }

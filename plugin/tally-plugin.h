@@ -5,6 +5,10 @@
 #include "compat.h"
 
 #include "tally/abi.h"
+/* The layout of the data file and its codec: the record blob and the
+   block maps are written with its encoders.  It comes after compat.h,
+   whose system.h has included the system headers it needs.  */
+#include "tally/format.h"
 
 enum tally_hooks_mode
 {
@@ -76,13 +80,27 @@ bool tally_profile_single_succ_p (function *fun, basic_block bb,
 void tally_split_goto_edges (function *fun, bitmap call_ended);
 void tally_normalize_loops (function *fun);
 
-/* Append V to *OUT as a little-endian u32 (block maps, the record
-   blob).  */
+/* Append N bytes to *OUT and return where they start, for a tally/format.h
+   encoder (tally_modrec_put, tally_maphdr_put ...) to fill.  */
+static inline unsigned char *
+tally_put_part (vec<unsigned char> *out, unsigned n)
+{
+  unsigned at = out->length ();
+  out->safe_grow (at + n);
+  return out->address () + at;
+}
+
+/* Append V to *OUT as a little-endian u32 or u64: what the file has between
+   its fixed parts (lengths, counts, arrays) and the blob's own header.  */
 static inline void
 tally_put_u32 (vec<unsigned char> *out, unsigned v)
 {
-  for (int i = 0; i < 4; i++)
-    out->safe_push ((unsigned char) (v >> (8 * i)));
+  tally_le_put32 (tally_put_part (out, 4), v);
+}
+static inline void
+tally_put_u64 (vec<unsigned char> *out, uint64_t v)
+{
+  tally_le_put64 (tally_put_part (out, 8), v);
 }
 
 /* The pieces of an asm statement as gimple_build_asm_vec takes them: a
@@ -99,7 +117,7 @@ tally_asm_op (const char *c, tree v)
   return build_tree_list (tally_asm_str (c), v);
 }
 
-/* hooks.cc: a volatile asm statement calling SYM, a register-preserving
+/* updates.cc: a volatile asm statement calling SYM, a register-preserving
    entry point of the runtime, below the red zone and through the GOT.  */
 gasm *tally_asm_call (const char *sym, vec<tree, va_gc> *inputs,
                       vec<tree, va_gc> *outputs, vec<tree, va_gc> *clobbers);
@@ -130,7 +148,7 @@ struct tally_fn_layout
 };
 tally_fn_info tally_add_function (tree fndecl, const tally_fn_layout &layout);
 /* The same again for function ID of the unit (the late expansion of
-   at=early hooks, measure.cc).  */
+   at=early hooks, frames.cc).  */
 tally_fn_info tally_function_info (unsigned id);
 /* A file-scope static variable of the plugin's, zero unless the caller
    gives it DECL_INITIAL first, kept by every IPA clean-up.  */
@@ -205,14 +223,24 @@ bool tally_profile_counts (function *fun, const vec<unsigned char> &map,
 void tally_measure_entry (function *fun, const tally_fn_info &fn,
                           basic_block bb, bool frames,
                           location_t loc = UNKNOWN_LOCATION);
-/* exit=frames: before the return RET of a function with a return frame,
-   what the trampoline clobbers (measure.cc explains).  */
+/* Append SEQ to the end of BB (which may be empty: a new block) and give
+   its calls their edges.  */
+void tally_append_to_block (function *fun, basic_block bb, gimple_seq seq);
+/* The name of the temporaries that hold the CFAs the measure hooks read
+   (measure.cc), so that the late fix-up (tally_fix_inlined_cfa) finds
+   them after inlining.  */
+#define TALLY_CFA_TEMP "tally_cfa"
+/* frames.cc, exit=frames: before the return RET of a function with a
+   return frame, what the trampoline clobbers (frames.cc explains).  */
 void tally_frames_return_clobber (gimple *ret);
-/* hooks.cc, at=early exit=frames: after inlining, each hook mark of the
-   early pass made the hook it stands for (tally_cfa's pass, measure.cc).  */
+/* at=early exit=frames: the mark that stands for the entry (ENTRY) or an
+   exit hook of FN, counted if COUNT, until after inlining, when each mark
+   of the early pass is made the hook it stands for (tally_cfa's pass).  */
+gasm *tally_early_marker (function *fun, const tally_fn_info &fn, bool entry,
+                          bool count, location_t loc);
 void tally_expand_early_frames (function *fun);
 /* at=early: lower the CFAs our hooks read in inlined functions (see
-   measure.cc); the pass that does it runs after "optimized".  */
+   frames.cc); the pass that does it runs after "optimized".  */
 unsigned tally_fix_inlined_cfa (function *fun);
 opt_pass *tally_make_cfa_pass (gcc::context *ctx);
 /* Whether FUN can return through the exit=frames trampoline (else it gets
@@ -255,6 +283,10 @@ void tally_blocks_insert (function *fun, tally_block_plan *plan,
 void tally_blocks_promote (function *fun, const tally_fn_info &fn);
 
 /* hooks.cc: the entry/exit instrumentation pass.  */
+/* Append to *SEQ the update of counter K of FN by the hooks (no user
+   hooks).  */
+void tally_count_hook (function *fun, const tally_fn_info &fn, unsigned k,
+                       location_t loc, gimple_seq *seq);
 /* An external runtime function NAME of TYPE: nothrow and leaf (the runtime
    never calls back into the instrumented unit), so GCC keeps its
    assumptions about the caller's memory around the call.  */
@@ -265,8 +297,8 @@ tree tally_runtime_decl (const char *name, tree type);
    edge is a broken call graph.  */
 void tally_add_call_edge (function *fun, gcall *call, profile_count count);
 void tally_add_call_edges (function *fun, gimple_seq seq, basic_block bb);
-/* A temporary of TYPE: an SSA name once FUN is in SSA form, else a
-   register variable.  */
+/* updates.cc: a temporary of TYPE: an SSA name once FUN is in SSA form,
+   else a register variable.  */
 tree tally_make_temp (function *fun, tree type);
 /* Append to *SEQ "OLD = REF; NEW = OLD + N; REF = NEW" at LOC, the
    three statements of every update=single|tls counter update (the form
@@ -278,9 +310,12 @@ tree tally_build_add (function *fun, tree ref, tree n, location_t loc,
 void tally_build_increment (function *fun, tree array, unsigned k,
                             location_t loc, gimple_seq *seq);
 /* STORE ends a counter update "OLD = ARRAY[K]; NEW = OLD + N; ARRAY[K] =
-   NEW" of one block: its load in *LOAD, its add in *ADD (hooks.cc).  */
+   NEW" of one block: its load in *LOAD, its add in *ADD.  */
 bool tally_counter_update_p (gimple *store, tree array, gimple **load,
                              gimple **add);
+/* An RTL pass NAME (-fdump-rtl-NAME) that runs WORK (updates.cc).  */
+opt_pass *tally_make_rtl_pass (gcc::context *ctx, const char *name,
+                               unsigned int (*work) (void));
 /* x86-64 at=late, update=single|tls: the counter updates of ARRAY left
    in FUN's memory after the pass become one "addq" asm statement each.  */
 void tally_updates_to_asm (function *fun, tree array);

@@ -40,7 +40,8 @@
  *                        (profile.cc)
  *   verbose              a note per function: instrumented, or why not
  *   help                 print this list
- * The passes live in hooks.cc, the module descriptor in descriptor.cc.  */
+ * The passes live in hooks.cc (updates.cc the RTL ones, frames.cc tally_cfa),
+ * the module descriptor in descriptor.cc.  */
 #include "tally-plugin.h"
 
 #ifndef TALLY_VERSION
@@ -483,12 +484,12 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
       && tally_opts.measure != TALLY_MEASURE_COUNT)
     insert_pass_after (info->base_name, tally_make_cfa_pass (g), "optimized");
   /* hooks=call's asm calls: once the frame is laid out, the red-zone step
-     goes where the red zone is empty (hooks.cc).  */
+     goes where the red zone is empty (updates.cc).  */
   if (tally_opts.hooks == TALLY_HOOKS_CALL && tally_target_x86_64 ()
       && !tally_opts.mapped)
     insert_pass_after (info->base_name, tally_make_red_zone_pass (g),
                        "pro_and_epilogue");
-  /* Counter updates made one asm each at=late on x86-64 (hooks.cc): the
+  /* Counter updates made one asm each at=late on x86-64 (updates.cc): the
      add instruction again once register allocation is done, and before
      the prologue is placed: shrink-wrapping copies blocks by their size,
      and an asm counts as a long one, so a leaf's fast path would have

@@ -293,6 +293,37 @@ def merge_aside(a, work, exe, args, bad, name):
            "%s: %%m did not write this run's counts alone" % name)
 
 
+def refused_both_versions(a, work, exe, args, good, bad, damage, what,
+                          bad_v2=None):
+    """Each damage HOW of BAD (HOW -> the message wanted) done by DAMAGE to
+    GOOD (a data file with version 1 maps): tally report refuses the file;
+    and the same damage in the compact map the plugin writes (BAD_V2's
+    message where it differs) is refused alike by tally report, and by the
+    runtime's %m, EXE run with ARGS (merge_aside), which moves the file
+    aside rather than merge into what tally cannot read.  WHAT names the
+    maps damaged."""
+    for how, want in bad.items():
+        bad1 = damage(good, how)
+        expect(bad1 is not None, "%s: no %s to damage" % (how, what))
+        path = os.path.join(work, how + ".data")
+        open(path, "wb").write(bad1)
+        p = run([a.tally, "report", path], check=False)
+        expect(p.returncode != 0 and "bad block map" in p.stderr
+               and re.search(want, p.stderr),
+               "%s: tally report exit %d, %r; want /%s/" % (how, p.returncode,
+                                                           p.stderr, want))
+        bad2 = v2_file(bad1)
+        path2 = os.path.join(work, how + "-v2.data")
+        open(path2, "wb").write(bad2)
+        p = run([a.tally, "report", path2], check=False)
+        want = (bad_v2 or {}).get(how, want)
+        expect(p.returncode != 0 and "bad block map" in p.stderr
+               and re.search(want, p.stderr),
+               "%s (map version 2): tally report exit %d, %r; want /%s/"
+               % (how, p.returncode, p.stderr, want))
+        merge_aside(a, work, exe, args, bad2, how)
+
+
 def dump_text(kind, files, blocks, edges, callers=None):
     """The lines `tally dump` prints for a decoded map (tools/dump.c)."""
     kinds = {1: "block", 2: "tree", 3: "visited", 4: "visited", 5: "visited",

@@ -45,12 +45,14 @@ def program(args):
     return os.path.join(args.srcdir, "promote", "loops.c")
 
 
-def build(args, work, name, opt, opts):
+def build(args, work, name, opt, opts, src=None):
+    """SRC (promote/loops.c) built at -OPT with the plugin options OPTS (and
+    tally's headers) as WORK/NAME."""
     exe = os.path.join(work, name)
     inc = os.path.join(os.path.dirname(args.srcdir), "include")
     cmd = [args.cc, "-" + opt, "-I" + inc, "-fplugin=" + args.plugin]
     cmd += ["-fplugin-arg-tally-" + o for o in opts]
-    cmd += [program(args), "-o", exe, args.runtime]
+    cmd += [src or program(args), "-o", exe, args.runtime]
     run(cmd)
     return exe
 
@@ -234,14 +236,9 @@ def check_large_function(args, work):
     if platform.machine() not in ("x86_64", "amd64"):
         raise Skip("(reads x86-64 disassembly)")
     src = big_program(work)
-    inc = os.path.join(os.path.dirname(args.srcdir), "include")
 
     def build_big(name, opts):
-        exe = os.path.join(work, name)
-        run([args.cc, "-O2", "-I" + inc, "-fplugin=" + args.plugin]
-            + ["-fplugin-arg-tally-" + o for o in opts]
-            + [src, "-o", exe, args.runtime])
-        return exe
+        return build(args, work, name, "O2", opts, src)
 
     tree = build_big("big-tree", ["blocks=count"])
     expect(not any(memory_updates(b) for b in loop_lines(tree, "walk_loop")),
@@ -294,14 +291,9 @@ def check_two_exits(args, work):
     src = os.path.join(work, "skip.c")
     with open(src, "w") as f:
         f.write(SKIP_C)
-    inc = os.path.join(os.path.dirname(args.srcdir), "include")
 
     def build_skip(name, opts):
-        exe = os.path.join(work, name)
-        run([args.cc, "-O2", "-I" + inc, "-fplugin=" + args.plugin]
-            + ["-fplugin-arg-tally-" + o for o in opts]
-            + [src, "-o", exe, args.runtime])
-        return exe
+        return build(args, work, name, "O2", opts, src)
 
     tree = build_skip("skip-tree", ["blocks=count"])
     expect(any(memory_updates(b) for b in loop_lines(tree, "skip")),

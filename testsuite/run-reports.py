@@ -214,15 +214,7 @@ def check_diff(a, work):
     src = os.path.abspath(os.path.join(a.srcdir, "reports", "diff-prog.c"))
 
     def build_run(name, flags, opt, inputs):
-        exe = os.path.join(work, name)
-        run([a.cc, opt, "-fplugin=" + a.plugin, *["-fplugin-arg-tally-" + f for f in flags],
-             src, "-o", exe, a.runtime])
-        res = []
-        for n in inputs:
-            data = os.path.join(work, "%s-%d.data" % (name, n))
-            words = run_data(exe, data, [str(n)]).split()
-            res.append((data, {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}))
-        return res
+        return diff_prog_runs(a, work, name, inputs, flags=flags, src=src, opt=opt)
 
     (fa, pa), (fb, pb) = build_run("counts", ["at=early", "blocks=count"], "-O0", [3, 10])
 
@@ -306,13 +298,14 @@ def check_diff(a, work):
                                                          p.stdout, p.stderr))
 
 
-def diff_prog_runs(a, work, name, inputs, flags=("at=early", "blocks=count"), src=None, cwd=None):
-    """reports/diff-prog.c (or SRC) built at -O0 with FLAGS as WORK/NAME,
+def diff_prog_runs(a, work, name, inputs, flags=("at=early", "blocks=count"), src=None, cwd=None,
+                   opt="-O0"):
+    """reports/diff-prog.c (or SRC) built at OPT with FLAGS as WORK/NAME,
     run once per N of INPUTS: [(data file, {function: calls the program
     counted})]."""
     src = src or os.path.abspath(os.path.join(a.srcdir, "reports", "diff-prog.c"))
     exe = os.path.join(work, name)
-    run([a.cc, "-O0", "-fplugin=" + a.plugin, *["-fplugin-arg-tally-" + f for f in flags],
+    run([a.cc, opt, "-fplugin=" + a.plugin, *["-fplugin-arg-tally-" + f for f in flags],
          src, "-o", exe, a.runtime], cwd=cwd)
     res = []
     for n in inputs:

@@ -178,29 +178,8 @@ def check_bad_maps(a, work):
     # here; the kind-4 rules are checked the same in both map versions.
     good = mapsize.v1_file(open(good_path, "rb").read())
     run([a.tally, "report", good_path])
-    for how, want in BAD.items():
-        bad = damage(good, how)
-        expect(bad is not None, "%s: no kind-4 map to damage" % how)
-        path = os.path.join(work, how + ".data")
-        open(path, "wb").write(bad)
-        p = run([a.tally, "report", path], check=False)
-        expect(p.returncode != 0 and "bad block map" in p.stderr
-               and re.search(want, p.stderr),
-               "%s: tally report exit %d, %r; want /%s/" % (how, p.returncode,
-                                                           p.stderr, want))
-        # The same damage in the compact map the plugin writes: refused
-        # alike by tally report, and by the runtime's %m, which moves the
-        # file aside rather than merge into what tally cannot read.
-        bad2 = mapsize.v2_file(bad)
-        path2 = os.path.join(work, how + "-v2.data")
-        open(path2, "wb").write(bad2)
-        p = run([a.tally, "report", path2], check=False)
-        want = BAD_V2.get(how, want)
-        expect(p.returncode != 0 and "bad block map" in p.stderr
-               and re.search(want, p.stderr),
-               "%s (map version 2): tally report exit %d, %r; want /%s/"
-               % (how, p.returncode, p.stderr, want))
-        mapsize.merge_aside(a, work, exe, ["0", "5"], bad2, how)
+    mapsize.refused_both_versions(a, work, exe, ["0", "5"], good, BAD, damage,
+                                  "kind-4 map", bad_v2=BAD_V2)
 
 
 mapsize = importlib.util.module_from_spec(importlib.util.spec_from_file_location(

@@ -219,28 +219,8 @@ def check_bad_maps(a, work):
     v1 = os.path.join(work, "good-v1.data")
     open(v1, "wb").write(good)
     run([a.tally, "report", v1])
-    for how, want in BAD.items():
-        bad = damage(good, how)
-        expect(bad is not None, "%s: no kind-5 map to damage" % how)
-        path = os.path.join(work, how + ".data")
-        open(path, "wb").write(bad)
-        p = run([a.tally, "report", path], check=False)
-        expect(p.returncode != 0 and "bad block map" in p.stderr
-               and re.search(want, p.stderr),
-               "%s: tally report exit %d, %r; want /%s/" % (how, p.returncode,
-                                                           p.stderr, want))
-        # The same damage in the compact map the plugin writes: refused
-        # alike by tally report, and by the runtime's %m, which moves the
-        # file aside rather than merge into what tally cannot read.
-        bad2 = mapsize.v2_file(bad)
-        path2 = os.path.join(work, how + "-v2.data")
-        open(path2, "wb").write(bad2)
-        p = run([a.tally, "report", path2], check=False)
-        expect(p.returncode != 0 and "bad block map" in p.stderr
-               and re.search(want, p.stderr),
-               "%s (map version 2): tally report exit %d, %r; want /%s/"
-               % (how, p.returncode, p.stderr, want))
-        mapsize.merge_aside(a, work, exe, ["1", "30"], bad2, how)
+    mapsize.refused_both_versions(a, work, exe, ["1", "30"], good, BAD, damage,
+                                  "kind-5 map")
 
 
 mapsize = load("mapsize", "run-mapsize.py")

@@ -26,9 +26,11 @@
  * (tally_pevthdr_put), RNKS (tally_rnkshdr_put, tally_rnksrec_put,
  * tally_rnksval_put), the trailer (tally_trailer_put, tally_file_seal for
  * an image in memory), CMOD and DUMP chunks (tally_cmod_put,
- * tally_cmodfn_put, tally_dumphdr_put) and the block map's fields
- * (TALLY_MAP_KIND ...).  What is left between the fixed parts are
- * strings, counts of what follows (u32) and arrays of u64 values, written
+ * tally_cmodfn_put, tally_dumphdr_put); the plugin's record blob writes
+ * the module and function records the same way, and the version 1 block
+ * map's parts (tally_maphdr_put, tally_mapblk_put, tally_mapedge_put,
+ * tally_mapcallers_put).  What is left between the fixed parts are
+ * strings, counts of what follows (u32) and arrays of values, written
  * with tally_le_put32/64.
  *
  *   header   magic "TALLYDAT", u32 version, u32 byte-order mark 0x01020304,
@@ -560,6 +562,55 @@ TALLY_CODEC (cstart, TALLY_CSTART_FIELDS, (void) 0)
 #define TALLY_MAP_NFILES 16u
 #define TALLY_MAP_FIXED 20u
 #define TALLY_MAP_EDGE 16u /* bytes per edge */
+
+#define TALLY_MAP_FIELDS(X) \
+  X (32, kind, TALLY_MAP_KIND) \
+  X (32, nblocks, TALLY_MAP_NBLOCKS) \
+  X (32, nedges, TALLY_MAP_NEDGES) \
+  X (32, nfiles, TALLY_MAP_NFILES)
+
+/* struct tally_maphdr; tally_maphdr_put writes TALLY_MAP_VERSION first.  */
+TALLY_CODEC (maphdr, TALLY_MAP_FIELDS, tally_le_put32 (p, TALLY_MAP_VERSION))
+
+/* a block: value, flags, location count (TALLY_MAPBLK_FIXED), then the
+   (file index, line) pairs */
+#define TALLY_MAPBLK_VALUE 0u
+#define TALLY_MAPBLK_FLAGS 4u
+#define TALLY_MAPBLK_NLOCS 8u
+#define TALLY_MAPBLK_FIXED 12u
+
+#define TALLY_MAPBLK_FIELDS(X) \
+  X (32, value, TALLY_MAPBLK_VALUE) \
+  X (32, flags, TALLY_MAPBLK_FLAGS) \
+  X (32, nlocs, TALLY_MAPBLK_NLOCS)
+
+TALLY_CODEC (mapblk, TALLY_MAPBLK_FIELDS, (void) 0)
+
+/* an edge (TALLY_MAP_EDGE bytes) */
+#define TALLY_MAPEDGE_SRC 0u
+#define TALLY_MAPEDGE_DST 4u
+#define TALLY_MAPEDGE_FLAGS 8u
+#define TALLY_MAPEDGE_VALUE 12u
+
+#define TALLY_MAPEDGE_FIELDS(X) \
+  X (32, src, TALLY_MAPEDGE_SRC) \
+  X (32, dst, TALLY_MAPEDGE_DST) \
+  X (32, flags, TALLY_MAPEDGE_FLAGS) \
+  X (32, value, TALLY_MAPEDGE_VALUE)
+
+TALLY_CODEC (mapedge, TALLY_MAPEDGE_FIELDS, (void) 0)
+
+/* kind TALLY_MAP_TREE_CALLERS's callers trailer: complete, site count
+   (TALLY_MAPCALLERS_FIXED), then the (function index, block) pairs */
+#define TALLY_MAPCALLERS_COMPLETE 0u
+#define TALLY_MAPCALLERS_NSITES 4u
+#define TALLY_MAPCALLERS_FIXED 8u
+
+#define TALLY_MAPCALLERS_FIELDS(X) \
+  X (32, complete, TALLY_MAPCALLERS_COMPLETE) \
+  X (32, nsites, TALLY_MAPCALLERS_NSITES)
+
+TALLY_CODEC (mapcallers, TALLY_MAPCALLERS_FIELDS, (void) 0)
 
 #ifdef __cplusplus
 extern "C" {
