@@ -4,8 +4,10 @@ logs of testsuite/compilers/run's builds: each cell "passed / failed /
 skipped" of that suite with that GCC (an expected failure counts as
 passed, as in the closing line), a dash where the suite was not run.
 
-Usage: table.py [--build-root DIR] N ...   (DIR/gcc-N/meson-logs/testlog.json;
-                                            DIR default: the repository's build/)
+Usage: table.py [--build-root DIR] N[=TESTLOG] ...
+  (DIR/gcc-N/meson-logs/testlog.json, DIR default: the repository's build/;
+   N=TESTLOG names another log, e.g. 12=build/meson-logs/testlog.json for
+   ./dev test's run with the machine's GCC)
 """
 import json
 import os
@@ -21,8 +23,11 @@ def main(argv):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     cells, suites, versions = {}, [], {}
-    for n in argv:
-        path = os.path.join(root, "gcc-" + n, "meson-logs", "testlog.json")
+    names = []
+    for arg in argv:
+        n, _, path = arg.partition("=")
+        names.append(n)
+        path = path or os.path.join(root, "gcc-" + n, "meson-logs", "testlog.json")
         if not os.path.exists(path):
             print("table.py: no test log for GCC %s (%s)" % (n, path), file=sys.stderr)
             continue
@@ -42,7 +47,7 @@ def main(argv):
                 c[0 if r in ("OK", "EXPECTEDFAIL") else 2 if r == "SKIP" else 1] += 1
     if not versions:
         return 1
-    ns = [n for n in argv if n in versions]
+    ns = [n for n in names if n in versions]
     print("| suite | " + " | ".join("GCC " + n for n in ns) + " |")
     print("|---|" + "---:|" * len(ns))
     for s in suites:
