@@ -464,6 +464,18 @@ def main(prefix, modes=None):
     return run_check(CASES, a.check, a, prefix)
 
 
+def callgrind_ir(exe, fn, work, env=None, args=()):
+    """Inclusive instructions of FN in one run of EXE (callgrind)."""
+    out = os.path.join(work, "cg-%s.out" % os.path.basename(exe))
+    run(["valgrind", "--tool=callgrind", "--toggle-collect=" + fn,
+         "--callgrind-out-file=" + out, exe, *args], env=env or {})
+    with open(out) as f:
+        for line in f:
+            if line.startswith("totals:") or line.startswith("summary:"):
+                return int(line.split()[1])
+    raise Failure("no totals in callgrind's output")
+
+
 def callgrind_calls(out_file):
     """Calls per callee symbol from an uncompressed callgrind output file."""
     calls = {}
