@@ -464,6 +464,17 @@ def main(prefix, modes=None):
     return run_check(CASES, a.check, a, prefix)
 
 
+def crc_mulmod(a, b):
+    """A times B modulo the CRC-32 polynomial, bit-reflected (x^0 is bit
+    31), one bit at a time: what the runtime's CRC combining computes."""
+    p = 0
+    for i in range(32):
+        if a & (1 << (31 - i)):
+            p ^= b
+        b = (b >> 1) ^ (0xEDB88320 if b & 1 else 0)
+    return p
+
+
 def callgrind_ir(exe, fn, work, env=None, args=()):
     """Inclusive instructions of FN in one run of EXE (callgrind)."""
     out = os.path.join(work, "cg-%s.out" % os.path.basename(exe))

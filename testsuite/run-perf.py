@@ -16,7 +16,8 @@ import struct
 import sys
 import zlib
 
-from checklib import Failure, Skip, callgrind_ir, case, expect, main, run
+from checklib import (Failure, Skip, callgrind_ir, case, crc_mulmod as mulmod, expect,
+                      main, run)
 
 # Offsets in a data file that differ between two runs of one program: the
 # pid and the time (header), and the CRC (trailer), which covers them.
@@ -199,16 +200,6 @@ def blob_of(a, obj):
                 f.seek(off)
                 return f.read(size)
     raise Failure("%s: no section %d" % (obj, shndx))
-
-
-def mulmod(x, y):
-    """X times Y modulo the CRC-32 polynomial, reflected, bit by bit."""
-    p = 0
-    for bit in range(32):
-        if x & (1 << (31 - bit)):
-            p ^= y
-        y = (y >> 1) ^ (0xEDB88320 if y & 1 else 0)
-    return p
 
 
 def shift_op(n):
