@@ -464,6 +464,29 @@ def main(prefix, modes=None):
     return run_check(CASES, a.check, a, prefix)
 
 
+def crc_mulmod(a, b):
+    """A times B modulo the CRC-32 polynomial, bit-reflected (x^0 is bit
+    31), one bit at a time: what the runtime's CRC combining computes."""
+    p = 0
+    for i in range(32):
+        if a & (1 << (31 - i)):
+            p ^= b
+        b = (b >> 1) ^ (0xEDB88320 if b & 1 else 0)
+    return p
+
+
+def callgrind_ir(exe, fn, work, env=None, args=()):
+    """Inclusive instructions of FN in one run of EXE (callgrind)."""
+    out = os.path.join(work, "cg-%s.out" % os.path.basename(exe))
+    run(["valgrind", "--tool=callgrind", "--toggle-collect=" + fn,
+         "--callgrind-out-file=" + out, exe, *args], env=env or {})
+    with open(out) as f:
+        for line in f:
+            if line.startswith("totals:") or line.startswith("summary:"):
+                return int(line.split()[1])
+    raise Failure("no totals in callgrind's output")
+
+
 def callgrind_calls(out_file):
     """Calls per callee symbol from an uncompressed callgrind output file."""
     calls = {}

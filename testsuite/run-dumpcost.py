@@ -15,7 +15,7 @@ import shutil
 import sys
 import zlib
 
-from checklib import Skip, case, expect, main, run
+from checklib import Skip, callgrind_ir, case, crc_mulmod as mulmod, expect, main, run
 
 CRC_MAIN = r"""
 #include <stdint.h>
@@ -42,17 +42,6 @@ int main (int argc, char **argv) {
 #endif
   return 0; }
 """
-
-
-def mulmod(a, b):
-    """A times B modulo the CRC-32 polynomial, bit-reflected (x^0 is bit
-    31), one bit at a time."""
-    p = 0
-    for i in range(32):
-        if a & (1 << (31 - i)):
-            p ^= b
-        b = (b >> 1) ^ (0xEDB88320 if b & 1 else 0)
-    return p
 
 
 def has_clmul():
@@ -110,18 +99,6 @@ def check_crc32_zlib(a, work):
         bad = [inp[i] for i in range(len(w)) if i >= len(got) or got[i] != w[i]]
         expect(len(got) == len(w) and not bad,
                "%s: %d of %d results wrong, e.g. %s" % (name, len(bad), len(w), bad[:3]))
-
-
-def callgrind_ir(exe, fn, work, env=None, args=()):
-    """Inclusive instructions of FN in one run of EXE (callgrind)."""
-    out = os.path.join(work, "cg-%s.out" % os.path.basename(exe))
-    run(["valgrind", "--tool=callgrind", "--toggle-collect=" + fn,
-         "--callgrind-out-file=" + out, exe, *args], env=env or {})
-    with open(out) as f:
-        for line in f:
-            if line.startswith("totals:") or line.startswith("summary:"):
-                return int(line.split()[1])
-    raise AssertionError("no totals in callgrind's output")
 
 
 @case("crc-cost")

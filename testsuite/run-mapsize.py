@@ -272,6 +272,19 @@ def v2_file(d):
     return d
 
 
+def moved_aside(exe, args, pattern, target, bad, name):
+    """The runtime's %m (TALLY_OUTPUT=PATTERN) over TARGET holding BAD
+    (bytes, a damaged map): EXE run with ARGS refuses it with "corrupt
+    block map" and moves it aside to TARGET.bad as it was.  NAME names
+    the damage."""
+    open(target, "wb").write(bad)
+    p = run([exe, *args], env={"TALLY_OUTPUT": pattern}, check=False)
+    expect(p.returncode == 0
+           and "corrupt block map; not merged, moved aside to " + target + ".bad" in p.stderr
+           and open(target + ".bad", "rb").read() == bad,
+           "%s: %%m over the damaged map: exit %d, %r" % (name, p.returncode, p.stderr))
+
+
 def merge_aside(a, work, exe, args, bad, name):
     """The runtime's %m over data file BAD (bytes) with a damaged map: EXE
     run with ARGS refuses it with "corrupt block map", moves it aside to
@@ -283,12 +296,7 @@ def merge_aside(a, work, exe, args, bad, name):
     run([exe, *args], env={"TALLY_OUTPUT": pattern})
     target = os.path.join(d, [f for f in os.listdir(d) if f.endswith(".data")][0])
     fresh = report_json(a, target)["functions"]
-    open(target, "wb").write(bad)
-    p = run([exe, *args], env={"TALLY_OUTPUT": pattern}, check=False)
-    expect(p.returncode == 0
-           and "corrupt block map; not merged, moved aside to " + target + ".bad" in p.stderr
-           and open(target + ".bad", "rb").read() == bad,
-           "%s: %%m over the damaged map: exit %d, %r" % (name, p.returncode, p.stderr))
+    moved_aside(exe, args, pattern, target, bad, name)
     expect(report_json(a, target)["functions"] == fresh,
            "%s: %%m did not write this run's counts alone" % name)
 
@@ -478,12 +486,8 @@ def check_bad_v2(a, work):
     run([exe], env={"TALLY_OUTPUT": pattern_out})
     target = os.path.join(d, [f for f in os.listdir(d) if f.endswith(".data")][0])
     for name in ("overlong", "file index", "past the end"):
-        bad_bytes = damaged(good, off, size, bad[name][0])
-        open(target, "wb").write(bad_bytes)
-        p = run([exe], env={"TALLY_OUTPUT": pattern_out}, check=False)
-        expect(p.returncode == 0 and "corrupt block map" in p.stderr
-               and open(target + ".bad", "rb").read() == bad_bytes,
-               "%s: %%m over the damaged map: exit %d, %r" % (name, p.returncode, p.stderr))
+        moved_aside(exe, [], pattern_out, target,
+                    damaged(good, off, size, bad[name][0]), name)
         os.unlink(target + ".bad")
         rows = report_json(a, target)
         expect(rows, "%s: %%m wrote no readable file" % name)

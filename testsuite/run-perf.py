@@ -16,7 +16,8 @@ import struct
 import sys
 import zlib
 
-from checklib import Failure, Skip, case, expect, main, run
+from checklib import (Failure, Skip, callgrind_ir, case, crc_mulmod as mulmod, expect,
+                      main, run)
 
 # Offsets in a data file that differ between two runs of one program: the
 # pid and the time (header), and the CRC (trailer), which covers them.
@@ -201,16 +202,6 @@ def blob_of(a, obj):
     raise Failure("%s: no section %d" % (obj, shndx))
 
 
-def mulmod(x, y):
-    """X times Y modulo the CRC-32 polynomial, reflected, bit by bit."""
-    p = 0
-    for bit in range(32):
-        if x & (1 << (31 - bit)):
-            p ^= y
-        y = (y >> 1) ^ (0xEDB88320 if y & 1 else 0)
-    return p
-
-
 def shift_op(n):
     """x^(8N) mod the CRC-32 polynomial, reflected."""
     p, sq = 1 << 31, 1 << 23
@@ -303,16 +294,9 @@ int main (void) {
 
 def dump_ir(a, exe, work):
     """Instructions of the program's tally_dump () (callgrind, inclusive)."""
-    out = os.path.join(work, "cg.out")
-    run(["valgrind", "--tool=callgrind", "--toggle-collect=tally_dump",
-         "--callgrind-out-file=" + out, exe],
-        env={"TALLY_OUTPUT": os.path.join(work, "dump-%s.data" % os.path.basename(
-            os.path.dirname(exe))), "PERF_MID": "1"})
-    with open(out) as f:
-        for line in f:
-            if line.startswith("totals:") or line.startswith("summary:"):
-                return int(line.split()[1])
-    raise Failure("no totals in callgrind's output")
+    return callgrind_ir(exe, "tally_dump", work,
+                        env={"TALLY_OUTPUT": os.path.join(work, "dump-%s.data" % os.path.basename(
+                            os.path.dirname(exe))), "PERF_MID": "1"})
 
 
 @case("dump-cost")
