@@ -55,6 +55,8 @@ Metrics:
               ratios (the noise)
   per call    (Ir - base Ir) / calls, the calls tally counted (uftrace: the
               same count as returns-inline, the same source functions)
+A uftrace run longer than 200 times the uninstrumented one (at least
+120 s) is killed and its row says so (n/a).
 Checks: every variant's output equals the base's; the frames variants store
 or call the trampoline and the returns variants do not; frames and returns
 count the same calls and exits (tally report --csv, per body).
@@ -222,14 +224,25 @@ def run_variant(c, v, exe, args, data):
     return cmd, env
 
 
-def output_of(c, v, exe, args):
+class TooSlow(Exception):
+    pass
+
+
+def output_of(c, v, exe, args, limit=None):
+    """The output of one run and its data file; a run over LIMIT seconds
+    (uftrace only: a peer tool that may not cope) raises TooSlow."""
     data = os.path.join(c.work, "frames", "runs", "%s-%s.data" % (os.path.basename(exe), v))
     os.makedirs(os.path.dirname(data), exist_ok=True)
     for f in glob.glob(data + "*"):
         shutil.rmtree(f) if os.path.isdir(f) else os.unlink(f)
     cmd, env = run_variant(c, v, exe, args, data)
-    p = subprocess.run(cmd, cwd=os.path.dirname(exe), env=env, text=True,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, cwd=os.path.dirname(exe), env=env, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise TooSlow("did not finish in %d s (killed)" % limit)
+    c.seconds[(exe, v)] = time.perf_counter() - t0
     if p.returncode:
         die("%s %s: exit %d: %s" % (exe, v, p.returncode, p.stderr[-2000:]))
     return p.stdout, data
@@ -327,6 +340,8 @@ def main():
     c.tally = os.path.join(b, "tools", "tally")
     c.jobs = os.cpu_count() or 2
     c.versions = {}
+    c.seconds = {}   # (exe, variant): seconds of its output run
+    na = {}          # (program, variant): why it was not measured
     for f in (c.plugin, c.runtime, c.tally):
         if not os.path.exists(f):
             die("%s is missing: run ./dev build first" % f)
@@ -352,8 +367,18 @@ def main():
     for name, p in progs.items():
         exes = {v: build(c, name, p, v) for v, _, _ in VARIANTS}
         outs, datas = {}, {}
-        for v, _, _ in VARIANTS:
-            outs[v], datas[v] = output_of(c, v, exes[v], p["args"](p["cg"]))
+        variants = [v for v, _, _ in VARIANTS]
+        for v in list(variants):
+            # uftrace gets 200 times the uninstrumented run, at least 120 s.
+            limit = (max(120.0, 200 * c.seconds[(exes["base"], "base")])
+                     if v == "uftrace" else None)
+            try:
+                outs[v], datas[v] = output_of(c, v, exes[v], p["args"](p["cg"]), limit)
+            except TooSlow as e:
+                variants.remove(v)
+                na[(name, v)] = str(e)
+                log(name, v, "n/a:", e)
+                continue
             if outs[v] != outs["base"]:
                 die("%s %s: output %r, uninstrumented %r" % (name, v, outs[v][:200],
                                                              outs["base"][:200]))
@@ -378,10 +403,10 @@ def main():
                           "and exits, body by body (%d calls): OK" % (name, hooks, calls["frames-" + hooks]))
         calls["uftrace"] = calls["returns-inline"]
         log("cachegrind", name)
-        cg = {v: cachegrind(c, v, exes[v], p["args"](p["cg"])) for v, _, _ in VARIANTS}
+        cg = {v: cachegrind(c, v, exes[v], p["args"](p["cg"])) for v in variants}
         log("wall-clock runs", name)
         wt = {v: wall(c, v, exes[v], p["args"](p["wall"]), exes["base"])
-              for v, _, _ in VARIANTS if v != "base"}
+              for v in variants if v != "base"}
         say()
         say("#### %s (%s): %s; cachegrind input %s, wall-clock input %s"
             % (name, p["lang"], p["what"], p["cg"], p["wall"]))
@@ -391,6 +416,9 @@ def main():
             "Ir | extra Ir per call | wall median s (base s) | per-pair ratios |")
         say("|---|" + "---:|" * 14)
         for v, label, _ in VARIANTS:
+            if v not in variants:
+                say("| %s | n/a: %s |%s" % (label, na[(name, v)], " |" * 13))
+                continue
             t = table2(cg[v], cg["base"])
             if v == "base":
                 say("| %s | 1.00 | %s | %s | - | %.3f | - |"
