@@ -6,9 +6,9 @@
 
 static volatile unsigned long sink;
 
-__attribute__ ((noinline)) void t3 (int i) { sink++; if (i >= 0) throw std::runtime_error ("t3"); }
-__attribute__ ((noinline)) void t2 (int i) { t3 (i); sink++; }
-__attribute__ ((noinline)) void t1 (int i) { t2 (i); sink++; }
+__attribute__ ((noinline)) void t3 (int i) { sink = sink + 1; if (i >= 0) throw std::runtime_error ("t3"); }
+__attribute__ ((noinline)) void t2 (int i) { t3 (i); sink = sink + 1; }
+__attribute__ ((noinline)) void t1 (int i) { t2 (i); sink = sink + 1; }
 
 __attribute__ ((noinline)) void
 after ()
@@ -26,7 +26,7 @@ catcher (int i)
     }
   catch (const std::exception &)
     {
-      sink++;
+      sink = sink + 1;
     }
   after ();
 }
