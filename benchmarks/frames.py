@@ -6,12 +6,13 @@ LOPI paper's Table 2 (../shared/seeds/lopi-low-overhead-program-
 instrumentation.txt): each as the ratio of the variant to the
 uninstrumented build.
 
-Usage: benchmarks/frames.py [--quick] [--runs N] [--work DIR] [--build DIR]
-                            [--out FILE]
+Usage: benchmarks/frames.py [--quick] [--programs LIST] [--runs N]
+                            [--work DIR] [--build DIR] [--out FILE]
 
   --quick      small inputs and 3 paired wall-clock runs: checks that
                everything builds, runs and gives the same output (a minute
                or two once built; its numbers are not for publishing)
+  --programs LIST  yaml,lua (the default) or one of them
   --runs N     paired wall-clock runs per variant (default 5; --quick 3)
   --work DIR   sources, builds and runs (default build/bench-work; not
                tracked by git)
@@ -152,7 +153,13 @@ def programs(c):
             sources=[f for f in sorted(glob.glob(os.path.join(lua, "src", "*.c")))
                      if not f.endswith("/luac.c")],
             cflags=["-I" + inc, "-DLUA_COMPAT_5_3", "-DLUA_USE_LINUX",
-                    "-Dluai_makeseed(L)=0u"], libs=["-lm", "-ldl"],
+                    "-Dluai_makeseed(L)=0u",
+                    # luaS_new's string cache picks its slot by the C
+                    # string's address, so its misses (calls of
+                    # luaS_newlstr) change with the code layout: one slot
+                    # makes them depend on the strings only (as
+                    # testsuite/realworld/run's fixed-seed.h does).
+                    "-DSTRCACHE_N=1", "-DSTRCACHE_M=2"], libs=["-lm", "-ldl"],
             args=lambda s: [os.path.join(HERE, "lua-workload.lua"), str(s)],
             wall=scale["lua"][0], cg=scale["lua"][1],
             what="lua5.4 %s, benchmarks/lua-workload.lua" % c.versions["lua5.4"]),
@@ -324,6 +331,7 @@ def table2(cg, base):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--programs", default="yaml,lua")
     ap.add_argument("--runs", type=int)
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench-work"))
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -364,7 +372,13 @@ def main():
     say("- every ratio is variant ÷ uninstrumented; Ir and caches from "
         "cachegrind's simulation (`--cache-sim=yes --branch-sim=yes`)")
     checks = []
+    wanted = a.programs.split(",")
+    for w in wanted:
+        if w not in progs:
+            die("--programs: unknown program %r (%s)" % (w, ",".join(progs)))
     for name, p in progs.items():
+        if name not in wanted:
+            continue
         exes = {v: build(c, name, p, v) for v, _, _ in VARIANTS}
         outs, datas = {}, {}
         variants = [v for v, _, _ in VARIANTS]
