@@ -4,7 +4,7 @@ logs of testsuite/compilers/run's builds: each cell "passed / failed /
 skipped" of that suite with that GCC (an expected failure counts as
 passed, as in the closing line), a dash where the suite was not run.
 
-Usage: table.py [--build-root DIR] N[=TESTLOG] ...
+Usage: table.py [--build-root DIR] [--suites LIST] N[=TESTLOG] ...
   (DIR/gcc-N/meson-logs/testlog.json, DIR default: the repository's build/;
    N=TESTLOG names another log, e.g. 12=build/meson-logs/testlog.json for
    ./dev test's run with the machine's GCC)
@@ -17,8 +17,13 @@ import sys
 def main(argv):
     root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), "build")
-    if argv[:1] == ["--build-root"]:
-        root, argv = argv[1], argv[2:]
+    only = None
+    while argv[:1] in (["--build-root"], ["--suites"]):
+        if argv[0] == "--build-root":
+            root = argv[1]
+        else:
+            only = argv[1].split(",")
+        argv = argv[2:]
     if not argv:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
@@ -37,9 +42,14 @@ def main(argv):
                 t = json.loads(line)
             except ValueError:
                 continue
-            # "tally:SUITE / description" (meson's log has no suite field).
+            # "tally:SUITE / description" (meson 1.0) or "SUITE - tally:
+            # description" (later meson); the log has no suite field.
             name = str(t.get("name", "?"))
-            for s in [name.split(":", 1)[-1].split(" / ", 1)[0].strip()]:
+            if " - tally:" in name:
+                suite = name.split(" - tally:", 1)[0].strip()
+            else:
+                suite = name.split(":", 1)[-1].split(" / ", 1)[0].strip()
+            for s in [suite] if not only or suite in only else []:
                 if s not in suites:
                     suites.append(s)
                 c = cells.setdefault((n, s), [0, 0, 0])
