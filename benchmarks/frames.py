@@ -244,11 +244,18 @@ def output_of(c, v, exe, args, limit=None):
         shutil.rmtree(f) if os.path.isdir(f) else os.unlink(f)
     cmd, env = run_variant(c, v, exe, args, data)
     t0 = time.perf_counter()
+    # A session of its own, so that a run past LIMIT is killed with every
+    # process it started (uftrace's child is the program itself).
+    q = subprocess.Popen(cmd, cwd=os.path.dirname(exe), env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
     try:
-        p = subprocess.run(cmd, cwd=os.path.dirname(exe), env=env, text=True,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=limit)
+        out, err = q.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
+        os.killpg(q.pid, 9)
+        q.communicate()
         raise TooSlow("did not finish in %d s (killed)" % limit)
+    p = subprocess.CompletedProcess(cmd, q.returncode, out, err)
     c.seconds[(exe, v)] = time.perf_counter() - t0
     if p.returncode:
         die("%s %s: exit %d: %s" % (exe, v, p.returncode, p.stderr[-2000:]))
