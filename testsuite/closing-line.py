@@ -5,10 +5,9 @@ line, each skipped test with the reason its driver printed ("skipped: CASE
 why"), so that a skip is never taken for a pass.  Used by ./dev test,
 testsuite/compilers/run and .ci/run.
 
-Usage: closing-line.py [--counts] [LABEL=]TESTLOG.json ...
+Usage: closing-line.py [LABEL=]TESTLOG.json ...
 
   LABEL=   names the run in front of each of its skipped tests ("GCC 16")
-  --counts print "PASSED FAILED SKIPPED" only (for a script to add up)
 
 A log that is missing or has a line meson did not finish writing counts as
 a failure.  Exit status 0 when something passed and nothing failed.
@@ -46,8 +45,7 @@ def tally(path, label, counts, skips):
 
 
 def main(argv):
-    only_counts = "--counts" in argv
-    args = [a for a in argv if a != "--counts"]
+    args = argv
     if not args:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
@@ -58,13 +56,10 @@ def main(argv):
         if not sep or "/" in label:
             label, path = "", a
         tally(path, label, counts, skips)
-    if only_counts:
-        print(counts["passed"], counts["failed"], counts["skipped"])
-    else:
-        line = "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % counts
-        if skips:
-            line += ": " + "; ".join(skips)
-        print(line)
+    line = "%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % counts
+    if skips:
+        line += ": " + "; ".join(skips)
+    print(line)
     return 0 if counts["passed"] and not counts["failed"] else 1
 
 

@@ -46,15 +46,16 @@ def main(argv):
             # description" (later meson); the log has no suite field.
             name = str(t.get("name", "?"))
             if " - tally:" in name:
-                suite = name.split(" - tally:", 1)[0].strip()
+                s = name.split(" - tally:", 1)[0].strip()
             else:
-                suite = name.split(":", 1)[-1].split(" / ", 1)[0].strip()
-            for s in [suite] if not only or suite in only else []:
-                if s not in suites:
-                    suites.append(s)
-                c = cells.setdefault((n, s), [0, 0, 0])
-                r = t.get("result")
-                c[0 if r in ("OK", "EXPECTEDFAIL") else 2 if r == "SKIP" else 1] += 1
+                s = name.split(":", 1)[-1].split(" / ", 1)[0].strip()
+            if only and s not in only:
+                continue
+            if s not in suites:
+                suites.append(s)
+            c = cells.setdefault((n, s), [0, 0, 0])
+            r = t.get("result")
+            c[0 if r in ("OK", "EXPECTEDFAIL") else 2 if r == "SKIP" else 1] += 1
     if not versions:
         return 1
     ns = [n for n in names if n in versions]
