@@ -431,11 +431,18 @@ void tally_rt_frames_rearm (void) TALLY_HIDDEN __attribute__ ((weak));
 /* x86-64: an entry point NAME that calls the C function TARGET after
    ARGS (moves from the saved registers: %rax at -8(%rbp), %rcx -16,
    %rdx -24) and preserves every register, vector registers included
-   (XSAVE of what XCR0 enables, FXSAVE without OSXSAVE), for the
+   (XSAVE of what XCR0 enables, FXSAVE without OSXSAVE: which, and
+   XSAVE's size, asked of CPUID on the first call only and kept in
+   tally_rt_xsave_bytes, since CPUID traps to the hypervisor in a virtual
+   machine and costs microseconds there), for the
    plugin's asm statements (shadow.c, frames.c), which call it 128 bytes
    below their stack pointer (the red zone): its unwind rows say so, so
    that an unwinder walking out of it (libunwind for the first call path
    of a thread) finds the caller's frame.  */
+/* The XSAVE area's size for TALLY_PRESERVING_STUB: 0 until its first
+   call, UINT32_MAX without OSXSAVE (threads that race to set it store the
+   same value).  */
+extern uint32_t tally_rt_xsave_bytes TALLY_HIDDEN;
 #define TALLY_PRESERVING_STUB(NAME, TARGET, ARGS)                                    \
   "\t.text\n"                                                                  \
   "\t.globl " NAME "\n"                                                        \
@@ -454,13 +461,22 @@ void tally_rt_frames_rearm (void) TALLY_HIDDEN __attribute__ ((weak));
   "\tpushq %rax\n\tpushq %rcx\n\tpushq %rdx\n\tpushq %rsi\n"                   \
   "\tpushq %rdi\n\tpushq %r8\n\tpushq %r9\n\tpushq %r10\n"                     \
   "\tpushq %r11\n\tpushq %rbx\n"                                               \
+  "\tmovl tally_rt_xsave_bytes(%rip), %ebx\n"                                 \
+  "\ttestl %ebx, %ebx\n"                                                       \
+  "\tjnz 3f\n"                                                                 \
   "\tmovl $1, %eax\n"                                                          \
   "\tcpuid\n"                                                                  \
+  "\tmovl $-1, %ebx\n"                                                         \
   "\tbtl $27, %ecx\n"                                                          \
-  "\tjnc 1f\n"                                                                 \
+  "\tjnc 4f\n"                                                                 \
   "\tmovl $0xd, %eax\n"                                                        \
   "\txorl %ecx, %ecx\n"                                                        \
   "\tcpuid\n"                                                                  \
+  "4:\n"                                                                        \
+  "\tmovl %ebx, tally_rt_xsave_bytes(%rip)\n"                                 \
+  "3:\n"                                                                        \
+  "\tcmpl $-1, %ebx\n"                                                         \
+  "\tje 1f\n"                                                                  \
   "\tsubq %rbx, %rsp\n"                                                        \
   "\tandq $-64, %rsp\n"                                                        \
   "\txorl %eax, %eax\n"                                                        \

@@ -386,6 +386,7 @@ enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths, uint32_t flags)
    function keep no value in a callee-saved register for them and spill
    nothing.  */
 #if defined(__x86_64__) && !defined(__ILP32__)
+uint32_t tally_rt_xsave_bytes;
 /* The saved registers: %rax at -8(%rbp), %rcx -16, %rdx -24.  */
 __asm__ (TALLY_PRESERVING_STUB ("__tally_cyc_enter_slow_all",
                                 "__tally_cyc_enter_slow@PLT",
