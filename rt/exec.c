@@ -54,7 +54,8 @@ tally_rt_exec_init (void)
   if (__atomic_exchange_n (&owner_set, 1, __ATOMIC_ACQ_REL))
     return;
   owner = getpid ();
-  if (pthread_atfork (NULL, NULL, owner_after_fork) != 0)
+  tally_rt_pin_without_dso_handle ();
+  if (tally_rt_sys_atfork_child (owner_after_fork) != 0)
     tally_rt_error ("pthread_atfork failed; a forked child will not write "
                     "its counts before exec");
 }

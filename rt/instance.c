@@ -140,3 +140,14 @@ tally_rt_pin_local (void)
                     "counts of other instrumented libraries",
                     info.dli_fname, dlerror ());
 }
+
+void
+tally_rt_pin_without_dso_handle (void)
+{
+  /* Without __dso_handle (a link without start files, sys.h), nothing
+     drops or runs this copy's exit and fork handlers at a dlclose
+     (crtbegin's __cxa_finalize call does that): the object holding them
+     stays mapped.  */
+  if (!tally_rt_sys_have_dso_handle ())
+    tally_rt_pin_local ();
+}

@@ -23,6 +23,14 @@ static uint32_t next_id;
 /* Set by the first registration in this copy, which also calls atexit.  */
 static int atexit_installed;
 
+/* The exit handler, as __cxa_atexit calls it (sys.h).  */
+static void
+exit_dump_cxa (void *unused)
+{
+  (void) unused;
+  tally_rt_exit_dump ();
+}
+
 void
 __tally_register (struct tally_module *m)
 {
@@ -82,14 +90,15 @@ tally_rt_register_local (struct tally_module *m)
 #endif
   if (!__atomic_exchange_n (&atexit_installed, 1, __ATOMIC_ACQ_REL))
     {
-      if (atexit (tally_rt_exit_dump) != 0)
+      tally_rt_pin_without_dso_handle ();
+      if (tally_rt_sys_atexit (exit_dump_cxa) != 0)
         tally_rt_error ("atexit failed; data will be written by the "
                         "runtime's destructor only");
       /* A forked child must not write the parent's counts a second time
          under its own pid.  Only the copy that keeps the modules (this
          one) registers it; vfork and posix_spawn run no atfork handler,
          but their child shares our memory and only execs or _exits.  */
-      if (pthread_atfork (NULL, NULL, tally_rt_fork_child) != 0)
+      if (tally_rt_sys_atfork_child (tally_rt_fork_child) != 0)
         tally_rt_error ("pthread_atfork failed; a forked child's data file "
                         "will also hold the parent's counts from before "
                         "the fork");

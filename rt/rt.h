@@ -773,6 +773,10 @@ void tally_rt_register_local (struct tally_module *m) TALLY_HIDDEN;
 void tally_rt_unregister_local (struct tally_module *m) TALLY_HIDDEN;
 void tally_rt_reset_local (void) TALLY_HIDDEN;
 void tally_rt_pin_local (void) TALLY_HIDDEN;
+/* Pins this copy's object (tally_rt_pin_local) if it was linked without
+   start files (sys.h: tally_rt_sys_atexit), before exit and fork
+   handlers are registered.  */
+void tally_rt_pin_without_dso_handle (void) TALLY_HIDDEN;
 
 /* The entry points of one copy of the runtime.  A layout change bumps
    TALLY_RT_INSTANCE_VERSION.  */

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 
 #define SYS_FN(ret, name) TALLY_HIDDEN ret tally_rt_sys_##name
@@ -228,3 +229,37 @@ tally_rt_write_all (int fd, const void *buf, size_t n, int64_t off)
     }
   return 0;
 }
+
+/* sys.h: atexit and pthread_atfork without their libc_nonshared.a
+   wrappers.  */
+extern void *__dso_handle __attribute__ ((weak));
+extern int __cxa_atexit (void (*) (void *), void *, void *);
+
+int
+tally_rt_sys_have_dso_handle (void)
+{
+  return &__dso_handle != NULL;
+}
+
+int
+tally_rt_sys_atexit (void (*fn) (void *))
+{
+  return __cxa_atexit (fn, NULL, &__dso_handle);
+}
+
+#ifdef __GLIBC__
+extern int __register_atfork (void (*) (void), void (*) (void),
+                              void (*) (void), void *);
+
+int
+tally_rt_sys_atfork_child (void (*fn) (void))
+{
+  return __register_atfork (NULL, NULL, fn, &__dso_handle);
+}
+#else
+int
+tally_rt_sys_atfork_child (void (*fn) (void))
+{
+  return pthread_atfork (NULL, NULL, fn);
+}
+#endif

@@ -77,6 +77,23 @@ int tally_rt_sys_fallocate (int fd, int mode, off_t off, off_t len)
 #define stat(path, st) tally_rt_sys_stat (path, st)
 #endif
 
+/* atexit and pthread_atfork are, in glibc, wrappers in libc_nonshared.a
+   that hand the linking object's __dso_handle (from the start file
+   crtbegin*.o) to __cxa_atexit and __register_atfork, so that the
+   handlers of a library go with it when it is dlclose'd.  A link with no
+   start files has no __dso_handle and fails on those wrappers: libtool
+   2.6 (Debian sid) links C++ shared libraries -nostdlib and without
+   them, and a runtime linked into such a library broke its link.  These
+   call the functions behind the wrappers, with __dso_handle where the
+   link has one (a weak reference); without one nothing would drop the
+   handlers at a dlclose, so the runtime pins its object first
+   (tally_rt_pin_without_dso_handle, rt.h).  0 or an errno value, as the
+   wrappers.  */
+int tally_rt_sys_atexit (void (*fn) (void *)) TALLY_HIDDEN;
+/* Whether the object was linked with a __dso_handle (start files).  */
+int tally_rt_sys_have_dso_handle (void) TALLY_HIDDEN;
+int tally_rt_sys_atfork_child (void (*fn) (void)) TALLY_HIDDEN;
+
 /* Write all N bytes of BUF to FD: at OFF (pwrite), or at the file offset
    (write) if OFF < 0; EINTR retried.  0, or the errno value (EIO for a
    write that wrote nothing).  */

@@ -193,6 +193,78 @@ def check_multi_runtime(a, work):
                    % (name, fn, calls.get(fn), want, calls))
 
 
+# no-start-files: an uninstrumented program that dlopens a library (its
+# own copy of the static runtime, linked without start files), calls
+# plugin_fn (the symbol name given: C++ mangles it),
+# dlcloses it, then forks.
+NO_START_MAIN_C = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int
+main (int argc, char **argv)
+{
+  if (argc != 3)
+    return 2;
+  void *h = dlopen (argv[1], RTLD_NOW);
+  int (*fn) (int) = h ? (int (*) (int)) dlsym (h, argv[2]) : 0;
+  if (!fn)
+    {
+      fprintf (stderr, "%s\n", dlerror ());
+      return 1;
+    }
+  int s = 0;
+  for (int i = 0; i < 3; i++)
+    s += fn (i);
+  dlclose (h);
+  pid_t pid = fork ();
+  if (pid == 0)
+    _exit (0);
+  int st;
+  if (pid < 0 || waitpid (pid, &st, 0) != pid || !WIFEXITED (st) || WEXITSTATUS (st))
+    return 3;
+  printf ("%d\n", s);
+  return 0;
+}
+"""
+
+
+@case("no-start-files")
+def check_no_start_files(a, work):
+    """A shared library linked without start files (crtbegin*.o, so no
+    __dso_handle) and with the static runtime, as libtool 2.6 links C++
+    libraries (-shared -nostdlib, then its postdeps): it links, and its
+    counts are written at exit after a dlclose and a fork (the runtime's
+    exit and fork handlers stay valid: it pins the library)."""
+    d = os.path.join(a.srcdir, "multi")
+    rt = os.path.abspath(a.runtime)
+    main_exe = os.path.join(work, "main")
+    run([a.cc, "-O2", write_file(os.path.join(work, "main.c"), NO_START_MAIN_C),
+         "-o", main_exe, "-ldl"])
+    for name, cc, post, sym, row in (
+            ("c", a.cc, ["-lc"], "plugin_fn", "plugin_fn"),
+            ("c++", a.cxx, ["-lstdc++", "-lm", "-lgcc_s", "-lc", "-lgcc_s"], "_Z9plugin_fni",
+             "int plugin_fn(int)")):
+        sub = os.path.join(work, name)
+        os.mkdir(sub)
+        obj = os.path.join(sub, "plugin.o")
+        lib = os.path.join(sub, "plugin.so")
+        run([cc, "-x", name, "-O2", "-fPIC", "-fplugin=" + a.plugin, "-c",
+             os.path.join(d, "plugin.c"), "-o", obj])
+        run([cc, "-shared", "-nostdlib", obj, rt, "-ldl", "-lpthread", *post, "-o", lib])
+        p = subprocess.run([main_exe, lib, sym], cwd=sub, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        expect(p.returncode == 0 and p.stdout.strip() == "0",
+               "%s: exit %d, output %r, %r" % (name, p.returncode, p.stdout, p.stderr))
+        expect(p.stderr == "", "%s: runtime messages: %r" % (name, p.stderr))
+        files = [f for f in os.listdir(sub) if f.endswith(".data")]
+        expect(len(files) == 1, "%s: %d data files: %s" % (name, len(files), files))
+        calls = report_calls(a, os.path.join(sub, files[0]))
+        expect(calls.get(row) == (3, 3), "%s: %s counted %s, want (3, 3)\n%s"
+               % (name, row, calls.get(row), calls))
+
+
 @case("filter")
 def check_filter(a, work):
     """-fplugin-arg-tally-filter: include/exclude rules on function names and
