@@ -164,20 +164,20 @@ const_char_ptr (void)
                                                    TYPE_QUAL_CONST));
 }
 
-void
-tally_add_field (tree *fields, const char *name, tree type)
-{
-  tree f = build_decl (BUILTINS_LOCATION, FIELD_DECL, get_identifier (name),
-                       type);
-  DECL_CHAIN (f) = *fields;
-  *fields = f;
-}
-
 tree
-tally_finish_struct (const char *name, tree fields, unsigned expected_size)
+tally_record_type (const char *name, const tally_field *fields, size_t n,
+                   unsigned expected_size)
 {
+  tree chain = NULL_TREE; /* in reverse, as finish_builtin_struct takes it */
+  for (size_t i = 0; i < n; i++)
+    {
+      tree f = build_decl (BUILTINS_LOCATION, FIELD_DECL,
+                           get_identifier (fields[i].name), fields[i].type);
+      DECL_CHAIN (f) = chain;
+      chain = f;
+    }
   tree type = make_node (RECORD_TYPE);
-  finish_builtin_struct (type, name, fields, NULL_TREE); /* takes FIELDS reversed */
+  finish_builtin_struct (type, name, chain, NULL_TREE);
   if (!tree_fits_uhwi_p (TYPE_SIZE_UNIT (type))
       || tree_to_uhwi (TYPE_SIZE_UNIT (type)) != expected_size)
     fatal_error (UNKNOWN_LOCATION,
@@ -192,13 +192,13 @@ names_type (void)
 {
   if (names_type_node)
     return names_type_node;
-  tree fields = NULL_TREE;
-  tally_add_field (&fields, "name", const_char_ptr ());
-  tally_add_field (&fields, "symbol", const_char_ptr ());
-  tally_add_field (&fields, "origin", const_char_ptr ());
-  tally_add_field (&fields, "file", const_char_ptr ());
-  names_type_node = tally_finish_struct ("tally_fn_names", fields,
-                                         sizeof (struct tally_fn_names));
+  const tally_field fn_names_fields[] = {
+    { "name", const_char_ptr () },
+    { "symbol", const_char_ptr () },
+    { "origin", const_char_ptr () },
+    { "file", const_char_ptr () },
+  };
+  names_type_node = TALLY_RECORD ("tally_fn_names", fn_names_fields, struct tally_fn_names);
   return names_type_node;
 }
 
@@ -208,19 +208,20 @@ fn_type (void)
 {
   if (fn_type_node)
     return fn_type_node;
-  tree fields = NULL_TREE;
-  tally_add_field (&fields, "counters", pointer_to (uint64_type_node));
-  tally_add_field (&fields, "visited", pointer_to (unsigned_char_type_node));
-  tally_add_field (&fields, "names", pointer_to (names_type ()));
-  tally_add_field (&fields, "record", uint32_type_node);
-  tally_add_field (&fields, "map", uint32_type_node);
-  tally_add_field (&fields, "map_size", uint32_type_node);
-  tally_add_field (&fields, "ncounters", uint32_type_node);
-  tally_add_field (&fields, "nvisited", uint32_type_node);
-  tally_add_field (&fields, "flags", uint32_type_node);
-  tally_add_field (&fields, "line", uint32_type_node);
-  tally_add_field (&fields, "id", uint32_type_node);
-  fn_type_node = tally_finish_struct ("tally_fn", fields, sizeof (struct tally_fn));
+  const tally_field fn_fields[] = {
+    { "counters", pointer_to (uint64_type_node) },
+    { "visited", pointer_to (unsigned_char_type_node) },
+    { "names", pointer_to (names_type ()) },
+    { "record", uint32_type_node },
+    { "map", uint32_type_node },
+    { "map_size", uint32_type_node },
+    { "ncounters", uint32_type_node },
+    { "nvisited", uint32_type_node },
+    { "flags", uint32_type_node },
+    { "line", uint32_type_node },
+    { "id", uint32_type_node },
+  };
+  fn_type_node = TALLY_RECORD ("tally_fn", fn_fields, struct tally_fn);
   return fn_type_node;
 }
 
@@ -228,21 +229,22 @@ fn_type (void)
 static tree
 module_type (void)
 {
-  tree fields = NULL_TREE;
-  tally_add_field (&fields, "magic", uint32_type_node);
-  tally_add_field (&fields, "abi_version", uint32_type_node);
-  tally_add_field (&fields, "checksum", uint64_type_node);
-  tally_add_field (&fields, "source", const_char_ptr ());
-  tally_add_field (&fields, "directory", const_char_ptr ());
-  tally_add_field (&fields, "fns", pointer_to (pointer_to (fn_type ())));
-  tally_add_field (&fields, "nfns", uint32_type_node);
-  tally_add_field (&fields, "flags", uint32_type_node);
-  tally_add_field (&fields, "next", ptr_type_node);
-  tally_add_field (&fields, "rt_state", uint64_type_node);
-  tally_add_field (&fields, "tls_locate", ptr_type_node);
-  tally_add_field (&fields, "bias", ptr_type_node);
-  tally_add_field (&fields, "blob", ptr_type_node);
-  return tally_finish_struct ("tally_module", fields, sizeof (struct tally_module));
+  const tally_field module_fields[] = {
+    { "magic", uint32_type_node },
+    { "abi_version", uint32_type_node },
+    { "checksum", uint64_type_node },
+    { "source", const_char_ptr () },
+    { "directory", const_char_ptr () },
+    { "fns", pointer_to (pointer_to (fn_type ())) },
+    { "nfns", uint32_type_node },
+    { "flags", uint32_type_node },
+    { "next", ptr_type_node },
+    { "rt_state", uint64_type_node },
+    { "tls_locate", ptr_type_node },
+    { "bias", ptr_type_node },
+    { "blob", ptr_type_node },
+  };
+  return TALLY_RECORD ("tally_module", module_fields, struct tally_module);
 }
 
 tree

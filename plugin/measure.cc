@@ -131,36 +131,38 @@ build_decls (void)
                                 uint64_type_node, NULL_TREE));
 
   /* struct tally_sframe, struct tally_sstack, struct tally_meas.  */
-  tree fields = NULL_TREE;
-  tally_add_field (&fields, "start", uint64_type_node);
-  tally_add_field (&fields, "child", uint64_type_node);
-  tally_add_field (&fields, "cfa", uint64_type_node);
-  tally_add_field (&fields, "fn", ptr_type_node);
-  tally_add_field (&fields, "node", uint32_type_node);
-  tally_add_field (&fields, "flags", uint32_type_node);
-  tally_add_field (&fields, "ret", uint64_type_node);
-  frame_type_node = tally_finish_struct ("tally_sframe", fields,
-                            sizeof (struct tally_sframe));
+  const tally_field sframe_fields[] = {
+    { "start", uint64_type_node },
+    { "child", uint64_type_node },
+    { "cfa", uint64_type_node },
+    { "fn", ptr_type_node },
+    { "node", uint32_type_node },
+    { "flags", uint32_type_node },
+    { "ret", uint64_type_node },
+  };
+  frame_type_node = TALLY_RECORD ("tally_sframe", sframe_fields, struct tally_sframe);
   tree frame_ptr = build_pointer_type (frame_type_node);
-  fields = NULL_TREE;
-  tally_add_field (&fields, "top", frame_ptr);
-  tally_add_field (&fields, "end", frame_ptr);
-  tree ss_type = tally_finish_struct ("tally_sstack", fields, sizeof (struct tally_sstack));
-  fields = NULL_TREE;
-  tally_add_field (&fields, "incl", uint64_type_node);
-  tally_add_field (&fields, "excl", uint64_type_node);
-  tree meas_type = tally_finish_struct ("tally_meas", fields, sizeof (struct tally_meas));
+  const tally_field sstack_fields[] = {
+    { "top", frame_ptr },
+    { "end", frame_ptr },
+  };
+  tree ss_type = TALLY_RECORD ("tally_sstack", sstack_fields, struct tally_sstack);
+  const tally_field meas_fields[] = {
+    { "incl", uint64_type_node },
+    { "excl", uint64_type_node },
+  };
+  tree meas_type = TALLY_RECORD ("tally_meas", meas_fields, struct tally_meas);
 
-  fields = NULL_TREE;
-  tally_add_field (&fields, "parent", uint32_type_node);
-  tally_add_field (&fields, "fn_plus1", uint32_type_node);
-  tally_add_field (&fields, "depth", uint32_type_node);
-  tally_add_field (&fields, "pad", uint32_type_node);
-  tally_add_field (&fields, "calls", uint64_type_node);
-  tally_add_field (&fields, "incl", uint64_type_node);
-  tally_add_field (&fields, "excl", uint64_type_node);
-  node_type_node = tally_finish_struct ("tally_path_node", fields,
-                                        sizeof (struct tally_path_node));
+  const tally_field path_node_fields[] = {
+    { "parent", uint32_type_node },
+    { "fn_plus1", uint32_type_node },
+    { "depth", uint32_type_node },
+    { "pad", uint32_type_node },
+    { "calls", uint64_type_node },
+    { "incl", uint64_type_node },
+    { "excl", uint64_type_node },
+  };
+  node_type_node = TALLY_RECORD ("tally_path_node", path_node_fields, struct tally_path_node);
   nodes_decl = runtime_var ("__tally_path_nodes",
                             build_pointer_type (node_type_node));
   tramp_decl = tally_runtime_decl ("__tally_return_trampoline",

@@ -165,11 +165,19 @@ tally_core_layout (void)
   return l;
 }
 tree tally_module_address (void);
-/* Building the records of include/tally/abi.h as GCC types: add a field to
-   the chain *FIELDS (built in reverse), then lay the record out, checking
-   that it has the size the C compiler gives the struct.  */
-void tally_add_field (tree *fields, const char *name, tree type);
-tree tally_finish_struct (const char *name, tree fields, unsigned expected_size);
+/* The records of include/tally/abi.h as GCC types: NAME's fields in
+   order, laid out and checked to have the size the C compiler gives the
+   struct (TALLY_RECORD: the struct C's size, FIELDS an array).  */
+struct tally_field
+{
+  const char *name;
+  tree type;
+};
+tree tally_record_type (const char *name, const tally_field *fields, size_t n,
+                        unsigned expected_size);
+#define TALLY_RECORD(NAME, FIELDS, C)                                          \
+  tally_record_type (NAME, FIELDS, sizeof (FIELDS) / sizeof (FIELDS)[0],     \
+                     sizeof (C))
 /* counters=mapped: the unit's bias variable (struct tally_module.bias),
    of a type whose alias set no counter shares, so a bias load can be
    hoisted past counter stores but not past a call.  */
