@@ -204,6 +204,22 @@ def block_counts(a, exe, work, args):
             for sym, blocks in block_report(a.tally, data).items()}
 
 
+def exact_as_block_placement(a, work, build, levels, inputs, variants):
+    """At each optimisation level of LEVELS, every variant of VARIANTS
+    ((name, label, plugin options), ...), built by BUILD (a, work, name,
+    opt, options), counts every block on each input of INPUTS as the build
+    with a counter in every block (placement=block) does."""
+    for opt in levels:
+        ref = build(a, work, "block-" + opt, opt, ["blocks=count", "placement=block"])
+        exes = [(label, build(a, work, "%s-%s" % (name, opt), opt, opts))
+                for name, label, opts in variants]
+        for n in inputs:
+            want = block_counts(a, ref, work, [n])
+            for label, exe in exes:
+                same_counts("-%s %s, N=%s" % (opt, label, n),
+                            block_counts(a, exe, work, [n]), want)
+
+
 def same_counts(what, got, want):
     """Fail unless GOT and WANT ({symbol: counts}) have the same functions
     and the same counts in each; WANT is the oracle's."""

@@ -50,8 +50,8 @@ import re
 import shutil
 import sys
 
-from checklib import (Skip, block_counts, callgrind_calls, case, expect, main,
-                      run, same_counts, write_file)
+from checklib import (Skip, block_counts, callgrind_calls, case, exact_as_block_placement,
+                      expect, main, run, same_counts, write_file)
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 INPUTS = ["0", "1", "100"]
@@ -132,18 +132,9 @@ def check_which(a, work):
 
 @case("exact")
 def check_exact(a, work):
-    for opt in LEVELS:
-        ref = build(a, work, "block-" + opt, opt,
-                    ["blocks=count", "placement=block"])
-        counted = build(a, work, "counted-" + opt, opt,
-                        ["blocks=count", "entries=counted"])
-        tree = build(a, work, "tree-" + opt, opt, ["blocks=count"])
-        for n in INPUTS:
-            want = block_counts(a, ref, work, [n])
-            same_counts("-%s entries=counted, N=%s" % (opt, n),
-                        block_counts(a, counted, work, [n]), want)
-            same_counts("-%s entries=callers, N=%s" % (opt, n),
-                        block_counts(a, tree, work, [n]), want)
+    exact_as_block_placement(a, work, build, LEVELS, INPUTS, (
+        ("counted", "entries=counted", ["blocks=count", "entries=counted"]),
+        ("tree", "entries=callers", ["blocks=count"])))
     want = block_counts(a, os.path.join(work, "block-O2"), work, ["100"])
     for opts in (["update=atomic"], ["update=tls"], ["counters=mapped"],
                  ["hooks=call"]):

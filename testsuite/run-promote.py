@@ -34,8 +34,8 @@ import re
 import signal
 import sys
 
-from checklib import (Skip, block_counts, block_report, case, expect, main,
-                      run, same_counts)
+from checklib import (Skip, block_counts, block_report, case, exact_as_block_placement,
+                      expect, main, run, same_counts)
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 INPUTS = ["0", "1", "100"]
@@ -69,18 +69,9 @@ def blocks(args, exe, work, n):
 
 @case("exact")
 def check_exact(args, work):
-    for opt in LEVELS:
-        ref = build(args, work, "block-" + opt, opt,
-                    ["blocks=count", "placement=block"])
-        atomic = build(args, work, "atomic-" + opt, opt,
-                       ["blocks=count", "update=atomic"])
-        tree = build(args, work, "tree-" + opt, opt, ["blocks=count"])
-        for n in INPUTS:
-            want = blocks(args, ref, work, n)
-            same_counts("-%s update=atomic, N=%s" % (opt, n),
-                        blocks(args, atomic, work, n), want)
-            same_counts("-%s default placement, N=%s" % (opt, n),
-                        blocks(args, tree, work, n), want)
+    exact_as_block_placement(args, work, build, LEVELS, INPUTS, (
+        ("atomic", "update=atomic", ["blocks=count", "update=atomic"]),
+        ("tree", "default placement", ["blocks=count"])))
 
 
 def loop_lines(exe, func):
