@@ -161,6 +161,21 @@ def check_install(a, work):
     expect(re.search(r"^3,3,step,", out, re.M), "installed build report:\n%s" % out)
 
 
+def one_file_counts(a, name, sub, argv, output, want):
+    """Run ARGV in SUB: exit 0, OUTPUT printed, no runtime message, one
+    data file, whose (calls, exits) of each function of WANT are WANT's."""
+    p = subprocess.run(argv, cwd=sub, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    expect(p.returncode == 0 and p.stdout.strip() == output,
+           "%s: exit %d, output %r, %r" % (name, p.returncode, p.stdout, p.stderr))
+    expect(p.stderr == "", "%s: runtime messages: %r" % (name, p.stderr))
+    files = [f for f in os.listdir(sub) if f.endswith(".data")]
+    expect(len(files) == 1, "%s: %d data files: %s" % (name, len(files), files))
+    calls = report_calls(a, os.path.join(sub, files[0]))
+    for fn, counts in want.items():
+        expect(calls.get(fn) == counts, "%s: %s counted %s, want %s\n%s"
+               % (name, fn, calls.get(fn), counts, calls))
+
+
 @case("multi-runtime")
 def check_multi_runtime(a, work):
     """An executable, a linked shared library and a dlopen'ed/dlclose'd one,
@@ -180,17 +195,8 @@ def check_multi_runtime(a, work):
         # The runtime before the library, so the executable has its own copy.
         run([a.cc, "-O2", *plug, os.path.join(d, "main.c"), "-o", os.path.join(sub, "main"),
              *rt, "-L" + sub, "-llib", "-Wl,-rpath," + sub, "-ldl"])
-        p = subprocess.run([os.path.join(sub, "main"), os.path.join(sub, "plugin.so")],
-                           cwd=sub, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        expect(p.returncode == 0 and p.stdout.strip() == "11",
-               "%s: exit %d, output %r, %r" % (name, p.returncode, p.stdout, p.stderr))
-        expect(p.stderr == "", "%s: runtime messages: %r" % (name, p.stderr))
-        files = [f for f in os.listdir(sub) if f.endswith(".data")]
-        expect(len(files) == 1, "%s: %d data files: %s" % (name, len(files), files))
-        calls = report_calls(a, os.path.join(sub, files[0]))
-        for fn, want in (("main", (1, 1)), ("lib_fn", (3, 3)), ("plugin_fn", (2, 2))):
-            expect(calls.get(fn) == want, "%s: %s counted %s, want %s\n%s"
-                   % (name, fn, calls.get(fn), want, calls))
+        one_file_counts(a, name, sub, [os.path.join(sub, "main"), os.path.join(sub, "plugin.so")],
+                        "11", {"main": (1, 1), "lib_fn": (3, 3), "plugin_fn": (2, 2)})
 
 
 # no-start-files: an uninstrumented program that dlopens a library (its
@@ -253,16 +259,7 @@ def check_no_start_files(a, work):
         run([cc, "-x", name, "-O2", "-fPIC", "-fplugin=" + a.plugin, "-c",
              os.path.join(d, "plugin.c"), "-o", obj])
         run([cc, "-shared", "-nostdlib", obj, rt, "-ldl", "-lpthread", *post, "-o", lib])
-        p = subprocess.run([main_exe, lib, sym], cwd=sub, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
-        expect(p.returncode == 0 and p.stdout.strip() == "0",
-               "%s: exit %d, output %r, %r" % (name, p.returncode, p.stdout, p.stderr))
-        expect(p.stderr == "", "%s: runtime messages: %r" % (name, p.stderr))
-        files = [f for f in os.listdir(sub) if f.endswith(".data")]
-        expect(len(files) == 1, "%s: %d data files: %s" % (name, len(files), files))
-        calls = report_calls(a, os.path.join(sub, files[0]))
-        expect(calls.get(row) == (3, 3), "%s: %s counted %s, want (3, 3)\n%s"
-               % (name, row, calls.get(row), calls))
+        one_file_counts(a, name, sub, [main_exe, lib, sym], "0", {row: (3, 3)})
 
 
 @case("filter")
