@@ -68,11 +68,8 @@ tally_map2_encode (const unsigned char *v1, size_t size, unsigned char *out,
   put (&s, nfiles);
   for (uint32_t i = 0; i < nfiles; i++)
     {
-      if (size - pos < 4)
-        return 0;
-      uint32_t n = tally_le_get32 (v1 + pos);
-      pos += 4;
-      if (n > size - pos)
+      uint32_t n;
+      if (!tally_le_take_len (v1, size, &pos, &n))
         return 0;
       put (&s, n);
       for (uint32_t k = 0; k < n; k++, s.n++)

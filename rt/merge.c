@@ -331,11 +331,8 @@ tally_rt_rec_size (const unsigned char *p, size_t avail)
       if (nc < TALLY_C_CORE || nc > (avail - pos) / 8)
         return 0;
       pos += (size_t) nc * 8;
-      if (avail - pos < 4)
-        return 0;
-      uint32_t map = tally_le_get32 (p + pos);
-      pos += 4;
-      if (map > avail - pos)
+      uint32_t map;
+      if (!tally_le_take_len (p, avail, &pos, &map))
         return 0;
       pos += map;
     }

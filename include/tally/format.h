@@ -235,6 +235,23 @@ tally_le_put64 (unsigned char *p, uint64_t v)
   tally_le_put32 (p + 4, (uint32_t) (v >> 32));
 }
 
+/* A length-prefixed field of the SIZE bytes at P: reads the u32 at *POS
+   into *N and checks that N bytes follow it; 1 with *POS just past the
+   length, 0 (nothing moved) if the length or its bytes do not fit.  */
+static inline int
+tally_le_take_len (const unsigned char *p, size_t size, size_t *pos,
+                   uint32_t *n)
+{
+  if (*pos > size || size - *pos < 4)
+    return 0;
+  uint32_t v = tally_le_get32 (p + *pos);
+  if (v > size - *pos - 4)
+    return 0;
+  *pos += 4;
+  *n = v;
+  return 1;
+}
+
 /* The codec of the fixed parts.  Offsets are from the start of the part;
    each *_put writes the whole part (its tag included), each *_get reads
    every field but the tag, unchecked: a reader checks the bytes are there
