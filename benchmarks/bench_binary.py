@@ -219,7 +219,7 @@ def profile_targets(ctx, workloads, modes):
           "(Ir − (ours − floor)) ÷ Ir(gcc)." % ", ".join(
               "%s: `%s`" % (w.name, w.describe_train(ctx)) for w in workloads), "",
           "| workload | gcov | mark | count | count-prof | count-prof-other | ≤ mark (prof / other) "
-          "| increments ours / floor | Ir at the floor | within 2%% |",
+          "| increments ours / floor | Ir at the floor | within 2% |",
           "|---|---:|---:|---:|---:|---:|---|---:|---:|---|"]
     for w in workloads:
         g = ir(w, "gcov")
