@@ -149,8 +149,10 @@ def check_paths_race(a, work):
         run([a.tally, "report", "--csv", data])
         sizes.append(os.path.getsize(data))
     # The race was there to be lost: the tree grew between most dumps.
+    # (How big it was at the first dump depends on how long the workers
+    # ran before it, i.e. on the machine's load: not checked.)
     grew = sum(1 for x, y in zip(sizes, sizes[1:]) if y > x)
-    expect(sizes[-1] > 10 * sizes[0] and grew >= 10, "paths-race: the tree did not "
+    expect(grew >= 10, "paths-race: the tree did not "
            "grow during the dumps (file sizes %s)" % sizes)
     run([a.tally, "report", "--tree", os.path.join(work, "race.19.data")])
 
