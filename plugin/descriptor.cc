@@ -85,25 +85,18 @@ static GTY (()) tree unregister_decl;
 static GTY (()) tree fn_type_node;
 static GTY (()) tree names_type_node;
 
-static const struct ggc_root_tab tally_descriptor_roots[]
-    = { TALLY_GC_VEC (counter_decls),
-        TALLY_GC_VEC (desc_decls),
-        TALLY_GC_VEC (tls_decls),
-        TALLY_GC_VEC (visited_decls),
-        TALLY_GC_TREE (tls_live),
-        TALLY_GC_TREE (module_decl),
-        TALLY_GC_TREE (bias_decl),
-        TALLY_GC_TREE (register_decl),
-        TALLY_GC_TREE (unregister_decl),
-        TALLY_GC_TREE (fn_type_node),
-        TALLY_GC_TREE (names_type_node),
-        LAST_GGC_ROOT_TAB };
-
-const struct ggc_root_tab *
-tally_descriptor_gc_roots (void)
-{
-  return tally_descriptor_roots;
-}
+TALLY_GC_ROOTS (descriptor,
+                TALLY_GC_VEC (counter_decls),
+                TALLY_GC_VEC (desc_decls),
+                TALLY_GC_VEC (tls_decls),
+                TALLY_GC_VEC (visited_decls),
+                TALLY_GC_TREE (tls_live),
+                TALLY_GC_TREE (module_decl),
+                TALLY_GC_TREE (bias_decl),
+                TALLY_GC_TREE (register_decl),
+                TALLY_GC_TREE (unregister_decl),
+                TALLY_GC_TREE (fn_type_node),
+                TALLY_GC_TREE (names_type_node))
 
 /* Make DECL the plugin's own: static, artificial, out of the debug
    information, and kept by every IPA clean-up.  */

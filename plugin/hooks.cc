@@ -62,19 +62,12 @@ static const struct exec_fn exec_fns[]
 /* __tally_NAME for each of exec_fns, built on first use.  */
 static GTY (()) tree exec_decls[N_EXEC_FNS];
 
-static const struct ggc_root_tab tally_hooks_roots[]
-    = { TALLY_GC_TREE (enter_decl),
-        TALLY_GC_TREE (exit_decl),
-        TALLY_GC_TREE (attach_decl),
-        { &exec_decls[0], N_EXEC_FNS, sizeof (tree), &gt_ggc_mx_tree_node,
-          &gt_pch_nx_tree_node },
-        LAST_GGC_ROOT_TAB };
-
-const struct ggc_root_tab *
-tally_hooks_gc_roots (void)
-{
-  return tally_hooks_roots;
-}
+TALLY_GC_ROOTS (hooks,
+                TALLY_GC_TREE (enter_decl),
+                TALLY_GC_TREE (exit_decl),
+                TALLY_GC_TREE (attach_decl),
+                { &exec_decls[0], N_EXEC_FNS, sizeof (tree), &gt_ggc_mx_tree_node,
+                  &gt_pch_nx_tree_node })
 
 tree
 tally_runtime_decl (const char *name, tree type)

@@ -64,28 +64,21 @@ static GTY (()) tree tramp_decl;       /* __tally_return_trampoline */
    function id; NULL_TREE where none was made yet).  */
 static GTY (()) vec<tree, va_gc> *cache_decls;
 
-static const struct ggc_root_tab tally_measure_roots[]
-    = { TALLY_GC_TREE (enter_cyc_decl),
-        TALLY_GC_TREE (exit_cyc_decl),
-        TALLY_GC_TREE (enter_papi_decl),
-        TALLY_GC_TREE (exit_papi_decl),
-        TALLY_GC_TREE (enter_frames_decl),
-        TALLY_GC_TREE (enter_slow_decl),
-        TALLY_GC_TREE (exit_slow_decl),
-        TALLY_GC_TREE (ss_decl),
-        TALLY_GC_TREE (meas_decl),
-        TALLY_GC_TREE (frame_type_node),
-        TALLY_GC_TREE (node_type_node),
-        TALLY_GC_TREE (nodes_decl),
-        TALLY_GC_TREE (tramp_decl),
-        TALLY_GC_VEC (cache_decls),
-        LAST_GGC_ROOT_TAB };
-
-const struct ggc_root_tab *
-tally_measure_gc_roots (void)
-{
-  return tally_measure_roots;
-}
+TALLY_GC_ROOTS (measure,
+                TALLY_GC_TREE (enter_cyc_decl),
+                TALLY_GC_TREE (exit_cyc_decl),
+                TALLY_GC_TREE (enter_papi_decl),
+                TALLY_GC_TREE (exit_papi_decl),
+                TALLY_GC_TREE (enter_frames_decl),
+                TALLY_GC_TREE (enter_slow_decl),
+                TALLY_GC_TREE (exit_slow_decl),
+                TALLY_GC_TREE (ss_decl),
+                TALLY_GC_TREE (meas_decl),
+                TALLY_GC_TREE (frame_type_node),
+                TALLY_GC_TREE (node_type_node),
+                TALLY_GC_TREE (nodes_decl),
+                TALLY_GC_TREE (tramp_decl),
+                TALLY_GC_VEC (cache_decls))
 
 static tree
 runtime_var (const char *name, tree type)
@@ -674,6 +667,22 @@ tally_measure_entry (function *fun, const tally_fn_info &fn, basic_block bb,
   add_diamond (fun, bb, pre, flag, fast, slow, loc);
 }
 
+/* Element INDEX (an integer value) of the array the pointer variable
+   BASE_DECL points to, as a TYPE lvalue of SIZE bytes; its address is
+   computed into temporaries appended to SEQ.  */
+static tree
+array_element (function *fun, gimple_seq *seq, tree base_decl, tree index,
+               size_t size, tree type)
+{
+  tree ptr_type = TREE_TYPE (base_decl);
+  tree base = assign (fun, seq, ptr_type, base_decl);
+  tree idx = tally_make_temp (fun, sizetype);
+  gimple_seq_add_stmt (seq, gimple_build_assign (idx, NOP_EXPR, index));
+  tree off = op (fun, seq, sizetype, MULT_EXPR, idx, size_int (size));
+  tree p = op (fun, seq, ptr_type, POINTER_PLUS_EXPR, base, off);
+  return build2 (MEM_REF, type, p, build_int_cst (ptr_type, 0));
+}
+
 void
 tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
 {
@@ -749,15 +758,9 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   tree id = assign (fun, &fast, uint32_type_node,
                     build3 (COMPONENT_REF, uint32_type_node, fn.desc, id_field,
                             NULL_TREE));
-  tree meas_ptr_type = TREE_TYPE (meas_decl);
-  tree base = assign (fun, &fast, meas_ptr_type, meas_decl);
-  tree idx = tally_make_temp (fun, sizetype);
-  gimple_seq_add_stmt (&fast, gimple_build_assign (idx, NOP_EXPR, id));
-  tree off = op (fun, &fast, sizetype, MULT_EXPR, idx,
-                 size_int (sizeof (struct tally_meas)));
-  tree m = op (fun, &fast, meas_ptr_type, POINTER_PLUS_EXPR, base, off);
-  tree meas_type = TREE_TYPE (meas_ptr_type);
-  tree mem = build2 (MEM_REF, meas_type, m, build_int_cst (meas_ptr_type, 0));
+  tree meas_type = TREE_TYPE (TREE_TYPE (meas_decl));
+  tree mem = array_element (fun, &fast, meas_decl, id, sizeof (struct tally_meas),
+                            meas_type);
   tree fi = field (meas_type, "incl"), fe = field (meas_type, "excl");
   tree hi = op (fun, &fast, uint64_type_node, MAX_EXPR, d, child);
   tree self = op (fun, &fast, uint64_type_node, MINUS_EXPR, hi, child);
@@ -766,15 +769,8 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   /* paths=on: the same to the frame's node, and one call.  */
   if (node)
     {
-      tree nptr_type = TREE_TYPE (nodes_decl);
-      tree nbase = assign (fun, &fast, nptr_type, nodes_decl);
-      tree nidx = tally_make_temp (fun, sizetype);
-      gimple_seq_add_stmt (&fast, gimple_build_assign (nidx, NOP_EXPR, node));
-      tree noff = op (fun, &fast, sizetype, MULT_EXPR, nidx,
-                      size_int (sizeof (struct tally_path_node)));
-      tree np = op (fun, &fast, nptr_type, POINTER_PLUS_EXPR, nbase, noff);
-      tree nmem = build2 (MEM_REF, node_type_node, np,
-                          build_int_cst (nptr_type, 0));
+      tree nmem = array_element (fun, &fast, nodes_decl, node,
+                                 sizeof (struct tally_path_node), node_type_node);
       add_total (fun, &fast, nmem, field (node_type_node, "calls"),
                  build_int_cst (uint64_type_node, 1));
       add_total (fun, &fast, nmem, field (node_type_node, "incl"), d);

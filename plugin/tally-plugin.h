@@ -66,6 +66,15 @@ extern struct tally_options tally_opts;
 #define TALLY_GC_VEC(var) \
   { &(var), 1, sizeof (var), &gt_ggc_mx_vec_tree_va_gc_, \
     &gt_pch_nx_vec_tree_va_gc_ }
+/* A file's table of GC roots, the rows given, and its accessor
+   tally_PART_gc_roots (declared below, called by tally.cc).  */
+#define TALLY_GC_ROOTS(part, ...)                                             \
+  static const struct ggc_root_tab tally_##part##_roots[]                     \
+      = { __VA_ARGS__, LAST_GGC_ROOT_TAB };                                   \
+  const struct ggc_root_tab *tally_##part##_gc_roots (void)                   \
+  {                                                                           \
+    return tally_##part##_roots;                                              \
+  }
 
 /* cfg-prep.cc: the CFG made into the graph gcov counts (blocks.cc).
    Whether control may fail to come back from STMT to the next statement;
