@@ -191,7 +191,8 @@ names_type (void)
     { "origin", const_char_ptr () },
     { "file", const_char_ptr () },
   };
-  names_type_node = TALLY_RECORD ("tally_fn_names", fn_names_fields, struct tally_fn_names);
+  names_type_node = TALLY_RECORD ("tally_fn_names", fn_names_fields,
+                                  struct tally_fn_names);
   return names_type_node;
 }
 

@@ -66,8 +66,8 @@ TALLY_GC_ROOTS (hooks,
                 TALLY_GC_TREE (enter_decl),
                 TALLY_GC_TREE (exit_decl),
                 TALLY_GC_TREE (attach_decl),
-                { &exec_decls[0], N_EXEC_FNS, sizeof (tree), &gt_ggc_mx_tree_node,
-                  &gt_pch_nx_tree_node })
+                { &exec_decls[0], N_EXEC_FNS, sizeof (tree),
+                  &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node })
 
 tree
 tally_runtime_decl (const char *name, tree type)

@@ -133,13 +133,15 @@ build_decls (void)
     { "flags", uint32_type_node },
     { "ret", uint64_type_node },
   };
-  frame_type_node = TALLY_RECORD ("tally_sframe", sframe_fields, struct tally_sframe);
+  frame_type_node = TALLY_RECORD ("tally_sframe", sframe_fields,
+                                  struct tally_sframe);
   tree frame_ptr = build_pointer_type (frame_type_node);
   const tally_field sstack_fields[] = {
     { "top", frame_ptr },
     { "end", frame_ptr },
   };
-  tree ss_type = TALLY_RECORD ("tally_sstack", sstack_fields, struct tally_sstack);
+  tree ss_type = TALLY_RECORD ("tally_sstack", sstack_fields,
+                               struct tally_sstack);
   const tally_field meas_fields[] = {
     { "incl", uint64_type_node },
     { "excl", uint64_type_node },
@@ -155,7 +157,8 @@ build_decls (void)
     { "incl", uint64_type_node },
     { "excl", uint64_type_node },
   };
-  node_type_node = TALLY_RECORD ("tally_path_node", path_node_fields, struct tally_path_node);
+  node_type_node = TALLY_RECORD ("tally_path_node", path_node_fields,
+                                 struct tally_path_node);
   nodes_decl = runtime_var ("__tally_path_nodes",
                             build_pointer_type (node_type_node));
   tramp_decl = tally_runtime_decl ("__tally_return_trampoline",
@@ -759,8 +762,8 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
                     build3 (COMPONENT_REF, uint32_type_node, fn.desc, id_field,
                             NULL_TREE));
   tree meas_type = TREE_TYPE (TREE_TYPE (meas_decl));
-  tree mem = array_element (fun, &fast, meas_decl, id, sizeof (struct tally_meas),
-                            meas_type);
+  tree mem = array_element (fun, &fast, meas_decl, id,
+                            sizeof (struct tally_meas), meas_type);
   tree fi = field (meas_type, "incl"), fe = field (meas_type, "excl");
   tree hi = op (fun, &fast, uint64_type_node, MAX_EXPR, d, child);
   tree self = op (fun, &fast, uint64_type_node, MINUS_EXPR, hi, child);
@@ -770,7 +773,8 @@ tally_measure_exit (function *fun, const tally_fn_info &fn, gimple *ret)
   if (node)
     {
       tree nmem = array_element (fun, &fast, nodes_decl, node,
-                                 sizeof (struct tally_path_node), node_type_node);
+                                 sizeof (struct tally_path_node),
+                                 node_type_node);
       add_total (fun, &fast, nmem, field (node_type_node, "calls"),
                  build_int_cst (uint64_type_node, 1));
       add_total (fun, &fast, nmem, field (node_type_node, "incl"), d);

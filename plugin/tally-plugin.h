@@ -185,8 +185,7 @@ struct tally_field
 tree tally_record_type (const char *name, const tally_field *fields, size_t n,
                         unsigned expected_size);
 #define TALLY_RECORD(NAME, FIELDS, C)                                          \
-  tally_record_type (NAME, FIELDS, sizeof (FIELDS) / sizeof (FIELDS)[0],     \
-                     sizeof (C))
+  tally_record_type (NAME, FIELDS, ARRAY_SIZE (FIELDS), sizeof (C))
 /* counters=mapped: the unit's bias variable (struct tally_module.bias),
    of a type whose alias set no counter shares, so a bias load can be
    hoisted past counter stores but not past a call.  */

@@ -472,9 +472,9 @@ extern uint32_t tally_rt_xsave_bytes TALLY_HIDDEN;
   "\tmovl $0xd, %eax\n"                                                        \
   "\txorl %ecx, %ecx\n"                                                        \
   "\tcpuid\n"                                                                  \
-  "4:\n"                                                                        \
+  "4:\n"                                                                       \
   "\tmovl %ebx, tally_rt_xsave_bytes(%rip)\n"                                 \
-  "3:\n"                                                                        \
+  "3:\n"                                                                       \
   "\tcmpl $-1, %ebx\n"                                                         \
   "\tje 1f\n"                                                                  \
   "\tsubq %rbx, %rsp\n"                                                        \

@@ -87,8 +87,8 @@ int tally_rt_sys_fallocate (int fd, int mode, off_t off, off_t len)
    call the functions behind the wrappers, with __dso_handle where the
    link has one (a weak reference); without one nothing would drop the
    handlers at a dlclose, so the runtime pins its object first
-   (tally_rt_pin_without_dso_handle, rt.h).  0 or an errno value, as the
-   wrappers.  */
+   (tally_rt_pin_without_dso_handle, rt.h).  0 on success, non-zero on
+   failure, as the wrappers.  */
 int tally_rt_sys_atexit (void (*fn) (void *)) TALLY_HIDDEN;
 /* Whether the object was linked with a __dso_handle (start files).  */
 int tally_rt_sys_have_dso_handle (void) TALLY_HIDDEN;

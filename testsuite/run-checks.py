@@ -200,8 +200,8 @@ def check_multi_runtime(a, work):
 
 
 # no-start-files: an uninstrumented program that dlopens a library (its
-# own copy of the static runtime, linked without start files), calls
-# plugin_fn (the symbol name given: C++ mangles it),
+# own copy of the static runtime, linked without start files), calls its
+# plugin_fn (argv[2]: the symbol, which C++ mangles) three times,
 # dlcloses it, then forks.
 NO_START_MAIN_C = r"""
 #include <dlfcn.h>

@@ -202,6 +202,7 @@ BREAK_C = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
@@ -214,8 +215,8 @@ int main (int argc, char **argv)
   int n = 0;
   while (n + 1 < argc && n < MAX && argv[n + 1][0] != '-')
     at[n] = strtoul (argv[n + 1], 0, 16), n++;
-  if (n + 2 >= argc)
-    return 2;
+  if (n + 2 >= argc || strcmp (argv[n + 1], "--") != 0)
+    return 2; /* no "--" after the addresses (or more than MAX of them) */
   pid_t pid = fork ();
   if (pid == 0)
     {
