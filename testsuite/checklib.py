@@ -576,6 +576,28 @@ def parse_map_v1(d, off):
     return off + 4, blks, edges
 
 
+# What tally says of a map whose visited value is derived from itself.
+CYCLE = r"block \d+: its visited value is derived from itself"
+
+
+def damage_first_map(d, kinds, change):
+    """Data file D with the first version 1 block map whose kind is one of
+    KINDS damaged by CHANGE (kind offset, blocks, edges as parse_map_v1
+    gives them, PUT (offset, u32) writing into the copy), CRC fixed; a map
+    where CHANGE returns False has nothing to damage, and the next is
+    tried.  None where no map could be damaged."""
+    u32 = lambda o: struct.unpack_from("<I", d, o)[0]
+    for off, _ in block_maps(d):
+        kind, blks, edges = parse_map_v1(d, off)
+        if u32(kind) not in kinds:
+            continue
+        out = bytearray(d)
+        put = lambda o, v: out.__setitem__(slice(o, o + 4), struct.pack("<I", v))
+        if change(kind, blks, edges, put) is not False:
+            return refix(bytes(out))
+    return None
+
+
 def derive_cycle(blks, edges, put):
     """Damage a version 1 map (parse_map_v1's BLKS and EDGES; PUT (offset,
     u32) writes): the two ends of its first normal edge between real

@@ -33,8 +33,8 @@ import re
 import struct
 import sys
 
-from checklib import (block_counts, block_maps, case, derive_cycle, disasm_function, disasm_loops,
-                      expect, main, parse_map_v1, refix, run, Skip, tally_opts)
+from checklib import (CYCLE, block_counts, case, damage_first_map, derive_cycle, disasm_function,
+                      disasm_loops, expect, main, run, Skip, tally_opts)
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
 C_INPUTS = [["0", "0"], ["0", "1"], ["0", "5"], ["0", "64"], ["1", "5"],
@@ -121,19 +121,11 @@ def check_cost(a, work):
                "%s's map derives no block: %s" % (func, got))
 
 
-
-
-
-
 def damage(d, how):
-    """D with the first kind-4 map damaged as HOW says, or None."""
+    """D with its first map of kind 4 (or 5) damaged as HOW says, or None."""
     u32 = lambda o: struct.unpack_from("<I", d, o)[0]
-    for off, _ in block_maps(d):
-        kind, blks, edges = parse_map_v1(d, off)
-        if u32(kind) not in (4, 5):
-            continue
-        out = bytearray(d)
-        put = lambda o, v: out.__setitem__(slice(o, o + 4), struct.pack("<I", v))
+
+    def change(kind, blks, edges, put):
         derived = [b for b in range(2, len(blks)) if u32(blks[b][1]) & 6]
         marked = [b for b in range(2, len(blks))
                   if u32(blks[b][0]) != 0xffffffff]
@@ -146,14 +138,13 @@ def damage(d, how):
         elif how == "exit":
             src = [s for s, t, f, _ in edges if t == 1 and not f & 1 and s >= 2]
             if not src:
-                continue
+                return False
             put(blks[src[0]][0], 0xffffffff)
             put(blks[src[0]][1], 2)
         elif how == "cycle":
-            if not derive_cycle(blks, edges, put):
-                continue
-        return refix(bytes(out))
-    return None
+            return derive_cycle(blks, edges, put)
+        return True
+    return damage_first_map(d, (4, 5), change)
 
 
 BAD = {
@@ -161,7 +152,7 @@ BAD = {
     "value": r"block \d+: has a value and is derived too",
     "both": r"block \d+: derived from both its successors and its predecessors",
     "exit": r"block \d+ is derived from EXIT",
-    "cycle": r"block \d+: its visited value is derived from itself",
+    "cycle": CYCLE,
 }
 
 # Version 2's walk says the kind is unknown without it (rt/mapcode.c).

@@ -38,8 +38,8 @@ import shutil
 import struct
 import sys
 
-from checklib import (block_counts, block_maps, block_report, callgrind_executed, case,
-                      derive_cycle, disasm_function, expect, main, parse_map_v1, refix, run,
+from checklib import (CYCLE, block_counts, block_report, callgrind_executed, case,
+                      damage_first_map, derive_cycle, disasm_function, expect, main, run,
                       Skip, tally_opts)
 
 LEVELS = ["O0", "O1", "O2", "O3", "Os"]
@@ -162,51 +162,35 @@ def edge_values(a, data):
 
 
 def damage(d, how):
-    """D with a kind-5 map (version 1) damaged as HOW says, or None."""
+    """D with its first kind-5 map (version 1) damaged as HOW says, or None:
+    "cycle" as derive_cycle does it; otherwise the first edge HOW names
+    given the value of the map's first edge with one."""
     u32 = lambda o: struct.unpack_from("<I", d, o)[0]
-    for off, _ in block_maps(d):
-        kind, blks, edges = parse_map_v1(d, off)
-        if u32(kind) != 5:
-            continue
-        # parse_map gives each edge's (src, dst, flags, value); the offset
-        # of edge i's value: after the blocks.
+
+    def change(kind, blks, edges, put):
+        if how == "cycle":
+            return derive_cycle(blks, edges, put)
+        derived = {b for b in range(2, len(blks)) if u32(blks[b][1]) & 6}
+        pick = {"fake": lambda s, t, f: f & 1,
+                "exit": lambda s, t, f: t == 1 and not f & 1,
+                "unused": lambda s, t, f: (not f & 1 and s >= 2 and t >= 2 and
+                                           s not in derived and t not in derived)}[how]
+        which = [i for i, (s, t, f, _) in enumerate(edges) if pick(s, t, f)]
+        values = [e[3] for e in edges if e[3] != 0xffffffff]
+        if not which or not values:
+            return False
+        # Edge i's (src, dst, flags, value) after the last block's lines.
         first = blks[-1][0] + 12 + 8 * u32(blks[-1][0] + 8)
-        val = lambda i: first + 16 * i + 12
-        out = bytearray(d)
-        put = lambda o, v: out.__setitem__(slice(o, o + 4), struct.pack("<I", v))
-        marked = [i for i, e in enumerate(edges) if e[3] != 0xffffffff]
-        if not marked:
-            continue
-        v = edges[marked[0]][3]
-        if how == "fake":
-            fake = [i for i, e in enumerate(edges) if e[2] & 1]
-            if not fake:
-                continue
-            put(val(fake[0]), v)
-        elif how == "exit":
-            ex = [i for i, e in enumerate(edges) if e[1] == 1 and not e[2] & 1]
-            if not ex:
-                continue
-            put(val(ex[0]), v)
-        elif how == "unused":
-            derived = {b for b in range(2, len(blks)) if u32(blks[b][1]) & 6}
-            free = [i for i, e in enumerate(edges) if not e[2] & 1 and e[0] >= 2
-                    and e[1] >= 2 and e[0] not in derived and e[1] not in derived]
-            if not free:
-                continue
-            put(val(free[0]), v)
-        elif how == "cycle":
-            if not derive_cycle(blks, edges, put):
-                continue
-        return refix(bytes(out))
-    return None
+        put(first + 16 * which[0] + 12, values[0])
+        return True
+    return damage_first_map(d, (5,), change)
 
 
 BAD = {
     "fake": r"edge \d+ \(block \d+ to \d+\): a fake edge has a visited value",
     "exit": r"edge \d+ \(block \d+ to 1\): an edge from ENTRY or to EXIT has a visited value",
     "unused": r"edge \d+ \(block \d+ to \d+\): has a visited value no derived block's value comes through",
-    "cycle": r"block \d+: its visited value is derived from itself",
+    "cycle": CYCLE,
 }
 
 
