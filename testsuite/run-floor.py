@@ -73,6 +73,15 @@ def counter_sums(a, data):
     return sums
 
 
+def results_csv(work, name, rows, ratio=False):
+    """WORK/NAME: a results.csv with benchmarks/run's columns (and Ir_ratio
+    where RATIO) above ROWS, its text."""
+    path = os.path.join(work, name)
+    with open(path, "w") as f:
+        f.write("workload,mode,baseline,status,Ir%s\n%s" % (",Ir_ratio" if ratio else "", rows))
+    return path
+
+
 def build_floor(a, work, opt):
     src = os.path.join(a.srcdir, "floor", "floor.c")
     return build(a, os.path.join(work, "floor" + opt), src, opt=opt,
@@ -143,14 +152,13 @@ def check_compare(a, work):
     root = os.path.dirname(a.srcdir)
     report = os.path.join(root, "doc", "benchmarks", "run-2026-11-23-1f22866.md")
     tool = os.path.join(root, "benchmarks", "compare.py")
-    after = os.path.join(work, "after.csv")
-    with open(after, "w") as f:
-        f.write("workload,mode,baseline,status,Ir,Ir_ratio\n"
-                "micro,gcc,gcc,reference,140183358,1.0\n"
-                "micro,tally-blocks-count,gcc,same,137743534,0.9826\n"
-                "sqlite,gcc,gcc,reference,226935751,1.0\n"
-                "sqlite,tally-blocks-count,gcc,same,245882742,1.0835\n"
-                "sqlite,gcov,gcc,FAIL (output differs),1,1.5\n")
+    after = results_csv(work, "after.csv", """\
+micro,gcc,gcc,reference,140183358,1.0
+micro,tally-blocks-count,gcc,same,137743534,0.9826
+sqlite,gcc,gcc,reference,226935751,1.0
+sqlite,tally-blocks-count,gcc,same,245882742,1.0835
+sqlite,gcov,gcc,FAIL (output differs),1,1.5
+""", ratio=True)
     out = run([sys.executable, tool, report, after]).stdout
     rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:-1]]
             for l in out.splitlines() if l.startswith("| `")}
@@ -166,11 +174,10 @@ def check_compare(a, work):
            "--metric wall with a report: status %d, %s" % (r.returncode, r.stderr))
     # A cell that is not a number: one line naming the file, the row and
     # the column, no traceback.
-    bad = os.path.join(work, "bad.csv")
-    with open(bad, "w") as f:
-        f.write("workload,mode,baseline,status,Ir,Ir_ratio\n"
-                "sqlite,gcc,gcc,reference,226935751,1.0\n"
-                "sqlite,tally-blocks-count,gcc,same,245882742,1.08x\n")
+    bad = results_csv(work, "bad.csv", """\
+sqlite,gcc,gcc,reference,226935751,1.0
+sqlite,tally-blocks-count,gcc,same,245882742,1.08x
+""", ratio=True)
     r = run([sys.executable, tool, report, bad], check=False)
     expect(r.returncode != 0 and "bad.csv" in r.stderr and "tally-blocks-count" in r.stderr
            and "Ir_ratio" in r.stderr and "Traceback" not in r.stderr,
@@ -183,29 +190,26 @@ def check_ir(a, work):
     data = os.path.join(work, "floor.data")
     run_data(exe, data, ["1000"])
     gap = floor_json(a, data)["total"]["gap"]
-    csv_path = os.path.join(work, "results.csv")
-    with open(csv_path, "w") as f:
-        f.write("workload,mode,baseline,status,Ir\n"
-                "w,gcc,gcc,reference,1000000\n"
-                "w,tally-blocks-count,gcc,same,1100000\n"
-                "w,gcov,gcc,same,1300000\n"
-                "v,gcc,gcc,reference,5\n")
+    csv_path = results_csv(work, "results.csv", """\
+w,gcc,gcc,reference,1000000
+w,tally-blocks-count,gcc,same,1100000
+w,gcov,gcc,same,1300000
+v,gcc,gcc,reference,5
+""")
     ir = floor_json(a, data, "--results", csv_path, "--workload", "w")["ir"]
     expect(abs(ir["ratio"] - 1.1) < 1e-12, "ratio %r, not 1.1" % ir["ratio"])
     expect(abs(ir["mark"] - 1.15) < 1e-12, "mark %r, not 1.15 (half of gcov's 0.3)" % ir["mark"])
     want = (1100000 - gap) / 1000000
     expect(abs(ir["ratio_at_floor"] - want) < 1e-12, "ratio at the floor %r, not %r" % (ir["ratio_at_floor"], want))
     # gcov from another run: its ratio against that run's own gcc row.
-    other = os.path.join(work, "other.csv")
-    with open(other, "w") as f:
-        f.write("workload,mode,baseline,status,Ir\n"
-                "w,gcc,gcc,reference,2000000\n"
-                "w,gcov,gcc,same,2400000\n")
-    mine = os.path.join(work, "mine.csv")
-    with open(mine, "w") as f:
-        f.write("workload,mode,baseline,status,Ir\n"
-                "w,gcc,gcc,reference,1000000\n"
-                "w,tally-blocks-count,gcc,same,1100000\n")
+    other = results_csv(work, "other.csv", """\
+w,gcc,gcc,reference,2000000
+w,gcov,gcc,same,2400000
+""")
+    mine = results_csv(work, "mine.csv", """\
+w,gcc,gcc,reference,1000000
+w,tally-blocks-count,gcc,same,1100000
+""")
     ir = floor_json(a, data, "--results", mine, "--gcov-results", other, "--workload", "w")["ir"]
     expect(abs(ir["mark"] - 1.1) < 1e-12, "mark %r with gcov's ratio 1.2 from --gcov-results, not 1.1" % ir["mark"])
 

@@ -163,29 +163,23 @@ def check_signal_boundary(args, work):
 BIG_CASES = 1200
 
 
-def big_program(work):
+def big_program(args, work):
     """A C program whose function big has a switch of BIG_CASES cases, each
     a call (well over the 1000 blocks promote.cc allows a function), and
-    the same call-free walk as loops.c's walk; small has that walk only."""
+    loops.c's call-free walk inline; small calls loops.c's walk (its text,
+    renamed walk_loop)."""
     cases = "".join("    case %d: s += sink (%d, s); break;\n" % (i, i * 7 + 1)
                     for i in range(BIG_CASES))
+    walk = re.search(r"__attribute__ \(\(noinline\)\) long\nwalk (\(.*?\n)(\{\n  long s = 0;\n"
+                     r"(.*?)  return s;\n\}\n)", open(program(args)).read(), re.S)
+    expect(walk, "%s: no function walk (long s = 0; ... return s;)" % program(args))
     src = os.path.join(work, "big.c")
     with open(src, "w") as f:
         f.write("""#include <stdlib.h>
 #include <stdio.h>
 __attribute__ ((noinline)) long sink (long a, long b) { return a ^ b; }
 __attribute__ ((noinline)) long
-walk_loop (const unsigned char *p)
-{
-  long s = 0;
-  while (*p != 0xff)
-    {
-      s += *p;
-      p++;
-    }
-  return s;
-}
-__attribute__ ((noinline)) long
+walk_loop %s%s__attribute__ ((noinline)) long
 small (const unsigned char *p)
 {
   return walk_loop (p);
@@ -194,12 +188,7 @@ __attribute__ ((noinline)) long
 big (int k, const unsigned char *p)
 {
   long s = 0;
-  while (*p != 0xff)
-    {
-      s += *p;
-      p++;
-    }
-  switch (k)
+%s  switch (k)
     {
 %s    }
   return s;
@@ -218,7 +207,7 @@ main (int argc, char **argv)
   printf ("%%ld\\n", s);
   return 0;
 }
-""" % cases)
+""" % (walk.group(1), walk.group(2), walk.group(3), cases))
     return src
 
 
@@ -226,7 +215,7 @@ main (int argc, char **argv)
 def check_large_function(args, work):
     if platform.machine() not in ("x86_64", "amd64"):
         raise Skip("(reads x86-64 disassembly)")
-    src = big_program(work)
+    src = big_program(args, work)
 
     def build_big(name, opts):
         return build(args, work, name, "O2", opts, src)
