@@ -1,4 +1,4 @@
-/* Counters updated from a signal handler.  The handler calls h once and f
+/* Counters updated from a signal handler.  The handler calls h, and h f,
    once per signal; main calls f in a loop, so the handler often interrupts
    an update of f's own counters, and no count may be lost or doubled.
    Prints "M H": main's f calls and the signals handled.  Expected counts:
@@ -22,17 +22,18 @@ f (long x)
   return x + 1;
 }
 
+/* f called from inside the handler's own instrumented function.  */
 __attribute__ ((noipa)) long
 h (long x)
 {
-  return x + 1;
+  return f (x) + 1;
 }
 
 static void
 on_alarm (int sig)
 {
   (void) sig;
-  h (f (0));
+  h (0);
   handled = handled + 1;
 }
 

@@ -20,12 +20,13 @@ main (int argc, char **argv)
   MPI_Init (&argc, &argv);
   int rank;
   MPI_Comm_rank (MPI_COMM_WORLD, &rank);
+  const char *how = rank == 1 && argc > 1 ? argv[1] : "";
   for (int i = 0; i <= rank; i++)
     step ();
   MPI_Barrier (MPI_COMM_WORLD); /* every rank has counted */
-  if (rank == 1 && argc > 1 && strcmp (argv[1], "exit") == 0)
+  if (strcmp (how, "exit") == 0)
     exit (0);
-  if (rank == 1 && argc > 1 && strcmp (argv[1], "late") == 0)
+  if (strcmp (how, "late") == 0)
     sleep (4);
   MPI_Finalize ();
   return 0;

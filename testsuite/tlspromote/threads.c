@@ -37,32 +37,34 @@ walk (const unsigned char *p, long *body)
   return s;
 }
 
-/* A search with two exits (a return and the end of the loop).  */
+/* A search whose loop has two exits (the end of A and a match) joining
+   before the one return.  */
 __attribute__ ((noinline)) int
 search (const int *a, int n, int v)
 {
-  for (int i = 0; i < n; i++)
-    if (a[i] == v)
-      return i;
-  return -1;
+  const int *p = a, *end = a + n;
+  while (p != end && *p != v)
+    p++;
+  return p == end ? -1 : (int) (p - a);
 }
 
-/* bzip2's move-to-front walk, on the thread's own list.  */
+/* Move-to-front on the thread's own list, as a do-while that shifts each
+   entry up until C comes out (promote/loops.c has bzip2's while form):
+   returns C's old position.  */
 __attribute__ ((noinline)) int
 mtf (unsigned char *yy, unsigned char c)
 {
-  unsigned char *p = &yy[1], t = yy[1];
-  if (yy[0] == c)
+  unsigned char *p = yy, up = yy[0];
+  if (up == c)
     return 0;
-  yy[1] = yy[0];
-  while (c != t)
+  do
     {
-      unsigned char t2 = t;
-      p++;
-      t = *p;
-      *p = t2;
+      unsigned char next = *++p;
+      *p = up;
+      up = next;
     }
-  yy[0] = t;
+  while (up != c);
+  yy[0] = c;
   return p - yy;
 }
 
