@@ -241,6 +241,13 @@ MODE = {m.name: m for m in MODES}
 
 # -------------------------------------------------------------- workloads
 
+def input_sizes(quick, full):
+    """Workload.sizes from the (wall, cg, slow) inputs of the quick and the
+    full runs."""
+    return {kind: dict(zip(("wall", "cg", "slow"), v))
+            for kind, v in (("quick", quick), ("full", full))}
+
+
 class Workload:
     """A program built from a Debian source package, and how to run it.
 
@@ -339,8 +346,7 @@ def binary_input(ctx, size):
 
 class Micro(Workload):
     name, prog = "micro", "micro"
-    sizes = {"quick": {"wall": 40000, "cg": 2000, "slow": 2000},
-             "full": {"wall": 100000, "cg": 5000, "slow": 2000}}
+    sizes = input_sizes(quick=(40000, 2000, 2000), full=(100000, 5000, 2000))
 
     def sources(self, ctx):
         return [os.path.join(SUPPORT, "micro.c")]
@@ -373,8 +379,8 @@ class Compressor(Workload):
 class Bzip2(Compressor):
     name, prog = "bzip2", "bzip2"
     packages = ("bzip2",)
-    sizes = {"quick": {"wall": 2 << 20, "cg": 128 << 10, "slow": 64 << 10},
-             "full": {"wall": 8 << 20, "cg": 512 << 10, "slow": 64 << 10}}
+    sizes = input_sizes(quick=(2 << 20, 128 << 10, 64 << 10),
+                        full=(8 << 20, 512 << 10, 64 << 10))
     files = ("blocksort", "huffman", "crctable", "randtable", "compress",
              "decompress", "bzlib", "bzip2")
     level, train_level = "9", "1"
@@ -386,8 +392,8 @@ class Bzip2(Compressor):
 class Gzip(Compressor):
     name, prog = "gzip", "gzip"
     packages = ("gzip",)
-    sizes = {"quick": {"wall": 4 << 20, "cg": 256 << 10, "slow": 128 << 10},
-             "full": {"wall": 8 << 20, "cg": 1 << 20, "slow": 128 << 10}}
+    sizes = input_sizes(quick=(4 << 20, 256 << 10, 128 << 10),
+                        full=(8 << 20, 1 << 20, 128 << 10))
     files = ("bits", "deflate", "gzip", "inflate", "trees", "unlzh",
              "unlzw", "unpack", "unzip", "util", "zip")
     level, train_level = "6", "9"
@@ -420,8 +426,7 @@ class Gzip(Compressor):
 class Lua(Workload):
     name, prog = "lua", "lua"
     packages = ("lua5.4",)
-    sizes = {"quick": {"wall": 15, "cg": 1, "slow": 1},
-             "full": {"wall": 30, "cg": 4, "slow": 1}}
+    sizes = input_sizes(quick=(15, 1, 1), full=(30, 4, 1))
 
     def prepare(self, ctx):
         # Debian's luaconf.h includes a header its own build generates.
@@ -457,8 +462,7 @@ class Lua(Workload):
 class Sqlite(Workload):
     name, prog = "sqlite", "speedtest1"
     packages = ("sqlite3",)
-    sizes = {"quick": {"wall": 6, "cg": 1, "slow": 1},
-             "full": {"wall": 20, "cg": 2, "slow": 1}}
+    sizes = input_sizes(quick=(6, 1, 1), full=(20, 2, 1))
 
     def amalg(self, ctx):
         return os.path.join(ctx.work, "sqlite-amalg")

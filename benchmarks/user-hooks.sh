@@ -196,37 +196,26 @@ declare -A vlabel=(
   [tally-call]="(e) tally counters \`hooks=call at=late\`"
 )
 
-# Compiler flags of each variant (on top of -O2 and the program's own).
-vflags() {
+# Variant $1: its compiler flags on top of -O2 and the program's own
+# (v_flags), the objects linked in uninstrumented, built by build_support
+# (v_extra), and the hook functions whose call sites the objdump check
+# counts (v_hookre).
+variant() {
   local early="-fplugin=$plugin -fplugin-arg-tally-hooks=user:lopi -fplugin-arg-tally-at=early"
-  local lopi="-I$tally/include -I$here -include lopi-hooks.h $early"
+  v_flags= v_extra= v_hookre=
   case $1 in
-    base) echo "" ;;
-    lopi-inline) echo "$lopi" ;;
-    lopi-call) echo "$lopi -DLOPI_OUT_OF_LINE" ;;
-    cyg) echo "-finstrument-functions" ;;
-    tally-inline) echo "-fplugin=$plugin -fplugin-arg-tally-hooks=inline -fplugin-arg-tally-at=late" ;;
-    tally-call) echo "-fplugin=$plugin -fplugin-arg-tally-hooks=call -fplugin-arg-tally-at=late" ;;
-  esac
-}
-
-# Objects linked in uninstrumented (built by build_support).
-vextra() {
-  case $1 in
-    base) echo "" ;;
-    lopi-*) echo "$work/obj/lopi-data.o $rtlib" ;;
-    cyg) echo "$work/obj/lopi-cyg.o" ;;
-    tally-*) echo "$rtlib" ;;
-  esac
-}
-
-# The hook functions whose call sites the objdump check counts.
-vhookre() {
-  case $1 in
-    base) echo "" ;;
-    lopi-*) echo "lopi_(enter|exit)" ;;
-    cyg) echo "__cyg_profile_func_(enter|exit)" ;;
-    tally-*) echo "__tally_(enter|exit)" ;;
+    base) ;;
+    lopi-inline|lopi-call)
+      v_flags="-I$tally/include -I$here -include lopi-hooks.h $early"
+      [ "$1" = lopi-call ] && v_flags+=" -DLOPI_OUT_OF_LINE"
+      v_extra="$work/obj/lopi-data.o $rtlib" v_hookre="lopi_(enter|exit)" ;;
+    cyg)
+      v_flags=-finstrument-functions v_extra="$work/obj/lopi-cyg.o"
+      v_hookre="__cyg_profile_func_(enter|exit)" ;;
+    tally-inline|tally-call)
+      v_flags="-fplugin=$plugin -fplugin-arg-tally-hooks=${1#tally-} -fplugin-arg-tally-at=late"
+      v_extra=$rtlib v_hookre="__tally_(enter|exit)" ;;
+    *) echo "user-hooks.sh: no variant $1" >&2; exit 2 ;;
   esac
 }
 
@@ -293,7 +282,8 @@ build_key() {
   local prog=$1 v=$2
   {
     gcc --version | head -n 1
-    echo "$prog $v -O2 $(prog_cflags "$prog") $(vflags "$v") $(prog_libs "$prog")"
+    variant "$v"
+    echo "$prog $v -O2 $(prog_cflags "$prog") $v_flags $(prog_libs "$prog")"
     prog_sources "$prog"
     sha256sum "$plugin" "$tally/build/plugin/tally-impl.so" "$rtlib" \
       "$here"/lopi-hooks.h "$here"/lopi-data.c "$here"/lopi-cyg.c "$here"/support/cyg-table.h \
@@ -319,7 +309,8 @@ build_one() {
   rm -rf "$objdir" "$bin" "$bin.key"; mkdir -p "$objdir" "$work/bin/$v"
   : >"$logf"
   local pids=() objs=() src obj flags
-  flags="-O2 $(prog_cflags "$prog") $(vflags "$v")"
+  variant "$v"
+  flags="-O2 $(prog_cflags "$prog") $v_flags"
   for src in $(prog_sources "$prog"); do
     obj="$objdir/$(basename "$src" .c).o"
     objs+=("$obj")
@@ -333,7 +324,7 @@ build_one() {
   cat "$objdir"/*.log >>"$logf" 2>/dev/null || true
   if [ $ok = 1 ]; then
     # shellcheck disable=SC2046,SC2086
-    gcc -O2 "${objs[@]}" $(vextra "$v") $(prog_libs "$prog") -o "$bin" >>"$logf" 2>&1 || ok=0
+    gcc -O2 "${objs[@]}" $v_extra $(prog_libs "$prog") -o "$bin" >>"$logf" 2>&1 || ok=0
   fi
   if [ $ok = 1 ]; then
     echo "$key" >"$bin.key"
@@ -350,10 +341,9 @@ declare -A ir calls_note calls_n sites text_size out_ok
 
 # Calls to the hook functions left in binary $2 of variant $1.
 count_sites() {
-  local re
-  re=$(vhookre "$1")
-  [ -n "$re" ] || { echo "-"; return; }
-  objdump -d --no-show-raw-insn "$2" | grep -cE "call +[0-9a-f]+ <($re)[.>@]" || true
+  variant "$1"
+  [ -n "$v_hookre" ] || { echo "-"; return; }
+  objdump -d --no-show-raw-insn "$2" | grep -cE "call +[0-9a-f]+ <($v_hookre)[.>@]" || true
 }
 
 # Instructions of program $1 variant $2, plus the output and the counts.
