@@ -143,17 +143,23 @@ struct rec
   int attach;    /* the block is attached to this line */
 };
 
+/* The order of two records by their N keys, the first most significant:
+   what the qsort comparators below return.  */
+static int
+cmp_keys (const uint64_t *a, const uint64_t *b, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i])
+      return a[i] < b[i] ? -1 : 1;
+  return 0;
+}
+
 static int
 cmp_rec (const void *pa, const void *pb)
 {
   const struct rec *a = pa, *b = pb;
-  if (a->file != b->file)
-    return a->file < b->file ? -1 : 1;
-  if (a->line != b->line)
-    return a->line < b->line ? -1 : 1;
-  if (a->group != b->group)
-    return a->group < b->group ? -1 : 1;
-  return (a->seq > b->seq) - (a->seq < b->seq);
+  return cmp_keys ((uint64_t[]) { a->file, a->line, a->group, a->seq },
+                   (uint64_t[]) { b->file, b->line, b->group, b->seq }, 4);
 }
 
 /* Function start of a body, for finding groups.  */
@@ -167,11 +173,8 @@ static int
 cmp_start (const void *pa, const void *pb)
 {
   const struct start *a = pa, *b = pb;
-  if (a->file != b->file)
-    return a->file < b->file ? -1 : 1;
-  if (a->line != b->line)
-    return a->line < b->line ? -1 : 1;
-  return (a->body > b->body) - (a->body < b->body);
+  return cmp_keys ((uint64_t[]) { a->file, a->line, a->body },
+                   (uint64_t[]) { b->file, b->line, b->body }, 3);
 }
 
 /* A body's edges by source (each source's sorted by destination, as gcov
@@ -191,11 +194,8 @@ cmp_succ (const void *pa, const void *pb)
 {
   uint32_t a = *(const uint32_t *) pa, b = *(const uint32_t *) pb;
   const struct tally_map_edge *x = &sort_map->edges[a], *y = &sort_map->edges[b];
-  if (x->src != y->src)
-    return x->src < y->src ? -1 : 1;
-  if (x->dst != y->dst)
-    return x->dst < y->dst ? -1 : 1;
-  return (a > b) - (a < b);
+  return cmp_keys ((uint64_t[]) { x->src, x->dst, a },
+                   (uint64_t[]) { y->src, y->dst, b }, 3);
 }
 
 static void
@@ -423,11 +423,8 @@ static int
 cmp_branch (const void *pa, const void *pb)
 {
   const struct cov_branch *a = pa, *b = pb;
-  if (a->line != b->line)
-    return a->line < b->line ? -1 : 1;
-  if (a->block != b->block)
-    return a->block < b->block ? -1 : 1;
-  return (a->branch > b->branch) - (a->branch < b->branch);
+  return cmp_keys ((uint64_t[]) { a->line, a->block, a->branch },
+                   (uint64_t[]) { b->line, b->block, b->branch }, 3);
 }
 
 static uint32_t
