@@ -135,29 +135,33 @@ parse_fn (struct parser *p, uint32_t mi, uint32_t fi,
 #define WHAT(field) \
   (snprintf (what, sizeof what, "module %lu function %lu " field, \
              (unsigned long) mi, (unsigned long) fi), what)
+  const unsigned char *b;
   if (take_str (p, &fn->name, WHAT ("name")) != 0
       || take_str (p, &fn->symbol, WHAT ("symbol")) != 0
       || take_str (p, &fn->origin, WHAT ("origin")) != 0
       || take_str (p, &fn->file, WHAT ("file")) != 0
-      || take_u32 (p, &fn->line, WHAT ("line")) != 0
-      || take_u32 (p, &fn->flags, WHAT ("flags")) != 0
-      || take_u32 (p, &fn->ncounters, WHAT ("counter count")) != 0
-      || take_u32 (p, &fn->reserved, WHAT ("reserved field")) != 0)
+      || !(b = take (p, TALLY_FNREC_FIXED, WHAT ("line and counter count"))))
     return -1;
 #undef WHAT
+  struct tally_fnrec r;
+  tally_fnrec_get (b, &r);
   char sym[64];
-  if (fn->ncounters < TALLY_C_CORE)
+  if (r.nvalues < TALLY_C_CORE)
     return fail (p->err, p->errlen, "module %lu function %lu (%s): %lu "
                  "counters, at least %u required: file is corrupt",
                  (unsigned long) mi, (unsigned long) fi,
                  printable (fn->symbol, sym, sizeof sym),
-                 (unsigned long) fn->ncounters, (unsigned) TALLY_C_CORE);
-  if (fn->ncounters > left (p) / 8)
+                 (unsigned long) r.nvalues, (unsigned) TALLY_C_CORE);
+  if (r.nvalues > left (p) / 8)
     return fail (p->err, p->errlen, "module %lu function %lu (%s): counter "
                  "count %lu cannot fit in the %zu bytes left: file is corrupt",
                  (unsigned long) mi, (unsigned long) fi,
                  printable (fn->symbol, sym, sizeof sym),
-                 (unsigned long) fn->ncounters, left (p));
+                 (unsigned long) r.nvalues, left (p));
+  fn->line = r.line;
+  fn->flags = r.flags;
+  fn->ncounters = r.nvalues;
+  fn->reserved = r.reserved;
   size_t bytes = (size_t) fn->ncounters * 8;
   if (bytes > p->pool_size - p->pool_low - p->pool_high)
     return fail (p->err, p->errlen, "module %lu function %lu: internal "
@@ -202,22 +206,20 @@ parse_module (struct parser *p, uint32_t mi, struct tally_data_module *m)
 {
   char what[64];
   size_t at = p->pos;
-  uint32_t tag;
 #define WHAT(field) \
   (snprintf (what, sizeof what, "module %lu " field, (unsigned long) mi), \
    what)
-  if (take_u32 (p, &tag, WHAT ("tag")) != 0)
+  const unsigned char *b = take (p, TALLY_MODREC_FIXED, WHAT ("record"));
+  if (!b)
     return -1;
+  uint32_t tag = tally_le_get32 (b);
   if (tag != TALLY_TAG_MODULE)
     return fail (p->err, p->errlen, "module %lu at byte %zu: bad tag 0x%08lx "
                  "(expected 0x%08lx \"MODL\"): file is corrupt",
                  (unsigned long) mi, at, (unsigned long) tag,
                  (unsigned long) TALLY_TAG_MODULE);
-  if (take_u32 (p, &m->abi_version, WHAT ("abi version")) != 0
-      || take_u64 (p, &m->checksum, WHAT ("checksum")) != 0
-      || take_u32 (p, &m->flags, WHAT ("flags")) != 0
-      || take_u32 (p, &m->nfns, WHAT ("function count")) != 0
-      || take_str (p, &m->source, WHAT ("source")) != 0
+  TALLY_GET_INTO (TALLY_MODREC_FIELDS, b, struct tally_data_module, m);
+  if (take_str (p, &m->source, WHAT ("source")) != 0
       || take_str (p, &m->directory, WHAT ("directory")) != 0)
     return -1;
 #undef WHAT
@@ -415,15 +417,7 @@ tally_parse_buffer (const unsigned char *buf, size_t len,
   if (env == 1)
     return parse_continuous (buf, len, out, err, errlen);
 
-  struct tally_hdr h;
-  tally_hdr_get (buf, &h);
-  out->version = h.version;
-  out->byte_order = h.byte_order;
-  out->file_size = h.file_size;
-  out->pid = h.pid;
-  out->time = h.time;
-  out->nmodules = h.nmodules;
-  out->flags = h.flags;
+  TALLY_GET_INTO (TALLY_HDR_FIELDS, buf, struct tally_data, out);
   out->crc = tally_le_get32 (buf + len - TALLY_TRAILER_SIZE + TALLY_TRL_CRC);
 
   /* Allocated as u64 so that the counters at its start are aligned.  */

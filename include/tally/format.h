@@ -271,6 +271,20 @@ tally_le_take_len (const unsigned char *p, size_t size, size_t *pos,
   tally_le_put##bits (p + (off), s->member);
 #define TALLY_FIELD_GET(bits, member, off) \
   s->member = tally_le_get##bits (p + (off));
+/* A reader's own struct with members named as the list's: TALLY_GET_INTO
+   (FIELDS, SRC, TYPE, DST) reads the part at SRC straight into *DST (a
+   TYPE *), each member checked to be BITS wide.  C only.  */
+#define TALLY_FIELD_INTO(bits, member, off)                                 \
+  _Static_assert (sizeof tally_into_->member * 8 == (bits), #member);       \
+  tally_into_->member = tally_le_get##bits (tally_from_ + (off));
+#define TALLY_GET_INTO(FIELDS, src, TYPE, dst)                              \
+  do                                                                        \
+    {                                                                       \
+      const unsigned char *tally_from_ = (src);                             \
+      TYPE *tally_into_ = (dst);                                            \
+      FIELDS (TALLY_FIELD_INTO)                                             \
+    }                                                                       \
+  while (0)
 #define TALLY_CODEC(part, FIELDS, HEAD)                                     \
   struct tally_##part                                                       \
   {                                                                         \
