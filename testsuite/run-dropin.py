@@ -153,8 +153,10 @@ def check_run_meson(a, work):
     -Wl,--no-undefined, which the runtime in CC must survive.  With
     blocks=visited beside the call hooks."""
     b = os.path.join(work, "meson-build")
+    # From WORK: meson's sanity checks run instrumented programs, which
+    # write tally.PID.data where meson runs (doc/drop-in.md).
     run([a.tally, "run", "--hooks=call", "--blocks=visited", "--", a.meson, "setup", b,
-         os.path.join(a.srcdir, "dropin")], env=compiler_env(a))
+         os.path.join(a.srcdir, "dropin")], env=compiler_env(a), cwd=work)
     run([a.meson, "compile", "-C", b])
     check_counts(a, os.path.join(b, "demo"), work, "late", name="meson")
 
