@@ -291,8 +291,9 @@ def check_specs(a, work):
         calls = check_counts(a, os.path.join(b, "demo"), work, "early", name="specs-cmake")
         expect("helper" in calls, "at=early did not reach the compiler: no helper row")
     b = os.path.join(work, "specs-meson")
+    # From WORK: the specs reach meson's sanity checks too (see run-meson).
     run([a.meson, "setup", b, src, "-Dc_args=" + flag, "-Dc_link_args=" + flag,
-         "-Dcpp_args=" + flag, "-Dcpp_link_args=" + flag], env=compiler_env(a))
+         "-Dcpp_args=" + flag, "-Dcpp_link_args=" + flag], env=compiler_env(a), cwd=work)
     run([a.meson, "compile", "-C", b])
     check_counts(a, os.path.join(b, "demo"), work, "late", name="specs-meson")
 
@@ -355,7 +356,8 @@ def check_pkg_config(a, work):
         run(["cmake", "--build", b], env=env)
         check_counts(a, os.path.join(b, "demo"), work, "late", env=env, name="pc-cmake")
     b = os.path.join(work, "meson-build")
-    run([a.meson, "setup", b, os.path.join(a.srcdir, "dropin"), "-Dtally=enabled"], env=env)
+    run([a.meson, "setup", b, os.path.join(a.srcdir, "dropin"), "-Dtally=enabled"], env=env,
+        cwd=work)
     run([a.meson, "compile", "-C", b], env=env)
     check_counts(a, os.path.join(b, "demo"), work, "late", env=env, name="pc-meson")
 
