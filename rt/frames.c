@@ -175,11 +175,11 @@ __tally_cyc_enter_slow_paths_frames (struct tally_fn *fn, void *cfa,
 #if defined(__x86_64__) && !defined(__ILP32__)
 /* For the plugin's asm statements: FN in %rax, CFA in %rdx, the node
    cache in %rcx (shadow.c's slow entries take the same).  */
-__asm__ (TALLY_PRESERVING_STUB ("__tally_cyc_enter_slow_frames_all",
+__asm__ (TALLY_PRESERVING_STUB ("__tally_cyc_enter_slow_frames_all", "",
                                 "__tally_cyc_enter_slow_frames@PLT",
                                 "\tmovq -8(%rbp), %rdi\n"
                                 "\tmovq -24(%rbp), %rsi\n")
-         TALLY_PRESERVING_STUB ("__tally_cyc_enter_slow_paths_frames_all",
+         TALLY_PRESERVING_STUB ("__tally_cyc_enter_slow_paths_frames_all", "",
                                 "__tally_cyc_enter_slow_paths_frames@PLT",
                                 "\tmovq -8(%rbp), %rdi\n"
                                 "\tmovq -24(%rbp), %rsi\n"

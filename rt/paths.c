@@ -116,11 +116,26 @@ setup (void)
   return expected == 2;
 }
 
+int
+tally_rt_paths_ready (void)
+{
+  return __atomic_load_n (&state, __ATOMIC_ACQUIRE) == 2;
+}
+
 uint32_t
 tally_rt_path_node (uint32_t parent, uint32_t fn)
 {
-  if (__atomic_load_n (&state, __ATOMIC_ACQUIRE) != 2 && !setup ())
+  if (!tally_rt_paths_ready () && !setup ())
     return TALLY_PATH_NONE;
+  return tally_rt_path_find (parent, fn);
+}
+
+/* Lock-free: a node is claimed (used), filled, then published in its
+   slot; two threads making the same node race for the slot, and the loser
+   looks at the winner's (its own claimed node stays unused).  */
+uint32_t
+tally_rt_path_find (uint32_t parent, uint32_t fn)
+{
   if (parent >= __atomic_load_n (&used, __ATOMIC_ACQUIRE))
     parent = 0;
   if (parent && nodes[parent].depth >= depth_limit)

@@ -64,6 +64,17 @@
 #include "tally/format.h"
 
 #define TALLY_HIDDEN __attribute__ ((visibility ("hidden")))
+/* Code that the preserving stubs' fast calls run (TALLY_PRESERVING_STUB):
+   compiled to use the general registers only, so that it leaves every
+   vector and x87 register as it found them.  A function of this kind
+   calls only others of this kind; static inline ones are also
+   always_inline, so that ordinary code inlines them too.  */
+#if defined(__x86_64__) && !defined(__ILP32__)
+#define TALLY_GPR_ONLY __attribute__ ((target ("general-regs-only")))
+#else
+#define TALLY_GPR_ONLY
+#endif
+#define TALLY_GPR_INLINE static inline __attribute__ ((always_inline)) TALLY_GPR_ONLY
 
 #include "sys.h" /* before any other header: see there */
 
@@ -430,7 +441,8 @@ void tally_rt_frames_rearm (void) TALLY_HIDDEN __attribute__ ((weak));
 
 /* x86-64: an entry point NAME that calls the C function TARGET after
    ARGS (moves from the saved registers: %rax at -8(%rbp), %rcx -16,
-   %rdx -24) and preserves every register, vector registers included
+   %rdx -24), FAST first if it is not "" (TALLY_STUB_FAST), and
+   preserves every register, vector registers included
    (XSAVE of what XCR0 enables, FXSAVE without OSXSAVE: which, and
    XSAVE's size, asked of CPUID on the first call only and kept in
    tally_rt_xsave_bytes, since CPUID traps to the hypervisor in a virtual
@@ -443,7 +455,17 @@ void tally_rt_frames_rearm (void) TALLY_HIDDEN __attribute__ ((weak));
    call, UINT32_MAX without OSXSAVE (threads that race to set it store the
    same value).  */
 extern uint32_t tally_rt_xsave_bytes TALLY_HIDDEN;
-#define TALLY_PRESERVING_STUB(NAME, TARGET, ARGS)                                    \
+/* FAST for TALLY_PRESERVING_STUB: first call the TALLY_GPR_ONLY function
+   TARGET with ARGS, and return at once if it returns non-zero (it did
+   the work without touching a vector register: no XSAVE, which costs
+   some 200 ns in a virtual machine); "" for none.  */
+#define TALLY_STUB_FAST(TARGET, ARGS)                                        \
+  "\tandq $-16, %rsp\n"                                                       \
+  ARGS                                                                         \
+  "\tcall " TARGET "\n"                                                        \
+  "\ttestl %eax, %eax\n"                                                      \
+  "\tjnz 2f\n"
+#define TALLY_PRESERVING_STUB(NAME, FAST, TARGET, ARGS)                              \
   "\t.text\n"                                                                  \
   "\t.globl " NAME "\n"                                                        \
   "\t.type " NAME ", @function\n" NAME ":\n"                                   \
@@ -461,6 +483,7 @@ extern uint32_t tally_rt_xsave_bytes TALLY_HIDDEN;
   "\tpushq %rax\n\tpushq %rcx\n\tpushq %rdx\n\tpushq %rsi\n"                   \
   "\tpushq %rdi\n\tpushq %r8\n\tpushq %r9\n\tpushq %r10\n"                     \
   "\tpushq %r11\n\tpushq %rbx\n"                                               \
+  FAST                                                                         \
   "\tmovl tally_rt_xsave_bytes(%rip), %ebx\n"                                 \
   "\ttestl %ebx, %ebx\n"                                                       \
   "\tjnz 3f\n"                                                                 \
@@ -544,8 +567,14 @@ void tally_rt_papi_zero (void) TALLY_HIDDEN __attribute__ ((weak));
 /* The node of function FN called on the path of node PARENT (0: the
    root), made if new; TALLY_PATH_NONE if the tree is full.  */
 uint32_t tally_rt_path_node (uint32_t parent, uint32_t fn) TALLY_HIDDEN;
+/* The same once the tree is set up (tally_rt_paths_ready), in general
+   registers only: for the inline entry's fast call (shadow.c).  */
+int tally_rt_paths_ready (void) TALLY_HIDDEN TALLY_GPR_ONLY;
+uint32_t tally_rt_path_find (uint32_t parent, uint32_t fn)
+    TALLY_HIDDEN TALLY_GPR_ONLY;
 /* NODE if it is a node of function FN, else 0 (the root).  */
-uint32_t tally_rt_path_owner (uint32_t node, uint32_t fn) TALLY_HIDDEN;
+uint32_t tally_rt_path_owner (uint32_t node, uint32_t fn)
+    TALLY_HIDDEN TALLY_GPR_ONLY;
 /* Add one closed activation to NODE (if it is FN's).  */
 void tally_rt_path_add (uint32_t node, uint32_t fn, uint64_t d, uint64_t self)
     TALLY_HIDDEN;

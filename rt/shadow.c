@@ -82,7 +82,7 @@ static pthread_key_t ss_key;
 static pthread_once_t ss_key_once = PTHREAD_ONCE_INIT;
 static int ss_key_ok;
 
-static inline uint64_t
+TALLY_GPR_INLINE uint64_t
 rdtsc (void)
 {
   uint32_t lo, hi;
@@ -119,7 +119,7 @@ account (const struct tally_fn *fn, uint64_t d, uint64_t child, int atomic)
    entry reads its parent's node as it is (its per-function cache is keyed
    by it, plugin/measure.cc), so a frame without a path reads as the root,
    where the runtime puts its callees too.  */
-static inline uint32_t
+TALLY_GPR_INLINE uint32_t
 frame_node (const struct tally_sframe *f)
 {
   return (f->flags & TALLY_SF_PATH) ? f->node : TALLY_PATH_NONE;
@@ -243,10 +243,11 @@ on_alt_stack (void)
 
 /* The slot is claimed before it is filled and gets its real CFA last (see
    plugin/measure.cc): a signal handler's hooks in between see a frame that
-   is neither stale nor theirs.  */
-static inline void
-push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa,
-            uint32_t node, uint32_t flags)
+   is neither stale nor theirs.  push_frame is claim_frame, measure=papi's
+   events, then start_frame; the inline entry's fast call does without the
+   events (__tally_cyc_enter_miss_paths).  */
+TALLY_GPR_INLINE void
+claim_frame (struct tally_sframe *top, struct tally_fn *fn, uint32_t node)
 {
   top->cfa = UINT64_MAX;
   __atomic_signal_fence (__ATOMIC_SEQ_CST);
@@ -255,6 +256,27 @@ push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa,
   top->fn = fn;
   top->node = node;
   top->child = 0;
+}
+
+TALLY_GPR_INLINE void
+start_frame (struct tally_sframe *top, uint64_t cfa, uint32_t node,
+             uint32_t flags)
+{
+  if (node != TALLY_PATH_NONE)
+    flags |= TALLY_SF_PATH;
+  else
+    top->node = 0; /* a free slot's: see frame_node */
+  top->flags = flags;
+  top->start = rdtsc ();
+  __atomic_signal_fence (__ATOMIC_SEQ_CST);
+  top->cfa = cfa;
+}
+
+static inline void
+push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa,
+            uint32_t node, uint32_t flags)
+{
+  claim_frame (top, fn, node);
   /* measure=papi: the events' values at entry, then the clock.  */
   if (flags & TALLY_SF_PAPI)
     {
@@ -268,14 +290,7 @@ push_frame (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa,
       if (!ok)
         flags &= ~TALLY_SF_PAPI;
     }
-  if (node != TALLY_PATH_NONE)
-    flags |= TALLY_SF_PATH;
-  else
-    top->node = 0; /* a free slot's: see frame_node */
-  top->flags = flags;
-  top->start = rdtsc ();
-  __atomic_signal_fence (__ATOMIC_SEQ_CST);
-  top->cfa = cfa;
+  start_frame (top, cfa, node, flags);
 }
 
 /* paths=on: the node of FN, with CFA CFA, called from the frame below
@@ -305,7 +320,7 @@ path_of (struct tally_sframe *top, struct tally_fn *fn, uint64_t cfa)
    code reads it.  Set only where that field decides the node (not at the
    bottom of the stack, whose node libunwind finds), and for a node the
    tree has.  */
-static inline void
+TALLY_GPR_INLINE void
 cache_node (uint64_t *cache, const struct tally_sframe *f)
 {
   const struct tally_sframe *parent = f - 1;
@@ -388,16 +403,21 @@ enter_slow (struct tally_fn *fn, void *cfa_ptr, int paths, uint32_t flags)
 #if defined(__x86_64__) && !defined(__ILP32__)
 uint32_t tally_rt_xsave_bytes;
 /* The saved registers: %rax at -8(%rbp), %rcx -16, %rdx -24.  */
-__asm__ (TALLY_PRESERVING_STUB ("__tally_cyc_enter_slow_all",
+__asm__ (TALLY_PRESERVING_STUB ("__tally_cyc_enter_slow_all", "",
                                 "__tally_cyc_enter_slow@PLT",
                                 "\tmovq -8(%rbp), %rdi\n"
                                 "\tmovq -24(%rbp), %rsi\n")
          TALLY_PRESERVING_STUB ("__tally_cyc_enter_slow_paths_all",
+                                TALLY_STUB_FAST (
+                                    "__tally_cyc_enter_miss_paths@PLT",
+                                    "\tmovq -8(%rbp), %rdi\n"
+                                    "\tmovq -24(%rbp), %rsi\n"
+                                    "\tmovq -16(%rbp), %rdx\n"),
                                 "__tally_cyc_enter_slow_paths@PLT",
                                 "\tmovq -8(%rbp), %rdi\n"
                                 "\tmovq -24(%rbp), %rsi\n"
                                 "\tmovq -16(%rbp), %rdx\n")
-         TALLY_PRESERVING_STUB ("__tally_cyc_exit_slow_all",
+         TALLY_PRESERVING_STUB ("__tally_cyc_exit_slow_all", "",
                                 "__tally_cyc_exit_slow@PLT",
                                 "\tmovq -16(%rbp), %rdi\n"
                                 "\tmovq -24(%rbp), %rsi\n"
@@ -498,6 +518,31 @@ __tally_cyc_enter_slow_paths (struct tally_fn *fn, void *cfa_ptr,
                               uint64_t *cache)
 {
   tally_rt_enter_slow (fn, cfa_ptr, 1, 0, cache);
+}
+
+/* The fast call of its stub: a node-cache miss in the common case (the
+   thread's stack set up, no stale frame, room for one more, an
+   instrumented caller, the tree mapped): the node found or made and the
+   frame pushed as tally_rt_enter_slow does, in general registers only, so
+   that the stub saves no vector state.  1 if it pushed the frame, 0 for
+   the stub's slow call to do everything.  Calls nothing that could touch
+   errno.  */
+TALLY_GPR_ONLY int
+__tally_cyc_enter_miss_paths (struct tally_fn *fn, void *cfa_ptr,
+                              uint64_t *cache)
+{
+  uint64_t cfa = (uint64_t) (uintptr_t) cfa_ptr;
+  struct tally_sframe *top = __tally_ss.top, *parent = top - 1;
+  if (rt_busy || !ss_base || top == __tally_ss.end || parent->cfa <= cfa
+      || !parent->fn || !tally_rt_paths_ready ())
+    return 0;
+  uint32_t node = tally_rt_path_find (
+      tally_rt_path_owner (frame_node (parent), parent->fn->id), fn->id);
+  claim_frame (top, fn, node);
+  start_frame (top, cfa, node, 0);
+  top->ret = 0;
+  cache_node (cache, top);
+  return 1;
 }
 
 void

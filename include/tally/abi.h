@@ -313,6 +313,11 @@ TALLY_PUBLIC void __tally_cyc_enter_slow_frames (struct tally_fn *fn,
 TALLY_PUBLIC void __tally_cyc_enter_slow_paths (struct tally_fn *fn,
                                                 void *cfa,
                                                 __UINT64_TYPE__ *cache);
+/* Its common case without the vector registers (the _all stub calls it
+   first): non-zero if it pushed the frame.  */
+TALLY_PUBLIC int __tally_cyc_enter_miss_paths (struct tally_fn *fn,
+                                               void *cfa,
+                                               __UINT64_TYPE__ *cache);
 TALLY_PUBLIC void __tally_cyc_enter_slow_paths_frames (struct tally_fn *fn,
                                                        void *cfa,
                                                        __UINT64_TYPE__ *cache);
