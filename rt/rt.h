@@ -74,7 +74,8 @@
 #else
 #define TALLY_GPR_ONLY
 #endif
-#define TALLY_GPR_INLINE static inline __attribute__ ((always_inline)) TALLY_GPR_ONLY
+#define TALLY_GPR_INLINE \
+  static inline __attribute__ ((always_inline)) TALLY_GPR_ONLY
 
 #include "sys.h" /* before any other header: see there */
 
