@@ -116,25 +116,20 @@ setup (void)
   return expected == 2;
 }
 
-int
-tally_rt_paths_ready (void)
+/* ready and find are always inlined, into the ordinary lookup below (the
+   hooks=call path) as into their general-registers-only entry points for
+   the inline entry's fast call (shadow.c).  */
+TALLY_GPR_INLINE int
+ready (void)
 {
   return __atomic_load_n (&state, __ATOMIC_ACQUIRE) == 2;
-}
-
-uint32_t
-tally_rt_path_node (uint32_t parent, uint32_t fn)
-{
-  if (!tally_rt_paths_ready () && !setup ())
-    return TALLY_PATH_NONE;
-  return tally_rt_path_find (parent, fn);
 }
 
 /* Lock-free: a node is claimed (used), filled, then published in its
    slot; two threads making the same node race for the slot, and the loser
    looks at the winner's (its own claimed node stays unused).  */
-uint32_t
-tally_rt_path_find (uint32_t parent, uint32_t fn)
+TALLY_GPR_INLINE uint32_t
+find (uint32_t parent, uint32_t fn)
 {
   if (parent >= __atomic_load_n (&used, __ATOMIC_ACQUIRE))
     parent = 0;
@@ -173,6 +168,26 @@ tally_rt_path_find (uint32_t parent, uint32_t fn)
     }
   __atomic_fetch_add (&lost, 1, __ATOMIC_RELAXED);
   return TALLY_PATH_NONE;
+}
+
+uint32_t
+tally_rt_path_node (uint32_t parent, uint32_t fn)
+{
+  if (!ready () && !setup ())
+    return TALLY_PATH_NONE;
+  return find (parent, fn);
+}
+
+int
+tally_rt_paths_ready (void)
+{
+  return ready ();
+}
+
+uint32_t
+tally_rt_path_find (uint32_t parent, uint32_t fn)
+{
+  return find (parent, fn);
 }
 
 void
