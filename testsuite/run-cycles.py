@@ -268,24 +268,24 @@ int main (int argc, char **argv)
 """
 
 
-def cpuid_and_hits(tracer, exe, stub, cpuids, n):
-    """(instructions at CPUIDS executed, times STUB reached) by EXE N."""
-    p = run([tracer, "%x" % stub] + ["%x" % c for c in cpuids] + ["--", exe, str(n)],
+def sites_and_stub_hits(tracer, exe, stub, sites, n):
+    """(instructions at SITES executed, times STUB reached) by EXE N."""
+    p = run([tracer, "%x" % stub] + ["%x" % c for c in sites] + ["--", exe, str(n)],
             env={"TALLY_OUTPUT": exe + ".data"}, check=False)
     if p.returncode == 77:
         raise Skip("ptrace (PTRACE_TRACEME) is not permitted here")
     expect(p.returncode == 0, "the tracer failed (%d): %s" % (p.returncode, p.stderr))
     f = p.stderr.split()
-    expect(len(f) == 2 + len(cpuids) and f[-1] == "0",
+    expect(len(f) == 2 + len(sites) and f[-1] == "0",
            "%s %d under the tracer: %s" % (exe, n, p.stderr))
     return sum(int(x) for x in f[1:-1]), int(f[0])
 
 
 def alternate_under_tracer(a, work, insn):
     """paths=on hooks=inline's ALTERNATE_C built (static runtime, -no-pie)
-    and traced (BREAK_C) at N and 2N calls: (more slow entries, more
-    executions of the instructions matching INSN, how many such sites, how
-    many executed at N, N)."""
+    and traced (BREAK_C) at N = 2000 and 2N calls, after checking that its
+    slow entry ran at least N times more: how many more times the
+    instructions matching INSN (a regex of mnemonics) ran."""
     x86_64()
     tracer = os.path.join(work, "break")
     run([a.cc, "-O2", write_file(os.path.join(work, "break.c"), BREAK_C), "-o", tracer])
@@ -307,8 +307,8 @@ def alternate_under_tracer(a, work, insn):
     # the runtime's, all in the program (static runtime)
     expect(sites, "no %s instruction in %s" % (insn, exe))
     n = 2000
-    c1, h1 = cpuid_and_hits(tracer, exe, addr, sites, n)
-    c2, h2 = cpuid_and_hits(tracer, exe, addr, sites, 2 * n)
+    c1, h1 = sites_and_stub_hits(tracer, exe, addr, sites, n)
+    c2, h2 = sites_and_stub_hits(tracer, exe, addr, sites, 2 * n)
     print("%d more calls of leaf: %d more slow entries, %d more %s "
           "(%d sites, %d executed in the %d-call run)" % (n, h2 - h1, c2 - c1, insn,
                                                          len(sites), c1, n))
